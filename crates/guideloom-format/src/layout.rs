@@ -1,0 +1,367 @@
+//! Sans-IO shard opening: from a tail read to a validated [`Layout`], shared by the sync and
+//! async readers.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use guideloom_io::Tail;
+use guideloom_io::coalesce::{self, CoalescePolicy, MergedRange};
+
+use crate::error::{Corruption, Error, Result};
+use crate::footer::Footer;
+use crate::index::Index;
+use crate::metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata};
+use crate::spec::{
+    DEFAULT_SPECULATIVE_TAIL, FOOTER_LEN, FOOTER_USIZE, HEADER_LEN, HEADER_USIZE, MAGIC,
+    MIN_SHARD_LEN, crc32c, le_u16,
+};
+
+/// How shards are opened and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    speculative_tail: u64,
+    verify_records: bool,
+    coalesce: CoalescePolicy,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            speculative_tail: DEFAULT_SPECULATIVE_TAIL,
+            verify_records: true,
+            coalesce: CoalescePolicy::default(),
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Bytes read from the end of a shard to open it (default 64 KiB, at least 80). When
+    /// footer, index and metadata fit in it, opening costs one request; otherwise two.
+    pub fn speculative_tail(mut self, bytes: u64) -> Self {
+        self.speculative_tail = bytes.max(MIN_SHARD_LEN);
+        self
+    }
+
+    /// Whether each record's CRC32C is checked when read (default `true`). Index and
+    /// metadata checksums are always checked.
+    pub fn verify_records(mut self, verify: bool) -> Self {
+        self.verify_records = verify;
+        self
+    }
+
+    /// How `read_many` merges neighbouring records into one read.
+    pub fn coalesce(mut self, policy: CoalescePolicy) -> Self {
+        self.coalesce = policy;
+        self
+    }
+
+    /// The speculative tail length.
+    pub fn tail_len(&self) -> u64 {
+        self.speculative_tail
+    }
+
+    /// Whether record checksums are verified.
+    pub fn verifies_records(&self) -> bool {
+        self.verify_records
+    }
+
+    /// The coalescing policy.
+    pub fn coalesce_policy(&self) -> CoalescePolicy {
+        self.coalesce
+    }
+}
+
+/// What a caller expects a shard to hold; a shard holding something else is refused with
+/// [`Error::FormatMismatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    /// Documents of the named record format.
+    Documents(String),
+    /// A stream of the named element type (with its width in bytes).
+    Stream {
+        /// Element name (`"u32"`).
+        element: &'static str,
+        /// Element width in bytes.
+        width: u64,
+    },
+}
+
+impl Expected {
+    fn describe(&self) -> String {
+        match self {
+            Expected::Documents(f) => f.clone(),
+            Expected::Stream { element, .. } => format!("stream<{element}>"),
+        }
+    }
+}
+
+/// A validated shard: footer, index and metadata.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    pub(crate) shard: String,
+    pub(crate) footer: Footer,
+    pub(crate) index: Index,
+    pub(crate) metadata: ShardMetadata,
+}
+
+/// The result of looking at the speculative tail.
+pub(crate) enum TailOutcome {
+    /// Everything was in the tail.
+    Done(Layout),
+    /// The index and metadata start before the tail: read this range, then [`complete`].
+    NeedMore(Footer, Range<u64>),
+}
+
+/// Parses the tail of a shard. Never allocates more than the tail it was given.
+pub(crate) fn parse_tail(shard: &str, tail: &Tail) -> Result<TailOutcome> {
+    let size = tail.size;
+    let bytes = &tail.bytes;
+    if size < MIN_SHARD_LEN {
+        return Err(Error::corrupt(shard, Corruption::TooSmall { size }));
+    }
+    let blen = bytes.len() as u64;
+    if blen < FOOTER_LEN || blen > size {
+        return Err(Error::layout(shard, "the tail read returned too few bytes"));
+    }
+    let foot_at = bytes.len() - FOOTER_USIZE;
+    let footer = Footer::decode(shard, &bytes[foot_at..], size)?;
+    let tail_start = size - blen;
+    let wanted = footer.index_offset..footer.metadata_offset + footer.metadata_len;
+    if wanted.start < tail_start {
+        return Ok(TailOutcome::NeedMore(footer, wanted));
+    }
+    let rel = |x: u64| usize::try_from(x - tail_start).unwrap_or(usize::MAX);
+    let sections = bytes.slice(rel(wanted.start)..rel(wanted.end));
+    let header = (tail_start == 0).then(|| &bytes[..HEADER_USIZE]);
+    complete(shard, footer, sections, header).map(TailOutcome::Done)
+}
+
+/// Validates index + metadata bytes (`sections`, read from `footer.index_offset`) and, when
+/// available, the header.
+pub(crate) fn complete(
+    shard: &str,
+    footer: Footer,
+    sections: Bytes,
+    header: Option<&[u8]>,
+) -> Result<Layout> {
+    if sections.len() as u64 != footer.index_len + footer.metadata_len {
+        return Err(Error::layout(
+            shard,
+            "index and metadata read has the wrong length",
+        ));
+    }
+    let split = usize::try_from(footer.index_len).unwrap_or(usize::MAX);
+    let raw_index = sections.slice(..split);
+    let meta = &sections[split..];
+    if crc32c(&raw_index) != footer.index_crc {
+        return Err(Error::corrupt(shard, Corruption::IndexChecksum));
+    }
+    if crc32c(meta) != footer.metadata_crc {
+        return Err(Error::corrupt(shard, Corruption::MetadataChecksum));
+    }
+    if let Some(h) = header
+        && (h[..8] != MAGIC || le_u16(h, 8) != footer.major)
+    {
+        return Err(Error::corrupt(shard, Corruption::BadHeader));
+    }
+    let index = Index::parse(shard, raw_index, footer.index_offset)?;
+    let metadata = ShardMetadata::decode(shard, meta, footer.record_count)?;
+    Ok(Layout {
+        shard: shard.to_owned(),
+        footer,
+        index,
+        metadata,
+    })
+}
+
+impl Layout {
+    /// Refuses a shard that does not hold what the caller expects.
+    pub(crate) fn expect(&self, expected: &Expected) -> Result<()> {
+        let m = &self.metadata;
+        let ok = match expected {
+            Expected::Documents(f) => m.kind == KIND_DOCUMENTS && &m.format == f,
+            Expected::Stream { element, .. } => {
+                m.kind == KIND_STREAM && m.element.as_deref() == Some(*element)
+            }
+        };
+        if !ok {
+            return Err(Error::FormatMismatch {
+                shard: self.shard.clone(),
+                expected: expected.describe(),
+                found: m.describe(),
+            });
+        }
+        if let Expected::Stream { width, .. } = expected
+            && !self.footer.data_len().is_multiple_of(*width)
+        {
+            return Err(Error::layout(
+                &self.shard,
+                "stream data length is not a multiple of the element width",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.index.len()
+    }
+
+    pub(crate) fn record_range(&self, i: u64) -> Result<Range<u64>> {
+        if i >= self.len() {
+            return Err(Error::IndexOutOfRange {
+                index: i,
+                len: self.len(),
+            });
+        }
+        Ok(self.index.range(i))
+    }
+
+    /// Checks record `i`'s bytes (length always; checksum when `verify`).
+    pub(crate) fn check_record(&self, i: u64, bytes: &Bytes, verify: bool) -> Result<()> {
+        let r = self.index.range(i);
+        guideloom_io::error::check_len(&self.shard, r.start, r.end - r.start, bytes.len())?;
+        if verify && crc32c(bytes) != self.index.crc(i) {
+            return Err(Error::corrupt(
+                &self.shard,
+                Corruption::RecordChecksum { index: i },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Plans `read_many`: the record ranges and the merged reads serving them.
+    pub(crate) fn plan_many(
+        &self,
+        indices: &[u64],
+        policy: CoalescePolicy,
+    ) -> Result<(Vec<Range<u64>>, Vec<MergedRange>)> {
+        let ranges = indices
+            .iter()
+            .map(|&i| self.record_range(i))
+            .collect::<Result<Vec<_>>>()?;
+        let plan = coalesce::plan(&ranges, policy);
+        Ok((ranges, plan))
+    }
+
+    /// Splits merged buffers into records and checks them.
+    pub(crate) fn finish_many(
+        &self,
+        indices: &[u64],
+        ranges: &[Range<u64>],
+        plan: &[MergedRange],
+        bufs: Vec<Bytes>,
+        verify: bool,
+    ) -> Result<Vec<Bytes>> {
+        if bufs.len() != plan.len() {
+            return Err(Error::layout(
+                &self.shard,
+                "batched read returned the wrong count",
+            ));
+        }
+        let mut out = vec![None; ranges.len()];
+        for (m, buf) in plan.iter().zip(&bufs) {
+            let want = m.range.end - m.range.start;
+            guideloom_io::error::check_len(&self.shard, m.range.start, want, buf.len())?;
+            coalesce::split(m, buf, ranges, &mut out);
+        }
+        let mut records = Vec::with_capacity(out.len());
+        for (&i, b) in indices.iter().zip(out) {
+            let b = b.unwrap_or_default();
+            self.check_record(i, &b, verify)?;
+            records.push(b);
+        }
+        Ok(records)
+    }
+
+    /// The byte range covering records `first .. first + count` (all must exist).
+    pub(crate) fn run_range(&self, first: u64, count: u64) -> Result<Range<u64>> {
+        let last = first
+            .checked_add(count)
+            .filter(|&end| end <= self.len())
+            .ok_or(Error::IndexOutOfRange {
+                index: first.saturating_add(count),
+                len: self.len(),
+            })?;
+        if count == 0 {
+            return Ok(0..0);
+        }
+        Ok(self.index.range(first).start..self.index.range(last - 1).end)
+    }
+
+    /// Splits the buffer read for a run into zero-copy records and checks them.
+    pub(crate) fn finish_run(
+        &self,
+        first: u64,
+        count: u64,
+        read: Range<u64>,
+        buf: Bytes,
+        verify: bool,
+    ) -> Result<Vec<Bytes>> {
+        guideloom_io::error::check_len(&self.shard, read.start, read.end - read.start, buf.len())?;
+        let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+        for i in first..first + count {
+            let r = self.index.range(i);
+            let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);
+            let rec = buf.slice(rel(r.start)..rel(r.end));
+            self.check_record(i, &rec, verify)?;
+            out.push(rec);
+        }
+        Ok(out)
+    }
+
+    /// Plans a read of data bytes `[offset, offset+len)` (relative to the data region):
+    /// the absolute range to read (widened to whole records when verifying) and the
+    /// records it covers.
+    pub(crate) fn plan_data(&self, offset: u64, len: u64, verify: bool) -> Result<DataPlan> {
+        let data_len = self.footer.data_len();
+        if offset.checked_add(len).is_none_or(|e| e > data_len) {
+            return Err(Error::SliceOutOfRange {
+                offset,
+                len,
+                total: data_len,
+            });
+        }
+        let want = HEADER_LEN + offset..HEADER_LEN + offset + len;
+        if !verify || len == 0 {
+            return Ok(DataPlan {
+                read: want.clone(),
+                want,
+                records: 0..0,
+            });
+        }
+        let first = self.index.record_at(want.start);
+        let last = self.index.record_at(want.end - 1);
+        let read = self.index.range(first).start..self.index.range(last).end;
+        Ok(DataPlan {
+            read,
+            want,
+            records: first..last + 1,
+        })
+    }
+
+    /// Checks and trims the buffer read for `plan`.
+    pub(crate) fn finish_data(&self, plan: &DataPlan, buf: Bytes) -> Result<Bytes> {
+        let DataPlan {
+            read,
+            want,
+            records,
+        } = plan;
+        guideloom_io::error::check_len(&self.shard, read.start, read.end - read.start, buf.len())?;
+        for i in records.clone() {
+            let r = self.index.range(i);
+            let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);
+            let rec = buf.slice(rel(r.start)..rel(r.end));
+            self.check_record(i, &rec, true)?;
+        }
+        let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);
+        Ok(buf.slice(rel(want.start)..rel(want.end)))
+    }
+}
+
+/// A planned read of a byte span of the data region.
+#[derive(Debug, Clone)]
+pub(crate) struct DataPlan {
+    pub(crate) read: Range<u64>,
+    pub(crate) want: Range<u64>,
+    pub(crate) records: Range<u64>,
+}

@@ -1,0 +1,164 @@
+//! The CBOR metadata block of a shard.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::spec::MAX_METADATA_LEN;
+
+/// A CBOR value of user metadata (re-exported from `ciborium`).
+pub use ciborium::Value;
+
+/// `kind` of a shard whose records are encoded documents.
+pub const KIND_DOCUMENTS: &str = "documents";
+
+/// `kind` of a shard whose records are runs of fixed-width elements.
+pub const KIND_STREAM: &str = "stream";
+
+/// What this crate writes as `writer`.
+pub const WRITER: &str = concat!("guideloom-format/", env!("CARGO_PKG_VERSION"));
+
+/// The decoded metadata block (see `docs/format.md` for the keys). Unknown keys are ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ShardMetadata {
+    /// Stable name of the record format (`"cbor"`, `"raw"`, ...).
+    pub format: String,
+    /// Record count; equal to the footer's.
+    pub records: u64,
+    /// [`KIND_DOCUMENTS`] or [`KIND_STREAM`].
+    pub kind: String,
+    /// Element type of a stream (`"u32"`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<String>,
+    /// The writing library and version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
+    /// User metadata, as written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user: BTreeMap<String, Value>,
+}
+
+impl ShardMetadata {
+    /// Metadata for a shard of `kind` holding records of `format`; `records` is filled in
+    /// by the writer at finish.
+    pub fn new(format: impl Into<String>, kind: impl Into<String>) -> Self {
+        ShardMetadata {
+            format: format.into(),
+            records: 0,
+            kind: kind.into(),
+            element: None,
+            writer: Some(WRITER.to_owned()),
+            user: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the stream element type name.
+    pub fn with_element(mut self, element: impl Into<String>) -> Self {
+        self.element = Some(element.into());
+        self
+    }
+
+    /// Sets the user metadata map.
+    pub fn with_user(mut self, user: BTreeMap<String, Value>) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// What this shard holds, as shown in [`Error::FormatMismatch`]: `format` for documents,
+    /// `stream<element>` for streams.
+    pub fn describe(&self) -> String {
+        match &self.element {
+            Some(e) if self.kind == KIND_STREAM => format!("stream<{e}>"),
+            _ if self.kind == KIND_DOCUMENTS => self.format.clone(),
+            _ => format!("{}:{}", self.kind, self.format),
+        }
+    }
+
+    /// Encodes as CBOR, refusing results over [`MAX_METADATA_LEN`].
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        ciborium::into_writer(self, &mut out).map_err(|e| Error::InvalidArgument {
+            message: format!("cannot encode shard metadata: {e}"),
+        })?;
+        if out.len() as u64 > MAX_METADATA_LEN {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "shard metadata of {} bytes exceeds the {MAX_METADATA_LEN}-byte limit",
+                    out.len()
+                ),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Decodes one CBOR map (no trailing bytes) and checks it against the footer's count.
+    pub fn decode(shard: &str, bytes: &[u8], record_count: u64) -> Result<Self> {
+        let mut rest = bytes;
+        let meta: ShardMetadata = ciborium::from_reader(&mut rest)
+            .map_err(|e| Error::metadata(shard, format!("invalid CBOR: {e}")))?;
+        if !rest.is_empty() {
+            return Err(Error::metadata(shard, "trailing bytes after the CBOR map"));
+        }
+        if meta.records != record_count {
+            return Err(Error::metadata(
+                shard,
+                format!(
+                    "records = {} but the footer says {record_count}",
+                    meta.records
+                ),
+            ));
+        }
+        Ok(meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_unknown_keys_ignored() {
+        let mut user = BTreeMap::new();
+        user.insert("lang".to_owned(), Value::Text("en".into()));
+        let mut m = ShardMetadata::new("cbor", KIND_DOCUMENTS).with_user(user);
+        m.records = 3;
+        let bytes = m.encode().unwrap();
+        assert_eq!(ShardMetadata::decode("s", &bytes, 3).unwrap(), m);
+
+        // A newer writer's extra key is ignored.
+        let extended = Value::Map(vec![
+            (Value::Text("format".into()), Value::Text("raw".into())),
+            (Value::Text("records".into()), Value::Integer(0.into())),
+            (Value::Text("kind".into()), Value::Text("documents".into())),
+            (Value::Text("future".into()), Value::Bool(true)),
+        ]);
+        let mut buf = Vec::new();
+        ciborium::into_writer(&extended, &mut buf).unwrap();
+        let got = ShardMetadata::decode("s", &buf, 0).unwrap();
+        assert_eq!(got.format, "raw");
+    }
+
+    #[test]
+    fn count_mismatch_and_garbage_are_corrupt() {
+        let bytes = ShardMetadata::new("raw", KIND_DOCUMENTS).encode().unwrap();
+        assert!(
+            ShardMetadata::decode("s", &bytes, 1)
+                .unwrap_err()
+                .is_corrupt()
+        );
+        assert!(
+            ShardMetadata::decode("s", &[0xff, 0x00], 0)
+                .unwrap_err()
+                .is_corrupt()
+        );
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert!(
+            ShardMetadata::decode("s", &trailing, 0)
+                .unwrap_err()
+                .is_corrupt()
+        );
+    }
+}

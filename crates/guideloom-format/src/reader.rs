@@ -1,0 +1,257 @@
+//! Reading one shard through any `guideloom-io` reader, sync or async.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use guideloom_io::{AsyncReader, SyncReader};
+
+use crate::error::Result;
+use crate::footer::Footer;
+use crate::layout::{Expected, Layout, ReadOptions, TailOutcome, complete, parse_tail};
+use crate::metadata::ShardMetadata;
+
+macro_rules! shard_accessors {
+    () => {
+        /// The shard as its backend names it (used in errors).
+        pub fn name(&self) -> &str {
+            &self.layout.shard
+        }
+
+        /// Number of records.
+        pub fn len(&self) -> u64 {
+            self.layout.len()
+        }
+
+        /// `true` when the shard has no records.
+        pub fn is_empty(&self) -> bool {
+            self.layout.len() == 0
+        }
+
+        /// The decoded metadata block.
+        pub fn metadata(&self) -> &ShardMetadata {
+            &self.layout.metadata
+        }
+
+        /// The decoded footer.
+        pub fn footer(&self) -> &Footer {
+            &self.layout.footer
+        }
+
+        /// Bytes in the data region (all record payloads).
+        pub fn data_len(&self) -> u64 {
+            self.layout.footer.data_len()
+        }
+
+        /// Absolute byte range of record `i`, or [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange).
+        pub fn record_range(&self, i: u64) -> Result<Range<u64>> {
+            self.layout.record_range(i)
+        }
+
+        /// Refuses the shard with [`Error::FormatMismatch`](crate::Error::FormatMismatch) unless
+        /// it holds what `expected` describes.
+        pub fn expect(&self, expected: &Expected) -> Result<()> {
+            self.layout.expect(expected)
+        }
+
+        /// The underlying reader.
+        pub fn reader(&self) -> &R {
+            &self.reader
+        }
+    };
+}
+
+/// One shard opened through a [`SyncReader`].
+///
+/// Opening costs one `read_tail` call (two when index + metadata exceed the speculative
+/// tail); [`read`](SyncShard::read) costs one `read`; [`read_many`](SyncShard::read_many)
+/// one `read_ranges` call with neighbours merged.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use guideloom_format::{ReadOptions, ShardMetadata, ShardWriter, SyncShard};
+/// # let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("one.glm");
+/// let mut w = ShardWriter::create(&path, ShardMetadata::new("raw", "documents"))?;
+/// w.append(b"hello")?;
+/// w.append(b"")?;
+/// w.finish()?;
+///
+/// let reader = guideloom_format::FileReader::open(&path)?;
+/// let shard = SyncShard::open(reader, &ReadOptions::default())?;
+/// assert_eq!(shard.len(), 2);
+/// assert_eq!(&shard.read(0)?[..], b"hello");
+/// assert!(shard.read(1)?.is_empty());
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SyncShard<R = Box<dyn SyncReader>> {
+    reader: R,
+    layout: Layout,
+    options: ReadOptions,
+}
+
+impl<R: SyncReader> SyncShard<R> {
+    /// Opens a shard: one tail read, a second only for large index + metadata.
+    pub fn open(reader: R, options: &ReadOptions) -> Result<Self> {
+        let shard = reader.location().to_owned();
+        let tail = reader.read_tail(options.tail_len())?;
+        let layout = match parse_tail(&shard, &tail)? {
+            TailOutcome::Done(layout) => layout,
+            TailOutcome::NeedMore(footer, range) => {
+                let bytes = reader.read(range.start, range.end - range.start)?;
+                complete(&shard, footer, bytes, None)?
+            }
+        };
+        Ok(SyncShard {
+            reader,
+            layout,
+            options: *options,
+        })
+    }
+
+    shard_accessors!();
+
+    /// Reads record `i` (one ranged read), checking its CRC32C unless disabled.
+    pub fn read(&self, i: u64) -> Result<Bytes> {
+        let r = self.layout.record_range(i)?;
+        let bytes = self.reader.read(r.start, r.end - r.start)?;
+        self.layout
+            .check_record(i, &bytes, self.options.verifies_records())?;
+        Ok(bytes)
+    }
+
+    /// Reads many records (any order, repeats allowed) with one `read_ranges` call that
+    /// merges neighbours; results are in the order asked.
+    pub fn read_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        let (ranges, plan) = self
+            .layout
+            .plan_many(indices, self.options.coalesce_policy())?;
+        if plan.is_empty() {
+            return Ok(Vec::new());
+        }
+        let merged: Vec<Range<u64>> = plan.iter().map(|m| m.range.clone()).collect();
+        let bufs = self.reader.read_ranges(&merged)?;
+        self.layout.finish_many(
+            indices,
+            &ranges,
+            &plan,
+            bufs,
+            self.options.verifies_records(),
+        )
+    }
+
+    /// Reads the consecutive records `first .. first + count` with one read; the records
+    /// are zero-copy slices of it (they share, and keep alive, one buffer).
+    pub fn read_run(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
+        let range = self.layout.run_range(first, count)?;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let buf = self.reader.read(range.start, range.end - range.start)?;
+        self.layout
+            .finish_run(first, count, range, buf, self.options.verifies_records())
+    }
+
+    /// Reads `len` bytes at `offset` of the data region (one read). When verifying, the
+    /// read is widened to the records it touches and each is checked.
+    pub fn read_data(&self, offset: u64, len: u64) -> Result<Bytes> {
+        let plan = self
+            .layout
+            .plan_data(offset, len, self.options.verifies_records())?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let buf = self
+            .reader
+            .read(plan.read.start, plan.read.end - plan.read.start)?;
+        self.layout.finish_data(&plan, buf)
+    }
+}
+
+/// One shard opened through an [`AsyncReader`]; the same costs as [`SyncShard`].
+#[derive(Debug)]
+pub struct AsyncShard<R = Box<dyn AsyncReader>> {
+    reader: R,
+    layout: Layout,
+    options: ReadOptions,
+}
+
+impl<R: AsyncReader> AsyncShard<R> {
+    /// Opens a shard: one tail read, a second only for large index + metadata.
+    pub async fn open(reader: R, options: &ReadOptions) -> Result<Self> {
+        let shard = reader.location().to_owned();
+        let tail = reader.read_tail(options.tail_len()).await?;
+        let layout = match parse_tail(&shard, &tail)? {
+            TailOutcome::Done(layout) => layout,
+            TailOutcome::NeedMore(footer, range) => {
+                let bytes = reader.read(range.start, range.end - range.start).await?;
+                complete(&shard, footer, bytes, None)?
+            }
+        };
+        Ok(AsyncShard {
+            reader,
+            layout,
+            options: *options,
+        })
+    }
+
+    shard_accessors!();
+
+    /// Reads record `i` (one ranged read), checking its CRC32C unless disabled.
+    pub async fn read(&self, i: u64) -> Result<Bytes> {
+        let r = self.layout.record_range(i)?;
+        let bytes = self.reader.read(r.start, r.end - r.start).await?;
+        self.layout
+            .check_record(i, &bytes, self.options.verifies_records())?;
+        Ok(bytes)
+    }
+
+    /// Reads many records with one `read_ranges` call; results in the order asked.
+    pub async fn read_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        let (ranges, plan) = self
+            .layout
+            .plan_many(indices, self.options.coalesce_policy())?;
+        if plan.is_empty() {
+            return Ok(Vec::new());
+        }
+        let merged: Vec<Range<u64>> = plan.iter().map(|m| m.range.clone()).collect();
+        let bufs = self.reader.read_ranges(&merged).await?;
+        self.layout.finish_many(
+            indices,
+            &ranges,
+            &plan,
+            bufs,
+            self.options.verifies_records(),
+        )
+    }
+
+    /// Reads the consecutive records `first .. first + count` with one read (see
+    /// [`SyncShard::read_run`]).
+    pub async fn read_run(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
+        let range = self.layout.run_range(first, count)?;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let buf = self
+            .reader
+            .read(range.start, range.end - range.start)
+            .await?;
+        self.layout
+            .finish_run(first, count, range, buf, self.options.verifies_records())
+    }
+
+    /// Reads `len` bytes at `offset` of the data region (see [`SyncShard::read_data`]).
+    pub async fn read_data(&self, offset: u64, len: u64) -> Result<Bytes> {
+        let plan = self
+            .layout
+            .plan_data(offset, len, self.options.verifies_records())?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let buf = self
+            .reader
+            .read(plan.read.start, plan.read.end - plan.read.start)
+            .await?;
+        self.layout.finish_data(&plan, buf)
+    }
+}

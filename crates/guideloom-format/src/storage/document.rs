@@ -1,0 +1,495 @@
+//! [`DocumentStorage`]: records of a [`Format`] with random access by index.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use guideloom_io::Backend;
+
+use crate::discovery::{FileSystemDocument, SHARD_PREFIX, discover_async, discover_sync};
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::layout::{Expected, ReadOptions};
+use crate::reader::{AsyncShard, SyncShard};
+use crate::storage::{WriterOptions, cumulative, locate, out_of_range};
+use crate::writer::{ShardInfo, ShardWriter};
+
+/// Bytes read per request while iterating in order.
+pub const ITER_BATCH_BYTES: u64 = 4 << 20;
+
+/// Records read per request while iterating in order, at most.
+pub const ITER_BATCH_RECORDS: u64 = 4096;
+
+/// A directory of document shards (`shard-NNNNNN.glm`) holding records of format `F`,
+/// read through backend `B`.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use guideloom_format::{CborFormat, DocumentStorage};
+/// # let tmp = tempfile::tempdir()?;
+/// # let dir = tmp.path().join("docs");
+/// # let backend = guideloom_format::mem::WholeFileIo;
+/// let storage = DocumentStorage::new(dir, CborFormat::<(u32, String)>::new(), backend);
+///
+/// let mut w = storage.sync_writer()?;
+/// w.append(0, &(1, "one".into()))?;
+/// w.append(1, &(2, "two".into()))?;
+/// w.finish()?;
+///
+/// let r = storage.sync_reader()?;
+/// assert_eq!(r.len(), 2);
+/// assert_eq!(r.read(1)?, (2, "two".to_owned()));
+/// let all: Vec<_> = r.iter().collect::<Result<_, _>>()?;
+/// assert_eq!(all.len(), 2);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct DocumentStorage<F: Format, B: Backend> {
+    dir: B::Location,
+    format: Arc<F>,
+    backend: Arc<B>,
+    read_options: ReadOptions,
+    writer_options: WriterOptions,
+}
+
+impl<F: Format, B: Backend> DocumentStorage<F, B> {
+    /// A storage in `dir` with records of `format`, read through `backend`.
+    pub fn new(dir: B::Location, format: F, backend: B) -> Self {
+        DocumentStorage {
+            dir,
+            format: Arc::new(format),
+            backend: Arc::new(backend),
+            read_options: ReadOptions::default(),
+            writer_options: WriterOptions::default(),
+        }
+    }
+
+    /// Sets how shards are read.
+    pub fn with_read_options(mut self, options: ReadOptions) -> Self {
+        self.read_options = options;
+        self
+    }
+
+    /// Sets how shards are written.
+    pub fn with_writer_options(mut self, options: WriterOptions) -> Self {
+        self.writer_options = options;
+        self
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &B::Location {
+        &self.dir
+    }
+
+    fn expected(&self) -> Expected {
+        Expected::Documents(self.format.name().to_owned())
+    }
+
+    /// A synchronous reader over the shards finished now (one tail read per shard).
+    ///
+    /// A directory without shard 0 — including one that does not exist — is an empty
+    /// storage. Shards finished later are not seen: open a new reader to see them.
+    pub fn sync_reader(&self) -> Result<DocumentReader<F>> {
+        let shards = discover_sync(
+            &*self.backend,
+            &self.dir,
+            SHARD_PREFIX,
+            0,
+            &self.read_options,
+            &self.expected(),
+        )?;
+        Ok(DocumentReader::new(self.format.clone(), shards))
+    }
+
+    /// An asynchronous reader over the shards finished now.
+    pub async fn async_reader(&self) -> Result<AsyncDocumentReader<F>> {
+        let shards = discover_async(
+            &*self.backend,
+            &self.dir,
+            SHARD_PREFIX,
+            0,
+            &self.read_options,
+            &self.expected(),
+        )
+        .await?;
+        let ends = cumulative(shards.iter().map(AsyncShard::len));
+        Ok(AsyncDocumentReader {
+            format: self.format.clone(),
+            shards,
+            ends,
+        })
+    }
+}
+
+impl<F: Format, B: Backend<Location = PathBuf>> DocumentStorage<F, B> {
+    /// A writer appending after the records already stored (creating the directory).
+    pub fn sync_writer(&self) -> Result<DocumentWriter<F>> {
+        let fs = FileSystemDocument::new(self.dir.clone(), self.format.name());
+        let existing = fs.discover()?;
+        Ok(DocumentWriter {
+            next_shard: existing.len() as u64,
+            next_index: existing.iter().map(|s| s.records).sum(),
+            fs,
+            format: self.format.clone(),
+            options: self.writer_options.clone(),
+            current: None,
+            buf: Vec::new(),
+            failed: false,
+            written: Vec::new(),
+        })
+    }
+}
+
+/// Appends documents with dense, ascending indices; see [`DocumentStorage::sync_writer`].
+///
+/// # Finishing and dropping
+/// [`finish`](DocumentWriter::finish) publishes the last shard. Dropping a writer without
+/// finishing **discards** its unfinished shard (the records appended since the last
+/// rollover) and logs a warning; shards already rolled over stay published. Nothing
+/// incomplete ever appears under a shard name.
+#[derive(Debug)]
+pub struct DocumentWriter<F: Format> {
+    fs: FileSystemDocument,
+    format: Arc<F>,
+    options: WriterOptions,
+    current: Option<ShardWriter>,
+    next_shard: u64,
+    next_index: u64,
+    buf: Vec<u8>,
+    failed: bool,
+    written: Vec<ShardInfo>,
+}
+
+impl<F: Format> DocumentWriter<F> {
+    /// Appends `doc` as record `index`, which must be [`len`](DocumentWriter::len):
+    /// otherwise [`Error::NonDenseIndex`] names the expected index.
+    pub fn append(&mut self, index: u64, doc: &F::Record) -> Result<()> {
+        if self.failed {
+            return Err(Error::WriterFailed {
+                dir: self.fs.dir().to_owned(),
+            });
+        }
+        if index != self.next_index {
+            return Err(Error::NonDenseIndex {
+                expected: self.next_index,
+                got: index,
+            });
+        }
+        self.buf.clear();
+        self.format
+            .encode(doc, &mut self.buf)
+            .map_err(|source| Error::Encode {
+                index,
+                format: self.format.name().to_owned(),
+                source,
+            })?;
+        let result = self.write_encoded();
+        if result.is_err() {
+            self.failed = true;
+            self.current = None;
+        }
+        result
+    }
+
+    fn write_encoded(&mut self) -> Result<()> {
+        let next = self.buf.len() as u64;
+        if let Some(cur) = &self.current
+            && self.options.must_roll(cur.records(), cur.data_len(), next)
+        {
+            self.roll()?;
+        }
+        let cur = match &mut self.current {
+            Some(cur) => cur,
+            None => {
+                let w = self
+                    .fs
+                    .create_shard(self.next_shard, self.options.user().clone())?;
+                self.next_shard += 1;
+                self.current.insert(w)
+            }
+        };
+        cur.append(&self.buf)?;
+        self.next_index += 1;
+        Ok(())
+    }
+
+    fn roll(&mut self) -> Result<()> {
+        if let Some(cur) = self.current.take() {
+            self.written.push(cur.finish()?);
+        }
+        Ok(())
+    }
+
+    /// Appends `doc` at the next index and returns that index.
+    pub fn push(&mut self, doc: &F::Record) -> Result<u64> {
+        let index = self.next_index;
+        self.append(index, doc)?;
+        Ok(index)
+    }
+
+    /// The next index to append (= records in the storage after this writer's appends).
+    pub fn len(&self) -> u64 {
+        self.next_index
+    }
+
+    /// `true` when the storage has no records yet.
+    pub fn is_empty(&self) -> bool {
+        self.next_index == 0
+    }
+
+    /// Publishes the last shard; returns every shard this writer published.
+    pub fn finish(mut self) -> Result<Vec<ShardInfo>> {
+        if self.failed {
+            return Err(Error::WriterFailed {
+                dir: self.fs.dir().to_owned(),
+            });
+        }
+        self.roll()?;
+        Ok(std::mem::take(&mut self.written))
+    }
+}
+
+impl<F: Format> Drop for DocumentWriter<F> {
+    fn drop(&mut self) {
+        if let Some(cur) = &self.current
+            && cur.records() > 0
+        {
+            tracing::warn!(
+                shard = %cur.path().display(),
+                records = cur.records(),
+                "document writer dropped without finish: unfinished shard discarded"
+            );
+        }
+    }
+}
+
+fn decode<F: Format>(format: &F, shard: &str, local: u64, bytes: Bytes) -> Result<F::Record> {
+    format.decode(bytes).map_err(|source| Error::Decode {
+        shard: shard.to_owned(),
+        index: local,
+        format: format.name().to_owned(),
+        source,
+    })
+}
+
+/// Indices of one shard in a `read_many`: (shard, positions in the request, local indices).
+type Group = (usize, Vec<usize>, Vec<u64>);
+
+/// Groups global `indices` by shard.
+fn group(ends: &[u64], indices: &[u64]) -> Result<Vec<Group>> {
+    let len = ends.last().copied().unwrap_or(0);
+    let mut groups: Vec<Group> = Vec::new();
+    for (pos, &i) in indices.iter().enumerate() {
+        let (k, local) = locate(ends, i).ok_or_else(|| out_of_range(i, len))?;
+        match groups.iter_mut().find(|g| g.0 == k) {
+            Some(g) => {
+                g.1.push(pos);
+                g.2.push(local);
+            }
+            None => groups.push((k, vec![pos], vec![local])),
+        }
+    }
+    Ok(groups)
+}
+
+/// How many records from `first` the next in-order batch reads.
+fn batch_len(range_of: impl Fn(u64) -> Result<std::ops::Range<u64>>, first: u64, len: u64) -> u64 {
+    let Ok(start) = range_of(first).map(|r| r.start) else {
+        return 1;
+    };
+    let mut n = 1;
+    while first + n < len && n < ITER_BATCH_RECORDS {
+        match range_of(first + n) {
+            Ok(r) if r.end - start <= ITER_BATCH_BYTES => n += 1,
+            _ => break,
+        }
+    }
+    n
+}
+
+/// Reads documents from a [`DocumentStorage`] synchronously; shareable across threads.
+#[derive(Debug)]
+pub struct DocumentReader<F: Format> {
+    format: Arc<F>,
+    shards: Vec<SyncShard>,
+    ends: Vec<u64>,
+}
+
+impl<F: Format> DocumentReader<F> {
+    fn new(format: Arc<F>, shards: Vec<SyncShard>) -> Self {
+        let ends = cumulative(shards.iter().map(SyncShard::len));
+        DocumentReader {
+            format,
+            shards,
+            ends,
+        }
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// `true` when there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The open shards, in order.
+    pub fn shards(&self) -> &[SyncShard] {
+        &self.shards
+    }
+
+    fn locate(&self, i: u64) -> Result<(&SyncShard, u64)> {
+        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
+        Ok((&self.shards[k], local))
+    }
+
+    /// The encoded bytes of record `i` (one ranged read).
+    pub fn read_raw(&self, i: u64) -> Result<Bytes> {
+        let (shard, local) = self.locate(i)?;
+        shard.read(local)
+    }
+
+    /// Record `i` (one ranged read), or [`Error::IndexOutOfRange`].
+    pub fn read(&self, i: u64) -> Result<F::Record> {
+        let (shard, local) = self.locate(i)?;
+        decode(&*self.format, shard.name(), local, shard.read(local)?)
+    }
+
+    /// Many records in the order asked: one batched, coalesced read per shard involved.
+    pub fn read_many(&self, indices: &[u64]) -> Result<Vec<F::Record>> {
+        let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
+        for (k, positions, locals) in group(&self.ends, indices)? {
+            let shard = &self.shards[k];
+            let bufs = shard.read_many(&locals)?;
+            for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
+                out[pos] = Some(decode(&*self.format, shard.name(), local, bytes)?);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// All records in order, read in batches of up to [`ITER_BATCH_BYTES`].
+    pub fn iter(&self) -> DocumentIter<'_, F> {
+        self.iter_from(0)
+    }
+
+    /// Records from `start` on, in order.
+    pub fn iter_from(&self, start: u64) -> DocumentIter<'_, F> {
+        DocumentIter {
+            reader: self,
+            next: start,
+            batch: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+/// In-order iterator of a [`DocumentReader`]; stops after the first error.
+#[derive(Debug)]
+pub struct DocumentIter<'a, F: Format> {
+    reader: &'a DocumentReader<F>,
+    next: u64,
+    batch: std::collections::VecDeque<(u64, Bytes)>,
+}
+
+impl<F: Format> DocumentIter<'_, F> {
+    fn fill(&mut self) -> Result<()> {
+        let (shard, local) = self.reader.locate(self.next)?;
+        let n = batch_len(|i| shard.record_range(i), local, shard.len());
+        let records = shard.read_run(local, n)?;
+        self.batch.extend((local..local + n).zip(records));
+        Ok(())
+    }
+}
+
+impl<F: Format> Iterator for DocumentIter<'_, F> {
+    type Item = Result<F::Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.reader.len() {
+            return None;
+        }
+        if self.batch.is_empty()
+            && let Err(e) = self.fill()
+        {
+            self.next = u64::MAX;
+            return Some(Err(e));
+        }
+        let (shard, _) = self.reader.locate(self.next).ok()?;
+        let (local, bytes) = self.batch.pop_front()?;
+        self.next += 1;
+        Some(decode(&*self.reader.format, shard.name(), local, bytes))
+    }
+}
+
+/// Reads documents from a [`DocumentStorage`] asynchronously.
+#[derive(Debug)]
+pub struct AsyncDocumentReader<F: Format> {
+    format: Arc<F>,
+    shards: Vec<AsyncShard>,
+    ends: Vec<u64>,
+}
+
+impl<F: Format> AsyncDocumentReader<F> {
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// `true` when there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The open shards, in order.
+    pub fn shards(&self) -> &[AsyncShard] {
+        &self.shards
+    }
+
+    fn locate(&self, i: u64) -> Result<(&AsyncShard, u64)> {
+        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
+        Ok((&self.shards[k], local))
+    }
+
+    /// The encoded bytes of record `i` (one ranged read).
+    pub async fn read_raw(&self, i: u64) -> Result<Bytes> {
+        let (shard, local) = self.locate(i)?;
+        shard.read(local).await
+    }
+
+    /// Record `i` (one ranged read), or [`Error::IndexOutOfRange`].
+    pub async fn read(&self, i: u64) -> Result<F::Record> {
+        let (shard, local) = self.locate(i)?;
+        decode(&*self.format, shard.name(), local, shard.read(local).await?)
+    }
+
+    /// Many records in the order asked: one batched read per shard involved.
+    pub async fn read_many(&self, indices: &[u64]) -> Result<Vec<F::Record>> {
+        let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
+        for (k, positions, locals) in group(&self.ends, indices)? {
+            let shard = &self.shards[k];
+            let bufs = shard.read_many(&locals).await?;
+            for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
+                out[pos] = Some(decode(&*self.format, shard.name(), local, bytes)?);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// The next in-order batch starting at record `start` (up to [`ITER_BATCH_BYTES`],
+    /// never crossing a shard); empty at the end. Iterate with
+    /// `start += batch.len()` until empty.
+    pub async fn read_batch(&self, start: u64) -> Result<Vec<F::Record>> {
+        if start >= self.len() {
+            return Ok(Vec::new());
+        }
+        let (shard, local) = self.locate(start)?;
+        let n = batch_len(|i| shard.record_range(i), local, shard.len());
+        let records = shard.read_run(local, n).await?;
+        (local..local + n)
+            .zip(records)
+            .map(|(l, b)| decode(&*self.format, shard.name(), l, b))
+            .collect()
+    }
+}

@@ -1,0 +1,153 @@
+//! Storages: directories of numbered shards with a user-facing API.
+//!
+//! All three take a directory (the backend's [`Location`](guideloom_io::Location) type), a
+//! record format or element type, and a read backend. Writers write local shards through
+//! the file system (so they need a `PathBuf` directory); readers discover shards through the
+//! backend and see only finished shards.
+
+use std::collections::BTreeMap;
+
+use crate::error::Error;
+use crate::metadata::Value;
+use crate::spec::MAX_RECORDS;
+
+pub mod document;
+pub mod stream;
+pub mod stream_meta;
+
+/// Default maximum shard size: 256 MiB of payload.
+pub const DEFAULT_MAX_SHARD_BYTES: u64 = 256 << 20;
+
+/// Default maximum records per shard: 2²⁰.
+pub const DEFAULT_MAX_SHARD_RECORDS: u64 = 1 << 20;
+
+/// Default stream chunk (record) size: 64 KiB. Each chunk has its own CRC32C.
+pub const DEFAULT_STREAM_CHUNK_BYTES: u64 = 64 << 10;
+
+/// How storage writers cut shards.
+///
+/// A shard is finished and a new one started before an append would take it past
+/// `max_shard_bytes` of payload or `max_shard_records` records. A record larger than
+/// `max_shard_bytes` goes alone into its own shard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriterOptions {
+    max_shard_bytes: u64,
+    max_shard_records: u64,
+    stream_chunk_bytes: u64,
+    user: BTreeMap<String, Value>,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            max_shard_bytes: DEFAULT_MAX_SHARD_BYTES,
+            max_shard_records: DEFAULT_MAX_SHARD_RECORDS,
+            stream_chunk_bytes: DEFAULT_STREAM_CHUNK_BYTES,
+            user: BTreeMap::new(),
+        }
+    }
+}
+
+impl WriterOptions {
+    /// Maximum payload bytes per shard (at least 1).
+    pub fn max_shard_bytes(mut self, bytes: u64) -> Self {
+        self.max_shard_bytes = bytes.max(1);
+        self
+    }
+
+    /// Maximum records per shard (1 ..= [`MAX_RECORDS`]).
+    pub fn max_shard_records(mut self, records: u64) -> Self {
+        self.max_shard_records = records.clamp(1, MAX_RECORDS);
+        self
+    }
+
+    /// Stream chunk size in bytes (rounded down to whole elements, at least one element).
+    pub fn stream_chunk_bytes(mut self, bytes: u64) -> Self {
+        self.stream_chunk_bytes = bytes.max(1);
+        self
+    }
+
+    /// User metadata stored in every shard written.
+    pub fn user_metadata(mut self, user: BTreeMap<String, Value>) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// The maximum payload bytes per shard.
+    pub fn shard_bytes_limit(&self) -> u64 {
+        self.max_shard_bytes
+    }
+
+    /// The maximum records per shard.
+    pub fn shard_records_limit(&self) -> u64 {
+        self.max_shard_records
+    }
+
+    /// Whether a shard holding `records` records and `bytes` payload bytes must be finished
+    /// before appending a record of `next` bytes.
+    pub(crate) fn must_roll(&self, records: u64, bytes: u64, next: u64) -> bool {
+        records > 0
+            && (records >= self.max_shard_records
+                || bytes.saturating_add(next) > self.max_shard_bytes)
+    }
+
+    pub(crate) fn chunk_elements(&self, width: u64) -> u64 {
+        (self.stream_chunk_bytes / width).max(1)
+    }
+
+    pub(crate) fn user(&self) -> &BTreeMap<String, Value> {
+        &self.user
+    }
+}
+
+/// Maps a global position to (shard, local position) given cumulative ends.
+///
+/// `ends[k]` is the total count through shard `k`. Returns `None` past the end.
+pub(crate) fn locate(ends: &[u64], pos: u64) -> Option<(usize, u64)> {
+    let k = ends.partition_point(|&e| e <= pos);
+    if k >= ends.len() {
+        return None;
+    }
+    let before = if k == 0 { 0 } else { ends[k - 1] };
+    Some((k, pos - before))
+}
+
+pub(crate) fn out_of_range(index: u64, len: u64) -> Error {
+    Error::IndexOutOfRange { index, len }
+}
+
+pub(crate) fn cumulative(counts: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut total = 0u64;
+    counts
+        .map(|c| {
+            total += c;
+            total
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_skips_empty_shards() {
+        let ends = cumulative([2, 0, 3].into_iter());
+        assert_eq!(ends, vec![2, 2, 5]);
+        assert_eq!(locate(&ends, 0), Some((0, 0)));
+        assert_eq!(locate(&ends, 2), Some((2, 0)));
+        assert_eq!(locate(&ends, 4), Some((2, 2)));
+        assert_eq!(locate(&ends, 5), None);
+    }
+
+    #[test]
+    fn rollover_rule() {
+        let o = WriterOptions::default()
+            .max_shard_bytes(10)
+            .max_shard_records(3);
+        assert!(!o.must_roll(0, 0, 100));
+        assert!(!o.must_roll(1, 5, 5));
+        assert!(o.must_roll(1, 5, 6));
+        assert!(o.must_roll(3, 0, 0));
+    }
+}
