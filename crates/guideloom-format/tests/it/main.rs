@@ -1,0 +1,11 @@
+//! Integration tests of guideloom-format (one binary): shards, corruption, storages,
+//! committed fixtures.
+
+// Test code runs on 64-bit hosts; offsets of small test files fit in usize.
+#![allow(clippy::cast_possible_truncation)]
+
+mod corruption;
+mod fixtures;
+mod shard;
+mod storage;
+mod util;
