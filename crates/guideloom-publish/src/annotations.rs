@@ -1,0 +1,335 @@
+//! Annotation sets and the catalog, the one mutable object of a root.
+//!
+//! Values are written create-only to `annotations/<set>/<version>/values.jsonl` (one JSON
+//! value per line, record `i` on line `i`); then an entry is added to
+//! `annotations/catalog.json` by read–modify–compare-and-swap–retry. The change is
+//! idempotent (an identical entry already present means done), which also resolves an
+//! update whose success was reported as an error.
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tracing::{Instrument, info_span};
+
+use crate::error::{Error, Result};
+use crate::key::{check_name, sha256_hex};
+use crate::manifest::{CONTROL_VERSION, MAX_CONTROL_OBJECT_BYTES, parse_json, to_json};
+use crate::publish::{Root, Snapshot};
+use crate::store::{RetryPolicy, cas_update, create_object};
+
+/// Key of the catalog.
+pub const CATALOG_KEY: &str = "annotations/catalog.json";
+/// `format` field of the catalog.
+pub const CATALOG_FORMAT: &str = "guideloom-annotation-catalog";
+/// Encoding of values objects written by this crate: JSON lines.
+pub const VALUES_FORMAT_JSONL: &str = "jsonl";
+/// Largest values object a reader downloads.
+pub const MAX_VALUES_BYTES: u64 = 4 << 30;
+
+/// Key of the values object of `set`/`version`.
+pub fn values_key(set: &str, version: &str) -> String {
+    format!("annotations/{set}/{version}/values.{VALUES_FORMAT_JSONL}")
+}
+
+/// One annotation set version in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnotationEntry {
+    /// Set name.
+    pub set: String,
+    /// Version within the set.
+    pub version: String,
+    /// The snapshot whose records it annotates.
+    pub snapshot_id: String,
+    /// That snapshot's sequence number.
+    pub seq: u64,
+    /// Number of values (equals the snapshot's record count).
+    pub value_count: u64,
+    /// Key of the values object.
+    pub key: String,
+    /// Its size.
+    pub size: u64,
+    /// Its SHA-256.
+    pub sha256: String,
+    /// Its encoding ([`VALUES_FORMAT_JSONL`]).
+    pub format: String,
+}
+
+/// `annotations/catalog.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Always [`CATALOG_FORMAT`].
+    pub format: String,
+    /// Always [`CONTROL_VERSION`].
+    pub version: u32,
+    /// The dataset.
+    pub dataset_id: String,
+    /// Entries, in the order they were added.
+    pub entries: Vec<AnnotationEntry>,
+}
+
+impl Catalog {
+    fn empty(dataset_id: &str) -> Self {
+        Catalog {
+            format: CATALOG_FORMAT.to_owned(),
+            version: CONTROL_VERSION,
+            dataset_id: dataset_id.to_owned(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Parses and validates a catalog of `dataset_id`.
+    pub fn parse(body: &[u8], dataset_id: &str) -> Result<Self> {
+        let c: Catalog = parse_json(CATALOG_KEY, body)?;
+        if c.format != CATALOG_FORMAT || c.version != CONTROL_VERSION {
+            return Err(Error::corrupt(
+                CATALOG_KEY,
+                "unknown catalog format or version",
+            ));
+        }
+        if c.dataset_id != dataset_id {
+            return Err(Error::corrupt(CATALOG_KEY, "catalog of another dataset"));
+        }
+        for e in &c.entries {
+            if check_name("set", &e.set).is_err()
+                || check_name("version", &e.version).is_err()
+                || e.key != values_key(&e.set, &e.version)
+            {
+                return Err(Error::corrupt(
+                    CATALOG_KEY,
+                    format!("entry {:?}/{:?} has a bad name or key", e.set, e.version),
+                ));
+            }
+        }
+        Ok(c)
+    }
+
+    /// The entry of `set` at `version`, or its latest version (the last added) if `None`.
+    pub fn find(&self, set: &str, version: Option<&str>) -> Option<&AnnotationEntry> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| e.set == set && version.is_none_or(|v| e.version == v))
+    }
+}
+
+/// A downloaded, verified annotation set; values by record index.
+#[derive(Debug, Clone)]
+pub struct AnnotationSet {
+    entry: AnnotationEntry,
+    body: Bytes,
+    lines: Vec<(usize, usize)>,
+}
+
+impl AnnotationSet {
+    /// The catalog entry.
+    pub fn entry(&self) -> &AnnotationEntry {
+        &self.entry
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The value of record `index`, decoded as `T`.
+    pub fn get<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
+        let (start, end) = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.lines.get(i).copied())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "record {index} out of range for annotation set {}/{} of {} values",
+                    self.entry.set,
+                    self.entry.version,
+                    self.lines.len()
+                ))
+            })?;
+        serde_json::from_slice(&self.body[start..end]).map_err(|e| {
+            Error::corrupt(
+                &self.entry.key,
+                format!("value {index} does not decode: {e}"),
+            )
+        })
+    }
+}
+
+impl Root {
+    /// Reads the catalog (an empty one if none exists yet).
+    pub async fn catalog(&self) -> Result<Catalog> {
+        let dataset_id = self.identity().await?.dataset_id;
+        match self.store().get(CATALOG_KEY).await {
+            Ok(obj) => Catalog::parse(&obj.body, &dataset_id),
+            Err(e) if e.is_not_found() => Ok(Catalog::empty(&dataset_id)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Publishes annotation set `set` at `version` for the records of `snapshot`: the values
+    /// object create-only, then the catalog entry by compare-and-swap (bounded by `retry`).
+    ///
+    /// `values.len()` must equal the snapshot's record count ([`Error::CountMismatch`]).
+    /// Refused up front on a declared mounted bucket
+    /// ([`Error::MountedBucketCannotAnnotate`]).
+    pub async fn publish_annotations<T: Serialize>(
+        &self,
+        set: &str,
+        version: &str,
+        snapshot: &Snapshot,
+        values: &[T],
+        retry: &RetryPolicy,
+    ) -> Result<AnnotationEntry> {
+        self.store().check_cas()?;
+        check_name("annotation set", set)?;
+        check_name("annotation version", version)?;
+        let identity = self.identity().await?;
+        if values.len() as u64 != snapshot.total_records() {
+            return Err(Error::CountMismatch {
+                what: format!(
+                    "values of annotation set {set}/{version} vs records of snapshot {}",
+                    snapshot.id()
+                ),
+                expected: snapshot.total_records(),
+                actual: values.len() as u64,
+            });
+        }
+        let span = info_span!("publish_annotations", root = %self.store().describe(), set, version);
+        async {
+            let mut body = Vec::new();
+            for (i, v) in values.iter().enumerate() {
+                serde_json::to_writer(&mut body, v).map_err(|e| {
+                    Error::invalid(format!("annotation value {i} does not serialize: {e}"))
+                })?;
+                body.push(b'\n');
+            }
+            let key = values_key(set, version);
+            let entry = AnnotationEntry {
+                set: set.to_owned(),
+                version: version.to_owned(),
+                snapshot_id: snapshot.id().to_owned(),
+                seq: snapshot.seq(),
+                value_count: values.len() as u64,
+                key: key.clone(),
+                size: body.len() as u64,
+                sha256: sha256_hex(&body),
+                format: VALUES_FORMAT_JSONL.to_owned(),
+            };
+            create_object(&**self.store(), &key, Bytes::from(body)).await?;
+            let dataset_id = identity.dataset_id.clone();
+            cas_update(&**self.store(), CATALOG_KEY, retry, |current| {
+                let mut catalog = match current {
+                    Some(body) => Catalog::parse(body, &dataset_id)?,
+                    None => Catalog::empty(&dataset_id),
+                };
+                if let Some(existing) = catalog.find(set, Some(version)) {
+                    return if *existing == entry {
+                        Ok(None) // already there (ours landed earlier)
+                    } else {
+                        Err(Error::PublicationCollision {
+                            key: format!("{CATALOG_KEY}#{set}/{version}"),
+                        })
+                    };
+                }
+                catalog.entries.push(entry.clone());
+                Ok(Some(to_json(&catalog)))
+            })
+            .await?;
+            Ok(entry)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Opens annotation set `set` (at `version`, or its latest) for the records of
+    /// `snapshot`. A set that annotates another snapshot is refused with
+    /// [`Error::AnnotationSnapshotMismatch`] unless `allow_other_snapshot`; even then its
+    /// value count must equal `snapshot`'s record count.
+    pub async fn annotations(
+        &self,
+        set: &str,
+        version: Option<&str>,
+        snapshot: &Snapshot,
+        allow_other_snapshot: bool,
+    ) -> Result<AnnotationSet> {
+        let catalog = self.catalog().await?;
+        let entry = catalog
+            .find(set, version)
+            .cloned()
+            .ok_or_else(|| Error::NotFound {
+                key: format!("{CATALOG_KEY}#{set}/{}", version.unwrap_or("latest")),
+            })?;
+        let same = entry.snapshot_id == snapshot.id() && entry.seq == snapshot.seq();
+        if !same && !allow_other_snapshot {
+            return Err(Error::AnnotationSnapshotMismatch {
+                set: format!("{}/{}", entry.set, entry.version),
+                annotated: entry.snapshot_id.clone(),
+                requested: snapshot.id().to_owned(),
+            });
+        }
+        if entry.value_count != snapshot.total_records() {
+            return Err(Error::CountMismatch {
+                what: format!(
+                    "values of annotation set {}/{} vs records of snapshot {}",
+                    entry.set,
+                    entry.version,
+                    snapshot.id()
+                ),
+                expected: snapshot.total_records(),
+                actual: entry.value_count,
+            });
+        }
+        if entry.format != VALUES_FORMAT_JSONL {
+            return Err(Error::Unsupported {
+                what: format!("annotation values format {:?}", entry.format),
+            });
+        }
+        if entry.size > MAX_VALUES_BYTES.max(MAX_CONTROL_OBJECT_BYTES) {
+            return Err(Error::corrupt(&entry.key, "values object too large"));
+        }
+        let obj = self.store().get(&entry.key).await?;
+        if obj.body.len() as u64 != entry.size {
+            return Err(Error::Verification {
+                key: entry.key.clone(),
+                what: "size",
+                expected: entry.size.to_string(),
+                actual: obj.body.len().to_string(),
+            });
+        }
+        let actual = sha256_hex(&obj.body);
+        if actual != entry.sha256 {
+            return Err(Error::Verification {
+                key: entry.key.clone(),
+                what: "sha256",
+                expected: entry.sha256.clone(),
+                actual,
+            });
+        }
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for (i, b) in obj.body.iter().enumerate() {
+            if *b == b'\n' {
+                lines.push((start, i));
+                start = i + 1;
+            }
+        }
+        if start != obj.body.len() || lines.len() as u64 != entry.value_count {
+            return Err(Error::corrupt(
+                &entry.key,
+                format!(
+                    "{} lines, catalog says {} values",
+                    lines.len(),
+                    entry.value_count
+                ),
+            ));
+        }
+        Ok(AnnotationSet {
+            entry,
+            body: obj.body,
+            lines,
+        })
+    }
+}

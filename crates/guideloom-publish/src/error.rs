@@ -1,0 +1,220 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// A boxed error source, `Send + Sync` so errors cross threads and tasks.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `Result` with this crate's [`enum@Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while publishing to or reading from a dataset root.
+///
+/// Variants name the object at fault (`key`, relative to the root, or `path` for local
+/// files) so a log line says which object. Match on variants, never on message text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A create-only object already exists with different content: another writer got there
+    /// first. Nothing was overwritten.
+    #[error("publication collision: {key} already exists with different content")]
+    PublicationCollision {
+        /// The object that already exists (relative to the root).
+        key: String,
+    },
+    /// The object does not exist.
+    #[error("not found: {key}")]
+    NotFound {
+        /// The missing object.
+        key: String,
+    },
+    /// A control object (identity, manifest, pointer, catalog) is malformed or hostile.
+    #[error("corrupt object {key}: {what}")]
+    Corrupt {
+        /// The object at fault.
+        key: String,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// An object's size or content hash differs from the reference that points at it.
+    #[error("verification failed for {key}: {what}: expected {expected}, found {actual}")]
+    Verification {
+        /// The object at fault.
+        key: String,
+        /// Which property differs (`"size"`, `"sha256"`, `"record count"`, ...).
+        what: &'static str,
+        /// The value the reference expects.
+        expected: String,
+        /// The value found.
+        actual: String,
+    },
+    /// The root belongs to another dataset.
+    #[error("the root holds dataset {actual:?}, not {expected:?}")]
+    DatasetMismatch {
+        /// The dataset id asked for.
+        expected: String,
+        /// The dataset id in `dataset.json`.
+        actual: String,
+    },
+    /// An annotation set annotates another snapshot than the one it is read against, and the
+    /// caller did not opt in to that.
+    #[error(
+        "annotation set {set} annotates snapshot {annotated:?}, not {requested:?}; opt in with          allow_other_snapshot to read it anyway"
+    )]
+    AnnotationSnapshotMismatch {
+        /// The set (`name/version`).
+        set: String,
+        /// The snapshot it annotates.
+        annotated: String,
+        /// The snapshot it was read against.
+        requested: String,
+    },
+    /// A count supplied by the caller does not match the count it must equal.
+    #[error("count mismatch for {what}: expected {expected}, got {actual}")]
+    CountMismatch {
+        /// What was counted (e.g. `"annotation values vs snapshot records"`).
+        what: String,
+        /// The count required.
+        expected: u64,
+        /// The count supplied.
+        actual: u64,
+    },
+    /// A compare-and-swap (or a sequence-number commit) kept losing races and gave up.
+    #[error("gave up updating {key} after {attempts} attempts (concurrent writers kept winning)")]
+    CasExhausted {
+        /// The contended object or prefix.
+        key: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The store does not honour conditional writes; publishing to it would be unsafe.
+    #[error("{endpoint} does not support safe conditional writes: {problem}")]
+    ConditionalWritesUnsupported {
+        /// The store (scheme, bucket, endpoint; never credentials).
+        endpoint: String,
+        /// What the probe observed.
+        problem: String,
+    },
+    /// Annotation (catalog) updates are refused on a declared mounted bucket.
+    #[error(
+        "{root} is a declared mounted bucket, which has no compare-and-swap: publish annotations \
+         against the s3:// root that addresses the same dataset"
+    )]
+    MountedBucketCannotAnnotate {
+        /// The mounted root.
+        root: String,
+    },
+    /// A shard is larger than one PUT may carry (`StorageOptions::max_encoded_shard_bytes`).
+    #[error(
+        "shard {key} is {size} bytes, above the {limit}-byte single-PUT limit \
+         (max_encoded_shard_bytes); write smaller shards"
+    )]
+    ShardTooLarge {
+        /// The shard.
+        key: String,
+        /// Its size.
+        size: u64,
+        /// The configured limit.
+        limit: u64,
+    },
+    /// The operation or root kind is not available in this build or on this store.
+    #[error("unsupported: {what}")]
+    Unsupported {
+        /// What is unsupported, and what to do instead.
+        what: String,
+    },
+    /// A root URI could not be parsed.
+    #[error("invalid root URI {uri:?}: {reason}")]
+    InvalidUri {
+        /// The URI given.
+        uri: String,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// An invalid argument (a key, a name, an option).
+    #[error("invalid argument: {what}")]
+    InvalidArgument {
+        /// What is wrong.
+        what: String,
+    },
+    /// A storage request failed (transport, permission, server error).
+    #[error("storage error on {key} ({operation}): {source}")]
+    Storage {
+        /// The object involved (relative to the root), or a prefix for listings.
+        key: String,
+        /// The request (`"put"`, `"get"`, `"head"`, `"list"`, ...).
+        operation: &'static str,
+        /// The underlying error.
+        #[source]
+        source: BoxError,
+    },
+    /// A local file-system operation failed.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The byte-range IO layer failed while reading an object.
+    #[error("read error on {key}: {source}")]
+    Read {
+        /// The object read.
+        key: String,
+        /// The IO layer's error.
+        #[source]
+        source: guideloom_io::Error,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::Io`].
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Builds an [`Error::Storage`].
+    pub fn storage(
+        key: impl Into<String>,
+        operation: &'static str,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Error::Storage {
+            key: key.into(),
+            operation,
+            source: source.into(),
+        }
+    }
+
+    pub(crate) fn corrupt(key: impl Into<String>, what: impl Into<String>) -> Self {
+        Error::Corrupt {
+            key: key.into(),
+            what: what.into(),
+        }
+    }
+
+    pub(crate) fn invalid(what: impl Into<String>) -> Self {
+        Error::InvalidArgument { what: what.into() }
+    }
+
+    /// `true` for [`Error::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound { .. })
+    }
+
+    /// `true` for [`Error::PublicationCollision`].
+    pub fn is_collision(&self) -> bool {
+        matches!(self, Error::PublicationCollision { .. })
+    }
+
+    /// Whether the outcome of the failed request is unknown: it may or may not have taken
+    /// effect (timeouts, dropped connections, server errors). Create-only writes resolve
+    /// this by reading the object back.
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self, Error::Storage { .. })
+    }
+}

@@ -1,0 +1,67 @@
+//! Dataset roots for guideloom: create-only publication, ordered snapshots and an
+//! etag-compare-and-swap annotation catalog, on a local directory, a declared mounted
+//! bucket, `memory://` and (feature `s3`) `s3://`.
+//!
+//! A root holds (see `docs/publication.md` in the repository for the guarantees and the
+//! tests that prove them):
+//! ```text
+//! dataset.json                  create-only identity
+//! shards/<work_id>/<n>.glm      create-only shards
+//! claims/<snapshot_id>.json     create-only claim of a snapshot id
+//! log/<seq:020>.json            create-only manifest: THE commit point, totally ordered
+//! snapshots/<snapshot_id>.json  create-only pointer to a log entry (size + sha256)
+//! annotations/<set>/<ver>/values.jsonl   create-only annotation values
+//! annotations/catalog.json      the one mutable object, updated by etag CAS
+//! ```
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> guideloom_publish::Result<()> {
+//! use bytes::Bytes;
+//! use guideloom_publish::{
+//!     PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, StorageOptions,
+//! };
+//!
+//! let root = Registry::new().resolve("memory://example", &StorageOptions::default())?;
+//! let shard = root.upload_shard("worker-000", 0, Bytes::from_static(b"encoded shard"), 3).await?;
+//! let request = PublishRequest {
+//!     dataset_id: "captures".into(),
+//!     snapshot_id: "run-001".into(),
+//!     shards: vec![shard],
+//!     mode: PublishMode::Full,
+//! };
+//! root.publish(&request, &PublicationOptions::default()).await?;
+//!
+//! let latest = root.latest().await?;
+//! assert_eq!(latest.total_records(), 3);
+//! root.publish_annotations("labels", "v1", &latest, &["a", "b", "c"], &RetryPolicy::default())
+//!     .await?;
+//! let labels = root.annotations("labels", None, &latest, false).await?;
+//! assert_eq!(labels.get::<String>(2)?, "c");
+//! # Ok(())
+//! # }
+//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod annotations;
+pub mod error;
+pub mod key;
+pub mod manifest;
+pub mod publish;
+pub mod registry;
+pub mod store;
+pub mod uri;
+
+pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
+pub use error::{BoxError, Error, Result};
+pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef, SnapshotPointer};
+pub use publish::{
+    PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
+};
+pub use registry::{Registry, S3Addressing, S3Options, S3Retry, StorageOptions};
+pub use store::object::EtagStyle;
+pub use store::{
+    CasOutcome, CreateOutcome, Etag, LocalStore, Object, ObjectInfo, ObjectStoreBucket,
+    ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities, Written, cas_update, create_object,
+};
+pub use uri::RootUri;

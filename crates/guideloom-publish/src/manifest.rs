@@ -1,0 +1,408 @@
+//! Control objects of a dataset root — identity, claims, log entries (manifests) and
+//! snapshot pointers — their keys, and their validation on read.
+//!
+//! Everything read from a root is untrusted: [`Manifest::validate`] rejects references that
+//! escape the root and absurd sizes or counts with typed errors before anything is used.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::key::{check_name, key_problem};
+
+/// `format` field of `dataset.json`.
+pub const DATASET_FORMAT: &str = "guideloom-dataset";
+/// `format` field of log entries (manifests).
+pub const MANIFEST_FORMAT: &str = "guideloom-snapshot";
+/// `format` field of snapshot pointers.
+pub const POINTER_FORMAT: &str = "guideloom-snapshot-pointer";
+/// `format` field of claims.
+pub const CLAIM_FORMAT: &str = "guideloom-snapshot-claim";
+/// Version of every control object written by this crate.
+pub const CONTROL_VERSION: u32 = 1;
+
+/// Largest shard size a manifest may reference (2^48 bytes, 256 TiB).
+pub const MAX_SHARD_BYTES: u64 = 1 << 48;
+/// Most records a shard or a snapshot may hold (2^48).
+pub const MAX_RECORDS: u64 = 1 << 48;
+/// Most shards one snapshot may reference.
+pub const MAX_SHARDS: usize = 10_000_000;
+/// Largest control object (manifest, pointer, catalog) a reader downloads: 512 MiB.
+pub const MAX_CONTROL_OBJECT_BYTES: u64 = 512 << 20;
+
+/// Key of the identity object.
+pub const DATASET_KEY: &str = "dataset.json";
+/// Prefix of log entries.
+pub const LOG_PREFIX: &str = "log";
+
+/// Key of the log entry with sequence number `seq`: `log/<seq, 20 digits>.json`.
+pub fn log_key(seq: u64) -> String {
+    format!("{LOG_PREFIX}/{seq:020}.json")
+}
+
+/// The sequence number of a log key, or `None` if `key` is not one.
+pub fn parse_log_key(key: &str) -> Option<u64> {
+    let digits = key.strip_prefix("log/")?.strip_suffix(".json")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Key of the claim of `snapshot_id`.
+pub fn claim_key(snapshot_id: &str) -> String {
+    format!("claims/{snapshot_id}.json")
+}
+
+/// Key of the pointer of `snapshot_id`.
+pub fn pointer_key(snapshot_id: &str) -> String {
+    format!("snapshots/{snapshot_id}.json")
+}
+
+/// Key of shard number `index` of worker `work_id`: `shards/<work_id>/<index, 8 digits>.glm`.
+pub fn shard_key(work_id: &str, index: u64) -> String {
+    format!("shards/{work_id}/{index:08}.glm")
+}
+
+/// `dataset.json`: the root's identity, written create-only once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetIdentity {
+    /// Always [`DATASET_FORMAT`].
+    pub format: String,
+    /// Always [`CONTROL_VERSION`].
+    pub version: u32,
+    /// The dataset's id.
+    pub dataset_id: String,
+}
+
+impl DatasetIdentity {
+    /// The identity of `dataset_id`.
+    pub fn new(dataset_id: &str) -> Self {
+        DatasetIdentity {
+            format: DATASET_FORMAT.to_owned(),
+            version: CONTROL_VERSION,
+            dataset_id: dataset_id.to_owned(),
+        }
+    }
+
+    /// Parses and checks `dataset.json`.
+    pub fn parse(body: &[u8]) -> Result<Self> {
+        let id: DatasetIdentity = parse_json(DATASET_KEY, body)?;
+        check_format(DATASET_KEY, &id.format, DATASET_FORMAT, id.version)?;
+        check_name("dataset id", &id.dataset_id)
+            .map_err(|e| Error::corrupt(DATASET_KEY, e.to_string()))?;
+        Ok(id)
+    }
+}
+
+/// A shard's integrity check value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Checksum {
+    /// SHA-256 of the whole shard, lower-case hex.
+    Sha256(String),
+    /// The CRC32C the shard's footer records over its index and metadata.
+    FooterCrc32c(u32),
+}
+
+/// A reference to one shard inside a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardRef {
+    /// Key relative to the root.
+    pub key: String,
+    /// Size in bytes; readers and `publish` check it.
+    pub size: u64,
+    /// Records in the shard.
+    pub record_count: u64,
+    /// Integrity check value, when known.
+    pub checksum: Option<Checksum>,
+}
+
+/// How a snapshot relates to the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishMode {
+    /// The snapshot holds exactly the shards given.
+    Full,
+    /// The snapshot holds the latest snapshot's shards followed by the shards given.
+    Append,
+}
+
+/// A log entry: the complete manifest of one snapshot. Creating it is the commit point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// Always [`CONTROL_VERSION`].
+    pub version: u32,
+    /// Position in the total order of snapshots (1 for the first).
+    pub seq: u64,
+    /// The snapshot's id.
+    pub snapshot_id: String,
+    /// The dataset's id.
+    pub dataset_id: String,
+    /// The latest sequence number when this one was built (`None` for the first).
+    pub parent_seq: Option<u64>,
+    /// Full or append.
+    pub mode: PublishMode,
+    /// The shards, in record order.
+    pub shards: Vec<ShardRef>,
+    /// Sum of the shards' record counts.
+    pub total_records: u64,
+    /// The nonce of the claim this publication holds.
+    pub claim_nonce: String,
+}
+
+impl Manifest {
+    /// Parses and validates a log entry read from `key` of a root of `dataset_id`.
+    pub fn parse(key: &str, body: &[u8], dataset_id: &str) -> Result<Self> {
+        let m: Manifest = parse_json(key, body)?;
+        m.validate(key, dataset_id)?;
+        Ok(m)
+    }
+
+    /// Validates every field: format, dataset id, sequence number against `key`, shard keys
+    /// inside the root, bounded sizes and counts, no duplicate shards, consistent total.
+    pub fn validate(&self, key: &str, dataset_id: &str) -> Result<()> {
+        check_format(key, &self.format, MANIFEST_FORMAT, self.version)?;
+        if self.dataset_id != dataset_id {
+            return Err(Error::corrupt(
+                key,
+                format!(
+                    "manifest of dataset {:?} in a root of dataset {dataset_id:?}",
+                    self.dataset_id
+                ),
+            ));
+        }
+        check_name("snapshot id", &self.snapshot_id)
+            .map_err(|e| Error::corrupt(key, e.to_string()))?;
+        if parse_log_key(key).is_some_and(|s| s != self.seq) || self.seq == 0 {
+            return Err(Error::corrupt(
+                key,
+                format!("sequence number {} does not match the key", self.seq),
+            ));
+        }
+        if self.parent_seq.is_some_and(|p| p >= self.seq) {
+            return Err(Error::corrupt(
+                key,
+                "parent sequence number is not before this one",
+            ));
+        }
+        if self.shards.len() > MAX_SHARDS {
+            return Err(Error::corrupt(
+                key,
+                format!("{} shards (at most {MAX_SHARDS})", self.shards.len()),
+            ));
+        }
+        let total = check_shards(&self.shards).map_err(|what| Error::corrupt(key, what))?;
+        if total != self.total_records {
+            return Err(Error::corrupt(
+                key,
+                format!(
+                    "total_records {} differs from the sum of shard record counts {total}",
+                    self.total_records
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks shard references; returns the total record count or what is wrong.
+pub(crate) fn check_shards(shards: &[ShardRef]) -> std::result::Result<u64, String> {
+    let mut seen = HashSet::with_capacity(shards.len());
+    let mut total: u64 = 0;
+    for s in shards {
+        if let Some(problem) = key_problem(&s.key) {
+            return Err(format!("shard key {:?} rejected: {problem}", s.key));
+        }
+        if !seen.insert(s.key.as_str()) {
+            return Err(format!("shard {:?} listed twice", s.key));
+        }
+        if s.size > MAX_SHARD_BYTES {
+            return Err(format!(
+                "shard {:?} claims {} bytes (at most {MAX_SHARD_BYTES})",
+                s.key, s.size
+            ));
+        }
+        if s.record_count > MAX_RECORDS {
+            return Err(format!(
+                "shard {:?} claims {} records (at most {MAX_RECORDS})",
+                s.key, s.record_count
+            ));
+        }
+        if let Some(Checksum::Sha256(hex)) = &s.checksum
+            && (hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        {
+            return Err(format!("shard {:?} has a malformed sha256", s.key));
+        }
+        total = total
+            .checked_add(s.record_count)
+            .filter(|t| *t <= MAX_RECORDS)
+            .ok_or_else(|| format!("total record count exceeds {MAX_RECORDS}"))?;
+    }
+    Ok(total)
+}
+
+/// `snapshots/<id>.json`: points at the log entry of a snapshot, with its size and hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotPointer {
+    /// Always [`POINTER_FORMAT`].
+    pub format: String,
+    /// Always [`CONTROL_VERSION`].
+    pub version: u32,
+    /// The snapshot's id.
+    pub snapshot_id: String,
+    /// Its sequence number.
+    pub seq: u64,
+    /// Key of its log entry.
+    pub log_key: String,
+    /// Size of the log entry.
+    pub log_size: u64,
+    /// SHA-256 of the log entry.
+    pub log_sha256: String,
+}
+
+impl SnapshotPointer {
+    /// Parses and validates a pointer read from `key` for `snapshot_id`.
+    pub fn parse(key: &str, body: &[u8], snapshot_id: &str) -> Result<Self> {
+        let p: SnapshotPointer = parse_json(key, body)?;
+        check_format(key, &p.format, POINTER_FORMAT, p.version)?;
+        if p.snapshot_id != snapshot_id {
+            return Err(Error::corrupt(key, "pointer names another snapshot"));
+        }
+        if p.log_key != log_key(p.seq) {
+            return Err(Error::corrupt(
+                key,
+                format!(
+                    "log key {:?} is not the log entry of seq {}",
+                    p.log_key, p.seq
+                ),
+            ));
+        }
+        if p.log_size > MAX_CONTROL_OBJECT_BYTES {
+            return Err(Error::corrupt(key, "log entry size out of bounds"));
+        }
+        Ok(p)
+    }
+}
+
+/// `claims/<id>.json`: a publisher's exclusive claim of a snapshot id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// Always [`CLAIM_FORMAT`].
+    pub format: String,
+    /// Always [`CONTROL_VERSION`].
+    pub version: u32,
+    /// The snapshot id claimed.
+    pub snapshot_id: String,
+    /// The dataset.
+    pub dataset_id: String,
+    /// Random; makes every claim's bytes unique.
+    pub nonce: String,
+    /// Wall-clock time of the claim (informational only; nothing is ordered by it).
+    pub created_at_unix_ms: u64,
+}
+
+pub(crate) fn parse_json<T: for<'de> Deserialize<'de>>(key: &str, body: &[u8]) -> Result<T> {
+    if body.len() as u64 > MAX_CONTROL_OBJECT_BYTES {
+        return Err(Error::corrupt(key, "control object too large"));
+    }
+    serde_json::from_slice(body).map_err(|e| Error::corrupt(key, format!("invalid JSON: {e}")))
+}
+
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serializing these plain structs cannot fail (no maps with non-string keys).
+    serde_json::to_vec_pretty(value).unwrap_or_default()
+}
+
+fn check_format(key: &str, format: &str, want: &str, version: u32) -> Result<()> {
+    if format != want {
+        return Err(Error::corrupt(
+            key,
+            format!("format {format:?}, expected {want:?}"),
+        ));
+    }
+    if version != CONTROL_VERSION {
+        return Err(Error::corrupt(
+            key,
+            format!("version {version} (this build reads version {CONTROL_VERSION})"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(shards: Vec<ShardRef>) -> Manifest {
+        let total_records = shards.iter().map(|s| s.record_count).sum();
+        Manifest {
+            format: MANIFEST_FORMAT.into(),
+            version: CONTROL_VERSION,
+            seq: 3,
+            snapshot_id: "s".into(),
+            dataset_id: "d".into(),
+            parent_seq: Some(2),
+            mode: PublishMode::Full,
+            shards,
+            total_records,
+            claim_nonce: "n".into(),
+        }
+    }
+
+    fn shard(key: &str) -> ShardRef {
+        ShardRef {
+            key: key.into(),
+            size: 10,
+            record_count: 2,
+            checksum: None,
+        }
+    }
+
+    #[test]
+    fn log_keys_round_trip() {
+        assert_eq!(log_key(7), "log/00000000000000000007.json");
+        assert_eq!(parse_log_key(&log_key(u64::MAX)), Some(u64::MAX));
+        assert_eq!(parse_log_key("log/7.json"), None);
+        assert_eq!(parse_log_key("log/0000000000000000000x.json"), None);
+    }
+
+    #[test]
+    fn valid_manifest_passes_and_hostile_ones_fail() {
+        let key = log_key(3);
+        manifest(vec![shard("shards/a/1.glm")])
+            .validate(&key, "d")
+            .unwrap();
+        for bad in ["../x", "/abs", "s3://other-bucket/x", "a//b"] {
+            let err = manifest(vec![shard(bad)]).validate(&key, "d").unwrap_err();
+            assert!(matches!(err, Error::Corrupt { .. }), "{bad}: {err}");
+        }
+        let mut big = manifest(vec![shard("x")]);
+        big.shards[0].size = MAX_SHARD_BYTES + 1;
+        assert!(matches!(
+            big.validate(&key, "d"),
+            Err(Error::Corrupt { .. })
+        ));
+        let mut wrong_total = manifest(vec![shard("x")]);
+        wrong_total.total_records = 99;
+        assert!(matches!(
+            wrong_total.validate(&key, "d"),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(matches!(
+            manifest(vec![shard("x")]).validate(&key, "other"),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(matches!(
+            manifest(vec![shard("x")]).validate(&log_key(4), "d"),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(matches!(
+            manifest(vec![shard("x"), shard("x")]).validate(&key, "d"),
+            Err(Error::Corrupt { .. })
+        ));
+    }
+}

@@ -1,0 +1,591 @@
+//! Publication and opening of snapshots.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use tokio::sync::OnceCell;
+use tracing::{Instrument, debug, info, info_span};
+
+use crate::error::{Error, Result};
+use crate::key::{check_key, check_name, nonce, sha256_hex};
+use crate::manifest::{
+    CLAIM_FORMAT, CONTROL_VERSION, Checksum, Claim, DATASET_KEY, DatasetIdentity, LOG_PREFIX,
+    MANIFEST_FORMAT, MAX_CONTROL_OBJECT_BYTES, MAX_SHARDS, Manifest, POINTER_FORMAT, PublishMode,
+    ShardRef, SnapshotPointer, check_shards, claim_key, log_key, parse_log_key, pointer_key,
+    shard_key, to_json,
+};
+use crate::registry::{Registry, StorageOptions};
+use crate::store::{ObjectInfo, RetryPolicy, RootStore, Written, create_object};
+
+/// Concurrent HEADs (and inspections) while verifying shards.
+pub const VERIFY_CONCURRENCY: usize = 16;
+
+/// What a [`ShardInspector`] found in a shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardFacts {
+    /// Records in the shard.
+    pub record_count: u64,
+    /// Checksum found, comparable with the reference's.
+    pub checksum: Option<Checksum>,
+}
+
+/// Reads a shard's facts for `verify_record_counts`. The format crate provides the footer
+/// reader (one small tail read per shard); [`Sha256Inspector`] reads whole shards.
+#[async_trait]
+pub trait ShardInspector: Send + Sync + Debug + 'static {
+    /// Inspects `shard` (whose size has already been checked) in `store`.
+    async fn inspect(&self, store: &dyn RootStore, shard: &ShardRef) -> Result<ShardFacts>;
+}
+
+/// Downloads each shard whole and computes its SHA-256; takes the record count from the
+/// reference. Checks content for shards published with [`Checksum::Sha256`]; it costs a
+/// full read per shard, so it is meant for tests and audits, not routine publishing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sha256Inspector;
+
+#[async_trait]
+impl ShardInspector for Sha256Inspector {
+    async fn inspect(&self, store: &dyn RootStore, shard: &ShardRef) -> Result<ShardFacts> {
+        let obj = store.get(&shard.key).await?;
+        Ok(ShardFacts {
+            record_count: shard.record_count,
+            checksum: Some(Checksum::Sha256(sha256_hex(&obj.body))),
+        })
+    }
+}
+
+/// Options of one publication.
+#[derive(Debug, Clone, Default)]
+pub struct PublicationOptions {
+    /// Also check each shard's record count and checksum with `inspector`.
+    pub verify_record_counts: bool,
+    /// The inspector for `verify_record_counts` (required when it is set).
+    pub inspector: Option<Arc<dyn ShardInspector>>,
+    /// Bounds of the commit loop (log sequence races).
+    pub commit_retry: RetryPolicy,
+}
+
+/// What to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishRequest {
+    /// The dataset (must match the root's `dataset.json`; written on first publication).
+    pub dataset_id: String,
+    /// The new snapshot's id (unique in the root).
+    pub snapshot_id: String,
+    /// The shards: all of them ([`PublishMode::Full`]) or the new ones
+    /// ([`PublishMode::Append`]).
+    pub shards: Vec<ShardRef>,
+    /// Full or append.
+    pub mode: PublishMode,
+}
+
+/// An opened snapshot: its validated manifest and where it was read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Its log key.
+    pub log_key: String,
+    /// Size of the log entry.
+    pub log_size: u64,
+    /// SHA-256 of the log entry.
+    pub log_sha256: String,
+}
+
+impl Snapshot {
+    /// The snapshot's id.
+    pub fn id(&self) -> &str {
+        &self.manifest.snapshot_id
+    }
+
+    /// Its sequence number.
+    pub fn seq(&self) -> u64 {
+        self.manifest.seq
+    }
+
+    /// Records in the snapshot.
+    pub fn total_records(&self) -> u64 {
+        self.manifest.total_records
+    }
+
+    /// The shards.
+    pub fn shards(&self) -> &[ShardRef] {
+        &self.manifest.shards
+    }
+}
+
+/// A dataset root: a store plus options. Every operation of a call chain goes through this
+/// one store.
+#[derive(Debug, Clone)]
+pub struct Root {
+    store: Arc<dyn RootStore>,
+    options: StorageOptions,
+    identity: Arc<OnceCell<DatasetIdentity>>,
+}
+
+impl Root {
+    /// A root on an explicit store (never replaced by a registry default).
+    pub fn new(store: Arc<dyn RootStore>, options: StorageOptions) -> Self {
+        Root {
+            store,
+            options,
+            identity: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// A root for `uri` through the [global registry](Registry::global).
+    pub fn open(uri: &str, options: &StorageOptions) -> Result<Self> {
+        Registry::global().resolve(uri, options)
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn RootStore> {
+        &self.store
+    }
+
+    /// The options.
+    pub fn options(&self) -> &StorageOptions {
+        &self.options
+    }
+
+    /// Reads `dataset.json` (cached after the first success). [`Error::NotFound`] if nothing
+    /// was ever published.
+    pub async fn identity(&self) -> Result<DatasetIdentity> {
+        self.identity
+            .get_or_try_init(|| async {
+                let obj = self.store.get(DATASET_KEY).await?;
+                DatasetIdentity::parse(&obj.body)
+            })
+            .await
+            .cloned()
+    }
+
+    /// Writes `dataset.json` for `dataset_id` if absent; fails with
+    /// [`Error::DatasetMismatch`] if the root belongs to another dataset.
+    pub async fn init(&self, dataset_id: &str) -> Result<DatasetIdentity> {
+        check_name("dataset id", dataset_id)?;
+        match self.identity().await {
+            Ok(id) => return check_identity(id, dataset_id),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+        let want = DatasetIdentity::new(dataset_id);
+        match create_object(&*self.store, DATASET_KEY, Bytes::from(to_json(&want))).await {
+            Ok(_) => {
+                let _ = self.identity.set(want.clone());
+                Ok(want)
+            }
+            // Someone else created it (perhaps with other formatting): compare ids.
+            Err(Error::PublicationCollision { .. }) => {
+                let obj = self.store.get(DATASET_KEY).await?;
+                check_identity(DatasetIdentity::parse(&obj.body)?, dataset_id)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
+    /// its reference (with a SHA-256 checksum). Refused before any request if it is larger
+    /// than `max_encoded_shard_bytes`. Re-running a worker collides
+    /// ([`Error::PublicationCollision`]) unless the bytes are identical.
+    pub async fn upload_shard(
+        &self,
+        work_id: &str,
+        index: u64,
+        body: Bytes,
+        record_count: u64,
+    ) -> Result<ShardRef> {
+        check_name("work id", work_id)?;
+        let key = shard_key(work_id, index);
+        let size = body.len() as u64;
+        if size > self.options.max_encoded_shard_bytes {
+            return Err(Error::ShardTooLarge {
+                key,
+                size,
+                limit: self.options.max_encoded_shard_bytes,
+            });
+        }
+        let checksum = Checksum::Sha256(sha256_hex(&body));
+        create_object(&*self.store, &key, body).await?;
+        Ok(ShardRef {
+            key,
+            size,
+            record_count,
+            checksum: Some(checksum),
+        })
+    }
+
+    /// Publishes a snapshot.
+    ///
+    /// 1. validate the request and `dataset.json` (written if absent);
+    /// 2. verify shards: one HEAD each, sizes must match (and, with `verify_record_counts`,
+    ///    the inspector's record counts and checksums) — nothing is written before this;
+    /// 3. claim the snapshot id (`claims/<id>.json`, create-only): the loser of a same-id race
+    ///    gets [`Error::PublicationCollision`] here;
+    /// 4. commit: list `log/`, build the manifest on the latest entry, create
+    ///    `log/<latest+1>`; if another publisher took that number, re-read and retry
+    ///    (bounded, jittered backoff) — an appender re-bases on the winner;
+    /// 5. write the pointer `snapshots/<id>.json`.
+    pub async fn publish(
+        &self,
+        request: &PublishRequest,
+        options: &PublicationOptions,
+    ) -> Result<Snapshot> {
+        let span = info_span!(
+            "publish",
+            root = %self.store.describe(),
+            snapshot_id = %request.snapshot_id,
+            mode = ?request.mode,
+            shards = request.shards.len()
+        );
+        async {
+            check_name("snapshot id", &request.snapshot_id)?;
+            self.check_request(request)?;
+            self.init(&request.dataset_id).await?;
+            self.verify_shards(&request.shards, options)
+                .instrument(info_span!("verify_shards"))
+                .await?;
+            let nonce = self
+                .claim(&request.dataset_id, &request.snapshot_id)
+                .instrument(info_span!("claim"))
+                .await?;
+            let snapshot = self
+                .commit(request, &nonce, options)
+                .instrument(info_span!("commit"))
+                .await?;
+            self.write_pointer(&snapshot)
+                .instrument(info_span!("pointer"))
+                .await?;
+            info!(
+                seq = snapshot.seq(),
+                records = snapshot.total_records(),
+                "published"
+            );
+            Ok(snapshot)
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn check_request(&self, request: &PublishRequest) -> Result<()> {
+        if request.shards.len() > MAX_SHARDS {
+            return Err(Error::invalid(format!(
+                "{} shards (at most {MAX_SHARDS})",
+                request.shards.len()
+            )));
+        }
+        for s in &request.shards {
+            check_key(&s.key)?;
+            if s.size > self.options.max_encoded_shard_bytes {
+                return Err(Error::ShardTooLarge {
+                    key: s.key.clone(),
+                    size: s.size,
+                    limit: self.options.max_encoded_shard_bytes,
+                });
+            }
+        }
+        check_shards(&request.shards).map_err(Error::invalid)?;
+        Ok(())
+    }
+
+    async fn verify_shards(&self, shards: &[ShardRef], options: &PublicationOptions) -> Result<()> {
+        let inspector = if options.verify_record_counts {
+            Some(options.inspector.clone().ok_or_else(|| {
+                Error::Unsupported {
+                    what:
+                        "verify_record_counts needs a shard inspector (the format crate's footer \
+                       reader, or Sha256Inspector); none was configured"
+                            .into(),
+                }
+            })?)
+        } else {
+            None
+        };
+        let store = &*self.store;
+        futures::stream::iter(shards.iter().map(|shard| {
+            let inspector = inspector.clone();
+            async move {
+                let info = store.head(&shard.key).await?;
+                if info.size != shard.size {
+                    return Err(Error::Verification {
+                        key: shard.key.clone(),
+                        what: "size",
+                        expected: shard.size.to_string(),
+                        actual: info.size.to_string(),
+                    });
+                }
+                if let Some(inspector) = inspector {
+                    let facts = inspector.inspect(store, shard).await?;
+                    if facts.record_count != shard.record_count {
+                        return Err(Error::Verification {
+                            key: shard.key.clone(),
+                            what: "record count",
+                            expected: shard.record_count.to_string(),
+                            actual: facts.record_count.to_string(),
+                        });
+                    }
+                    if let (Some(want), Some(got)) = (&shard.checksum, &facts.checksum)
+                        && std::mem::discriminant(want) == std::mem::discriminant(got)
+                        && want != got
+                    {
+                        return Err(Error::Verification {
+                            key: shard.key.clone(),
+                            what: "checksum",
+                            expected: format!("{want:?}"),
+                            actual: format!("{got:?}"),
+                        });
+                    }
+                }
+                Ok(())
+            }
+        }))
+        .buffer_unordered(VERIFY_CONCURRENCY)
+        .try_collect::<()>()
+        .await
+    }
+
+    async fn claim(&self, dataset_id: &str, snapshot_id: &str) -> Result<String> {
+        let nonce = nonce();
+        let claim = Claim {
+            format: CLAIM_FORMAT.to_owned(),
+            version: CONTROL_VERSION,
+            snapshot_id: snapshot_id.to_owned(),
+            dataset_id: dataset_id.to_owned(),
+            nonce: nonce.clone(),
+            created_at_unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .unwrap_or(0),
+        };
+        create_object(
+            &*self.store,
+            &claim_key(snapshot_id),
+            Bytes::from(to_json(&claim)),
+        )
+        .await?;
+        Ok(nonce)
+    }
+
+    async fn commit(
+        &self,
+        request: &PublishRequest,
+        nonce: &str,
+        options: &PublicationOptions,
+    ) -> Result<Snapshot> {
+        let policy = &options.commit_retry;
+        let attempts = policy.max_attempts.max(1);
+        for attempt in 1..=attempts {
+            let latest = self.latest_log_entry().await?;
+            let (parent_seq, mut shards) = match (&latest, request.mode) {
+                (None, _) => (None, Vec::new()),
+                (Some(info), PublishMode::Full) => (Some(info.0), Vec::new()),
+                (Some(info), PublishMode::Append) => {
+                    let parent = self.read_log_entry(info.0, info.1.size).await?;
+                    (Some(info.0), parent.manifest.shards)
+                }
+            };
+            let base = shards.len();
+            shards.extend(request.shards.iter().cloned());
+            let total_records = check_shards(&shards).map_err(|what| {
+                Error::invalid(format!("appending to snapshot {parent_seq:?}: {what}"))
+            })?;
+            let seq = parent_seq
+                .map_or(Some(1), |p| p.checked_add(1))
+                .ok_or_else(|| Error::corrupt(LOG_PREFIX, "sequence numbers exhausted"))?;
+            let manifest = Manifest {
+                format: MANIFEST_FORMAT.to_owned(),
+                version: CONTROL_VERSION,
+                seq,
+                snapshot_id: request.snapshot_id.clone(),
+                dataset_id: request.dataset_id.clone(),
+                parent_seq,
+                mode: request.mode,
+                shards,
+                total_records,
+                claim_nonce: nonce.to_owned(),
+            };
+            let body = to_json(&manifest);
+            if body.len() as u64 > MAX_CONTROL_OBJECT_BYTES {
+                return Err(Error::invalid("manifest too large"));
+            }
+            let key = log_key(seq);
+            let log_size = body.len() as u64;
+            let log_sha256 = sha256_hex(&body);
+            match create_object(&*self.store, &key, Bytes::from(body)).await {
+                Ok(written) => {
+                    debug!(seq, base_shards = base, ?written, "committed");
+                    return Ok(Snapshot {
+                        manifest,
+                        log_key: key,
+                        log_size,
+                        log_sha256,
+                    });
+                }
+                Err(Error::PublicationCollision { .. }) => {
+                    debug!(seq, attempt, "sequence number taken; re-basing");
+                }
+                Err(e) => return Err(e),
+            }
+            if attempt < attempts {
+                policy.backoff(attempt).await;
+            }
+        }
+        Err(Error::CasExhausted {
+            key: format!("{LOG_PREFIX}/"),
+            attempts,
+        })
+    }
+
+    async fn write_pointer(&self, snapshot: &Snapshot) -> Result<Written> {
+        let pointer = SnapshotPointer {
+            format: POINTER_FORMAT.to_owned(),
+            version: CONTROL_VERSION,
+            snapshot_id: snapshot.id().to_owned(),
+            seq: snapshot.seq(),
+            log_key: snapshot.log_key.clone(),
+            log_size: snapshot.log_size,
+            log_sha256: snapshot.log_sha256.clone(),
+        };
+        create_object(
+            &*self.store,
+            &pointer_key(snapshot.id()),
+            Bytes::from(to_json(&pointer)),
+        )
+        .await
+    }
+
+    /// All log entries, sorted by sequence number (keys in `log/` that are not log entries
+    /// are ignored).
+    async fn log_entries(&self) -> Result<Vec<(u64, ObjectInfo)>> {
+        let mut entries: Vec<(u64, ObjectInfo)> = self
+            .store
+            .list(LOG_PREFIX)
+            .await?
+            .into_iter()
+            .filter_map(|info| parse_log_key(&info.key).map(|seq| (seq, info)))
+            .collect();
+        entries.sort_by_key(|(seq, _)| *seq);
+        Ok(entries)
+    }
+
+    async fn latest_log_entry(&self) -> Result<Option<(u64, ObjectInfo)>> {
+        Ok(self.log_entries().await?.pop())
+    }
+
+    async fn read_log_entry(&self, seq: u64, expected_size: u64) -> Result<Snapshot> {
+        let key = log_key(seq);
+        if expected_size > MAX_CONTROL_OBJECT_BYTES {
+            return Err(Error::corrupt(
+                &key,
+                "log entry larger than any manifest may be",
+            ));
+        }
+        let dataset_id = self.identity().await?.dataset_id;
+        let obj = self.store.get(&key).await?;
+        if obj.body.len() as u64 != expected_size {
+            return Err(Error::Verification {
+                key,
+                what: "size",
+                expected: expected_size.to_string(),
+                actual: obj.body.len().to_string(),
+            });
+        }
+        let manifest = Manifest::parse(&key, &obj.body, &dataset_id)?;
+        Ok(Snapshot {
+            manifest,
+            log_key: key,
+            log_size: expected_size,
+            log_sha256: sha256_hex(&obj.body),
+        })
+    }
+
+    /// Opens the latest snapshot: LIST `log/`, GET the highest entry (size checked against
+    /// the listing), validate. [`Error::NotFound`] (`log/`) if nothing is published.
+    pub async fn latest(&self) -> Result<Snapshot> {
+        async {
+            let (seq, info) = self
+                .latest_log_entry()
+                .await?
+                .ok_or_else(|| Error::NotFound {
+                    key: format!("{LOG_PREFIX}/"),
+                })?;
+            self.read_log_entry(seq, info.size).await
+        }
+        .instrument(info_span!("open_latest", root = %self.store.describe()))
+        .await
+    }
+
+    /// Opens the snapshot `snapshot_id`: GET its pointer, GET the log entry it names and
+    /// check size and SHA-256 against the pointer. If the pointer is missing (a publisher
+    /// crashed after committing), falls back to scanning `log/` from the newest entry.
+    pub async fn snapshot(&self, snapshot_id: &str) -> Result<Snapshot> {
+        check_name("snapshot id", snapshot_id)?;
+        async {
+            let pkey = pointer_key(snapshot_id);
+            let pointer = match self.store.get(&pkey).await {
+                Ok(obj) => SnapshotPointer::parse(&pkey, &obj.body, snapshot_id)?,
+                Err(e) if e.is_not_found() => return self.scan_for(snapshot_id).await,
+                Err(e) => return Err(e),
+            };
+            let snapshot = self.read_log_entry(pointer.seq, pointer.log_size).await?;
+            if snapshot.log_sha256 != pointer.log_sha256 {
+                return Err(Error::Verification {
+                    key: pointer.log_key,
+                    what: "sha256",
+                    expected: pointer.log_sha256,
+                    actual: snapshot.log_sha256,
+                });
+            }
+            if snapshot.id() != snapshot_id {
+                return Err(Error::corrupt(
+                    &pkey,
+                    format!("points at the log entry of snapshot {:?}", snapshot.id()),
+                ));
+            }
+            Ok(snapshot)
+        }
+        .instrument(info_span!("open_snapshot", root = %self.store.describe(), snapshot_id))
+        .await
+    }
+
+    async fn scan_for(&self, snapshot_id: &str) -> Result<Snapshot> {
+        debug!(snapshot_id, "no pointer; scanning the log");
+        for (seq, info) in self.log_entries().await?.into_iter().rev() {
+            let snapshot = self.read_log_entry(seq, info.size).await?;
+            if snapshot.id() == snapshot_id {
+                return Ok(snapshot);
+            }
+        }
+        Err(Error::NotFound {
+            key: pointer_key(snapshot_id),
+        })
+    }
+
+    /// Every snapshot, in order (one LIST plus one GET per snapshot).
+    pub async fn snapshots(&self) -> Result<Vec<Snapshot>> {
+        let entries = self.log_entries().await?;
+        futures::stream::iter(
+            entries
+                .into_iter()
+                .map(|(seq, info)| async move { self.read_log_entry(seq, info.size).await }),
+        )
+        .buffered(8)
+        .try_collect()
+        .await
+    }
+}
+
+fn check_identity(id: DatasetIdentity, dataset_id: &str) -> Result<DatasetIdentity> {
+    if id.dataset_id == dataset_id {
+        Ok(id)
+    } else {
+        Err(Error::DatasetMismatch {
+            expected: dataset_id.to_owned(),
+            actual: id.dataset_id,
+        })
+    }
+}

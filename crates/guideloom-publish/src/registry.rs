@@ -1,0 +1,352 @@
+//! Storage options and the scheme registry that turns root URIs into stores.
+//!
+//! Resolution order for a URI: a store registered for its scheme and bucket (always wins, so
+//! a store a user registered is used everywhere); otherwise a store built from
+//! [`StorageOptions`] (`memory://` names are remembered per registry, so two roots of
+//! `memory://x` share data); otherwise a typed [`Error::Unsupported`] naming the missing
+//! feature. A root built from an explicit store ([`Root::new`]) never consults a registry.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use object_store::ObjectStore;
+
+use crate::error::{Error, Result};
+use crate::publish::Root;
+use crate::store::{LocalStore, ObjectStoreBucket, RootStore};
+use crate::uri::RootUri;
+
+/// Default [`StorageOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
+pub const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
+
+/// S3 addressing style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum S3Addressing {
+    /// `https://endpoint/bucket/key` (what most S3-compatible servers want).
+    #[default]
+    Path,
+    /// `https://bucket.endpoint/key` (AWS's preferred style).
+    VirtualHosted,
+}
+
+/// Retry policy of the S3 client for individual requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct S3Retry {
+    /// Retries after the first attempt (0 disables retries).
+    pub max_retries: usize,
+    /// First backoff.
+    pub initial_backoff: Duration,
+    /// Largest backoff.
+    pub max_backoff: Duration,
+    /// No retry starts after this long since the first attempt.
+    pub retry_timeout: Duration,
+    /// Timeout of one request (`None`: the client's default).
+    pub request_timeout: Option<Duration>,
+}
+
+impl Default for S3Retry {
+    fn default() -> Self {
+        S3Retry {
+            max_retries: 4,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            retry_timeout: Duration::from_secs(60),
+            request_timeout: None,
+        }
+    }
+}
+
+/// How `s3://` roots are reached. Credentials are never part of this: they come from the
+/// standard AWS chain (environment variables, web identity, container and instance roles).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct S3Options {
+    /// Region; `None` uses `AWS_REGION` / `AWS_DEFAULT_REGION`, then `us-east-1`.
+    pub region: Option<String>,
+    /// Endpoint URL of an S3-compatible server (`None`: AWS).
+    pub endpoint: Option<String>,
+    /// Path or virtual-hosted addressing.
+    pub addressing: S3Addressing,
+    /// Allow plain `http://` endpoints.
+    pub allow_http: bool,
+    /// Request retries and timeouts.
+    pub retry: S3Retry,
+    /// A named profile from the shared AWS config files. Reading profiles needs the
+    /// credentials bridge, which this build does not have yet: setting it is refused with
+    /// [`Error::Unsupported`] rather than silently ignored.
+    pub profile: Option<String>,
+}
+
+/// Options of a root's storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageOptions {
+    /// Largest shard that may be uploaded or published (one PUT): default 5 GiB.
+    pub max_encoded_shard_bytes: u64,
+    /// The local path is a mounted bucket (e.g. Mountpoint for S3): exclusive create and
+    /// sequential writes only, no annotation updates.
+    pub mount: bool,
+    /// How `s3://` roots are built when no store is registered for the bucket.
+    pub s3: S3Options,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        StorageOptions {
+            max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
+            mount: false,
+            s3: S3Options::default(),
+        }
+    }
+}
+
+/// Maps `(scheme, bucket)` to object stores.
+#[derive(Debug, Default)]
+pub struct Registry {
+    buckets: Mutex<HashMap<(String, String), Arc<ObjectStoreBucket>>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// The process-wide default registry, used by [`Root::open`].
+    pub fn global() -> &'static Registry {
+        static GLOBAL: OnceLock<Registry> = OnceLock::new();
+        GLOBAL.get_or_init(Registry::new)
+    }
+
+    /// Registers `store` for every root under `<scheme>://<bucket>/` (`scheme`: `"s3"`,
+    /// `"gs"`, `"az"` or `"memory"`), replacing an earlier entry. `endpoint` describes it in
+    /// errors and logs. Returns the bucket handle (which carries the probe result).
+    pub fn register(
+        &self,
+        scheme: &str,
+        bucket: &str,
+        store: Arc<dyn ObjectStore>,
+        endpoint: impl Into<String>,
+    ) -> Arc<ObjectStoreBucket> {
+        let handle = ObjectStoreBucket::new(store, endpoint);
+        self.register_bucket(scheme, bucket, Arc::clone(&handle));
+        handle
+    }
+
+    /// Registers an existing bucket handle.
+    pub fn register_bucket(&self, scheme: &str, bucket: &str, handle: Arc<ObjectStoreBucket>) {
+        self.lock()
+            .insert((scheme.to_ascii_lowercase(), bucket.to_owned()), handle);
+    }
+
+    /// The handle registered for `(scheme, bucket)`.
+    pub fn lookup(&self, scheme: &str, bucket: &str) -> Option<Arc<ObjectStoreBucket>> {
+        self.lock()
+            .get(&(scheme.to_ascii_lowercase(), bucket.to_owned()))
+            .cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<ObjectStoreBucket>>> {
+        self.buckets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The store for `uri`.
+    pub fn resolve_store(&self, uri: &str, options: &StorageOptions) -> Result<Arc<dyn RootStore>> {
+        let parsed = RootUri::parse(uri)?;
+        if options.mount && !matches!(parsed, RootUri::Local(_)) {
+            return Err(Error::invalid(format!(
+                "the mount flag declares a local directory that is a mounted bucket; {uri} is not a local path"
+            )));
+        }
+        match parsed {
+            RootUri::Local(path) => Ok(if options.mount {
+                Arc::new(LocalStore::mounted(path))
+            } else {
+                Arc::new(LocalStore::new(path))
+            }),
+            RootUri::Memory { name, prefix } => {
+                let handle = {
+                    let mut map = self.lock();
+                    Arc::clone(
+                        map.entry(("memory".to_owned(), name.clone()))
+                            .or_insert_with(|| {
+                                ObjectStoreBucket::new(
+                                    Arc::new(object_store::memory::InMemory::new()),
+                                    format!("memory://{name}"),
+                                )
+                            }),
+                    )
+                };
+                Ok(Arc::new(handle.root(&prefix)?))
+            }
+            RootUri::Bucket {
+                scheme,
+                bucket,
+                prefix,
+            } => {
+                if let Some(handle) = self.lookup(&scheme, &bucket) {
+                    return Ok(Arc::new(handle.root(&prefix)?));
+                }
+                let handle = self.build_bucket(&scheme, &bucket, options)?;
+                self.register_bucket(&scheme, &bucket, Arc::clone(&handle));
+                Ok(Arc::new(handle.root(&prefix)?))
+            }
+        }
+    }
+
+    /// A [`Root`] for `uri`.
+    pub fn resolve(&self, uri: &str, options: &StorageOptions) -> Result<Root> {
+        Ok(Root::new(
+            self.resolve_store(uri, options)?,
+            options.clone(),
+        ))
+    }
+
+    fn build_bucket(
+        &self,
+        scheme: &str,
+        bucket: &str,
+        options: &StorageOptions,
+    ) -> Result<Arc<ObjectStoreBucket>> {
+        match scheme {
+            "s3" => build_s3(bucket, &options.s3),
+            "gs" => Err(Error::Unsupported {
+                what: format!(
+                    "gs://{bucket}: built without feature `gcs` (not available yet); register a \
+                     Google Cloud Storage store for this bucket with Registry::register"
+                ),
+            }),
+            _ => Err(Error::Unsupported {
+                what: format!(
+                    "{scheme}://{bucket}: built without feature `azure` (not available yet); \
+                     register an Azure store for this container with Registry::register"
+                ),
+            }),
+        }
+    }
+}
+
+#[cfg(feature = "s3")]
+fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectStoreBucket>> {
+    use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
+    use object_store::{BackoffConfig, ClientOptions, RetryConfig};
+
+    if let Some(profile) = &options.profile {
+        return Err(Error::Unsupported {
+            what: format!(
+                "S3 profile {profile:?}: reading AWS config profiles needs the credentials \
+                 bridge, which this build does not have yet; use environment credentials"
+            ),
+        });
+    }
+    // Environment first (the standard chain's AWS_* variables), then explicit options win.
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_conditional_put(S3ConditionalPut::ETagMatch)
+        .with_virtual_hosted_style_request(options.addressing == S3Addressing::VirtualHosted)
+        .with_retry(RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: options.retry.initial_backoff,
+                max_backoff: options.retry.max_backoff,
+                base: 2.0,
+            },
+            max_retries: options.retry.max_retries,
+            retry_timeout: options.retry.retry_timeout,
+        });
+    let mut client = ClientOptions::new().with_allow_http(options.allow_http);
+    if let Some(t) = options.retry.request_timeout {
+        client = client.with_timeout(t);
+    }
+    builder = builder.with_client_options(client);
+    if let Some(region) = &options.region {
+        builder = builder.with_region(region);
+    }
+    if let Some(endpoint) = &options.endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    let store = builder
+        .build()
+        .map_err(|e| Error::storage(format!("s3://{bucket}"), "configure", e))?;
+    let endpoint = format!(
+        "s3://{bucket} at {}",
+        options.endpoint.as_deref().unwrap_or("AWS")
+    );
+    Ok(ObjectStoreBucket::new(Arc::new(store), endpoint))
+}
+
+#[cfg(not(feature = "s3"))]
+fn build_s3(bucket: &str, _options: &S3Options) -> Result<Arc<ObjectStoreBucket>> {
+    Err(Error::Unsupported {
+        what: format!(
+            "s3://{bucket}: guideloom-publish was built without feature `s3`; enable it, or \
+             register an S3 store for this bucket with Registry::register"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_roots_of_one_name_share_a_store() {
+        let reg = Registry::new();
+        let opts = StorageOptions::default();
+        reg.resolve_store("memory://a", &opts).unwrap();
+        let h1 = reg.lookup("memory", "a").unwrap();
+        reg.resolve_store("memory://a/p", &opts).unwrap();
+        let h2 = reg.lookup("memory", "a").unwrap();
+        assert!(Arc::ptr_eq(&h1, &h2));
+    }
+
+    #[test]
+    fn unsupported_schemes_say_which_feature() {
+        let reg = Registry::new();
+        let opts = StorageOptions::default();
+        let err = reg.resolve_store("gs://b/p", &opts).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported { what } if what.contains("gcs")),
+            "{err}"
+        );
+        let err = reg.resolve_store("az://b/p", &opts).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported { what } if what.contains("azure")),
+            "{err}"
+        );
+        #[cfg(not(feature = "s3"))]
+        assert!(matches!(
+            reg.resolve_store("s3://b/p", &opts),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn registered_store_wins_for_any_scheme() {
+        let reg = Registry::new();
+        let mem: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let handle = reg.register("gs", "b", mem, "test store");
+        let store = reg
+            .resolve_store("gs://b/x", &StorageOptions::default())
+            .unwrap();
+        assert!(store.describe().contains("test store"));
+        assert!(Arc::ptr_eq(&handle, &reg.lookup("gs", "b").unwrap()));
+    }
+
+    #[test]
+    fn mount_flag_needs_a_local_path() {
+        let reg = Registry::new();
+        let opts = StorageOptions {
+            mount: true,
+            ..StorageOptions::default()
+        };
+        assert!(matches!(
+            reg.resolve_store("memory://x", &opts),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(
+            !reg.resolve_store("/tmp/x", &opts)
+                .unwrap()
+                .capabilities()
+                .compare_and_swap
+        );
+    }
+}

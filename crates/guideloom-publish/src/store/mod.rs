@@ -1,0 +1,316 @@
+//! Root stores: the small object-safe trait every root kind implements, and the two
+//! protocols built on it — create-only writes with ambiguous-outcome resolution
+//! ([`create_object`]) and bounded compare-and-swap ([`cas_update`]).
+
+use std::fmt::Debug;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::error::{Error, Result};
+use crate::key::sha256_hex;
+
+pub mod local;
+pub mod object;
+
+pub use local::LocalStore;
+pub use object::{ObjectStoreBucket, ObjectStoreRoot};
+
+/// An opaque entity tag identifying one version of an object, as the store reports it.
+///
+/// Object stores hand out their own etags (quoted, as HTTP sends them); local roots use the
+/// SHA-256 of the content.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Etag(pub String);
+
+impl std::fmt::Display for Etag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An object's body with the etag of the version read.
+#[derive(Debug, Clone)]
+pub struct Object {
+    /// The bytes.
+    pub body: Bytes,
+    /// The version read, when the store reports one.
+    pub etag: Option<Etag>,
+}
+
+/// Metadata of one object (HEAD or listing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// The key relative to the root.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// The version, when the store reports one cheaply.
+    pub etag: Option<Etag>,
+}
+
+/// Result of a create-only put at the storage level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateOutcome {
+    /// The object was created by this request.
+    Created,
+    /// The store reported that the object already exists (content unknown).
+    AlreadyExists,
+}
+
+/// Result of a conditional update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CasOutcome {
+    /// The write happened; this is the new version.
+    Written(Option<Etag>),
+    /// The object changed (or appeared, or vanished) since the expected version was read.
+    Conflict,
+}
+
+/// What a root kind can do, as named booleans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreCapabilities {
+    /// Conditional updates ([`RootStore::put_cas`]) are available.
+    pub compare_and_swap: bool,
+    /// Create-only puts are enforced by the storage service itself, so writers on different
+    /// hosts exclude each other. `false` for a declared mounted bucket, where the mount's
+    /// own lookup does the check.
+    pub create_only_across_hosts: bool,
+}
+
+/// The storage operations a dataset root needs: create-only put, conditional update, get,
+/// ranged get, head and list. Keys are relative to the root and already validated
+/// ([`crate::key::check_key`]).
+///
+/// Object-safe: roots are handled as `Arc<dyn RootStore>`. Implementations must not retry
+/// create-only or conditional puts in a way that hides their outcome; the protocols in this
+/// module resolve ambiguous outcomes themselves.
+#[async_trait]
+pub trait RootStore: Send + Sync + Debug + 'static {
+    /// How the root is shown in errors and logs (a URI; never credentials).
+    fn describe(&self) -> String;
+
+    /// What this root can do.
+    fn capabilities(&self) -> StoreCapabilities;
+
+    /// `Ok` when [`put_cas`](RootStore::put_cas) is available, otherwise the typed error that
+    /// says why (a declared mounted bucket: [`Error::MountedBucketCannotAnnotate`]). Callers
+    /// check this before writing anything else.
+    fn check_cas(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Writes `body` under `key` only if no object exists there.
+    async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome>;
+
+    /// Writes `body` under `key` only if the current version is `expected` (`None`: only if
+    /// the object does not exist).
+    async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome>;
+
+    /// Reads a whole object. A missing object is [`Error::NotFound`].
+    async fn get(&self, key: &str) -> Result<Object>;
+
+    /// Reads `range` of an object; exactly `range.end - range.start` bytes or an error.
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
+
+    /// An object's metadata. A missing object is [`Error::NotFound`].
+    async fn head(&self, key: &str) -> Result<ObjectInfo>;
+
+    /// All objects whose key lies under the directory-like `prefix` (`"log"` lists
+    /// `log/...`), recursively, in no particular order.
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
+}
+
+#[async_trait]
+impl<T: RootStore + ?Sized> RootStore for Arc<T> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn capabilities(&self) -> StoreCapabilities {
+        (**self).capabilities()
+    }
+    fn check_cas(&self) -> Result<()> {
+        (**self).check_cas()
+    }
+    async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
+        (**self).put_create(key, body).await
+    }
+    async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
+        (**self).put_cas(key, body, expected).await
+    }
+    async fn get(&self, key: &str) -> Result<Object> {
+        (**self).get(key).await
+    }
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        (**self).get_range(key, range).await
+    }
+    async fn head(&self, key: &str) -> Result<ObjectInfo> {
+        (**self).head(key).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        (**self).list(prefix).await
+    }
+}
+
+/// Bounded retries with exponential backoff and full jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in total, including the first (at least 1).
+    pub max_attempts: u32,
+    /// Backoff before the second attempt; doubled each time up to `max_backoff`.
+    pub initial_backoff: Duration,
+    /// Upper bound of one backoff.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 64,
+            initial_backoff: Duration::from_millis(2),
+            max_backoff: Duration::from_millis(500),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Sleeps before attempt `attempt + 1` (`attempt` counts from 1): a uniformly random
+    /// duration in `[0, min(max_backoff, initial_backoff * 2^(attempt-1))]`.
+    pub async fn backoff(&self, attempt: u32) {
+        let exp = self
+            .initial_backoff
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+        let cap = exp.min(self.max_backoff);
+        let nanos = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX);
+        if nanos == 0 {
+            tokio::task::yield_now().await;
+            return;
+        }
+        let pick = rand::random_range(0..=nanos);
+        tokio::time::sleep(Duration::from_nanos(pick)).await;
+    }
+}
+
+/// How a create-only write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// This call created the object.
+    Created,
+    /// The object already held exactly these bytes: an earlier attempt of ours (a retried
+    /// request, or an ambiguous error) had landed. Idempotent success.
+    AlreadyIdentical,
+}
+
+/// Writes `body` under `key` create-only, resolving ambiguous outcomes.
+///
+/// When the store answers "already exists", or fails in a way that leaves the outcome
+/// unknown (a timeout, a 5xx after which object_store retried and the retry found our own
+/// first attempt), the object is read back and its SHA-256 compared with `body`'s:
+/// identical bytes mean our write landed ([`Written::AlreadyIdentical`]); different bytes
+/// are a genuine [`Error::PublicationCollision`] naming `key`. If the object is absent after
+/// an error, the original error is returned.
+pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Result<Written> {
+    let span = info_span!("create_object", root = %store.describe(), key, size = body.len());
+    async {
+        let first = store.put_create(key, body.clone()).await;
+        let original = match first {
+            Ok(CreateOutcome::Created) => return Ok(Written::Created),
+            Ok(CreateOutcome::AlreadyExists) => None,
+            Err(e) if e.is_ambiguous() => {
+                warn!(error = %e, "create-only put failed ambiguously; reading back");
+                Some(e)
+            }
+            Err(e) => return Err(e),
+        };
+        match store.get(key).await {
+            Ok(existing) => {
+                if sha256_hex(&existing.body) == sha256_hex(&body) {
+                    debug!("object holds our bytes: the earlier attempt landed");
+                    Ok(Written::AlreadyIdentical)
+                } else {
+                    Err(Error::PublicationCollision {
+                        key: key.to_owned(),
+                    })
+                }
+            }
+            Err(e) if e.is_not_found() => Err(original.unwrap_or_else(|| {
+                Error::corrupt(
+                    key,
+                    "the store reported that the object exists, but it cannot be read back",
+                )
+            })),
+            Err(e) => Err(original.unwrap_or(e)),
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+/// Read–modify–compare-and-swap–retry on `key`.
+///
+/// `change` gets the current content (`None` if absent) and returns the new content, or
+/// `Ok(None)` when nothing needs writing (for example because the change is already
+/// there — which also resolves an update whose success was reported as an error). On a
+/// conflict the object is read again and `change` re-applied, up to
+/// `policy.max_attempts` times with jittered backoff; then [`Error::CasExhausted`].
+///
+/// Returns the value `change` produced last (or the unchanged current content).
+pub async fn cas_update<F>(
+    store: &dyn RootStore,
+    key: &str,
+    policy: &RetryPolicy,
+    mut change: F,
+) -> Result<Bytes>
+where
+    F: FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>> + Send,
+{
+    store.check_cas()?;
+    let span = info_span!("cas_update", root = %store.describe(), key);
+    async {
+        let attempts = policy.max_attempts.max(1);
+        for attempt in 1..=attempts {
+            let current = match store.get(key).await {
+                Ok(obj) => Some(obj),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e),
+            };
+            let current_body = current.as_ref().map(|o| o.body.as_ref());
+            let Some(next) = change(current_body)? else {
+                return Ok(current.map(|o| o.body).unwrap_or_default());
+            };
+            let next = Bytes::from(next);
+            let expected = match &current {
+                Some(obj) => Some(obj.etag.clone().ok_or_else(|| Error::Unsupported {
+                    what: format!("{} returned no etag for {key}", store.describe()),
+                })?),
+                None => None,
+            };
+            match store.put_cas(key, next.clone(), expected.as_ref()).await {
+                Ok(CasOutcome::Written(_)) => return Ok(next),
+                Ok(CasOutcome::Conflict) => {
+                    debug!(attempt, "compare-and-swap conflict; re-reading");
+                }
+                Err(e) if e.is_ambiguous() && attempt < attempts => {
+                    // Unknown outcome: the next round re-reads, and `change` sees whether our
+                    // write landed.
+                    warn!(attempt, error = %e, "conditional put failed ambiguously; re-reading");
+                }
+                Err(e) => return Err(e),
+            }
+            if attempt < attempts {
+                policy.backoff(attempt).await;
+            }
+        }
+        Err(Error::CasExhausted {
+            key: key.to_owned(),
+            attempts,
+        })
+    }
+    .instrument(span)
+    .await
+}

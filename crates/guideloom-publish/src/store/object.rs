@@ -1,0 +1,476 @@
+//! Roots on an [`object_store::ObjectStore`] (memory, S3, and any store a user brings).
+//!
+//! Create-only writes are `PutMode::Create` (`If-None-Match: *` on S3) and compare-and-swap
+//! is `PutMode::Update` (`If-Match: <etag>`). Before the first write through a bucket, a
+//! one-time probe checks that the store really honours both (see [`ObjectStoreBucket::probe`]);
+//! a store that does not is refused with [`Error::ConditionalWritesUnsupported`].
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use tokio::sync::OnceCell;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities};
+use crate::error::{Error, Result};
+use crate::key::nonce;
+
+/// How a store wants etags in `If-Match`, as learned by the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EtagStyle {
+    /// Send the etag exactly as the store returned it (quoted, per HTTP).
+    AsReturned,
+    /// Send the etag without surrounding quotes (Ceph RGW 16 rejects the quoted form).
+    Unquoted,
+}
+
+#[derive(Debug, Clone)]
+enum Verdict {
+    Safe(EtagStyle),
+    Refused(String),
+}
+
+/// One object store (a bucket, or an in-memory store) shared by every root under it.
+///
+/// It carries the store, a description of the endpoint for errors and logs (never
+/// credentials) and the result of the one-time conditional-write probe, so the probe runs
+/// once per bucket however many roots use it. Requests made through it are counted
+/// ([`ObjectStoreBucket::requests`]).
+#[derive(Debug)]
+pub struct ObjectStoreBucket {
+    store: Arc<dyn ObjectStore>,
+    endpoint: String,
+    verdict: OnceCell<Verdict>,
+    requests: AtomicU64,
+}
+
+impl ObjectStoreBucket {
+    /// Wraps `store`; `endpoint` describes it in errors (e.g. `"s3://bucket at
+    /// http://127.0.0.1:9000"`).
+    pub fn new(store: Arc<dyn ObjectStore>, endpoint: impl Into<String>) -> Arc<Self> {
+        Arc::new(ObjectStoreBucket {
+            store,
+            endpoint: endpoint.into(),
+            verdict: OnceCell::new(),
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// A root at `prefix` inside this bucket (`""` for the bucket's top level).
+    pub fn root(self: &Arc<Self>, prefix: &str) -> Result<ObjectStoreRoot> {
+        let prefix = prefix.trim_matches('/').to_owned();
+        if !prefix.is_empty() {
+            crate::key::check_key(&prefix)?;
+        }
+        Ok(ObjectStoreRoot {
+            bucket: Arc::clone(self),
+            prefix,
+        })
+    }
+
+    /// The wrapped store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The endpoint description.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Requests sent through this bucket so far (probe included).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn count(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The probe's verdict, running it on first use (`prefix`: where the probe object goes).
+    ///
+    /// Steps, on a fresh key `<prefix>/_probe/conditional-put-<pid>-<nonce>`:
+    /// 1. create-only put → must succeed;
+    /// 2. create-only put again → must be "already exists" (negative control for
+    ///    `If-None-Match`);
+    /// 3. update with the etag exactly as step 1 returned it → must succeed (positive
+    ///    control for `If-Match`); if it fails with a precondition error but the same update
+    ///    with the etag unquoted succeeds, the store gets [`EtagStyle::Unquoted`];
+    /// 4. update with that now-stale etag → must fail with a precondition error (negative
+    ///    control);
+    /// 5. read → must hold step 3's bytes;
+    /// 6. delete the probe object (best effort).
+    ///
+    /// A failed control is cached and every later write is refused with
+    /// [`Error::ConditionalWritesUnsupported`]. A transport error is returned and not cached.
+    pub async fn probe(&self, prefix: &str) -> Result<EtagStyle> {
+        let verdict = self
+            .verdict
+            .get_or_try_init(|| self.run_probe(prefix))
+            .await?;
+        match verdict {
+            Verdict::Safe(style) => Ok(*style),
+            Verdict::Refused(problem) => Err(Error::ConditionalWritesUnsupported {
+                endpoint: self.endpoint.clone(),
+                problem: problem.clone(),
+            }),
+        }
+    }
+
+    async fn run_probe(&self, prefix: &str) -> Result<Verdict> {
+        let rel = format!("_probe/conditional-put-{}-{}", std::process::id(), nonce());
+        let key = if prefix.is_empty() {
+            rel
+        } else {
+            format!("{prefix}/{rel}")
+        };
+        let span = info_span!("conditional_put_probe", endpoint = %self.endpoint, key);
+        let verdict = async {
+            let path = Path::parse(&key).map_err(|e| Error::storage(&key, "probe", e))?;
+            let verdict = self.probe_steps(&key, &path).await;
+            self.count();
+            if let Err(e) = self.store.delete(&path).await {
+                warn!(error = %e, "could not delete the probe object");
+            }
+            verdict
+        }
+        .instrument(span)
+        .await?;
+        match &verdict {
+            Verdict::Safe(style) => {
+                info!(endpoint = %self.endpoint, ?style, "conditional writes verified")
+            }
+            Verdict::Refused(problem) => {
+                warn!(endpoint = %self.endpoint, problem, "conditional writes NOT honoured")
+            }
+        }
+        Ok(verdict)
+    }
+
+    async fn put(
+        &self,
+        path: &Path,
+        body: &'static [u8],
+        mode: PutMode,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.count();
+        self.store
+            .put_opts(path, PutPayload::from_static(body), PutOptions::from(mode))
+            .await
+    }
+
+    async fn probe_steps(&self, key: &str, path: &Path) -> Result<Verdict> {
+        use object_store::Error as OsError;
+        let refused = |p: &str| Ok(Verdict::Refused(p.to_owned()));
+        let update = |e: Option<String>| {
+            PutMode::Update(UpdateVersion {
+                e_tag: e,
+                version: None,
+            })
+        };
+
+        let first = match self.put(path, b"a", PutMode::Create).await {
+            Ok(r) => r,
+            Err(OsError::NotImplemented { .. } | OsError::NotSupported { .. }) => {
+                return refused("create-only puts (If-None-Match: *) are not implemented");
+            }
+            Err(e) => return Err(Error::storage(key, "probe put", e)),
+        };
+        match self.put(path, b"b", PutMode::Create).await {
+            Err(OsError::AlreadyExists { .. } | OsError::Precondition { .. }) => {}
+            Ok(_) => {
+                return refused(
+                    "a second create-only PUT (If-None-Match: *) of an existing object \
+                     succeeded and overwrote it: the endpoint ignores If-None-Match",
+                );
+            }
+            Err(e) => return Err(Error::storage(key, "probe put", e)),
+        }
+        let Some(etag) = first.e_tag else {
+            return refused("the store returned no etag for a put, so If-Match cannot be used");
+        };
+        let mut style = EtagStyle::AsReturned;
+        match self.put(path, b"c", update(Some(etag.clone()))).await {
+            Ok(_) => {}
+            Err(OsError::Precondition { .. }) => {
+                let bare = unquote(&etag);
+                if bare == etag {
+                    return refused(
+                        "a conditional update (If-Match) with the current etag was rejected: \
+                         updates can never succeed",
+                    );
+                }
+                match self.put(path, b"c", update(Some(bare.to_owned()))).await {
+                    Ok(_) => style = EtagStyle::Unquoted,
+                    Err(OsError::Precondition { .. }) => {
+                        return refused(
+                            "a conditional update (If-Match) with the current etag was rejected, \
+                             quoted and unquoted: updates can never succeed",
+                        );
+                    }
+                    Err(e) => return Err(Error::storage(key, "probe put", e)),
+                }
+            }
+            Err(OsError::NotImplemented { .. } | OsError::NotSupported { .. }) => {
+                return refused("conditional updates (If-Match) are not implemented");
+            }
+            Err(e) => return Err(Error::storage(key, "probe put", e)),
+        }
+        let stale = match style {
+            EtagStyle::AsReturned => etag.clone(),
+            EtagStyle::Unquoted => unquote(&etag).to_owned(),
+        };
+        match self.put(path, b"d", update(Some(stale))).await {
+            Err(OsError::Precondition { .. }) => {}
+            Ok(_) => {
+                return refused(
+                    "a conditional update (If-Match) with a stale etag succeeded: the endpoint \
+                     ignores If-Match",
+                );
+            }
+            Err(e) => return Err(Error::storage(key, "probe put", e)),
+        }
+        self.count();
+        let content = match self.store.get(path).await {
+            Ok(r) => r
+                .bytes()
+                .await
+                .map_err(|e| Error::storage(key, "probe get", e))?,
+            Err(e) => return Err(Error::storage(key, "probe get", e)),
+        };
+        if content.as_ref() != b"c" {
+            return refused(&format!(
+                "after the probe the object holds {:?}, not the positive control's \"c\"",
+                String::from_utf8_lossy(&content)
+            ));
+        }
+        Ok(Verdict::Safe(style))
+    }
+}
+
+fn unquote(etag: &str) -> &str {
+    etag.strip_prefix('"')
+        .and_then(|e| e.strip_suffix('"'))
+        .unwrap_or(etag)
+}
+
+/// A root at a prefix of an [`ObjectStoreBucket`].
+#[derive(Debug, Clone)]
+pub struct ObjectStoreRoot {
+    bucket: Arc<ObjectStoreBucket>,
+    prefix: String,
+}
+
+impl ObjectStoreRoot {
+    /// The bucket this root lives in.
+    pub fn bucket(&self) -> &Arc<ObjectStoreBucket> {
+        &self.bucket
+    }
+
+    /// The key prefix of this root inside the bucket (`""` at the top).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn full(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}/{key}", self.prefix)
+        }
+    }
+
+    fn path(&self, key: &str) -> Result<Path> {
+        Path::parse(self.full(key)).map_err(|e| Error::invalid(format!("key {key:?}: {e}")))
+    }
+
+    fn map_err(key: &str, operation: &'static str, e: object_store::Error) -> Error {
+        match e {
+            object_store::Error::NotFound { .. } => Error::NotFound {
+                key: key.to_owned(),
+            },
+            other => Error::storage(key, operation, other),
+        }
+    }
+
+    fn span(&self, operation: &'static str, key: &str) -> tracing::Span {
+        info_span!("object_store_request", endpoint = %self.bucket.endpoint, operation, key)
+    }
+}
+
+#[async_trait]
+impl RootStore for ObjectStoreRoot {
+    fn describe(&self) -> String {
+        if self.prefix.is_empty() {
+            self.bucket.endpoint.clone()
+        } else {
+            format!("{} (prefix {})", self.bucket.endpoint, self.prefix)
+        }
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        StoreCapabilities {
+            compare_and_swap: true,
+            create_only_across_hosts: true,
+        }
+    }
+
+    async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
+        self.bucket.probe(&self.prefix).await?;
+        let path = self.path(key)?;
+        self.bucket.count();
+        let res = self
+            .bucket
+            .store
+            .put_opts(&path, PutPayload::from(body), PutMode::Create.into())
+            .instrument(self.span("put_create", key))
+            .await;
+        match res {
+            Ok(_) => Ok(CreateOutcome::Created),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(CreateOutcome::AlreadyExists),
+            Err(e) => Err(Self::map_err(key, "put_create", e)),
+        }
+    }
+
+    async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
+        let style = self.bucket.probe(&self.prefix).await?;
+        let path = self.path(key)?;
+        let mode = match expected {
+            None => PutMode::Create,
+            Some(etag) => {
+                let e_tag = match style {
+                    EtagStyle::AsReturned => etag.0.clone(),
+                    EtagStyle::Unquoted => unquote(&etag.0).to_owned(),
+                };
+                PutMode::Update(UpdateVersion {
+                    e_tag: Some(e_tag),
+                    version: None,
+                })
+            }
+        };
+        self.bucket.count();
+        let res = self
+            .bucket
+            .store
+            .put_opts(&path, PutPayload::from(body), mode.into())
+            .instrument(self.span("put_cas", key))
+            .await;
+        match res {
+            Ok(r) => Ok(CasOutcome::Written(r.e_tag.map(Etag))),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. }
+                | object_store::Error::NotFound { .. },
+            ) => {
+                debug!(key, "conditional put lost");
+                Ok(CasOutcome::Conflict)
+            }
+            Err(e) => Err(Self::map_err(key, "put_cas", e)),
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Object> {
+        let path = self.path(key)?;
+        self.bucket.count();
+        async {
+            let res = self
+                .bucket
+                .store
+                .get(&path)
+                .await
+                .map_err(|e| Self::map_err(key, "get", e))?;
+            let etag = res.meta.e_tag.clone().map(Etag);
+            let body = res
+                .bytes()
+                .await
+                .map_err(|e| Self::map_err(key, "get", e))?;
+            Ok(Object { body, etag })
+        }
+        .instrument(self.span("get", key))
+        .await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        let path = self.path(key)?;
+        self.bucket.count();
+        let want = range.end.saturating_sub(range.start);
+        let bytes = self
+            .bucket
+            .store
+            .get_range(&path, range.clone())
+            .instrument(self.span("get_range", key))
+            .await
+            .map_err(|e| Self::map_err(key, "get_range", e))?;
+        if bytes.len() as u64 != want {
+            return Err(Error::Read {
+                key: key.to_owned(),
+                source: guideloom_io::Error::ShortRead {
+                    location: self.full(key),
+                    offset: range.start,
+                    requested: want,
+                    got: bytes.len() as u64,
+                },
+            });
+        }
+        Ok(bytes)
+    }
+
+    async fn head(&self, key: &str) -> Result<ObjectInfo> {
+        let path = self.path(key)?;
+        self.bucket.count();
+        let meta = self
+            .bucket
+            .store
+            .head(&path)
+            .instrument(self.span("head", key))
+            .await
+            .map_err(|e| Self::map_err(key, "head", e))?;
+        Ok(ObjectInfo {
+            key: key.to_owned(),
+            size: meta.size,
+            etag: meta.e_tag.map(Etag),
+        })
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let full = self.full(prefix);
+        let path =
+            Path::parse(&full).map_err(|e| Error::invalid(format!("prefix {prefix:?}: {e}")))?;
+        self.bucket.count();
+        let metas: Vec<object_store::ObjectMeta> = self
+            .bucket
+            .store
+            .list(Some(&path))
+            .try_collect()
+            .instrument(self.span("list", prefix))
+            .await
+            .map_err(|e| Self::map_err(prefix, "list", e))?;
+        let strip = if self.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.prefix)
+        };
+        let mut out = Vec::with_capacity(metas.len());
+        for m in metas {
+            let loc = m.location.as_ref();
+            let Some(rel) = loc.strip_prefix(strip.as_str()) else {
+                continue;
+            };
+            out.push(ObjectInfo {
+                key: rel.to_owned(),
+                size: m.size,
+                etag: m.e_tag.map(Etag),
+            });
+        }
+        Ok(out)
+    }
+}
