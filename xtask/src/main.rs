@@ -1,3 +1,230 @@
-fn main() {
-    println!("xtask placeholder");
+//! `cargo xtask`: the project's automation, in Rust so that it runs wherever cargo does.
+//!
+//! One subcommand per CI stage (the rust-analyzer pattern). `cargo xtask ci` is the one test
+//! command; the others are for humans:
+//!
+//! ```text
+//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, doc, servers-up, test, servers-down, deny
+//! cargo xtask tidy                      layering and manifest checks (also run as a #[test])
+//! cargo xtask servers up|down|status    nginx + moto on loopback for the server-backed tests
+//! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
+//! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
+//! ```
+
+mod bench;
+mod bench_report;
+mod ci;
+mod error;
+mod fuzz;
+mod http;
+mod servers;
+mod tidy;
+mod util;
+
+use std::process::ExitCode;
+
+use crate::error::{Error, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  ci [--skip STEP]...            run every CI step in order, stop at the first failure
+                                 steps: fmt tidy clippy doc servers-up test servers-down deny
+  tidy                           check crate layering and manifests
+  servers up|down|status         start / stop / show nginx and moto for server-backed tests
+  bench [ARGS]...                servers up, `cargo bench --workspace ARGS`, servers down, table
+  fuzz [--seconds N] [TARGET]    run each fuzz target (or TARGET) for N seconds (default 30)
+  help                           print this text
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let root = util::repo_root();
+    match Command::parse(args)? {
+        Command::Help => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Command::Ci { skip } => ci::run(&root, &skip),
+        Command::Tidy => {
+            let report = tidy::run(&root)?;
+            for line in report {
+                println!("[tidy] {line}");
+            }
+            Ok(())
+        }
+        Command::Servers(action) => servers::cli(&root, action),
+        Command::Bench { passthrough } => bench::run(&root, &passthrough),
+        Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
+    }
+}
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Help,
+    Ci {
+        skip: Vec<String>,
+    },
+    Tidy,
+    Servers(servers::Action),
+    Bench {
+        passthrough: Vec<String>,
+    },
+    Fuzz {
+        seconds: u64,
+        target: Option<String>,
+    },
+}
+
+impl Command {
+    fn parse(args: &[String]) -> Result<Command> {
+        let usage = |msg: String| Error::Usage { msg };
+        let Some((cmd, rest)) = args.split_first() else {
+            return Ok(Command::Help);
+        };
+        match cmd.as_str() {
+            "help" | "-h" | "--help" => Ok(Command::Help),
+            "ci" => {
+                let mut skip = Vec::new();
+                let mut it = rest.iter();
+                while let Some(arg) = it.next() {
+                    match arg.as_str() {
+                        "--skip" => {
+                            let step = it
+                                .next()
+                                .ok_or_else(|| usage("--skip needs a step name".into()))?;
+                            if !ci::STEPS.iter().any(|s| s.name == step) {
+                                return Err(usage(format!(
+                                    "unknown step `{step}`; steps: {}",
+                                    ci::step_names()
+                                )));
+                            }
+                            skip.push(step.clone());
+                        }
+                        other => return Err(usage(format!("ci: unexpected argument `{other}`"))),
+                    }
+                }
+                Ok(Command::Ci { skip })
+            }
+            "tidy" => match rest {
+                [] => Ok(Command::Tidy),
+                _ => Err(usage("tidy takes no arguments".into())),
+            },
+            "servers" => match rest {
+                [action] => servers::Action::parse(action)
+                    .map(Command::Servers)
+                    .ok_or_else(|| usage(format!("servers: unknown action `{action}`"))),
+                _ => Err(usage("usage: cargo xtask servers up|down|status".into())),
+            },
+            "bench" => Ok(Command::Bench {
+                passthrough: rest.to_vec(),
+            }),
+            "fuzz" => {
+                let mut seconds = 30;
+                let mut target = None;
+                let mut it = rest.iter();
+                while let Some(arg) = it.next() {
+                    match arg.as_str() {
+                        "--seconds" => {
+                            let value = it
+                                .next()
+                                .ok_or_else(|| usage("--seconds needs a number".into()))?;
+                            seconds = value.parse().map_err(|_| {
+                                usage(format!("--seconds: `{value}` is not a whole number"))
+                            })?;
+                        }
+                        flag if flag.starts_with('-') => {
+                            return Err(usage(format!("fuzz: unknown option `{flag}`")));
+                        }
+                        name if target.is_none() => target = Some(name.to_owned()),
+                        extra => {
+                            return Err(usage(format!("fuzz: unexpected argument `{extra}`")));
+                        }
+                    }
+                }
+                Ok(Command::Fuzz { seconds, target })
+            }
+            other => Err(usage(format!("unknown command `{other}`\n\n{USAGE}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command> {
+        let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        Command::parse(&args)
+    }
+
+    #[test]
+    fn parses_every_command() {
+        assert_eq!(parse(&[]).unwrap(), Command::Help);
+        assert_eq!(parse(&["ci"]).unwrap(), Command::Ci { skip: vec![] });
+        assert_eq!(
+            parse(&["ci", "--skip", "deny", "--skip", "doc"]).unwrap(),
+            Command::Ci {
+                skip: vec!["deny".into(), "doc".into()]
+            }
+        );
+        assert_eq!(parse(&["tidy"]).unwrap(), Command::Tidy);
+        assert_eq!(
+            parse(&["servers", "status"]).unwrap(),
+            Command::Servers(servers::Action::Status)
+        );
+        assert_eq!(
+            parse(&["bench", "--bench", "io", "--", "pread"]).unwrap(),
+            Command::Bench {
+                passthrough: vec!["--bench".into(), "io".into(), "--".into(), "pread".into()]
+            }
+        );
+        assert_eq!(
+            parse(&["fuzz", "--seconds", "5", "shard"]).unwrap(),
+            Command::Fuzz {
+                seconds: 5,
+                target: Some("shard".into())
+            }
+        );
+        assert_eq!(
+            parse(&["fuzz"]).unwrap(),
+            Command::Fuzz {
+                seconds: 30,
+                target: None
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        for bad in [
+            &["ci", "--skip"][..],
+            &["ci", "--skip", "nosuchstep"],
+            &["ci", "extra"],
+            &["tidy", "x"],
+            &["servers"],
+            &["servers", "restart"],
+            &["fuzz", "--seconds", "ten"],
+            &["fuzz", "a", "b"],
+            &["fuzz", "--minutes", "1"],
+            &["frobnicate"],
+        ] {
+            assert!(
+                matches!(parse(bad), Err(Error::Usage { .. })),
+                "{bad:?} should be a usage error"
+            );
+        }
+    }
 }

@@ -1,0 +1,34 @@
+//! `cargo xtask bench`: the workspace's benchmarks with the test servers up, then one table.
+
+use std::path::Path;
+
+use crate::bench_report;
+use crate::error::{Error, Result};
+use crate::servers::Servers;
+use crate::util;
+
+/// Starts the servers, runs `cargo bench --workspace PASSTHROUGH...`, stops the servers and
+/// prints [`bench_report::report`]'s table.
+///
+/// `passthrough` goes to cargo as is: `--bench io`, or `-- pread` for a criterion filter.
+pub(crate) fn run(root: &Path, passthrough: &[String]) -> Result<()> {
+    // Remote benchmarks read from nginx and moto; they find them through the same variables
+    // as the tests.
+    let mut servers = Servers::start(root, false)?;
+    let mut cmd = util::cargo(root);
+    cmd.args(["bench", "--workspace"]).args(passthrough);
+    servers.apply(&mut cmd);
+    println!("[bench] $ {}", util::display(&cmd));
+    let benched = util::run(&mut cmd);
+    let stopped = servers.stop();
+    benched?;
+    stopped?;
+    let target = util::target_dir(root)?;
+    let table = bench_report::report(&target).map_err(|msg| Error::Check {
+        check: "bench report".into(),
+        problems: vec![msg],
+    })?;
+    println!("[bench] summary ({})", target.join("criterion").display());
+    print!("{table}");
+    Ok(())
+}

@@ -1,0 +1,282 @@
+//! `cargo xtask ci`: every check, in order, one summary line per step.
+//!
+//! A step is a name and a function; add one by adding a line to [`STEPS`]. The run stops at the
+//! first failing step, except that steps marked `always` (stopping the servers) run regardless.
+//! Servers are also stopped by `Drop` if anything panics.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::servers::Servers;
+use crate::util;
+
+/// One CI step.
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub(crate) name: &'static str,
+    run: fn(&mut Ctx) -> Result<()>,
+    /// Runs even after an earlier step failed.
+    always: bool,
+}
+
+/// The steps of `cargo xtask ci`, in order.
+pub(crate) const STEPS: &[Step] = &[
+    Step {
+        name: "fmt",
+        run: fmt,
+        always: false,
+    },
+    Step {
+        name: "tidy",
+        run: tidy,
+        always: false,
+    },
+    Step {
+        name: "clippy",
+        run: clippy,
+        always: false,
+    },
+    Step {
+        name: "doc",
+        run: doc,
+        always: false,
+    },
+    Step {
+        name: "servers-up",
+        run: servers_up,
+        always: false,
+    },
+    Step {
+        name: "test",
+        run: test,
+        always: false,
+    },
+    Step {
+        name: "servers-down",
+        run: servers_down,
+        always: true,
+    },
+    Step {
+        name: "deny",
+        run: deny,
+        always: false,
+    },
+];
+
+/// The step names, for messages.
+pub(crate) fn step_names() -> String {
+    STEPS.iter().map(|s| s.name).collect::<Vec<_>>().join(" ")
+}
+
+/// State shared by the steps of one run.
+#[derive(Debug)]
+struct Ctx {
+    root: PathBuf,
+    servers: Option<Servers>,
+}
+
+/// Runs the steps not in `skip`.
+pub(crate) fn run(root: &Path, skip: &[String]) -> Result<()> {
+    let mut ctx = Ctx {
+        root: root.to_path_buf(),
+        servers: None,
+    };
+    let started = Instant::now();
+    let mut summary = Vec::new();
+    let mut failure: Option<(&'static str, Error)> = None;
+    for step in STEPS {
+        if skip.iter().any(|s| s == step.name) {
+            println!("[ci] {} skipped (--skip)", step.name);
+            summary.push(format!("[ci] {} skipped", step.name));
+            continue;
+        }
+        if failure.is_some() && !step.always {
+            continue;
+        }
+        println!("[ci] ---- {} ----", step.name);
+        let step_started = Instant::now();
+        let result = (step.run)(&mut ctx);
+        let line = format!(
+            "[ci] {} {} in {:.1}s",
+            step.name,
+            if result.is_ok() { "ok" } else { "FAILED" },
+            step_started.elapsed().as_secs_f64()
+        );
+        println!("{line}");
+        summary.push(line);
+        if let Err(err) = result {
+            eprintln!("[ci] {}: {err}", step.name);
+            failure.get_or_insert((step.name, err));
+        }
+    }
+    // Whatever happened, no server outlives the run.
+    drop(ctx);
+    println!("[ci] ---- summary ----");
+    for line in &summary {
+        println!("{line}");
+    }
+    let total = started.elapsed().as_secs_f64();
+    match failure {
+        None => {
+            println!("[ci] total ok in {total:.1}s");
+            Ok(())
+        }
+        Some((name, err)) => {
+            println!("[ci] total FAILED at {name} in {total:.1}s");
+            Err(err)
+        }
+    }
+}
+
+/// Prints and runs a cargo command in the repository root.
+fn cargo(ctx: &Ctx, args: &[&str], configure: impl FnOnce(&mut Command)) -> Result<()> {
+    let mut cmd = util::cargo(&ctx.root);
+    cmd.args(args);
+    configure(&mut cmd);
+    println!("[ci] $ {}", util::display(&cmd));
+    util::run(&mut cmd)
+}
+
+fn fmt(ctx: &mut Ctx) -> Result<()> {
+    cargo(ctx, &["fmt", "--all", "--check"], |_| {})
+}
+
+fn tidy(ctx: &mut Ctx) -> Result<()> {
+    for line in crate::tidy::run(&ctx.root)? {
+        println!("[tidy] {line}");
+    }
+    Ok(())
+}
+
+fn clippy(ctx: &mut Ctx) -> Result<()> {
+    cargo(
+        ctx,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        |_| {},
+    )
+}
+
+fn doc(ctx: &mut Ctx) -> Result<()> {
+    cargo(
+        ctx,
+        &["doc", "--workspace", "--no-deps", "--all-features"],
+        |cmd| {
+            cmd.env("RUSTDOCFLAGS", "-D warnings");
+        },
+    )
+}
+
+fn servers_up(ctx: &mut Ctx) -> Result<()> {
+    ctx.servers = Some(Servers::start(&ctx.root, false)?);
+    Ok(())
+}
+
+fn servers_down(ctx: &mut Ctx) -> Result<()> {
+    match ctx.servers.take() {
+        Some(mut servers) => servers.stop(),
+        None => {
+            println!("[ci] no servers were started");
+            Ok(())
+        }
+    }
+}
+
+/// The environment of the test processes: the servers' addresses and `GUIDELOOM_CI=1`, which
+/// turns a missing server from a skip into a failure.
+fn test_env(ctx: &Ctx, cmd: &mut Command) {
+    match &ctx.servers {
+        Some(servers) => {
+            servers.apply(cmd);
+            cmd.env("GUIDELOOM_CI", "1");
+        }
+        None => {
+            println!(
+                "[ci] servers are not running (servers-up skipped): GUIDELOOM_CI is not set, \
+                 so server-backed tests skip"
+            );
+            cmd.env_remove("GUIDELOOM_CI");
+        }
+    }
+}
+
+fn nextest_installed(root: &Path) -> bool {
+    util::succeeds(util::cargo(root).args(["nextest", "--version"]))
+}
+
+fn test(ctx: &mut Ctx) -> Result<()> {
+    if nextest_installed(&ctx.root) {
+        cargo(
+            ctx,
+            &[
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-features",
+                "--no-fail-fast",
+            ],
+            |cmd| test_env(ctx, cmd),
+        )?;
+    } else {
+        println!("[ci] cargo-nextest is not installed: using cargo test");
+        cargo(
+            ctx,
+            &["test", "--workspace", "--all-features", "--no-fail-fast"],
+            |cmd| test_env(ctx, cmd),
+        )?;
+    }
+    // nextest does not run doctests; with plain `cargo test` this repeats them (cheap).
+    cargo(
+        ctx,
+        &["test", "--workspace", "--all-features", "--doc"],
+        |cmd| test_env(ctx, cmd),
+    )
+}
+
+fn deny(ctx: &mut Ctx) -> Result<()> {
+    if !util::succeeds(util::cargo(&ctx.root).args(["deny", "--version"])) {
+        println!("[ci] cargo-deny is missing: `cargo install --locked cargo-deny`");
+        cargo(ctx, &["install", "--locked", "cargo-deny"], |_| {})?;
+    }
+    println!("[ci] advisories: skipped (advisory database cannot be fetched offline)");
+    cargo(
+        ctx,
+        &[
+            "deny",
+            "--workspace",
+            "check",
+            "--config",
+            "deny.toml",
+            "licenses",
+            "bans",
+            "sources",
+        ],
+        |_| {},
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_unique_and_servers_down_follows_test() {
+        let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
+        let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        let pos = |n: &str| names.iter().position(|s| *s == n).unwrap();
+        assert!(pos("servers-up") < pos("test"));
+        assert!(pos("test") < pos("servers-down"));
+        let always: Vec<&str> = STEPS.iter().filter(|s| s.always).map(|s| s.name).collect();
+        assert_eq!(always, ["servers-down"]);
+    }
+}

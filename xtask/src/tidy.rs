@@ -1,0 +1,346 @@
+//! `cargo xtask tidy`: checks that keep the workspace's shape honest.
+//!
+//! - **Layering.** The guideloom crates form a strict order, [`LAYERS`]; a crate may depend
+//!   (normal, build or dev) only on crates strictly below it. Checked with `cargo tree` over all
+//!   features and targets, so an optional or platform-specific edge counts too.
+//! - **A light IO core.** `guideloom-io`'s default build pulls in none of [`IO_FORBIDDEN`]: a
+//!   backend author who wants only the traits must not compile an HTTP stack.
+//! - **Manifests.** Every crate under `crates/` lives in a folder named after its package, has a
+//!   description, opts into the workspace lints (`[lints] workspace = true`) and has a layer.
+//!
+//! Also runs as a test (`cargo test -p xtask`), so a plain test run catches a violation too.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::util;
+
+/// The guideloom crates, lowest layer first. A crate may depend only on crates before it.
+/// Crates that do not exist yet are simply absent from the workspace.
+pub(crate) const LAYERS: &[&str] = &[
+    "guideloom-io",
+    "guideloom-format",
+    "guideloom-publish",
+    "guideloom",
+    "guideloom-cli",
+];
+
+/// Packages `guideloom-io` must not pull in with default features.
+pub(crate) const IO_FORBIDDEN: &[&str] = &["hyper", "object_store"];
+
+/// A workspace package, as far as tidy cares.
+#[derive(Debug)]
+struct Package {
+    name: String,
+    manifest: std::path::PathBuf,
+    description: Option<String>,
+}
+
+/// Runs every check; returns one line per check passed, or every problem found.
+pub(crate) fn run(root: &Path) -> Result<Vec<String>> {
+    let packages = workspace_packages(root)?;
+    let mut report = Vec::new();
+    let mut problems = Vec::new();
+
+    check_manifests(root, &packages, &mut report, &mut problems);
+    let names: BTreeSet<&str> = packages.iter().map(|p| p.name.as_str()).collect();
+    check_layering(root, &names, &mut report, &mut problems)?;
+    if names.contains("guideloom-io") {
+        check_light_io(root, &mut report, &mut problems)?;
+    } else {
+        problems.push("guideloom-io is not a workspace member".into());
+    }
+
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(Error::Check {
+            check: "tidy".into(),
+            problems,
+        })
+    }
+}
+
+fn workspace_packages(root: &Path) -> Result<Vec<Package>> {
+    let value = util::cargo_metadata(root)?;
+    let packages = value["packages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| Package {
+            name: p["name"].as_str().unwrap_or_default().to_owned(),
+            manifest: p["manifest_path"].as_str().unwrap_or_default().into(),
+            description: p["description"]
+                .as_str()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(str::to_owned),
+        })
+        .collect();
+    Ok(packages)
+}
+
+fn check_manifests(
+    root: &Path,
+    packages: &[Package],
+    report: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    let crates_dir = root.join("crates");
+    let mut checked = 0;
+    for package in packages {
+        let Some(dir) = package.manifest.parent() else {
+            continue;
+        };
+        if dir.parent() != Some(crates_dir.as_path()) {
+            continue;
+        }
+        checked += 1;
+        let name = &package.name;
+        let folder = dir.file_name().map(|f| f.to_string_lossy().into_owned());
+        if folder.as_deref() != Some(name.as_str()) {
+            problems.push(format!(
+                "crates/{}: folder name differs from package name `{name}`",
+                folder.unwrap_or_default()
+            ));
+        }
+        if package.description.is_none() {
+            problems.push(format!("{name}: Cargo.toml has no `description`"));
+        }
+        match std::fs::read_to_string(&package.manifest) {
+            Ok(text) if uses_workspace_lints(&text) => {}
+            Ok(_) => problems.push(format!(
+                "{name}: Cargo.toml lacks `[lints]` with `workspace = true`"
+            )),
+            Err(e) => problems.push(format!("{name}: cannot read Cargo.toml: {e}")),
+        }
+        if !LAYERS.contains(&name.as_str()) {
+            problems.push(format!(
+                "{name}: not in the layer order; add it to LAYERS in xtask/src/tidy.rs \
+                 and to docs/ARCHITECTURE.md"
+            ));
+        }
+    }
+    report.push(format!(
+        "manifests: {checked} crate(s) under crates/ named after their folder, described, on workspace lints"
+    ));
+}
+
+/// Whether a Cargo.toml has a `[lints]` table containing `workspace = true`.
+fn uses_workspace_lints(manifest: &str) -> bool {
+    let mut in_lints = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.starts_with('[') {
+            in_lints = line == "[lints]";
+        } else if in_lints
+            && let Some((key, value)) = line.split_once('=')
+            && key.trim() == "workspace"
+            && value.trim() == "true"
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Package names in `cargo tree --prefix none --format {p}` output (`name vX.Y.Z (...)`).
+fn tree_names(output: &str) -> BTreeSet<String> {
+    output
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The guideloom crates among `deps` (other than layer `layer` itself), and a problem for each
+/// that is not strictly lower.
+fn layer_violations(layer: usize, deps: &BTreeSet<String>) -> (Vec<&'static str>, Vec<String>) {
+    let name = LAYERS[layer];
+    let ours: Vec<&'static str> = LAYERS
+        .iter()
+        .copied()
+        .filter(|c| *c != name && deps.contains(*c))
+        .collect();
+    let problems = ours
+        .iter()
+        .filter(|dep| {
+            LAYERS
+                .iter()
+                .position(|c| c == *dep)
+                .is_none_or(|l| l >= layer)
+        })
+        .map(|dep| {
+            format!(
+                "layering: {name} depends on {dep}, which is not a lower layer (order: {})",
+                LAYERS.join(" < ")
+            )
+        })
+        .collect();
+    (ours, problems)
+}
+
+/// Which of [`IO_FORBIDDEN`] appear among `deps`.
+fn forbidden_in_io(deps: &BTreeSet<String>) -> Vec<&'static str> {
+    IO_FORBIDDEN
+        .iter()
+        .copied()
+        .filter(|c| deps.contains(*c))
+        .collect()
+}
+
+fn check_layering(
+    root: &Path,
+    members: &BTreeSet<&str>,
+    report: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) -> Result<()> {
+    let present: Vec<&str> = LAYERS
+        .iter()
+        .copied()
+        .filter(|c| members.contains(c))
+        .collect();
+    for (layer, name) in LAYERS.iter().enumerate() {
+        if !members.contains(name) {
+            continue;
+        }
+        let output = util::capture(util::cargo(root).args([
+            "tree",
+            "-p",
+            name,
+            "-e",
+            "normal,build,dev",
+            "--all-features",
+            "--target",
+            "all",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ]))?;
+        let deps = tree_names(&output);
+        let (ours, found) = layer_violations(layer, &deps);
+        problems.extend(found);
+        report.push(format!("layering: {name} depends on [{}]", ours.join(", ")));
+    }
+    report.push(format!(
+        "layering: order {} holds for the {} crate(s) present",
+        LAYERS.join(" < "),
+        present.len()
+    ));
+    Ok(())
+}
+
+fn check_light_io(root: &Path, report: &mut Vec<String>, problems: &mut Vec<String>) -> Result<()> {
+    let output = util::capture(util::cargo(root).args([
+        "tree",
+        "-p",
+        "guideloom-io",
+        "-e",
+        "normal",
+        "--target",
+        "all",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]))?;
+    let deps = tree_names(&output);
+    let found = forbidden_in_io(&deps);
+    if found.is_empty() {
+        report.push(format!(
+            "light core: guideloom-io's default build ({} packages) pulls in none of [{}]",
+            deps.len(),
+            IO_FORBIDDEN.join(", ")
+        ));
+    } else {
+        problems.push(format!(
+            "light core: guideloom-io's default build pulls in [{}]; put them behind a cargo feature",
+            found.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tidy_passes_on_this_workspace() {
+        match run(&util::repo_root()) {
+            Ok(report) => assert!(report.iter().any(|l| l.starts_with("light core"))),
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn layering_accepts_lower_and_rejects_higher_layers() {
+        let publish = LAYERS
+            .iter()
+            .position(|c| *c == "guideloom-publish")
+            .unwrap();
+        let (ours, problems) = layer_violations(
+            publish,
+            &set(&[
+                "guideloom-publish",
+                "guideloom-io",
+                "guideloom-format",
+                "bytes",
+            ]),
+        );
+        assert_eq!(ours, ["guideloom-io", "guideloom-format"]);
+        assert!(problems.is_empty(), "{problems:?}");
+
+        let (_, problems) = layer_violations(0, &set(&["guideloom-io", "guideloom-format"]));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("guideloom-io depends on guideloom-format"));
+
+        let facade = LAYERS.iter().position(|c| *c == "guideloom").unwrap();
+        let (_, problems) = layer_violations(facade, &set(&["guideloom-cli", "guideloom-io"]));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+    }
+
+    #[test]
+    fn light_core_check_names_the_heavy_crates() {
+        assert!(forbidden_in_io(&set(&["bytes", "tokio", "hyper-util"])).is_empty());
+        assert_eq!(
+            forbidden_in_io(&set(&["bytes", "hyper", "object_store"])),
+            ["hyper", "object_store"]
+        );
+    }
+
+    #[test]
+    fn finds_workspace_lints_table() {
+        assert!(uses_workspace_lints(
+            "[package]\nname = \"a\"\n\n[lints]\nworkspace = true\n"
+        ));
+        assert!(uses_workspace_lints(
+            "[lints] # shared\n  workspace   =   true  # yes\n[dependencies]\n"
+        ));
+        assert!(!uses_workspace_lints(
+            "[package]\nworkspace = true\n[lints]\n"
+        ));
+        assert!(!uses_workspace_lints(
+            "[lints]\n[dependencies]\nworkspace = true\n"
+        ));
+        assert!(!uses_workspace_lints("[lints.rust]\nworkspace = true\n"));
+    }
+
+    #[test]
+    fn reads_package_names_from_tree_output() {
+        let out = "guideloom-io v0.1.0 (/w/crates/guideloom-io)\nbytes v1.12.2\n\
+                   hyper v1.7.0 (*)\n\nobject_store v0.14.2\n";
+        let names = tree_names(out);
+        assert!(names.contains("hyper"));
+        assert!(names.contains("object_store"));
+        assert!(names.contains("guideloom-io"));
+        assert!(!names.contains("v1.7.0"));
+    }
+}
