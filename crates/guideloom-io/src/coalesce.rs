@@ -164,12 +164,17 @@ mod tests {
         let mut calls = 0;
         let got = read_coalesced::<()>(&ranges, CoalescePolicy::default(), |o, l| {
             calls += 1;
-            Ok(Bytes::copy_from_slice(&data[o as usize..(o + l) as usize]))
+            let (o, l) = (usize::try_from(o).unwrap(), usize::try_from(l).unwrap());
+            Ok(Bytes::copy_from_slice(&data[o..o + l]))
         })
         .unwrap();
         assert_eq!(calls, 1);
         for (r, b) in ranges.iter().zip(&got) {
-            assert_eq!(&b[..], &data[r.start as usize..r.end as usize]);
+            let (s, e) = (
+                usize::try_from(r.start).unwrap(),
+                usize::try_from(r.end).unwrap(),
+            );
+            assert_eq!(&b[..], &data[s..e]);
         }
     }
 

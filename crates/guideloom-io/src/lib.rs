@@ -13,12 +13,19 @@
 
 pub mod backend;
 pub mod coalesce;
+#[cfg(any(test, feature = "conformance"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
+pub mod conformance;
 pub mod error;
+pub mod local;
 pub mod reader;
 pub mod stats;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
 pub use coalesce::CoalescePolicy;
 pub use error::{BoxError, Error, Result};
+#[cfg(feature = "mmap")]
+pub use local::MmapIo;
+pub use local::{PreadIo, SeekIo};
 pub use reader::{AsyncReader, AsyncReaderExt, SyncReader, SyncReaderExt, Tail};
 pub use stats::{CountingReader, RequestStats, StatsSnapshot};

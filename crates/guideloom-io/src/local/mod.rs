@@ -1,0 +1,216 @@
+//! Local-file backends: [`SeekIo`], [`PreadIo`] and (feature `mmap`) [`MmapIo`].
+//!
+//! All three open readers for a [`PathBuf`](std::path::PathBuf), learn the file's size once at
+//! open (files are immutable objects under the IO contract), and check every range against
+//! it: a range past the end is [`Error::OutOfRange`]; a file that shrank under an open reader
+//! gives [`Error::ShortRead`] (or, for `MmapIo`, see its `# Risks` section).
+//!
+//! | backend     | read path                                | concurrent reads            | zero-copy | platform |
+//! |-------------|------------------------------------------|-----------------------------|-----------|----------|
+//! | [`SeekIo`]  | `seek` + `read` under a `Mutex<File>`    | serialised per reader       | no        | all      |
+//! | [`PreadIo`] | `pread(2)` (`FileExt::read_at`)          | parallel, no lock per read  | no        | unix     |
+//! | [`MmapIo`]  | slice of a shared mapping                | parallel, no syscall        | yes       | unix, windows |
+//!
+//! # Async readers
+//! The async readers of `SeekIo` and `PreadIo` run every file system call (open, read, close)
+//! under [`tokio::task::spawn_blocking`], so they never block an executor thread; `size` is
+//! answered from the value cached at open. `MmapIo` opens under `spawn_blocking` and then
+//! answers reads inline: a read only bumps a reference count and slices, it touches no page
+//! (see [`MmapIo`] for where page faults happen instead).
+
+use std::io;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::coalesce::CoalescePolicy;
+use crate::error::{Error, Result, check_range};
+use crate::reader::{AsyncReader, SyncReader, Tail};
+
+#[cfg(feature = "mmap")]
+mod mmap;
+mod pread;
+mod seek;
+
+#[cfg(feature = "mmap")]
+pub use mmap::MmapIo;
+pub use pread::PreadIo;
+pub use seek::SeekIo;
+
+/// The coalescing policy local backends use for `read_ranges` unless told otherwise.
+///
+/// Local reads cost a system call each, so neighbours a few pages apart are worth merging;
+/// gaps larger than [`LOCAL_MAX_GAP`] would copy more than a `pread` costs.
+pub const LOCAL_COALESCE: CoalescePolicy = CoalescePolicy {
+    max_gap: LOCAL_MAX_GAP,
+    max_span: LOCAL_MAX_SPAN,
+};
+
+/// Largest gap (bytes) merged by [`LOCAL_COALESCE`]: 8 KiB.
+pub const LOCAL_MAX_GAP: u64 = 8 * 1024;
+
+/// Largest merged read (bytes) of [`LOCAL_COALESCE`]: 1 MiB.
+pub const LOCAL_MAX_SPAN: u64 = 1024 * 1024;
+
+/// How a path is shown in errors and logs.
+fn describe(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Opens `path` for reading and returns the file with its size; a directory is an error.
+fn open_file(path: &Path, location: &str) -> Result<(std::fs::File, u64)> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(location, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(location, e))?;
+    if meta.is_dir() {
+        return Err(Error::io(
+            location,
+            io::Error::new(io::ErrorKind::IsADirectory, "is a directory, not a file"),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// The length of a request as a buffer size, or an error on platforms where it cannot fit.
+fn buf_len(location: &str, offset: u64, len: u64) -> Result<usize> {
+    usize::try_from(len).map_err(|_| Error::OutOfRange {
+        location: location.to_owned(),
+        offset,
+        len,
+        size: u64::MAX,
+    })
+}
+
+/// Fills a fresh buffer of `len` bytes from `offset` with repeated calls of `read_some`
+/// (which reads into the slice at the given absolute offset, returning the count read).
+///
+/// End of file before `len` bytes is [`Error::ShortRead`]; `EINTR` is retried.
+fn fill(
+    location: &str,
+    offset: u64,
+    len: u64,
+    mut read_some: impl FnMut(&mut [u8], u64) -> io::Result<usize>,
+) -> Result<Bytes> {
+    let n = buf_len(location, offset, len)?;
+    let mut buf = vec![0u8; n];
+    let mut filled = 0usize;
+    while filled < n {
+        match read_some(&mut buf[filled..], offset + filled as u64) {
+            Ok(0) => {
+                return Err(Error::ShortRead {
+                    location: location.to_owned(),
+                    offset,
+                    requested: len,
+                    got: filled as u64,
+                });
+            }
+            Ok(k) => filled += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(location, e)),
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Length of a range, saturating at zero for reversed ranges (as the trait defaults do).
+fn range_len(r: &Range<u64>) -> u64 {
+    r.end.saturating_sub(r.start)
+}
+
+/// Checks every range of a batch against `size` before any is read.
+fn check_ranges(location: &str, ranges: &[Range<u64>], size: u64) -> Result<()> {
+    ranges
+        .iter()
+        .try_for_each(|r| check_range(location, r.start, range_len(r), size))
+}
+
+/// The error for a read on a closed reader.
+fn closed(location: &str) -> Error {
+    Error::Closed {
+        location: location.to_owned(),
+    }
+}
+
+/// Runs a blocking closure on tokio's blocking pool, mapping a panic or cancellation of the
+/// blocking task to an I/O error on `location`.
+async fn blocking<T: Send + 'static>(
+    location: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(Error::Io {
+            location: location.to_owned(),
+            source: io::Error::other(format!("blocking task failed: {e}")),
+        }),
+    }
+}
+
+/// A local sync reader whose `size` never blocks (it is cached at open).
+trait LocalReader: SyncReader + 'static {
+    /// The size cached at open, or `Closed`.
+    fn cached_size(&self) -> Result<u64>;
+}
+
+/// The async face of a blocking local reader: every file system call on the blocking pool.
+#[derive(Debug)]
+struct BlockingAsync<R> {
+    inner: Arc<R>,
+}
+
+impl<R: LocalReader> BlockingAsync<R> {
+    fn new(inner: R) -> Self {
+        BlockingAsync {
+            inner: Arc::new(inner),
+        }
+    }
+}
+
+#[async_trait]
+impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
+    fn location(&self) -> &str {
+        self.inner.location()
+    }
+
+    async fn size(&self) -> Result<u64> {
+        self.inner.cached_size()
+    }
+
+    async fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        // Fail fast without a trip to the blocking pool when the range is bad or we are closed.
+        check_range(self.location(), offset, len, self.inner.cached_size()?)?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        blocking(self.location(), move || inner.read(offset, len)).await
+    }
+
+    async fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        check_ranges(self.location(), ranges, self.inner.cached_size()?)?;
+        let inner = Arc::clone(&self.inner);
+        let ranges = ranges.to_vec();
+        blocking(self.location(), move || inner.read_ranges(&ranges)).await
+    }
+
+    async fn read_tail(&self, len: u64) -> Result<Tail> {
+        self.inner.cached_size()?;
+        let inner = Arc::clone(&self.inner);
+        blocking(self.location(), move || inner.read_tail(len)).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        let inner = Arc::clone(&self.inner);
+        blocking(self.location(), move || inner.close()).await
+    }
+
+    fn close_sync(&self) {
+        // Closing drops a file handle: one `close(2)`, acceptable from `Drop`.
+        let _ = self.inner.close();
+    }
+}
+
+#[cfg(test)]
+mod tests;
