@@ -10,6 +10,38 @@
 //!   [`FileSystemStream`] for users who manage shard files themselves.
 //!
 //! Every damaged or hostile input gives a typed [`Error`], never a panic.
+//!
+//! # Example: write documents, read them back
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use guideloom_format::{CborFormat, DocumentStorage, WriterOptions};
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path().join("dataset");
+//! # let backend = guideloom_format::mem::WholeFileIo;
+//! #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+//! struct Sample {
+//!     text: String,
+//!     label: u8,
+//! }
+//!
+//! let storage = DocumentStorage::new(dir, CborFormat::<Sample>::new(), backend)
+//!     .with_writer_options(WriterOptions::default().max_shard_records(1000));
+//! let mut writer = storage.sync_writer()?;
+//! for i in 0..2500u64 {
+//!     let label = (i % 2) as u8;
+//!     writer.append(i, &Sample { text: format!("sample {i}"), label })?;
+//! }
+//! let shards = writer.finish()?; // shard-000000.glm .. shard-000002.glm
+//! assert_eq!(shards.len(), 3);
+//!
+//! let reader = storage.sync_reader()?; // one tail read per shard
+//! assert_eq!(reader.len(), 2500);
+//! assert_eq!(reader.read(1234)?.text, "sample 1234"); // one ranged read
+//! let batch = reader.read_many(&[7, 8, 9, 2000])?; // one batched read per shard touched
+//! assert_eq!(batch[3].label, 0);
+//! assert_eq!(reader.iter().count(), 2500);
+//! # Ok(()) }
+//! ```
 #![deny(missing_docs)]
 
 pub mod discovery;

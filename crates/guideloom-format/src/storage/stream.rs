@@ -17,7 +17,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 
 /// A directory of stream shards of element `E`, read through backend `B`.
 ///
-/// Each shard's records are chunks of elements (default 64 KiB each, each with a CRC32C);
+/// Each shard's records are chunks of elements (default 16 KiB each, each with a CRC32C);
 /// the stream is the concatenation of all shards. `len` and offsets count elements.
 ///
 /// ```

@@ -6,6 +6,7 @@
 
 mod corruption;
 mod fixtures;
+mod send_sync;
 mod shard;
 mod storage;
 mod util;
