@@ -1,0 +1,245 @@
+//! [`BlockingIo`]: synchronous readers over an async-first backend.
+//!
+//! Remote backends ([`HttpIo`](crate::http::HttpIo),
+//! [`ObjectStoreIo`](crate::objstore::ObjectStoreIo)) are async; their own sync `open`
+//! answers [`Error::Unsupported`]. `BlockingIo` wraps such a backend together with a tokio
+//! runtime and implements [`Backend::open`] by driving `open_async` on it; every call on the
+//! returned [`SyncReader`] blocks the calling thread on the runtime. Many threads may read
+//! through one `BlockingIo` at once: each call runs on its caller's thread, while connection
+//! tasks run on the runtime's workers.
+//!
+//! Blocking inside an async task would stall (or, in tokio, panic), so a sync call made from
+//! a thread that is already inside a tokio runtime fails with [`Error::Unsupported`] instead:
+//! use `open_async` there, or `tokio::task::spawn_blocking`.
+//!
+//! ```no_run
+//! # #[cfg(feature = "http")] {
+//! use guideloom_io::blocking::BlockingIo;
+//! use guideloom_io::http::{HttpIo, HttpPath};
+//! use guideloom_io::{Backend, SyncReader};
+//!
+//! let io = BlockingIo::new(HttpIo::new("http://127.0.0.1:8080/data/")?)?;
+//! let reader = io.open(&HttpPath::new("shards/0.glm")?)?; // a Box<dyn SyncReader>
+//! let bytes = reader.read(0, 16)?;
+//! # let _ = bytes;
+//! # }
+//! # Ok::<(), guideloom_io::Error>(())
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::ops::Range;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::runtime::{Handle, Runtime};
+
+use crate::backend::{Backend, Capabilities};
+use crate::error::{Error, Result};
+use crate::reader::{AsyncReader, SyncReader, Tail};
+
+/// Worker threads of the runtime [`BlockingIo::new`] creates: 2.
+pub const DEFAULT_WORKER_THREADS: usize = 2;
+
+/// Owns a runtime, or borrows one through a handle. An owned runtime is shut down in the
+/// background on drop, which is allowed from any context (dropping a `Runtime` inside
+/// another runtime would panic).
+enum Driver {
+    Owned(Option<Runtime>),
+    Shared(Handle),
+}
+
+impl Driver {
+    fn handle(&self) -> Option<&Handle> {
+        match self {
+            Driver::Owned(rt) => rt.as_ref().map(Runtime::handle),
+            Driver::Shared(h) => Some(h),
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Driver::Owned(rt) = self
+            && let Some(rt) = rt.take()
+        {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Driver::Owned(_) => f.write_str("owned runtime"),
+            Driver::Shared(_) => f.write_str("shared runtime handle"),
+        }
+    }
+}
+
+impl Driver {
+    /// Runs `fut` to completion on the runtime, from a thread outside any runtime.
+    fn block_on<F: Future>(&self, operation: &'static str, fut: F) -> Result<F::Output> {
+        if Handle::try_current().is_ok() {
+            return Err(Error::unsupported(
+                "BlockingIo",
+                operation,
+                "a synchronous read was called from inside a tokio runtime, where blocking \
+                 would stall the executor; use the backend's async reader (open_async) there, \
+                 or call from tokio::task::spawn_blocking",
+            ));
+        }
+        let handle = self.handle().ok_or_else(|| {
+            Error::unsupported("BlockingIo", operation, "the runtime has been shut down")
+        })?;
+        Ok(handle.block_on(fut))
+    }
+}
+
+/// A synchronous [`Backend`] over an async-first backend `B`, driven on a tokio runtime.
+///
+/// Cheap to clone (clones share the backend and the runtime).
+pub struct BlockingIo<B> {
+    inner: Arc<B>,
+    driver: Arc<Driver>,
+}
+
+impl<B> Clone for BlockingIo<B> {
+    fn clone(&self) -> Self {
+        BlockingIo {
+            inner: Arc::clone(&self.inner),
+            driver: Arc::clone(&self.driver),
+        }
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for BlockingIo<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockingIo")
+            .field("inner", &self.inner)
+            .field("driver", &self.driver)
+            .finish()
+    }
+}
+
+impl<B: Backend> BlockingIo<B> {
+    /// Wraps `backend` with a new multi-thread runtime of [`DEFAULT_WORKER_THREADS`] workers.
+    pub fn new(backend: B) -> Result<Self> {
+        Self::with_worker_threads(backend, DEFAULT_WORKER_THREADS)
+    }
+
+    /// Wraps `backend` with a new multi-thread runtime of `threads` workers (at least 1).
+    pub fn with_worker_threads(backend: B, threads: usize) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("guideloom-io-blocking")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Io {
+                location: "<tokio runtime>".into(),
+                source: e,
+            })?;
+        Ok(BlockingIo {
+            inner: Arc::new(backend),
+            driver: Arc::new(Driver::Owned(Some(rt))),
+        })
+    }
+
+    /// Wraps `backend`, driving it on an existing runtime (which must have IO and time
+    /// drivers enabled, and outlive the readers).
+    pub fn with_handle(backend: B, handle: Handle) -> Self {
+        BlockingIo {
+            inner: Arc::new(backend),
+            driver: Arc::new(Driver::Shared(handle)),
+        }
+    }
+
+    /// The wrapped async backend.
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Backend for BlockingIo<B> {
+    type Location = B::Location;
+
+    fn name(&self) -> &'static str {
+        "BlockingIo"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut c = self.inner.capabilities();
+        c.sync = true;
+        c
+    }
+
+    fn is_supported(&self) -> bool {
+        self.inner.is_supported()
+    }
+
+    fn open(&self, location: &Self::Location) -> Result<Box<dyn SyncReader>> {
+        let reader = self
+            .driver
+            .block_on("sync open", self.inner.open_async(location))??;
+        Ok(Box::new(BlockingReader {
+            location: reader.location().to_owned(),
+            inner: reader,
+            driver: Arc::clone(&self.driver),
+        }))
+    }
+
+    async fn open_async(&self, location: &Self::Location) -> Result<Box<dyn AsyncReader>> {
+        self.inner.open_async(location).await
+    }
+}
+
+/// The synchronous reader [`BlockingIo::open`] returns.
+pub struct BlockingReader {
+    inner: Box<dyn AsyncReader>,
+    location: String,
+    driver: Arc<Driver>,
+}
+
+impl fmt::Debug for BlockingReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockingReader")
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+impl SyncReader for BlockingReader {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn size(&self) -> Result<u64> {
+        self.driver.block_on("sync size", self.inner.size())?
+    }
+
+    fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        self.driver
+            .block_on("sync read", self.inner.read(offset, len))?
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.driver
+            .block_on("sync read_ranges", self.inner.read_ranges(ranges))?
+    }
+
+    fn read_tail(&self, len: u64) -> Result<Tail> {
+        self.driver
+            .block_on("sync read_tail", self.inner.read_tail(len))?
+    }
+
+    fn close(&self) -> Result<()> {
+        if Handle::try_current().is_ok() {
+            // Closing must work anywhere (e.g. from Drop inside a task).
+            self.inner.close_sync();
+            return Ok(());
+        }
+        self.driver.block_on("sync close", self.inner.close())?
+    }
+}

@@ -1,0 +1,302 @@
+//! Configuration of [`HttpIo`](super::HttpIo): timeouts, retries, concurrency, coalescing.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::coalesce::CoalescePolicy;
+use crate::error::{Error, Result};
+
+/// Default cap on byte ranges in one multi-range request: 64, nginx's `max_ranges` default
+/// in many distributions' examples (an origin that gets more may answer 200 with the whole
+/// file, which is an error here).
+pub const DEFAULT_MAX_RANGES_PER_REQUEST: usize = 64;
+
+/// Default number of requests one batched read keeps in flight: 8.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+
+/// Default time allowed for one attempt (connect, headers and the whole body): 30 s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default time allowed to establish a connection: 10 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default attempts per request, the first included: 4.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 4;
+
+/// Default wait before the first retry: 100 ms (doubled per retry, with jitter).
+pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Default longest wait between two attempts: 5 s.
+pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Default time an idle pooled connection is kept: 90 s.
+pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Default idle connections kept per host: 32.
+pub const DEFAULT_POOL_MAX_IDLE_PER_HOST: usize = 32;
+
+/// Bounded retries with exponential backoff and full jitter.
+///
+/// Retried: HTTP 5xx and 429, connection failures and resets, bodies cut short by a dropped
+/// connection, and attempts that exceed the request timeout. Never retried: other 4xx
+/// statuses, 200 answers to ranged requests, and protocol violations (wrong Content-Range,
+/// wrong body length). A `Retry-After` header (in seconds) is honoured up to
+/// [`max_backoff`](RetryPolicy::max_backoff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts per request, the first included (1 = no retries).
+    pub max_attempts: u32,
+    /// Upper bound of the wait before the first retry.
+    pub initial_backoff: Duration,
+    /// Upper bound of any wait.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+            max_backoff: DEFAULT_MAX_BACKOFF,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy with `max_attempts` attempts and the given backoff bounds.
+    pub fn new(max_attempts: u32, initial_backoff: Duration, max_backoff: Duration) -> Self {
+        RetryPolicy {
+            max_attempts: max_attempts.max(1),
+            initial_backoff,
+            max_backoff,
+        }
+    }
+
+    /// No retries: one attempt per request.
+    pub fn none() -> Self {
+        Self::new(1, Duration::ZERO, Duration::ZERO)
+    }
+
+    /// The wait after failed attempt number `attempt` (1-based): a uniformly random duration
+    /// in `[0, min(max_backoff, initial_backoff * 2^(attempt-1))]` ("full jitter").
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let exp = attempt.saturating_sub(1).min(30);
+        let cap = self
+            .initial_backoff
+            .saturating_mul(1u32 << exp)
+            .min(self.max_backoff);
+        let nanos = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX);
+        if nanos == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(random_u64() % (nanos + 1))
+    }
+}
+
+/// A random number from the standard library's randomly keyed hasher (enough for jitter).
+fn random_u64() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(0x9E37_79B9_7F4A_7C15);
+    h.finish()
+}
+
+/// Options of an [`HttpIo`](super::HttpIo) backend. Start from [`HttpOptions::default`] and
+/// chain the `with_*` methods.
+///
+/// ```
+/// use std::time::Duration;
+/// use guideloom_io::http::{HttpOptions, RetryPolicy};
+///
+/// let options = HttpOptions::default()
+///     .with_request_timeout(Duration::from_secs(10))
+///     .with_retry(RetryPolicy::new(6, Duration::from_millis(50), Duration::from_secs(2)))
+///     .with_max_concurrency(16)
+///     .with_header("authorization", "Bearer my-token")
+///     .unwrap();
+/// ```
+#[derive(Clone)]
+pub struct HttpOptions {
+    pub(crate) coalesce: CoalescePolicy,
+    pub(crate) multi_range: bool,
+    pub(crate) max_ranges_per_request: usize,
+    pub(crate) max_concurrency: usize,
+    pub(crate) request_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) pool_idle_timeout: Duration,
+    pub(crate) pool_max_idle_per_host: usize,
+    pub(crate) headers: HeaderMap,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            coalesce: CoalescePolicy::default(),
+            multi_range: true,
+            max_ranges_per_request: DEFAULT_MAX_RANGES_PER_REQUEST,
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
+            pool_max_idle_per_host: DEFAULT_POOL_MAX_IDLE_PER_HOST,
+            headers: HeaderMap::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values may be credentials: show only the names.
+        let header_names: Vec<&str> = self.headers.keys().map(HeaderName::as_str).collect();
+        f.debug_struct("HttpOptions")
+            .field("coalesce", &self.coalesce)
+            .field("multi_range", &self.multi_range)
+            .field("max_ranges_per_request", &self.max_ranges_per_request)
+            .field("max_concurrency", &self.max_concurrency)
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("retry", &self.retry)
+            .field("pool_idle_timeout", &self.pool_idle_timeout)
+            .field("pool_max_idle_per_host", &self.pool_max_idle_per_host)
+            .field("headers", &header_names)
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// How neighbouring ranges of a batched read are merged (gap and span limits).
+    pub fn with_coalesce(mut self, policy: CoalescePolicy) -> Self {
+        self.coalesce = policy;
+        self
+    }
+
+    /// Whether disjoint ranges of a batch are fetched in one multi-range request
+    /// (`multipart/byteranges`). When off, or when the origin answers a multi-range request
+    /// with anything but a multipart 206, they are fetched as concurrent single-range
+    /// requests.
+    pub fn with_multi_range(mut self, enabled: bool) -> Self {
+        self.multi_range = enabled;
+        self
+    }
+
+    /// The most ranges put in one multi-range request (match the origin's limit, e.g.
+    /// nginx `max_ranges`). Values below 2 disable multi-range requests.
+    pub fn with_max_ranges_per_request(mut self, max: usize) -> Self {
+        self.max_ranges_per_request = max;
+        self
+    }
+
+    /// The most requests one batched read keeps in flight (at least 1).
+    pub fn with_max_concurrency(mut self, max: usize) -> Self {
+        self.max_concurrency = max.max(1);
+        self
+    }
+
+    /// Time allowed for one attempt: connecting, the response head and the whole body.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Time allowed to establish a TCP (and TLS) connection.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// How long an idle pooled connection is kept alive.
+    pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = timeout;
+        self
+    }
+
+    /// How many idle connections are kept per host.
+    pub fn with_pool_max_idle_per_host(mut self, max: usize) -> Self {
+        self.pool_max_idle_per_host = max;
+        self
+    }
+
+    /// A header sent with every request (e.g. `Authorization`). Values are marked sensitive
+    /// and never appear in logs, errors or `Debug` output.
+    pub fn with_header(mut self, name: &str, value: &str) -> Result<Self> {
+        let name = HeaderName::try_from(name).map_err(|e| Error::InvalidArgument {
+            message: format!("invalid header name {name:?}: {e}"),
+        })?;
+        let mut value = HeaderValue::try_from(value).map_err(|_| Error::InvalidArgument {
+            message: format!("invalid value for header {name}"),
+        })?;
+        value.set_sensitive(true);
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+
+    /// The coalescing policy.
+    pub fn coalesce(&self) -> CoalescePolicy {
+        self.coalesce
+    }
+
+    /// The retry policy.
+    pub fn retry(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// The per-attempt timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The in-flight request limit of batched reads.
+    pub fn max_concurrency(&self) -> usize {
+        self.max_concurrency
+    }
+
+    /// Whether multi-range requests are used (and how many ranges go in one).
+    pub fn multi_range_limit(&self) -> Option<usize> {
+        (self.multi_range && self.max_ranges_per_request >= 2)
+            .then_some(self.max_ranges_per_request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_bounded_and_grows() {
+        let p = RetryPolicy::new(5, Duration::from_millis(10), Duration::from_millis(35));
+        for attempt in 1..=8 {
+            let cap =
+                Duration::from_millis(10 * (1 << (attempt - 1))).min(Duration::from_millis(35));
+            for _ in 0..50 {
+                assert!(p.backoff(attempt) <= cap);
+            }
+        }
+        assert_eq!(RetryPolicy::none().backoff(3), Duration::ZERO);
+        assert_eq!(
+            RetryPolicy::new(0, Duration::ZERO, Duration::ZERO).max_attempts,
+            1
+        );
+    }
+
+    #[test]
+    fn headers_are_hidden_in_debug() {
+        let o = HttpOptions::default()
+            .with_header("authorization", "Bearer SECRET")
+            .unwrap();
+        let shown = format!("{o:?}");
+        assert!(shown.contains("authorization"));
+        assert!(!shown.contains("SECRET"));
+        assert!(HttpOptions::default().with_header("bad name", "x").is_err());
+    }
+}

@@ -1,0 +1,546 @@
+//! [`HttpReader`]: the reader of one object below an [`HttpIo`](super::HttpIo) base URL.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use http::header::{self, HeaderMap};
+use http::{Method, StatusCode, Uri};
+
+use super::multipart::{self, ContentRange};
+use super::{BodyLimits, Fetched, Inner};
+use crate::coalesce::{self, MergedRange};
+use crate::error::{Error, Result, check_range};
+use crate::reader::{AsyncReader, Tail};
+use crate::stats::RequestStats;
+
+/// Multipart overhead allowed per part (boundary line and part headers), in bytes.
+const MULTIPART_PART_OVERHEAD: usize = 512;
+/// Multipart overhead allowed per response (preamble, epilogue), in bytes.
+const MULTIPART_FIXED_OVERHEAD: usize = 16 * 1024;
+
+/// Reader of one object over HTTP range requests. Opened by
+/// [`HttpIo::open_reader`](super::HttpIo::open_reader) (or `open_async`), without a request.
+pub struct HttpReader {
+    inner: Arc<Inner>,
+    uri: Uri,
+    display: String,
+    size: OnceLock<u64>,
+    stats: Arc<RequestStats>,
+    closed: AtomicBool,
+}
+
+impl fmt::Debug for HttpReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpReader")
+            .field("url", &self.display)
+            .field("size", &self.size.get())
+            .field("stats", &self.stats.snapshot())
+            .field("closed", &self.closed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+fn to_usize(location: &str, n: u64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| Error::InvalidArgument {
+        message: format!("{n} bytes requested from {location} do not fit in memory"),
+    })
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `bytes=a-b,c-d` for half-open ranges (all non-empty).
+fn range_header(ranges: &[Range<u64>]) -> String {
+    let mut s = String::from("bytes=");
+    for (i, r) in ranges.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!("{}-{}", r.start, r.end - 1));
+    }
+    s
+}
+
+impl HttpReader {
+    pub(crate) fn new(inner: Arc<Inner>, uri: Uri, display: String) -> Self {
+        HttpReader {
+            inner,
+            uri,
+            display,
+            size: OnceLock::new(),
+            stats: Arc::new(RequestStats::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Counters of this reader's requests (each attempt counts) and bytes received.
+    pub fn stats(&self) -> &Arc<RequestStats> {
+        &self.stats
+    }
+
+    /// The object's size if already known (from a HEAD or any `Content-Range`).
+    pub fn known_size(&self) -> Option<u64> {
+        self.size.get().copied()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed {
+                location: self.display.clone(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn learn_size(&self, total: Option<u64>) {
+        if let Some(t) = total {
+            let _ = self.size.set(t);
+        }
+    }
+
+    async fn get(&self, range: &str, limits: BodyLimits) -> Result<Fetched> {
+        self.inner
+            .send(
+                &self.stats,
+                &self.display,
+                Method::GET,
+                &self.uri,
+                Some(range),
+                limits,
+            )
+            .await
+    }
+
+    fn content_range(&self, f: &Fetched) -> Result<ContentRange> {
+        let value = header_str(&f.headers, &header::CONTENT_RANGE).ok_or_else(|| {
+            Inner::protocol_error(
+                &self.display,
+                format!("HTTP {} without a Content-Range header", f.status),
+            )
+        })?;
+        multipart::parse_content_range(value).ok_or_else(|| {
+            Inner::protocol_error(
+                &self.display,
+                format!("HTTP {} with a malformed Content-Range {value:?}", f.status),
+            )
+        })
+    }
+
+    /// The error for a 416 answer to a request for `ranges`.
+    fn out_of_range(&self, f: &Fetched, ranges: &[Range<u64>]) -> Error {
+        let total = header_str(&f.headers, &header::CONTENT_RANGE)
+            .and_then(multipart::parse_content_range)
+            .and_then(|c| c.total);
+        self.learn_size(total);
+        let size = total.unwrap_or(u64::MAX);
+        let bad = ranges
+            .iter()
+            .find(|r| r.end > size)
+            .or(ranges.last())
+            .cloned()
+            .unwrap_or(0..0);
+        Error::OutOfRange {
+            location: self.display.clone(),
+            offset: bad.start,
+            len: bad.end - bad.start,
+            size,
+        }
+    }
+
+    /// One ranged GET for a non-empty range; only a 206 with exactly that range succeeds.
+    async fn fetch_range(&self, offset: u64, len: u64) -> Result<Bytes> {
+        let end = offset.checked_add(len).ok_or_else(|| Error::OutOfRange {
+            location: self.display.clone(),
+            offset,
+            len,
+            size: self.known_size().unwrap_or(u64::MAX),
+        })?;
+        let limits = BodyLimits {
+            partial: to_usize(&self.display, len)?,
+            full: None,
+        };
+        let f = self
+            .get(&format!("bytes={offset}-{}", end - 1), limits)
+            .await?;
+        match f.status {
+            StatusCode::PARTIAL_CONTENT => {}
+            StatusCode::OK => {
+                return Err(Inner::protocol_error(
+                    &self.display,
+                    "origin ignored the Range header (HTTP 200 to a ranged GET)".into(),
+                ));
+            }
+            StatusCode::RANGE_NOT_SATISFIABLE => return Err(self.out_of_range(&f, std::slice::from_ref(&(offset..end)))),
+            _ => return Err(self.inner.status_error(&self.display, &f, "GET")),
+        }
+        let cr = self.content_range(&f)?;
+        self.learn_size(cr.total);
+        let got = cr.range.clone().unwrap_or(0..0);
+        if got.start != offset {
+            return Err(Inner::protocol_error(
+                &self.display,
+                format!(
+                    "asked for bytes {offset}-{} but Content-Range says {}-{}",
+                    end - 1,
+                    got.start,
+                    got.end.saturating_sub(1)
+                ),
+            ));
+        }
+        if got.end < end {
+            // The origin clipped the range at the end of the object.
+            if let Some(total) = cr.total
+                && total < end
+            {
+                return Err(Error::OutOfRange {
+                    location: self.display.clone(),
+                    offset,
+                    len,
+                    size: total,
+                });
+            }
+            return Err(Error::ShortRead {
+                location: self.display.clone(),
+                offset,
+                requested: len,
+                got: got.end - got.start,
+            });
+        }
+        if got.end > end {
+            return Err(Inner::protocol_error(
+                &self.display,
+                format!(
+                    "asked for bytes {offset}-{} but Content-Range says {}-{}",
+                    end - 1,
+                    got.start,
+                    got.end - 1
+                ),
+            ));
+        }
+        if f.body.len() as u64 != len {
+            return Err(Error::ShortRead {
+                location: self.display.clone(),
+                offset,
+                requested: len,
+                got: f.body.len() as u64,
+            });
+        }
+        Ok(f.body)
+    }
+
+    /// One buffer per merged range (all non-empty), fetched with single-range requests
+    /// under the concurrency limit.
+    async fn fetch_singles(&self, merged: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let limit = self.inner.options().max_concurrency();
+        let mut out: Vec<(usize, Bytes)> = stream::iter(merged.iter().cloned().enumerate())
+            .map(|(i, r)| async move {
+                let b = self.fetch_range(r.start, r.end - r.start).await?;
+                Ok::<_, Error>((i, b))
+            })
+            .buffer_unordered(limit)
+            .try_collect()
+            .await?;
+        out.sort_by_key(|(i, _)| *i);
+        Ok(out.into_iter().map(|(_, b)| b).collect())
+    }
+
+    /// One multi-range GET for `group` (sorted, disjoint, non-empty ranges); falls back to
+    /// single-range requests when the origin does not answer with multipart.
+    async fn fetch_group(&self, group: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if group.len() == 1 {
+            return Ok(vec![
+                self.fetch_range(group[0].start, group[0].end - group[0].start)
+                    .await?,
+            ]);
+        }
+        let mut want: usize = 0;
+        for r in group {
+            want = want.saturating_add(to_usize(&self.display, r.end - r.start)?);
+        }
+        let limit = want
+            .saturating_add(MULTIPART_PART_OVERHEAD.saturating_mul(group.len()))
+            .saturating_add(MULTIPART_FIXED_OVERHEAD);
+        let limits = BodyLimits {
+            partial: limit,
+            full: None,
+        };
+        let f = self.get(&range_header(group), limits).await?;
+        match f.status {
+            StatusCode::PARTIAL_CONTENT => {}
+            StatusCode::OK => {
+                self.inner
+                    .disable_multi_range(&self.display, "HTTP 200 to a multi-range GET");
+                return self.fetch_singles(group).await;
+            }
+            StatusCode::RANGE_NOT_SATISFIABLE => return Err(self.out_of_range(&f, group)),
+            _ => return Err(self.inner.status_error(&self.display, &f, "GET")),
+        }
+        let boundary =
+            header_str(&f.headers, &header::CONTENT_TYPE).and_then(multipart::byteranges_boundary);
+        let parts = match boundary {
+            Some(ref b) => multipart::parse_byteranges(&f.body, b).map_err(|e| {
+                Inner::protocol_error(&self.display, format!("bad multipart/byteranges: {}", e.0))
+            })?,
+            None => {
+                // A single part: the origin coalesced the ranges, or answered only some.
+                let cr = self.content_range(&f)?;
+                let Some(range) = cr.range else {
+                    return Err(Inner::protocol_error(
+                        &self.display,
+                        "HTTP 206 with Content-Range bytes */N".into(),
+                    ));
+                };
+                if f.body.len() as u64 != range.end - range.start {
+                    return Err(Error::ShortRead {
+                        location: self.display.clone(),
+                        offset: range.start,
+                        requested: range.end - range.start,
+                        got: f.body.len() as u64,
+                    });
+                }
+                vec![multipart::Part {
+                    range,
+                    total: cr.total,
+                    data: f.body.clone(),
+                }]
+            }
+        };
+        if let Some(total) = parts.iter().find_map(|p| p.total) {
+            self.learn_size(Some(total));
+        }
+        let body_len = f.body.len();
+        let mut out = Vec::with_capacity(group.len());
+        let mut missing = Vec::new();
+        for (i, r) in group.iter().enumerate() {
+            match multipart::extract(&parts, r) {
+                // Copy small pieces so they do not pin the whole response body.
+                Some(b) if b.len() * coalesce::COPY_OUT_DIVISOR < body_len => {
+                    out.push(Bytes::copy_from_slice(&b));
+                }
+                Some(b) => out.push(b),
+                None => {
+                    out.push(Bytes::new());
+                    missing.push(i);
+                }
+            }
+        }
+        if !missing.is_empty() {
+            if boundary.is_some() {
+                let r = &group[missing[0]];
+                return Err(Inner::protocol_error(
+                    &self.display,
+                    format!(
+                        "multipart/byteranges answer does not cover bytes {}-{} ({} of {} ranges missing)",
+                        r.start,
+                        r.end - 1,
+                        missing.len(),
+                        group.len()
+                    ),
+                ));
+            }
+            self.inner.disable_multi_range(
+                &self.display,
+                "a single-part 206 that does not cover every range",
+            );
+            let rest: Vec<Range<u64>> = missing.iter().map(|&i| group[i].clone()).collect();
+            for (i, b) in missing.into_iter().zip(self.fetch_singles(&rest).await?) {
+                out[i] = b;
+            }
+        }
+        Ok(out)
+    }
+
+    /// One buffer per merged range (all non-empty): multi-range groups when the origin
+    /// supports them, else single-range requests; concurrent under the limit either way.
+    async fn fetch_merged(&self, merged: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let Some(per_request) = self.inner.multi_range_limit() else {
+            return self.fetch_singles(merged).await;
+        };
+        if merged.len() <= 1 {
+            return self.fetch_singles(merged).await;
+        }
+        let limit = self.inner.options().max_concurrency();
+        let mut out: Vec<(usize, Vec<Bytes>)> = stream::iter(
+            merged.chunks(per_request).map(<[_]>::to_vec).enumerate(),
+        )
+        .map(|(i, group)| async move { Ok::<_, Error>((i, self.fetch_group(&group).await?)) })
+        .buffer_unordered(limit)
+        .try_collect()
+        .await?;
+        out.sort_by_key(|(i, _)| *i);
+        Ok(out.into_iter().flat_map(|(_, b)| b).collect())
+    }
+}
+
+#[async_trait]
+impl AsyncReader for HttpReader {
+    fn location(&self) -> &str {
+        &self.display
+    }
+
+    async fn size(&self) -> Result<u64> {
+        self.check_open()?;
+        if let Some(s) = self.known_size() {
+            return Ok(s);
+        }
+        let limits = BodyLimits {
+            partial: 0,
+            full: None,
+        };
+        let f = self
+            .inner
+            .send(
+                &self.stats,
+                &self.display,
+                Method::HEAD,
+                &self.uri,
+                None,
+                limits,
+            )
+            .await?;
+        if f.status != StatusCode::OK {
+            return Err(self.inner.status_error(&self.display, &f, "HEAD"));
+        }
+        let len = super::content_length(&f.headers).ok_or_else(|| {
+            Inner::protocol_error(
+                &self.display,
+                "HEAD answered without a Content-Length; the origin must report sizes".into(),
+            )
+        })?;
+        Ok(*self.size.get_or_init(|| len))
+    }
+
+    async fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        self.check_open()?;
+        if let Some(size) = self.known_size() {
+            check_range(&self.display, offset, len, size)?;
+        }
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        self.fetch_range(offset, len).await
+    }
+
+    async fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.check_open()?;
+        if let Some(size) = self.known_size() {
+            for r in ranges {
+                check_range(&self.display, r.start, r.end.saturating_sub(r.start), size)?;
+            }
+        }
+        let plan: Vec<MergedRange> = coalesce::plan(ranges, self.inner.options().coalesce());
+        let (empty, fetched): (Vec<&MergedRange>, Vec<&MergedRange>) =
+            plan.iter().partition(|m| m.range.is_empty());
+        let want: Vec<Range<u64>> = fetched.iter().map(|m| m.range.clone()).collect();
+        let bufs = self.fetch_merged(&want).await?;
+        let mut out: Vec<Option<Bytes>> = vec![None; ranges.len()];
+        for (m, buf) in fetched.into_iter().zip(&bufs) {
+            coalesce::split(m, buf, ranges, &mut out);
+        }
+        for m in empty {
+            for &i in &m.members {
+                out[i] = Some(Bytes::new());
+            }
+        }
+        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    async fn read_tail(&self, len: u64) -> Result<Tail> {
+        self.check_open()?;
+        if len == 0 {
+            let size = self.size().await?;
+            return Ok(Tail {
+                size,
+                bytes: Bytes::new(),
+            });
+        }
+        let limits = BodyLimits {
+            partial: to_usize(&self.display, len)?,
+            full: Some(len),
+        };
+        let f = self.get(&format!("bytes=-{len}"), limits).await?;
+        match f.status {
+            StatusCode::PARTIAL_CONTENT => {
+                let cr = self.content_range(&f)?;
+                let (Some(range), Some(total)) = (cr.range, cr.total) else {
+                    return Err(Inner::protocol_error(
+                        &self.display,
+                        "a suffix GET was answered without the total size in Content-Range".into(),
+                    ));
+                };
+                let expected = len.min(total);
+                if range.end != total || range.end - range.start != expected {
+                    return Err(Inner::protocol_error(
+                        &self.display,
+                        format!(
+                            "asked for the last {len} bytes but Content-Range says {}-{}/{total}",
+                            range.start,
+                            range.end - 1
+                        ),
+                    ));
+                }
+                if f.body.len() as u64 != expected {
+                    return Err(Error::ShortRead {
+                        location: self.display.clone(),
+                        offset: range.start,
+                        requested: expected,
+                        got: f.body.len() as u64,
+                    });
+                }
+                self.learn_size(Some(total));
+                Ok(Tail {
+                    size: total,
+                    bytes: f.body,
+                })
+            }
+            // A whole body no larger than the tail asked for is the tail (documented).
+            StatusCode::OK
+                if super::content_length(&f.headers)
+                    .is_some_and(|cl| cl <= len && cl == f.body.len() as u64) =>
+            {
+                let size = f.body.len() as u64;
+                self.learn_size(Some(size));
+                Ok(Tail {
+                    size,
+                    bytes: f.body,
+                })
+            }
+            StatusCode::OK => Err(Inner::protocol_error(
+                &self.display,
+                "origin ignored the Range header (HTTP 200 to a ranged GET)".into(),
+            )),
+            StatusCode::RANGE_NOT_SATISFIABLE => {
+                let total = header_str(&f.headers, &header::CONTENT_RANGE)
+                    .and_then(multipart::parse_content_range)
+                    .and_then(|c| c.total);
+                if total == Some(0) {
+                    // An empty object has no satisfiable suffix.
+                    self.learn_size(Some(0));
+                    Ok(Tail {
+                        size: 0,
+                        bytes: Bytes::new(),
+                    })
+                } else {
+                    Err(self.out_of_range(&f, &[]))
+                }
+            }
+            _ => Err(self.inner.status_error(&self.display, &f, "GET")),
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    fn close_sync(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+}

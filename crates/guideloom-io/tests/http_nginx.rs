@@ -1,0 +1,191 @@
+//! `HttpIo` against a real nginx (GUIDELOOM_NGINX_URL / GUIDELOOM_NGINX_ROOT), async and
+//! through the blocking adapter. Counters prove the request economy.
+#![cfg(feature = "http")]
+// Test data are small; indexing them with u64 offsets cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
+mod support;
+
+use std::path::Path;
+
+use guideloom_io::http::{HttpIo, HttpPath};
+use guideloom_io::{AsyncReader, Error, Location};
+use support::servers::{bytes, nginx, unique};
+
+const SIZE: usize = 4 * 1024 * 1024 + 17;
+
+/// Writes the test objects into a unique subdirectory of nginx's root; returns its name.
+fn publish(root: &Path) -> (String, Vec<u8>) {
+    let dir = unique("http-nginx");
+    let d = root.join(&dir);
+    std::fs::create_dir_all(&d).unwrap();
+    let data = bytes(SIZE, 7);
+    std::fs::write(d.join("obj.bin"), &data).unwrap();
+    std::fs::write(d.join("empty.bin"), b"").unwrap();
+    std::fs::write(d.join("small.bin"), b"hello").unwrap();
+    (dir, data)
+}
+
+fn cleanup(root: &Path, dir: &str) {
+    let _ = std::fs::remove_dir_all(root.join(dir));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_single_tail_size_and_errors() {
+    let Some((url, root)) = nginx("nginx_single_tail_size_and_errors") else {
+        return;
+    };
+    let (dir, data) = publish(&root);
+    let io = HttpIo::new(&url).unwrap();
+    let base = HttpPath::new(&dir).unwrap();
+    let r = io.open_reader(&base.child("obj.bin")).unwrap();
+
+    let t = r.read_tail(65_536).await.unwrap();
+    assert_eq!(t.size, SIZE as u64);
+    assert_eq!(&t.bytes[..], &data[SIZE - 65_536..]);
+    assert_eq!(
+        r.stats().snapshot().requests,
+        1,
+        "tail = one request, size included"
+    );
+
+    for (o, l) in [
+        (0u64, 1u64),
+        (100, 100),
+        (4_194_000, 321),
+        (1_000_000, 1_048_576),
+    ] {
+        let before = r.stats().snapshot().requests;
+        let b = r.read(o, l).await.unwrap();
+        assert_eq!(&b[..], &data[o as usize..(o + l) as usize]);
+        assert_eq!(
+            r.stats().snapshot().requests,
+            before + 1,
+            "one request per read"
+        );
+    }
+
+    // Fresh reader (size unknown): the origin's 416 and clipping become OutOfRange.
+    let r2 = io.open_reader(&base.child("obj.bin")).unwrap();
+    assert!(matches!(
+        r2.read(99_999_999, 2).await,
+        Err(Error::OutOfRange { size, .. }) if size == SIZE as u64
+    ));
+    let r3 = io.open_reader(&base.child("obj.bin")).unwrap();
+    assert!(matches!(
+        r3.read(SIZE as u64 - 10, 20).await,
+        Err(Error::OutOfRange { .. })
+    ));
+    let r4 = io.open_reader(&base.child("obj.bin")).unwrap();
+    assert_eq!(r4.size().await.unwrap(), SIZE as u64);
+
+    let missing = io.open_reader(&base.child("missing.bin")).unwrap();
+    assert!(missing.size().await.unwrap_err().is_not_found());
+    assert!(missing.read(0, 10).await.unwrap_err().is_not_found());
+    assert!(missing.read_tail(10).await.unwrap_err().is_not_found());
+
+    let small = io.open_reader(&base.child("small.bin")).unwrap();
+    let t = small.read_tail(1000).await.unwrap();
+    assert_eq!((t.size, &t.bytes[..]), (5, &b"hello"[..]));
+    let empty = io.open_reader(&base.child("empty.bin")).unwrap();
+    let t = empty.read_tail(1000).await.unwrap();
+    assert_eq!((t.size, t.bytes.len()), (0, 0));
+    cleanup(&root, &dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_batched_reads() {
+    let Some((url, root)) = nginx("nginx_batched_reads") else {
+        return;
+    };
+    let (dir, data) = publish(&root);
+    let io = HttpIo::new(&url).unwrap();
+    let r = io
+        .open_reader(&HttpPath::new(&dir).unwrap().child("obj.bin"))
+        .unwrap();
+    let check = |ranges: &[std::ops::Range<u64>], got: &[bytes::Bytes]| {
+        assert_eq!(ranges.len(), got.len());
+        for (r, b) in ranges.iter().zip(got) {
+            assert_eq!(&b[..], &data[r.start as usize..r.end as usize]);
+        }
+    };
+
+    // Three far-apart ranges: one multipart/byteranges request.
+    let ranges = vec![0..10, 100..110, 4_194_000..4_194_010];
+    let s0 = r.stats().snapshot();
+    check(&ranges, &r.read_ranges(&ranges).await.unwrap());
+    assert_eq!(r.stats().snapshot().requests - s0.requests, 1);
+
+    // 64 neighbouring ~1 KiB records: coalesced into one request.
+    let neighbours: Vec<_> = (0..64u64)
+        .map(|i| 2_000_000 + i * 1024..2_000_000 + i * 1024 + 1000)
+        .collect();
+    let s0 = r.stats().snapshot();
+    check(&neighbours, &r.read_ranges(&neighbours).await.unwrap());
+    let s1 = r.stats().snapshot();
+    assert_eq!(s1.requests - s0.requests, 1);
+
+    // 64 random ~1 KiB records spread over the file: one multi-range request (nginx
+    // max_ranges 64), and bytes received close to bytes asked for.
+    let mut x: u64 = 12345;
+    let random: Vec<_> = (0..64)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let start = (x >> 33) % (SIZE as u64 - 2000);
+            start..start + 1000
+        })
+        .collect();
+    let s0 = r.stats().snapshot();
+    check(&random, &r.read_ranges(&random).await.unwrap());
+    let s1 = r.stats().snapshot();
+    let requests = s1.requests - s0.requests;
+    assert!(
+        (1..=2).contains(&requests),
+        "{requests} requests for 64 random ranges"
+    );
+    println!(
+        "64 random 1000-byte ranges: {requests} request(s), {} bytes received",
+        s1.bytes - s0.bytes
+    );
+    cleanup(&root, &dir);
+}
+
+#[cfg(feature = "blocking")]
+#[test]
+fn nginx_through_the_blocking_adapter() {
+    use guideloom_io::blocking::BlockingIo;
+    use guideloom_io::{Backend, SyncReader};
+
+    let Some((url, root)) = nginx("nginx_through_the_blocking_adapter") else {
+        return;
+    };
+    let (dir, data) = publish(&root);
+    let io = BlockingIo::new(HttpIo::new(&url).unwrap()).unwrap();
+    let loc = HttpPath::new(&dir).unwrap().child("obj.bin");
+    let r = io.open(&loc).unwrap();
+    assert_eq!(r.size().unwrap(), SIZE as u64);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (r, data) = (&r, &data);
+            s.spawn(move || {
+                for i in 0..20u64 {
+                    let o = (t * 1_000_000 + i * 4096) % (SIZE as u64 - 5000);
+                    assert_eq!(
+                        &r.read(o, 5000).unwrap()[..],
+                        &data[o as usize..o as usize + 5000]
+                    );
+                }
+            });
+        }
+    });
+    let got = r.read_ranges(&[0..5, 3_000_000..3_000_005]).unwrap();
+    assert_eq!(&got[1][..], &data[3_000_000..3_000_005]);
+    assert!(
+        io.open(&HttpPath::new(&dir).unwrap().child("nope")).is_ok(),
+        "lazy open"
+    );
+    r.close().unwrap();
+    cleanup(&root, &dir);
+}

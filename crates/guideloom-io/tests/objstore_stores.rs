@@ -1,0 +1,200 @@
+//! `ObjectStoreIo` over object_store's in-memory store (always) and over moto's S3 server
+//! (feature `s3`, env GUIDELOOM_S3_ENDPOINT / GUIDELOOM_S3_BUCKET).
+#![cfg(feature = "object-store")]
+// Test data are small; indexing them with u64 offsets cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
+mod support;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use guideloom_io::objstore::{ObjectStoreIo, ObjectStoreOptions};
+use guideloom_io::{AsyncReader, Backend, CoalescePolicy, Error, Location};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use support::servers::{bytes, unique};
+
+const SIZE: usize = 3 * 1024 * 1024 + 5;
+
+async fn put(store: &dyn ObjectStore, path: &Path, data: &[u8]) {
+    store
+        .put(path, Bytes::copy_from_slice(data).into())
+        .await
+        .unwrap();
+}
+
+fn check(data: &[u8], ranges: &[Range<u64>], got: &[Bytes]) {
+    assert_eq!(ranges.len(), got.len());
+    for (r, b) in ranges.iter().zip(got) {
+        assert_eq!(&b[..], &data[r.start as usize..r.end as usize], "{r:?}");
+    }
+}
+
+/// The same checks for any store: exact reads, tail in one request, coalesced batches,
+/// errors mapped.
+async fn exercise(store: Arc<dyn ObjectStore>, prefix: &Path) {
+    let data = bytes(SIZE, 3);
+    let obj = Location::child(prefix, "obj.bin");
+    put(&*store, &obj, &data).await;
+    put(&*store, &Location::child(prefix, "empty.bin"), b"").await;
+
+    let io = ObjectStoreIo::with_options(
+        Arc::clone(&store),
+        ObjectStoreOptions::default().with_coalesce(CoalescePolicy {
+            max_gap: 4096,
+            max_span: 256 * 1024,
+        }),
+    );
+    let r = io.open_reader(&obj);
+    let t = r.read_tail(10_000).await.unwrap();
+    assert_eq!(t.size, SIZE as u64);
+    assert_eq!(&t.bytes[..], &data[SIZE - 10_000..]);
+    assert_eq!(
+        r.stats().snapshot().requests,
+        1,
+        "one suffix request gives size and tail"
+    );
+    assert_eq!(r.size().await.unwrap(), SIZE as u64);
+    assert_eq!(r.stats().snapshot().requests, 1);
+
+    let b = r.read(12_345, 1000).await.unwrap();
+    assert_eq!(&b[..], &data[12_345..13_345]);
+    assert_eq!(r.stats().snapshot().requests, 2);
+    assert!(r.read(0, 0).await.unwrap().is_empty());
+    assert_eq!(r.stats().snapshot().requests, 2);
+
+    // 64 neighbouring records: one request. 64 spread records: one per merged span.
+    let neighbours: Vec<_> = (0..64u64)
+        .map(|i| 1_000_000 + i * 1024..1_000_000 + i * 1024 + 1000)
+        .collect();
+    let s0 = r.stats().snapshot();
+    check(
+        &data,
+        &neighbours,
+        &r.read_ranges(&neighbours).await.unwrap(),
+    );
+    assert_eq!(r.stats().snapshot().requests - s0.requests, 1);
+    let spread: Vec<_> = (0..8u64).map(|i| i * 300_000..i * 300_000 + 100).collect();
+    let s0 = r.stats().snapshot();
+    check(&data, &spread, &r.read_ranges(&spread).await.unwrap());
+    assert_eq!(r.stats().snapshot().requests - s0.requests, 8);
+    // The span cap keeps merged reads bounded: a long run of touching records splits.
+    let run: Vec<_> = (0..1024u64).map(|i| i * 1024..i * 1024 + 1024).collect();
+    let s0 = r.stats().snapshot();
+    check(&data, &run, &r.read_ranges(&run).await.unwrap());
+    assert_eq!(
+        r.stats().snapshot().requests - s0.requests,
+        4,
+        "1 MiB in 256 KiB spans"
+    );
+
+    // A range overlapping the end is OutOfRange, never a short buffer.
+    let fresh = io.open_reader(&obj);
+    assert!(matches!(
+        fresh.read(SIZE as u64 - 10, 20).await,
+        Err(Error::OutOfRange { size, .. }) if size == SIZE as u64
+    ));
+    let fresh = io.open_reader(&obj);
+    assert!(matches!(
+        fresh.read(SIZE as u64 + 10, 20).await,
+        Err(Error::OutOfRange { .. })
+    ));
+
+    let missing = io
+        .open_async(&Location::child(prefix, "missing.bin"))
+        .await
+        .unwrap();
+    assert!(missing.size().await.unwrap_err().is_not_found());
+    assert!(missing.read(0, 1).await.unwrap_err().is_not_found());
+    assert!(missing.read_tail(10).await.unwrap_err().is_not_found());
+
+    let empty = io.open_reader(&Location::child(prefix, "empty.bin"));
+    let t = empty.read_tail(100).await.unwrap();
+    assert_eq!((t.size, t.bytes.len()), (0, 0));
+
+    assert!(matches!(
+        io.open(&obj),
+        Err(Error::Unsupported {
+            backend: "ObjectStoreIo",
+            ..
+        })
+    ));
+    r.close().await.unwrap();
+    r.close().await.unwrap();
+    assert!(matches!(r.read(0, 1).await, Err(Error::Closed { .. })));
+    assert!(io.stats().snapshot().requests >= r.stats().snapshot().requests);
+}
+
+#[tokio::test]
+async fn in_memory_store() {
+    exercise(Arc::new(InMemory::new()), &Path::from("data/set")).await;
+}
+
+#[test]
+fn path_child_joins_parts() {
+    let p = Location::child(&Path::from("a/b"), "c/d.bin");
+    assert_eq!(p.as_ref(), "a/b/c/d.bin");
+    assert_eq!(Location::child(&Path::from(""), "x").as_ref(), "x");
+}
+
+#[cfg(feature = "blocking")]
+#[test]
+fn in_memory_store_through_the_blocking_adapter() {
+    use guideloom_io::SyncReader;
+    use guideloom_io::blocking::BlockingIo;
+
+    let store = Arc::new(InMemory::new());
+    let data = bytes(100_000, 9);
+    let io = BlockingIo::new(ObjectStoreIo::new(store.clone())).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(put(&*store, &Path::from("x.bin"), &data));
+    let r = io.open(&Path::from("x.bin")).unwrap();
+    assert_eq!(r.size().unwrap(), 100_000);
+    assert_eq!(&r.read(10, 10).unwrap()[..], &data[10..20]);
+    assert_eq!(
+        r.read_tail(5).unwrap().bytes,
+        Bytes::copy_from_slice(&data[99_995..])
+    );
+    // Called from inside a runtime: an error, never a panic.
+    let inner = rt.block_on(async { r.read(0, 1) });
+    assert!(
+        matches!(
+            inner,
+            Err(Error::Unsupported {
+                backend: "BlockingIo",
+                ..
+            })
+        ),
+        "{inner:?}"
+    );
+    assert!(
+        rt.block_on(async { io.open(&Path::from("x.bin")) })
+            .is_err()
+    );
+}
+
+#[cfg(feature = "s3")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moto_s3() {
+    use object_store::aws::AmazonS3Builder;
+    let Some((endpoint, bucket)) = support::servers::s3("moto_s3") else {
+        return;
+    };
+    // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
+    let store = AmazonS3Builder::new()
+        .with_endpoint(endpoint)
+        .with_bucket_name(bucket)
+        .with_region("us-east-1")
+        .with_access_key_id("test")
+        .with_secret_access_key("test")
+        .with_allow_http(true)
+        .with_virtual_hosted_style_request(false)
+        .build()
+        .unwrap();
+    exercise(Arc::new(store), &Path::from(unique("objstore-moto"))).await;
+}
