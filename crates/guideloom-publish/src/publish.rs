@@ -6,7 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 use tracing::{Instrument, debug, info, info_span};
 
@@ -305,47 +306,55 @@ impl Root {
         } else {
             None
         };
+        // Boxed futures (not a closure over a stream) so the publish future is provably Send.
+        let checks: Vec<BoxFuture<'_, Result<()>>> = shards
+            .iter()
+            .map(|shard| self.verify_one(shard, inspector.clone()).boxed())
+            .collect();
+        futures::stream::iter(checks)
+            .buffer_unordered(VERIFY_CONCURRENCY)
+            .try_collect::<()>()
+            .await
+    }
+
+    async fn verify_one(
+        &self,
+        shard: &ShardRef,
+        inspector: Option<Arc<dyn ShardInspector>>,
+    ) -> Result<()> {
         let store = &*self.store;
-        futures::stream::iter(shards.iter().map(|shard| {
-            let inspector = inspector.clone();
-            async move {
-                let info = store.head(&shard.key).await?;
-                if info.size != shard.size {
-                    return Err(Error::Verification {
-                        key: shard.key.clone(),
-                        what: "size",
-                        expected: shard.size.to_string(),
-                        actual: info.size.to_string(),
-                    });
-                }
-                if let Some(inspector) = inspector {
-                    let facts = inspector.inspect(store, shard).await?;
-                    if facts.record_count != shard.record_count {
-                        return Err(Error::Verification {
-                            key: shard.key.clone(),
-                            what: "record count",
-                            expected: shard.record_count.to_string(),
-                            actual: facts.record_count.to_string(),
-                        });
-                    }
-                    if let (Some(want), Some(got)) = (&shard.checksum, &facts.checksum)
-                        && std::mem::discriminant(want) == std::mem::discriminant(got)
-                        && want != got
-                    {
-                        return Err(Error::Verification {
-                            key: shard.key.clone(),
-                            what: "checksum",
-                            expected: format!("{want:?}"),
-                            actual: format!("{got:?}"),
-                        });
-                    }
-                }
-                Ok(())
+        let info = store.head(&shard.key).await?;
+        if info.size != shard.size {
+            return Err(Error::Verification {
+                key: shard.key.clone(),
+                what: "size",
+                expected: shard.size.to_string(),
+                actual: info.size.to_string(),
+            });
+        }
+        if let Some(inspector) = inspector {
+            let facts = inspector.inspect(store, shard).await?;
+            if facts.record_count != shard.record_count {
+                return Err(Error::Verification {
+                    key: shard.key.clone(),
+                    what: "record count",
+                    expected: shard.record_count.to_string(),
+                    actual: facts.record_count.to_string(),
+                });
             }
-        }))
-        .buffer_unordered(VERIFY_CONCURRENCY)
-        .try_collect::<()>()
-        .await
+            if let (Some(want), Some(got)) = (&shard.checksum, &facts.checksum)
+                && std::mem::discriminant(want) == std::mem::discriminant(got)
+                && want != got
+            {
+                return Err(Error::Verification {
+                    key: shard.key.clone(),
+                    what: "checksum",
+                    expected: format!("{want:?}"),
+                    actual: format!("{got:?}"),
+                });
+            }
+        }
+        Ok(())
     }
 
     async fn claim(&self, dataset_id: &str, snapshot_id: &str) -> Result<String> {
@@ -567,15 +576,13 @@ impl Root {
 
     /// Every snapshot, in order (one LIST plus one GET per snapshot).
     pub async fn snapshots(&self) -> Result<Vec<Snapshot>> {
-        let entries = self.log_entries().await?;
-        futures::stream::iter(
-            entries
-                .into_iter()
-                .map(|(seq, info)| async move { self.read_log_entry(seq, info.size).await }),
-        )
-        .buffered(8)
-        .try_collect()
-        .await
+        let reads: Vec<BoxFuture<'_, Result<Snapshot>>> = self
+            .log_entries()
+            .await?
+            .into_iter()
+            .map(|(seq, info)| self.read_log_entry(seq, info.size).boxed())
+            .collect();
+        futures::stream::iter(reads).buffered(8).try_collect().await
     }
 }
 
@@ -587,5 +594,33 @@ fn check_identity(id: DatasetIdentity, dataset_id: &str) -> Result<DatasetIdenti
             expected: dataset_id.to_owned(),
             actual: id.dataset_id,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn public_futures_are_send() {
+        let root = Registry::new()
+            .resolve("memory://send", &StorageOptions::default())
+            .unwrap();
+        let req = PublishRequest {
+            dataset_id: "d".into(),
+            snapshot_id: "s".into(),
+            shards: vec![],
+            mode: PublishMode::Full,
+        };
+        let opts = PublicationOptions::default();
+        assert_send(&root.publish(&req, &opts));
+        assert_send(&root.latest());
+        assert_send(&root.snapshot("s"));
+        assert_send(&root.snapshots());
+        assert_send(&root.init("d"));
+        assert_send(&root.upload_shard("w", 0, Bytes::new(), 0));
+        assert_send(&root.catalog());
     }
 }
