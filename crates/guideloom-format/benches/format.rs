@@ -231,10 +231,7 @@ mod unix {
             assert_eq!(reader.len(), count);
             let mut rng = StdRng::seed_from_u64(record ^ 0x5eed);
             let indices: Vec<u64> = (0..SEQUENCE).map(|_| rng.random_range(0..count)).collect();
-            let ranges = indices
-                .iter()
-                .map(|&i| locate_record(&reader, i))
-                .collect();
+            let ranges = indices.iter().map(|&i| locate_record(&reader, i)).collect();
             let files = files(&dir)
                 .iter()
                 .map(|p| File::open(p).expect("open shard"))
@@ -274,11 +271,17 @@ mod unix {
         fn pread(&self, k: usize) -> Vec<u8> {
             let (f, r) = &self.ranges[k];
             let mut buf = vec![0u8; us(r.end - r.start)];
-            self.files[*f].read_exact_at(&mut buf, r.start).expect("pread");
+            self.files[*f]
+                .read_exact_at(&mut buf, r.start)
+                .expect("pread");
             buf
         }
 
-        fn group<'c>(&self, c: &'c mut Criterion<Clock>, pattern: &str) -> BenchmarkGroup<'c, Clock> {
+        fn group<'c>(
+            &self,
+            c: &'c mut Criterion<Clock>,
+            pattern: &str,
+        ) -> BenchmarkGroup<'c, Clock> {
             c.benchmark_group(format!("format/documents/{}/{pattern}", self.label))
         }
     }
@@ -464,7 +467,10 @@ mod unix {
         g.sample_size(10);
         let n = AtomicU64::new(0);
         let fresh = || {
-            let dir = root.join(format!("write-{label}-{}", n.fetch_add(1, Ordering::Relaxed)));
+            let dir = root.join(format!(
+                "write-{label}-{}",
+                n.fetch_add(1, Ordering::Relaxed)
+            ));
             std::fs::create_dir_all(&dir).expect("create scratch dir");
             Scratch(dir)
         };
@@ -557,7 +563,11 @@ mod unix {
             .expect("open stream reader");
             for k in 0..BATCH {
                 let got = reader.read(self.offsets[k], SLICE).expect("read");
-                assert_eq!(&got.as_bytes()[..], &self.pread(k)[..], "{backend} slice {k}");
+                assert_eq!(
+                    &got.as_bytes()[..],
+                    &self.pread(k)[..],
+                    "{backend} slice {k}"
+                );
             }
             reader
         }
