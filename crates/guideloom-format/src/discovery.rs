@@ -4,12 +4,11 @@
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use guideloom_io::{Backend, Location};
+use guideloom_io::{Backend, Location, SeekIo};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::layout::{Expected, ReadOptions};
-use crate::mem::FileReader;
 use crate::metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata};
 use crate::reader::{AsyncShard, SyncShard};
 use crate::spec::SHARD_EXTENSION;
@@ -125,7 +124,7 @@ fn discover_local(dir: &Path, prefix: &str, expected: &Expected) -> Result<Vec<L
     let mut found = Vec::new();
     for number in 0.. {
         let path = dir.join(shard_name(prefix, number));
-        let reader = match FileReader::open(&path) {
+        let reader = match SeekIo::new().open(&path) {
             Ok(r) => r,
             Err(e) if e.is_not_found() => break,
             Err(e) => return Err(e.into()),

@@ -17,14 +17,15 @@
 //! use guideloom_format::{CborFormat, DocumentStorage, WriterOptions};
 //! # let tmp = tempfile::tempdir()?;
 //! # let dir = tmp.path().join("dataset");
-//! # let backend = guideloom_format::mem::WholeFileIo;
 //! #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 //! struct Sample {
 //!     text: String,
 //!     label: u8,
 //! }
 //!
-//! let storage = DocumentStorage::new(dir, CborFormat::<Sample>::new(), backend)
+//! // Reads go through guideloom_io::SeekIo; use `DocumentStorage::new(dir, format, backend)`
+//! // for PreadIo, MmapIo, HttpIo, ObjectStoreIo or your own backend.
+//! let storage = DocumentStorage::local(dir, CborFormat::<Sample>::new())
 //!     .with_writer_options(WriterOptions::default().max_shard_records(1000));
 //! let mut writer = storage.sync_writer()?;
 //! for i in 0..2500u64 {
@@ -65,7 +66,7 @@ pub use footer::Footer;
 pub use format::{CborFormat, Format, RawFormat};
 pub use index::Index;
 pub use layout::{Expected, ReadOptions};
-pub use mem::{FileReader, MemReader};
+pub use mem::MemReader;
 pub use metadata::{ShardMetadata, Value};
 pub use reader::{AsyncShard, SyncShard};
 pub use storage::WriterOptions;

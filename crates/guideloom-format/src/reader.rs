@@ -76,7 +76,8 @@ macro_rules! shard_accessors {
 /// w.append(b"")?;
 /// w.finish()?;
 ///
-/// let reader = guideloom_format::FileReader::open(&path)?;
+/// use guideloom_io::{Backend, SeekIo};
+/// let reader = SeekIo::new().open(&path)?;
 /// let shard = SyncShard::open(reader, &ReadOptions::default())?;
 /// assert_eq!(shard.len(), 2);
 /// assert_eq!(&shard.read(0)?[..], b"hello");

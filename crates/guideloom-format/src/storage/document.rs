@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_io::Backend;
+use guideloom_io::{Backend, SeekIo};
 
 use crate::discovery::{FileSystemDocument, SHARD_PREFIX, discover_async, discover_sync};
 use crate::error::{Error, Result};
@@ -28,8 +28,8 @@ pub const ITER_BATCH_RECORDS: u64 = 4096;
 /// use guideloom_format::{CborFormat, DocumentStorage};
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("docs");
-/// # let backend = guideloom_format::mem::WholeFileIo;
-/// let storage = DocumentStorage::new(dir, CborFormat::<(u32, String)>::new(), backend);
+/// // Any backend works for reading; `local` uses guideloom_io::SeekIo.
+/// let storage = DocumentStorage::local(dir, CborFormat::<(u32, String)>::new());
 ///
 /// let mut w = storage.sync_writer()?;
 /// w.append(0, &(1, "one".into()))?;
@@ -44,7 +44,7 @@ pub const ITER_BATCH_RECORDS: u64 = 4096;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct DocumentStorage<F: Format, B: Backend> {
+pub struct DocumentStorage<F: Format, B: Backend = SeekIo> {
     dir: B::Location,
     format: Arc<F>,
     backend: Arc<B>,
@@ -118,6 +118,13 @@ impl<F: Format, B: Backend> DocumentStorage<F, B> {
             shards,
             ends,
         })
+    }
+}
+
+impl<F: Format> DocumentStorage<F, SeekIo> {
+    /// A storage in local directory `dir`, read with the default backend, [`SeekIo`].
+    pub fn local(dir: impl Into<PathBuf>, format: F) -> Self {
+        Self::new(dir.into(), format, SeekIo::new())
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_io::Backend;
+use guideloom_io::{Backend, SeekIo};
 
 use crate::discovery::{FileSystemStream, SHARD_PREFIX, discover_async, discover_sync};
 use crate::element::{Element, Elements};
@@ -25,8 +25,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 /// use guideloom_format::StreamStorage;
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("tokens");
-/// # let backend = guideloom_format::mem::WholeFileIo;
-/// let storage = StreamStorage::<u32, _>::new(dir, backend);
+/// let storage = StreamStorage::<u32>::local(dir);
 /// let mut w = storage.sync_writer()?;
 /// w.append(&[1, 2, 3])?;
 /// w.append(&[4, 5])?;
@@ -38,7 +37,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct StreamStorage<E: Element, B: Backend> {
+pub struct StreamStorage<E: Element, B: Backend = SeekIo> {
     dir: B::Location,
     backend: Arc<B>,
     read_options: ReadOptions,
@@ -100,6 +99,13 @@ impl<E: Element, B: Backend> StreamStorage<E, B> {
         )
         .await?;
         Ok(AsyncStreamReader::new(shards))
+    }
+}
+
+impl<E: Element> StreamStorage<E, SeekIo> {
+    /// A stream in local directory `dir`, read with the default backend, [`SeekIo`].
+    pub fn local(dir: impl Into<PathBuf>) -> Self {
+        Self::new(dir.into(), SeekIo::new())
     }
 }
 

@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use guideloom_io::{Backend, Location};
+use guideloom_io::{Backend, Location, SeekIo};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -35,8 +35,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 /// use guideloom_format::StreamWithMetaStorage;
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("corpus");
-/// # let backend = guideloom_format::mem::WholeFileIo;
-/// let storage = StreamWithMetaStorage::<u16, String, _>::new(dir, backend);
+/// let storage = StreamWithMetaStorage::<u16, String>::local(dir);
 /// let mut w = storage.sync_writer()?;
 /// assert_eq!(w.append(&[1, 2, 3], &"a".to_owned())?, 0);
 /// assert_eq!(w.append(&[], &"empty".to_owned())?, 1);
@@ -51,7 +50,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct StreamWithMetaStorage<E: Element, M, B: Backend> {
+pub struct StreamWithMetaStorage<E: Element, M, B: Backend = SeekIo> {
     dir: B::Location,
     backend: Arc<B>,
     read_options: ReadOptions,
@@ -163,6 +162,17 @@ fn check_pair(shard: &str, docs: u64, metas: u64) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+impl<E, M> StreamWithMetaStorage<E, M, SeekIo>
+where
+    E: Element,
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    /// A storage in local directory `dir`, read with the default backend, [`SeekIo`].
+    pub fn local(dir: impl Into<PathBuf>) -> Self {
+        Self::new(dir.into(), SeekIo::new())
+    }
 }
 
 impl<E, M, B> StreamWithMetaStorage<E, M, B>

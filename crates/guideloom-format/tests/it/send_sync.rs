@@ -15,7 +15,7 @@ fn public_types_are_send_and_sync() {
     send_sync::<DocumentReader<Raw>>();
     send_sync::<AsyncDocumentReader<Raw>>();
     send_sync::<DocumentWriter<Raw>>();
-    send_sync::<DocumentStorage<Raw, mem::WholeFileIo>>();
+    send_sync::<DocumentStorage<Raw>>();
     send_sync::<StreamReader<u32>>();
     send_sync::<AsyncStreamReader<u32>>();
     send_sync::<StreamWriter<u32>>();
@@ -29,8 +29,12 @@ fn public_types_are_send_and_sync() {
 #[test]
 fn async_reads_are_send_futures() {
     fn send<T: Send>(_: T) {}
-    let storage = DocumentStorage::new(std::path::PathBuf::new(), RawFormat, mem::WholeFileIo);
+    let storage = DocumentStorage::new(
+        std::path::PathBuf::new(),
+        RawFormat,
+        guideloom_io::SeekIo::new(),
+    );
     send(storage.async_reader());
-    let s = StreamStorage::<u8, _>::new(std::path::PathBuf::new(), mem::WholeFileIo);
+    let s = StreamStorage::<u8, _>::new(std::path::PathBuf::new(), guideloom_io::SeekIo::new());
     send(s.async_reader());
 }

@@ -134,7 +134,7 @@ fn metadata_round_trips_user_map() {
     assert_eq!(info.records, 1);
     assert_eq!(info.size, std::fs::metadata(&path).unwrap().len());
     let shard = SyncShard::open(
-        guideloom_format::FileReader::open(&path).unwrap(),
+        guideloom_io::Backend::open(&guideloom_io::SeekIo::new(), &path).unwrap(),
         &ReadOptions::default(),
     )
     .unwrap();

@@ -3,17 +3,17 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use guideloom_format::mem::WholeFileIo;
 use guideloom_format::{
     CborFormat, DocumentStorage, Error, RawFormat, StreamStorage, StreamWithMetaStorage,
     WriterOptions,
 };
+use guideloom_io::{MmapIo, SeekIo};
 use proptest::prelude::*;
 
 use crate::util::{listing, rt};
 
-fn docs(dir: &Path, options: WriterOptions) -> DocumentStorage<RawFormat, WholeFileIo> {
-    DocumentStorage::new(dir.to_owned(), RawFormat, WholeFileIo).with_writer_options(options)
+fn docs(dir: &Path, options: WriterOptions) -> DocumentStorage<RawFormat, SeekIo> {
+    DocumentStorage::new(dir.to_owned(), RawFormat, SeekIo::new()).with_writer_options(options)
 }
 
 /// Checks shard limits: every shard within the record limit and within the byte limit
@@ -98,7 +98,7 @@ proptest! {
     ) {
         let tmp = tempfile::tempdir().unwrap();
         let options = WriterOptions::default().stream_chunk_bytes(chunk).max_shard_bytes(max_bytes);
-        let storage = StreamStorage::<u32, _>::new(tmp.path().join("s"), WholeFileIo)
+        let storage = StreamStorage::<u32, _>::new(tmp.path().join("s"), SeekIo::new())
             .with_writer_options(options);
         let mut w = storage.sync_writer().unwrap();
         let mut model: Vec<u32> = Vec::new();
@@ -137,7 +137,7 @@ proptest! {
     ) {
         let tmp = tempfile::tempdir().unwrap();
         let options = WriterOptions::default().max_shard_records(max_records).max_shard_bytes(max_bytes);
-        let storage = StreamWithMetaStorage::<i64, String, _>::new(tmp.path().join("m"), WholeFileIo)
+        let storage = StreamWithMetaStorage::<i64, String, _>::new(tmp.path().join("m"), SeekIo::new())
             .with_writer_options(options);
         let mut w = storage.sync_writer().unwrap();
         for (i, (el, meta)) in docs.iter().enumerate() {
@@ -209,7 +209,7 @@ fn missing_directory_is_empty_storage() {
         Err(Error::IndexOutOfRange { index: 0, len: 0 })
     ));
     assert_eq!(r.iter().count(), 0);
-    let s = StreamStorage::<u8, _>::new(tmp.path().join("nope"), WholeFileIo);
+    let s = StreamStorage::<u8, _>::new(tmp.path().join("nope"), SeekIo::new());
     let sr = s.sync_reader().unwrap();
     assert!(sr.is_empty());
     assert_eq!(sr.read(0, 0).unwrap().len(), 0);
@@ -288,7 +288,11 @@ fn format_mismatch_is_refused() {
     let mut w = raw.sync_writer().unwrap();
     w.append(0, &Bytes::from_static(b"x")).unwrap();
     w.finish().unwrap();
-    let cbor = DocumentStorage::new(tmp.path().to_owned(), CborFormat::<u32>::new(), WholeFileIo);
+    let cbor = DocumentStorage::new(
+        tmp.path().to_owned(),
+        CborFormat::<u32>::new(),
+        SeekIo::new(),
+    );
     assert!(matches!(
         cbor.sync_reader(),
         Err(Error::FormatMismatch { ref expected, ref found, .. }) if expected == "cbor" && found == "raw"
@@ -297,7 +301,7 @@ fn format_mismatch_is_refused() {
         cbor.sync_writer(),
         Err(Error::FormatMismatch { .. })
     ));
-    let stream = StreamStorage::<u32, _>::new(tmp.path().to_owned(), WholeFileIo);
+    let stream = StreamStorage::<u32, _>::new(tmp.path().to_owned(), SeekIo::new());
     assert!(matches!(
         stream.sync_reader(),
         Err(Error::FormatMismatch { ref expected, .. }) if expected == "stream<u32>"
@@ -312,8 +316,11 @@ fn cbor_documents_and_decode_errors() {
         text: String,
     }
     let tmp = tempfile::tempdir().unwrap();
-    let storage =
-        DocumentStorage::new(tmp.path().to_owned(), CborFormat::<Doc>::new(), WholeFileIo);
+    let storage = DocumentStorage::new(
+        tmp.path().to_owned(),
+        CborFormat::<Doc>::new(),
+        SeekIo::new(),
+    );
     let mut w = storage.sync_writer().unwrap();
     for id in 0..5 {
         w.push(&Doc {
@@ -335,7 +342,7 @@ fn cbor_documents_and_decode_errors() {
     let wrong = DocumentStorage::new(
         tmp.path().to_owned(),
         CborFormat::<Vec<u64>>::new(),
-        WholeFileIo,
+        SeekIo::new(),
     );
     assert!(matches!(
         wrong.sync_reader().unwrap().read(1),
@@ -346,7 +353,7 @@ fn cbor_documents_and_decode_errors() {
 #[test]
 fn stream_elements_are_aligned_views_when_possible() {
     let tmp = tempfile::tempdir().unwrap();
-    let storage = StreamStorage::<f64, _>::new(tmp.path().to_owned(), WholeFileIo)
+    let storage = StreamStorage::<f64, _>::new(tmp.path().to_owned(), MmapIo::new())
         .with_writer_options(WriterOptions::default().stream_chunk_bytes(64));
     let mut w = storage.sync_writer().unwrap();
     let data: Vec<f64> = (0..100).map(|i| f64::from(i) * 0.5).collect();
@@ -355,7 +362,23 @@ fn stream_elements_are_aligned_views_when_possible() {
     let r = storage.sync_reader().unwrap();
     let got = r.read(3, 40).unwrap();
     assert_eq!(&*got, &data[3..43]);
-    // WholeFileIo buffers are heap allocations (8-aligned) and elements sit at multiples of
-    // 8 in the file, so this is a view, not a copy.
+    // Mapped pages are page aligned and elements sit at multiples of 8 in the file, so this
+    // is a view of the mapping, not a copy: the slice points into the shard's mapping.
     assert!(got.is_view());
+    // Spanning two shards needs one contiguous buffer: a copy.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let two = StreamStorage::<f64, _>::new(tmp2.path().to_owned(), MmapIo::new())
+        .with_writer_options(
+            WriterOptions::default()
+                .stream_chunk_bytes(64)
+                .max_shard_bytes(400),
+        );
+    let mut w = two.sync_writer().unwrap();
+    w.append(&data).unwrap();
+    w.finish().unwrap();
+    let r = two.sync_reader().unwrap();
+    assert!(r.shards().len() > 1);
+    let across = r.read(0, 100).unwrap();
+    assert_eq!(&*across, &data[..]);
+    assert!(!across.is_view());
 }
