@@ -438,3 +438,47 @@ async fn closed_reader_and_sync_open() {
     ));
     assert!(HttpIo::new("http://127.0.0.1/no-slash").is_err());
 }
+
+/// The conformance kit, async and sync (through `BlockingIo`), on an honest loopback origin.
+#[cfg(all(feature = "conformance", feature = "blocking"))]
+#[test]
+fn conformance_kit_on_loopback_origin() {
+    use guideloom_io::blocking::BlockingIo;
+    use guideloom_io::conformance::{ConformanceOptions, Fixture, run_all_with};
+
+    struct OriginFixture<'a>(&'a Origin);
+
+    #[async_trait::async_trait]
+    impl Fixture for OriginFixture<'_> {
+        type Location = HttpPath;
+        async fn create(
+            &self,
+            name: &str,
+            bytes: &[u8],
+        ) -> Result<HttpPath, guideloom_io::BoxError> {
+            self.0.put(name, bytes);
+            Ok(HttpPath::new(name)?)
+        }
+        fn missing(&self) -> HttpPath {
+            HttpPath::new("never-created.bin").unwrap()
+        }
+    }
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let origin = rt.block_on(Origin::start(Vec::new(), Mode::Honest));
+    let fixture = OriginFixture(&origin);
+    let mut options = ConformanceOptions::default();
+    options.iterations = 100;
+
+    // Async only: the sync flavour is refused with Unsupported, as the capabilities say.
+    let http = HttpIo::with_options(&origin.base(), fast_options()).unwrap();
+    let report = run_all_with(&http, &fixture, &options).unwrap();
+    assert_eq!(report.skipped.len(), 1, "{report}");
+
+    // Both flavours through the blocking adapter.
+    let io =
+        BlockingIo::new(HttpIo::with_options(&origin.base(), fast_options()).unwrap()).unwrap();
+    let report = run_all_with(&io, &fixture, &options).unwrap();
+    assert!(report.skipped.is_empty(), "{report}");
+    println!("{report}; {:?}", io.inner().stats().snapshot());
+}

@@ -189,3 +189,50 @@ fn nginx_through_the_blocking_adapter() {
     r.close().unwrap();
     cleanup(&root, &dir);
 }
+
+/// The conformance kit, async and sync (through `BlockingIo`), against nginx.
+#[cfg(all(feature = "conformance", feature = "blocking"))]
+#[test]
+fn nginx_conformance_kit() {
+    use guideloom_io::blocking::BlockingIo;
+    use guideloom_io::conformance::{ConformanceOptions, Fixture, run_all_with};
+
+    struct NginxFixture {
+        dir: std::path::PathBuf,
+        base: HttpPath,
+    }
+
+    #[async_trait::async_trait]
+    impl Fixture for NginxFixture {
+        type Location = HttpPath;
+        async fn create(
+            &self,
+            name: &str,
+            bytes: &[u8],
+        ) -> Result<HttpPath, guideloom_io::BoxError> {
+            std::fs::write(self.dir.join(name), bytes)?;
+            Ok(self.base.child(name))
+        }
+        fn missing(&self) -> HttpPath {
+            self.base.child("never-created.bin")
+        }
+    }
+
+    let Some((url, root)) = nginx("nginx_conformance_kit") else {
+        return;
+    };
+    let name = unique("http-conformance");
+    let dir = root.join(&name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = NginxFixture {
+        dir,
+        base: HttpPath::new(&name).unwrap(),
+    };
+    let mut options = ConformanceOptions::default();
+    options.iterations = 100;
+    let io = BlockingIo::new(HttpIo::new(&url).unwrap()).unwrap();
+    let report = run_all_with(&io, &fixture, &options).unwrap();
+    assert!(report.skipped.is_empty(), "{report}");
+    println!("{report}; {:?}", io.inner().stats().snapshot());
+    cleanup(&root, &name);
+}

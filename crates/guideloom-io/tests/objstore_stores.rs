@@ -178,15 +178,54 @@ fn in_memory_store_through_the_blocking_adapter() {
     );
 }
 
-#[cfg(feature = "s3")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn moto_s3() {
-    use object_store::aws::AmazonS3Builder;
-    let Some((endpoint, bucket)) = support::servers::s3("moto_s3") else {
-        return;
+/// The conformance kit on `store`, async and sync (through `BlockingIo`).
+#[cfg(all(feature = "conformance", feature = "blocking"))]
+fn conformance(store: Arc<dyn ObjectStore>, prefix: Path, iterations: usize) {
+    use guideloom_io::blocking::BlockingIo;
+    use guideloom_io::conformance::{ConformanceOptions, Fixture, run_all_with};
+
+    struct StoreFixture {
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+    }
+
+    #[async_trait::async_trait]
+    impl Fixture for StoreFixture {
+        type Location = Path;
+        async fn create(&self, name: &str, bytes: &[u8]) -> Result<Path, guideloom_io::BoxError> {
+            let path = Location::child(&self.prefix, name);
+            self.store
+                .put(&path, Bytes::copy_from_slice(bytes).into())
+                .await?;
+            Ok(path)
+        }
+        fn missing(&self) -> Path {
+            Location::child(&self.prefix, "never-created.bin")
+        }
+    }
+
+    let fixture = StoreFixture {
+        store: Arc::clone(&store),
+        prefix,
     };
+    let mut options = ConformanceOptions::default();
+    options.iterations = iterations;
+    let io = BlockingIo::new(ObjectStoreIo::new(store)).unwrap();
+    let report = run_all_with(&io, &fixture, &options).unwrap();
+    assert!(report.skipped.is_empty(), "{report}");
+    println!("{report}; {:?}", io.inner().stats().snapshot());
+}
+
+#[cfg(all(feature = "conformance", feature = "blocking"))]
+#[test]
+fn in_memory_conformance_kit() {
+    conformance(Arc::new(InMemory::new()), Path::from("conformance"), 400);
+}
+
+#[cfg(feature = "s3")]
+fn moto_store(endpoint: String, bucket: String) -> Arc<dyn ObjectStore> {
     // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
-    let store = AmazonS3Builder::new()
+    let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_bucket_name(bucket)
         .with_region("us-east-1")
@@ -196,5 +235,28 @@ async fn moto_s3() {
         .with_virtual_hosted_style_request(false)
         .build()
         .unwrap();
-    exercise(Arc::new(store), &Path::from(unique("objstore-moto"))).await;
+    Arc::new(store)
+}
+
+#[cfg(feature = "s3")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moto_s3() {
+    let Some((endpoint, bucket)) = support::servers::s3("moto_s3") else {
+        return;
+    };
+    let prefix = Path::from(unique("objstore-moto"));
+    exercise(moto_store(endpoint, bucket), &prefix).await;
+}
+
+#[cfg(all(feature = "s3", feature = "conformance", feature = "blocking"))]
+#[test]
+fn moto_conformance_kit() {
+    let Some((endpoint, bucket)) = support::servers::s3("moto_conformance_kit") else {
+        return;
+    };
+    conformance(
+        moto_store(endpoint, bucket),
+        Path::from(unique("objstore-moto-conformance")),
+        40,
+    );
 }

@@ -18,6 +18,10 @@ use crate::error::{Error, Result, check_range};
 use crate::reader::{AsyncReader, Tail};
 use crate::stats::RequestStats;
 
+/// Largest suffix length sent (2^53 bytes): origins reject suffixes beyond their offset type
+/// (nginx answers 416 above `off_t`), and no object is this large.
+const MAX_SUFFIX: u64 = 1 << 53;
+
 /// Multipart overhead allowed per part (boundary line and part headers), in bytes.
 const MULTIPART_PART_OVERHEAD: usize = 512;
 /// Multipart overhead allowed per response (preamble, epilogue), in bytes.
@@ -133,11 +137,21 @@ impl HttpReader {
         })
     }
 
-    /// The error for a 416 answer to a request for `ranges`.
+    /// A 200 with `Content-Length: 0` to a ranged GET: the object is empty (nginx, for one,
+    /// answers ranges on empty files this way), so every non-empty range is out of range.
+    fn empty_object(&self, f: &Fetched) -> bool {
+        f.status == StatusCode::OK && super::content_length(&f.headers) == Some(0)
+    }
+
+    /// The error for a 416 answer (or a 200 for an empty object) to a request for `ranges`.
     fn out_of_range(&self, f: &Fetched, ranges: &[Range<u64>]) -> Error {
-        let total = header_str(&f.headers, &header::CONTENT_RANGE)
-            .and_then(multipart::parse_content_range)
-            .and_then(|c| c.total);
+        let total = if self.empty_object(f) {
+            Some(0)
+        } else {
+            header_str(&f.headers, &header::CONTENT_RANGE)
+                .and_then(multipart::parse_content_range)
+                .and_then(|c| c.total)
+        };
         self.learn_size(total);
         let size = total.unwrap_or(u64::MAX);
         let bad = ranges
@@ -171,13 +185,18 @@ impl HttpReader {
             .await?;
         match f.status {
             StatusCode::PARTIAL_CONTENT => {}
+            StatusCode::OK if self.empty_object(&f) => {
+                return Err(self.out_of_range(&f, std::slice::from_ref(&(offset..end))));
+            }
             StatusCode::OK => {
                 return Err(Inner::protocol_error(
                     &self.display,
                     "origin ignored the Range header (HTTP 200 to a ranged GET)".into(),
                 ));
             }
-            StatusCode::RANGE_NOT_SATISFIABLE => return Err(self.out_of_range(&f, std::slice::from_ref(&(offset..end)))),
+            StatusCode::RANGE_NOT_SATISFIABLE => {
+                return Err(self.out_of_range(&f, std::slice::from_ref(&(offset..end))));
+            }
             _ => return Err(self.inner.status_error(&self.display, &f, "GET")),
         }
         let cr = self.content_range(&f)?;
@@ -274,6 +293,7 @@ impl HttpReader {
         let f = self.get(&range_header(group), limits).await?;
         match f.status {
             StatusCode::PARTIAL_CONTENT => {}
+            StatusCode::OK if self.empty_object(&f) => return Err(self.out_of_range(&f, group)),
             StatusCode::OK => {
                 self.inner
                     .disable_multi_range(&self.display, "HTTP 200 to a multi-range GET");
@@ -332,6 +352,18 @@ impl HttpReader {
             }
         }
         if !missing.is_empty() {
+            // Origins skip unsatisfiable ranges and clip ranges at the end: with the size
+            // known, a missing range past the end is OutOfRange.
+            if let Some(size) = self.known_size()
+                && let Some(&i) = missing.iter().find(|&&i| group[i].end > size)
+            {
+                return Err(Error::OutOfRange {
+                    location: self.display.clone(),
+                    offset: group[i].start,
+                    len: group[i].end - group[i].start,
+                    size,
+                });
+            }
             if boundary.is_some() {
                 let r = &group[missing[0]];
                 return Err(Inner::protocol_error(
@@ -461,6 +493,7 @@ impl AsyncReader for HttpReader {
                 bytes: Bytes::new(),
             });
         }
+        let len = len.min(MAX_SUFFIX);
         let limits = BodyLimits {
             partial: to_usize(&self.display, len)?,
             full: Some(len),

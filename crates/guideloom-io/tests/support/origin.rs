@@ -1,9 +1,10 @@
 //! A small, deliberately misbehaving HTTP/1.1 origin on 127.0.0.1:0 for fault-path tests.
 //!
-//! It serves `/obj.bin` (the bytes given at start), `/empty.bin` (zero bytes) and 404 for
-//! everything else, honouring single and multi-range requests like nginx unless a [`Mode`]
+//! It serves `/obj.bin` (the bytes given at start), `/empty.bin` (zero bytes), objects
+//! added with [`Origin::put`], and 404 for everything else, honouring single and multi-range requests like nginx unless a [`Mode`]
 //! tells it to misbehave. It runs on the test's tokio runtime and stops when dropped.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,6 +47,9 @@ pub(crate) enum Mode {
     HeadNoLength,
 }
 
+/// Objects served, by URL path (`/obj.bin`).
+type Files = Mutex<HashMap<String, Arc<Vec<u8>>>>;
+
 /// What the origin saw.
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
@@ -59,6 +63,7 @@ pub(crate) struct Seen {
 pub(crate) struct Origin {
     pub(crate) addr: SocketAddr,
     pub(crate) seen: Arc<Seen>,
+    files: Arc<Files>,
     task: JoinHandle<()>,
 }
 
@@ -74,20 +79,37 @@ impl Origin {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Seen::default());
-        let data = Arc::new(data);
+        let mut map = HashMap::new();
+        map.insert("/obj.bin".to_owned(), Arc::new(data));
+        map.insert("/empty.bin".to_owned(), Arc::new(Vec::new()));
+        let files = Arc::new(Mutex::new(map));
         let s = Arc::clone(&seen);
+        let f = Arc::clone(&files);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((sock, _)) = listener.accept().await else {
                     return;
                 };
-                let (data, seen) = (Arc::clone(&data), Arc::clone(&s));
+                let (files, seen) = (Arc::clone(&f), Arc::clone(&s));
                 tokio::spawn(async move {
-                    let _ = serve(sock, &data, mode, &seen).await;
+                    let _ = serve(sock, &files, mode, &seen).await;
                 });
             }
         });
-        Origin { addr, seen, task }
+        Origin {
+            addr,
+            seen,
+            files,
+            task,
+        }
+    }
+
+    /// Adds (or replaces) the object served at `/{name}`.
+    pub(crate) fn put(&self, name: &str, bytes: &[u8]) {
+        self.files
+            .lock()
+            .unwrap()
+            .insert(format!("/{name}"), Arc::new(bytes.to_vec()));
     }
 
     /// `http://127.0.0.1:PORT/`.
@@ -147,7 +169,8 @@ fn resolve(spec: &str, len: u64) -> Option<Vec<(u64, u64)>> {
     Some(out)
 }
 
-async fn serve(sock: TcpStream, data: &[u8], mode: Mode, seen: &Seen) -> std::io::Result<()> {
+async fn serve(sock: TcpStream, files: &Files, mode: Mode, seen: &Seen) -> std::io::Result<()> {
+    sock.set_nodelay(true)?;
     let mut sock = BufReader::new(sock);
     loop {
         let mut line = String::new();
@@ -187,7 +210,19 @@ async fn serve(sock: TcpStream, data: &[u8], mode: Mode, seen: &Seen) -> std::io
             path,
             range,
         };
-        let keep = respond(sock.get_mut(), &req, data, mode, n).await?;
+        let object = files
+            .lock()
+            .unwrap()
+            .get(req.path.split('?').next().unwrap_or_default())
+            .cloned();
+        let keep = respond(
+            sock.get_mut(),
+            &req,
+            object.as_deref().map(Vec::as_slice),
+            mode,
+            n,
+        )
+        .await?;
         if !keep {
             sock.get_mut().shutdown().await.ok();
             return Ok(());
@@ -199,18 +234,14 @@ async fn serve(sock: TcpStream, data: &[u8], mode: Mode, seen: &Seen) -> std::io
 async fn respond(
     sock: &mut TcpStream,
     req: &Req,
-    data: &[u8],
+    object: Option<&[u8]>,
     mode: Mode,
     n: usize,
 ) -> std::io::Result<bool> {
-    let object: &[u8] = match req.path.split('?').next().unwrap_or_default() {
-        "/obj.bin" => data,
-        "/empty.bin" => &[],
-        _ => {
-            sock.write_all(&head("404 Not Found", &[("Content-Length", "0".into())]))
-                .await?;
-            return Ok(true);
-        }
+    let Some(object) = object else {
+        sock.write_all(&head("404 Not Found", &[("Content-Length", "0".into())]))
+            .await?;
+        return Ok(true);
     };
     let len = object.len() as u64;
     match mode {
