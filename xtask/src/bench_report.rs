@@ -18,7 +18,8 @@
 //!   ceiling" and above `100%` means faster (an mmap reader hands out zero-copy slices).
 //! - **Records**: a group path segment like `1KiB` or `256KiB` gives the record size, from
 //!   which records/s is derived out of byte throughput (and MB/s out of element throughput).
-//! - **Targets** (issue 2, single thread, warm cache) apply to `io/*` groups: see [`TARGETS`].
+//! - **Targets**: issue 2's apply to `io/*` groups (see [`TARGETS`]), issue 3's to `format/*`
+//!   groups (see [`FORMAT_ITERATE_TARGET`]).
 //! - **Async overhead**: for `<x>_async` beside `<x>_sync` in a group the note gives
 //!   `async - sync` per iteration and per record.
 
@@ -38,6 +39,20 @@ pub(crate) const TARGETS: &[(&str, f64)] = &[
     ("mmap_sync", 1.00),
     ("seek_sync", 0.70),
 ];
+
+/// Minimum ratios in `format/*` groups (issue 3), by group pattern:
+/// in-order iteration and writing ≥ 70% of their ceilings (sequential raw read, raw
+/// buffered write); stream slices ≥ 80% of raw pread; random document reads (single, two
+/// threads, `read_many`) ≥ 80% with CRC checks (`*_crc`) and ≥ 90% without (`*_nocrc`).
+pub(crate) const FORMAT_ITERATE_TARGET: f64 = 0.70;
+/// See [`FORMAT_ITERATE_TARGET`].
+pub(crate) const FORMAT_WRITE_TARGET: f64 = 0.70;
+/// See [`FORMAT_ITERATE_TARGET`].
+pub(crate) const FORMAT_STREAM_TARGET: f64 = 0.80;
+/// See [`FORMAT_ITERATE_TARGET`].
+pub(crate) const FORMAT_CRC_TARGET: f64 = 0.80;
+/// See [`FORMAT_ITERATE_TARGET`].
+pub(crate) const FORMAT_NOCRC_TARGET: f64 = 0.90;
 
 /// Env var with the run's start time in unix seconds (see [`report`]).
 pub(crate) const START_ENV: &str = "GUIDELOOM_BENCH_START";
@@ -241,13 +256,31 @@ fn primary_ceiling<'a>(benches: &[&'a Bench]) -> Option<&'a Bench> {
 }
 
 fn target_for(b: &Bench) -> Option<f64> {
-    if !b.group.starts_with("io/") {
+    if b.id.starts_with("ceiling_") {
         return None;
     }
-    TARGETS
-        .iter()
-        .find(|(id, _)| *id == b.id)
-        .map(|(_, min)| *min)
+    if b.group.starts_with("io/") {
+        return TARGETS
+            .iter()
+            .find(|(id, _)| *id == b.id)
+            .map(|(_, min)| *min);
+    }
+    if !b.group.starts_with("format/") {
+        return None;
+    }
+    if b.group.ends_with("/iterate") {
+        Some(FORMAT_ITERATE_TARGET)
+    } else if b.group.ends_with("/write") {
+        Some(FORMAT_WRITE_TARGET)
+    } else if b.group.starts_with("format/stream/") {
+        Some(FORMAT_STREAM_TARGET)
+    } else if b.id.ends_with("_nocrc") {
+        Some(FORMAT_NOCRC_TARGET)
+    } else if b.id.ends_with("_crc") {
+        Some(FORMAT_CRC_TARGET)
+    } else {
+        None
+    }
 }
 
 fn fmt_time(ns: f64) -> String {
@@ -574,6 +607,28 @@ mod tests {
         let err = report_since(&s.0, None).unwrap_err();
         assert!(err.contains("estimates.json"), "{err}");
         assert!(report_since(&s.0.join("missing"), None).is_err());
+    }
+
+    #[test]
+    fn format_groups_get_the_issue_3_targets() {
+        let s = Scratch::new();
+        let tp = r#"{"Bytes":1024}"#;
+        let g = "format/documents/1KiB/random_read";
+        fake(&s.0, g, "ceiling_pread", tp, 100.0);
+        fake(&s.0, g, "pread_crc", tp, 120.0);
+        fake(&s.0, g, "mmap_nocrc", tp, 120.0);
+        let it = "format/documents/1KiB/iterate";
+        fake(&s.0, it, "ceiling_read", tp, 100.0);
+        fake(&s.0, it, "pread_crc", tp, 140.0);
+        let st = "format/stream/8KiB/slice_2048_u32";
+        fake(&s.0, st, "ceiling_pread", tp, 100.0);
+        fake(&s.0, st, "pread_nocrc", tp, 130.0);
+        let t = report_since(&s.0, None).unwrap();
+        assert_eq!(row(&t, g, "pread_crc")[8], "≥80% ✓"); // 83%
+        assert_eq!(row(&t, g, "mmap_nocrc")[8], "≥90% ✗"); // 83%
+        assert_eq!(row(&t, it, "pread_crc")[8], "≥70% ✓"); // 71%
+        assert_eq!(row(&t, st, "pread_nocrc")[8], "≥80% ✗"); // 77%
+        assert_eq!(row(&t, g, "ceiling_pread")[8], "");
     }
 
     #[test]
