@@ -1,0 +1,88 @@
+//! Drives the shard reader over arbitrary bytes through an in-memory `SyncReader`.
+//!
+//! The first input byte picks the options (speculative tail length, record verification)
+//! and whether to *repair* the file first: set the footer magic and version and recompute
+//! the footer, index and metadata checksums, so that the fuzzer reaches the layout, index
+//! and metadata validation behind them. The rest is the file. Whatever the bytes, opening and reading must return `Ok` or a typed
+//! error — never panic, never allocate beyond the input — and every record read must lie
+//! inside the file and (when verified) match its checksum.
+#![no_main]
+
+use bytes::Bytes;
+use guideloom_format::spec::{MAGIC, crc32c};
+use guideloom_format::{Expected, MemReader, ReadOptions, SyncShard};
+use libfuzzer_sys::fuzz_target;
+
+const TAILS: [u64; 4] = [80, 128, 1024, 64 << 10];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&opts, file)) = data.split_first() else {
+        return;
+    };
+    let options = ReadOptions::default()
+        .speculative_tail(TAILS[usize::from(opts & 3)])
+        .verify_records(opts & 4 == 0);
+    let mut file = file.to_vec();
+    if opts & 8 != 0 {
+        repair(&mut file);
+    }
+    let file = &file[..];
+    let bytes = Bytes::copy_from_slice(file);
+    let Ok(shard) = SyncShard::open(MemReader::new("fuzz", bytes.clone()), &options) else {
+        return;
+    };
+    let _ = shard.expect(&Expected::Documents("raw".into()));
+    let _ = shard.expect(&Expected::Stream { element: "u32", width: 4 });
+    assert!(shard.data_len() <= file.len() as u64);
+    let n = shard.len().min(4096);
+    for i in 0..n {
+        let range = shard.record_range(i).expect("in range");
+        assert!(range.start <= range.end && range.end <= file.len() as u64);
+        if let Ok(rec) = shard.read(i) {
+            assert_eq!(rec.len() as u64, range.end - range.start);
+            assert_eq!(&rec[..], &file[range.start as usize..range.end as usize]);
+        }
+    }
+    assert!(shard.read(shard.len()).is_err());
+    let all: Vec<u64> = (0..n).rev().collect();
+    if let Ok(many) = shard.read_many(&all) {
+        assert_eq!(many.len(), all.len());
+    }
+    if n > 0 {
+        let _ = shard.read_run(0, n);
+    }
+    let dl = shard.data_len();
+    let _ = shard.read_data(dl / 3, dl / 2);
+    let _ = shard.read_data(dl, 1);
+});
+
+fn le_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]))
+}
+
+/// Makes every checksum of `file` valid for whatever its footer says.
+fn repair(file: &mut [u8]) {
+    let n = file.len();
+    if n < 64 {
+        return;
+    }
+    let body = n - 64;
+    let f = body;
+    let section = |off: u64, len: u64| -> Option<std::ops::Range<usize>> {
+        let start = usize::try_from(off).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        (end <= body).then_some(start..end)
+    };
+    if let Some(r) = section(le_u64(&file[f..]), le_u64(&file[f + 8..])) {
+        let crc = crc32c(&file[r]);
+        file[f + 40..f + 44].copy_from_slice(&crc.to_le_bytes());
+    }
+    if let Some(r) = section(le_u64(&file[f + 16..]), le_u64(&file[f + 24..])) {
+        let crc = crc32c(&file[r]);
+        file[f + 44..f + 48].copy_from_slice(&crc.to_le_bytes());
+    }
+    file[f + 48..f + 50].copy_from_slice(&1u16.to_le_bytes());
+    let crc = crc32c(&file[f..f + 52]);
+    file[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+    file[f + 56..].copy_from_slice(&MAGIC);
+}
