@@ -382,3 +382,24 @@ fn stream_elements_are_aligned_views_when_possible() {
     assert_eq!(&*across, &data[..]);
     assert!(!across.is_view());
 }
+
+#[test]
+fn writer_io_failure_discards_and_poisons() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gone");
+    let storage = docs(&dir, WriterOptions::default().max_shard_records(1));
+    let mut w = storage.sync_writer().unwrap();
+    w.append(0, &Bytes::from_static(b"a")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Rolling over must publish shard 0 into a directory that no longer exists.
+    assert!(matches!(
+        w.append(1, &Bytes::from_static(b"b")),
+        Err(Error::Write { .. })
+    ));
+    assert!(matches!(
+        w.append(1, &Bytes::from_static(b"b")),
+        Err(Error::WriterFailed { .. })
+    ));
+    assert!(matches!(w.finish(), Err(Error::WriterFailed { .. })));
+    assert!(!dir.exists());
+}
