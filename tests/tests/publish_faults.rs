@@ -601,3 +601,67 @@ fn probe_refuses_a_fake_s3_that_ignores_conditional_headers() {
     assert!(left.is_empty(), "probe object not deleted: {left:?}");
     drop(server);
 }
+
+/// The request costs stated in docs/publication.md, counted on an object-store root.
+#[test]
+fn request_counts_are_as_documented() {
+    rt().block_on(async {
+        let bucket = ObjectStoreBucket::new(Arc::new(InMemory::new()), "counted");
+        let new_root = || {
+            Root::new(
+                Arc::new(bucket.root("ds").unwrap()),
+                StorageOptions::default(),
+            )
+        };
+        let root = new_root();
+        let mut cost = {
+            let mut last = 0;
+            move |b: &ObjectStoreBucket| {
+                let now = b.requests();
+                let d = now - last;
+                last = now;
+                d
+            }
+        };
+        let mut shards = Vec::new();
+        for i in 0..4 {
+            shards.push(shard(&root, &format!("w{i}"), 2).await);
+            // The first write of the process also pays the one-time probe: 4 PUT + GET + DELETE.
+            assert_eq!(cost(&bucket), if i == 0 { 7 } else { 1 }, "upload {i}");
+        }
+        publish(&root, "s1", shards).await;
+        // First publication: GET + PUT dataset.json, 4 HEAD, claim, LIST log/, log entry, pointer.
+        assert_eq!(cost(&bucket), 4 + 6);
+        let extra = shard(&root, "w9", 1).await;
+        cost(&bucket);
+        root.publish(
+            &request("s2", vec![extra], PublishMode::Append),
+            &PublicationOptions::default(),
+        )
+        .await
+        .unwrap();
+        // Append, identity cached: 1 HEAD, claim, LIST, GET parent entry, log entry, pointer.
+        assert_eq!(cost(&bucket), 1 + 5);
+
+        let reader = new_root();
+        let latest = reader.latest().await.unwrap();
+        // Open latest: LIST log/ + GET dataset.json + GET log entry.
+        assert_eq!(cost(&bucket), 3);
+        new_root().snapshot("s1").await.unwrap();
+        // Open by id: GET pointer + GET dataset.json + GET log entry.
+        assert_eq!(cost(&bucket), 3);
+        let values: Vec<u32> = (0..9).collect();
+        reader
+            .publish_annotations("labels", "v1", &latest, &values, &fast_retry())
+            .await
+            .unwrap();
+        // Annotate, uncontended: PUT values + GET catalog + PUT catalog.
+        assert_eq!(cost(&bucket), 3);
+        reader
+            .annotations("labels", None, &latest, false)
+            .await
+            .unwrap();
+        // Read a set: GET catalog + GET values.
+        assert_eq!(cost(&bucket), 2);
+    });
+}

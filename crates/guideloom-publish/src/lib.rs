@@ -49,6 +49,7 @@ pub mod key;
 pub mod manifest;
 pub mod publish;
 pub mod registry;
+pub mod shards;
 pub mod store;
 pub mod uri;
 
@@ -59,6 +60,7 @@ pub use publish::{
     PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
 };
 pub use registry::{Registry, S3Addressing, S3Options, S3Retry, StorageOptions};
+pub use shards::FooterInspector;
 pub use store::object::EtagStyle;
 pub use store::{
     CasOutcome, CreateOutcome, Etag, LocalStore, Object, ObjectInfo, ObjectStoreBucket,
