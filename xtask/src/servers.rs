@@ -661,7 +661,7 @@ fn ensure_moto(root: &Path) -> Result<PathBuf> {
 ///
 /// Stock `moto_server` runs werkzeug with a thread per request and checks `If-Match` /
 /// `If-None-Match` outside any lock, so concurrent conditional PUTs can both win (seen here: a
-/// CAS counter raced by 4 workers ended at 99 of 100; 7 of 8 concurrent annotators landed).
+/// raced CAS counter ended at 99 of 100; 7 of 8 concurrent annotators landed).
 /// Real S3 evaluates each conditional write atomically. With `threaded=False` every request
 /// runs to completion before the next starts, which restores that per-request atomicity
 /// without hiding client bugs: read-modify-write cycles of different clients still interleave.
