@@ -1,7 +1,7 @@
 //! [`BlockingIo`]: synchronous readers over an async-first backend.
 //!
-//! Remote backends ([`HttpIo`](crate::http::HttpIo),
-//! [`ObjectStoreIo`](crate::objstore::ObjectStoreIo)) are async; their own sync `open`
+//! Remote backends (`http::HttpIo`, feature `http`;
+//! `objstore::ObjectStoreIo`, feature `object-store`) are async; their own sync `open`
 //! answers [`Error::Unsupported`]. `BlockingIo` wraps such a backend together with a tokio
 //! runtime and implements [`Backend::open`] by driving `open_async` on it; every call on the
 //! returned [`SyncReader`] blocks the calling thread on the runtime. Many threads may read

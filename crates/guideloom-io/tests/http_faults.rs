@@ -482,3 +482,43 @@ fn conformance_kit_on_loopback_origin() {
     assert!(report.skipped.is_empty(), "{report}");
     println!("{report}; {:?}", io.inner().stats().snapshot());
 }
+
+#[tokio::test]
+async fn https_to_a_plain_http_port_fails_cleanly() {
+    // The TLS client (rustls, ring) is wired in: a handshake with a plain-HTTP server fails
+    // with a remote error naming TLS, never a panic or a hang.
+    let origin = Origin::start(data(100), Mode::Honest).await;
+    let io = HttpIo::with_options(
+        &format!("https://{}/", origin.addr),
+        fast_options().with_retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let e = io.open_reader(&obj()).unwrap().read(0, 10).await.unwrap_err();
+    assert!(
+        matches!(&e, Error::Remote { message, .. }
+            if message.to_lowercase().contains("tls") && message.contains("after 1 attempt")),
+        "{e}"
+    );
+}
+
+#[test]
+fn public_types_are_send_sync_debug() {
+    fn check<T: Send + Sync + std::fmt::Debug + 'static>() {}
+    check::<HttpIo>();
+    check::<guideloom_io::http::HttpReader>();
+    check::<HttpOptions>();
+    check::<HttpPath>();
+    check::<RetryPolicy>();
+    #[cfg(feature = "blocking")]
+    {
+        check::<guideloom_io::blocking::BlockingIo<HttpIo>>();
+        check::<guideloom_io::blocking::BlockingReader>();
+    }
+    // A type-erased backend satisfies a generic bound.
+    fn generic<B: Backend<Location = HttpPath>>(b: &B) -> &'static str {
+        b.name()
+    }
+    let io: guideloom_io::DynBackend<HttpPath> =
+        std::sync::Arc::new(HttpIo::new("http://127.0.0.1:1/").unwrap());
+    assert_eq!(generic(&io), "HttpIo");
+}

@@ -134,6 +134,17 @@ async fn in_memory_store() {
 }
 
 #[test]
+fn public_types_are_send_sync_debug() {
+    fn check<T: Send + Sync + std::fmt::Debug + 'static>() {}
+    check::<ObjectStoreIo>();
+    check::<guideloom_io::objstore::ObjectStoreReader>();
+    check::<ObjectStoreOptions>();
+    let io: guideloom_io::DynBackend<Path> =
+        Arc::new(ObjectStoreIo::new(Arc::new(InMemory::new())));
+    assert_eq!(io.name(), "ObjectStoreIo");
+}
+
+#[test]
 fn path_child_joins_parts() {
     let p = Location::child(&Path::from("a/b"), "c/d.bin");
     assert_eq!(p.as_ref(), "a/b/c/d.bin");

@@ -2,7 +2,7 @@
 //!
 //! - **Async-first.** [`HttpIo`] hands out [`AsyncReader`]s; its synchronous
 //!   [`Backend::open`] answers [`Error::Unsupported`]. Wrap it in
-//!   [`BlockingIo`](crate::blocking::BlockingIo) (feature `blocking`) for synchronous readers.
+//!   `guideloom_io::blocking::BlockingIo` (feature `blocking`) for synchronous readers.
 //! - **One pooled client** (hyper 1 + hyper-util, keep-alive) is shared by all readers of a
 //!   backend; `http://` and `https://` (rustls, webpki roots, ring) both work.
 //! - **Origin contract** (see `docs/http.md`): HEAD answers 200 with `Content-Length`; a
@@ -248,6 +248,25 @@ fn chain(e: &(dyn StdError + 'static)) -> String {
     s
 }
 
+/// Whether a rustls error is anywhere in the chain (tokio-rustls wraps it in an `io::Error`,
+/// whose `source()` skips it, so look inside those too).
+fn is_tls_error(e: &(dyn StdError + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if c.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+            && is_tls_error(inner)
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
+}
+
 fn is_retryable_status(status: StatusCode) -> bool {
     status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS
 }
@@ -399,10 +418,18 @@ impl Inner {
         req: Request<Empty<Bytes>>,
         limits: BodyLimits,
     ) -> std::result::Result<Fetched, AttemptError> {
-        let resp = self.client.request(req).await.map_err(|e| AttemptError {
-            message: format!("request failed: {}", chain(&e)),
-            retryable: true,
-            source: Some(Box::new(e)),
+        let resp = self.client.request(req).await.map_err(|e| {
+            // A TLS failure (bad certificate, not a TLS server) will not heal by retrying.
+            let tls = is_tls_error(&e);
+            AttemptError {
+                message: format!(
+                    "request failed{}: {}",
+                    if tls { " (TLS)" } else { "" },
+                    chain(&e)
+                ),
+                retryable: !tls,
+                source: Some(Box::new(e)),
+            }
         })?;
         let (parts, body) = resp.into_parts();
         let declared = content_length(&parts.headers);

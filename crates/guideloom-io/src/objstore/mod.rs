@@ -16,7 +16,7 @@
 //! - **Retries are object_store's**: configure them on your store (`RetryConfig` via e.g.
 //!   `AmazonS3Builder::with_retry`); this backend does not retry on top.
 //! - Async-first: the sync [`Backend::open`] answers [`Error::Unsupported`]; wrap the backend
-//!   in [`BlockingIo`](crate::blocking::BlockingIo) for synchronous readers.
+//!   in `guideloom_io::blocking::BlockingIo` for synchronous readers.
 //!
 //! ```
 //! use std::sync::Arc;
