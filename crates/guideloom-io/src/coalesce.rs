@@ -102,6 +102,25 @@ pub fn split(merged: &MergedRange, buf: &Bytes, ranges: &[Range<u64>], out: &mut
     }
 }
 
+/// Like [`split`], but takes the merged buffer by value: when the merged read serves exactly one
+/// range covering all of it, the buffer is moved into place with no slicing (slicing a
+/// `Vec`-backed [`Bytes`] allocates a shared header; moving it does not).
+pub fn split_owned(
+    merged: &MergedRange,
+    buf: Bytes,
+    ranges: &[Range<u64>],
+    out: &mut [Option<Bytes>],
+) {
+    if let [only] = merged.members[..] {
+        let r = &ranges[only];
+        if r.start == merged.range.start && r.end.max(r.start) - r.start == buf.len() as u64 {
+            out[only] = Some(buf);
+            return;
+        }
+    }
+    split(merged, &buf, ranges, out);
+}
+
 /// Reads `ranges` through `read(offset, len)` with merging; one result per range, in order.
 ///
 /// The generic engine behind synchronous `read_ranges` overrides. `read` must return exactly
@@ -115,7 +134,7 @@ pub fn read_coalesced<E>(
     let mut out: Vec<Option<Bytes>> = vec![None; ranges.len()];
     for m in &plan {
         let buf = read(m.range.start, m.range.end - m.range.start)?;
-        split(m, &buf, ranges, &mut out);
+        split_owned(m, buf, ranges, &mut out);
     }
     Ok(out.into_iter().map(Option::unwrap_or_default).collect())
 }
@@ -176,6 +195,20 @@ mod tests {
             );
             assert_eq!(&b[..], &data[s..e]);
         }
+    }
+
+    #[test]
+    fn a_lone_member_takes_the_buffer_without_slicing() {
+        let buf = Bytes::from(vec![1u8; 64]);
+        let ptr = buf.as_ptr();
+        let m = MergedRange {
+            range: 100..164,
+            members: vec![0],
+        };
+        let mut out = vec![None];
+        split_owned(&m, buf, &[100..164], &mut out);
+        assert_eq!(out[0].as_ref().map(|b| b.as_ptr()), Some(ptr));
+        assert_eq!(out[0].as_ref().map(Bytes::len), Some(64));
     }
 
     #[test]
