@@ -3,9 +3,12 @@
 //! The first input byte picks the options (speculative tail length, record verification)
 //! and whether to *repair* the file first: set the footer magic and version and recompute
 //! the footer, index and metadata checksums, so that the fuzzer reaches the layout, index
-//! and metadata validation behind them. The rest is the file. Whatever the bytes, opening and reading must return `Ok` or a typed
-//! error — never panic, never allocate beyond the input — and every record read must lie
-//! inside the file and (when verified) match its checksum.
+//! and metadata validation behind them. The rest is the file. An input that starts with the
+//! shard magic (a committed fixture used as a seed) is all file, read with default options.
+//!
+//! Whatever the bytes, opening and reading must return `Ok` or a typed error — never panic,
+//! never allocate beyond the input — and every record read must lie inside the file and
+//! equal the bytes there.
 #![no_main]
 
 use bytes::Bytes;
@@ -16,8 +19,12 @@ use libfuzzer_sys::fuzz_target;
 const TAILS: [u64; 4] = [80, 128, 1024, 64 << 10];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&opts, file)) = data.split_first() else {
-        return;
+    // An input that starts like a shard (e.g. a committed fixture used as a seed) is read
+    // whole with default options.
+    let (opts, file) = match data.split_first() {
+        _ if data.starts_with(&MAGIC) => (0, data),
+        Some((&opts, file)) => (opts, file),
+        None => return,
     };
     let options = ReadOptions::default()
         .speculative_tail(TAILS[usize::from(opts & 3)])

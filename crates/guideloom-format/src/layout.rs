@@ -239,7 +239,19 @@ impl Layout {
             .iter()
             .map(|&i| self.record_range(i))
             .collect::<Result<Vec<_>>>()?;
-        let plan = coalesce::plan(&ranges, policy);
+        // Empty records need no I/O (and a zero-length range is not expressible in every
+        // protocol, e.g. HTTP): only non-empty records are planned; the others come back as
+        // empty buffers.
+        let nonempty: Vec<usize> = (0..ranges.len())
+            .filter(|&k| ranges[k].start < ranges[k].end)
+            .collect();
+        let to_plan: Vec<Range<u64>> = nonempty.iter().map(|&k| ranges[k].clone()).collect();
+        let mut plan = coalesce::plan(&to_plan, policy);
+        for m in &mut plan {
+            for member in &mut m.members {
+                *member = nonempty[*member];
+            }
+        }
         Ok((ranges, plan))
     }
 

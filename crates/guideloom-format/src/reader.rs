@@ -115,7 +115,11 @@ impl<R: SyncReader> SyncShard<R> {
     /// Reads record `i` (one ranged read), checking its CRC32C unless disabled.
     pub fn read(&self, i: u64) -> Result<Bytes> {
         let r = self.layout.record_range(i)?;
-        let bytes = self.reader.read(r.start, r.end - r.start)?;
+        let bytes = if r.is_empty() {
+            Bytes::new() // no request for an empty record
+        } else {
+            self.reader.read(r.start, r.end - r.start)?
+        };
         self.layout
             .check_record(i, &bytes, self.options.verifies_records())?;
         Ok(bytes)
@@ -127,11 +131,12 @@ impl<R: SyncReader> SyncShard<R> {
         let (ranges, plan) = self
             .layout
             .plan_many(indices, self.options.coalesce_policy())?;
-        if plan.is_empty() {
-            return Ok(Vec::new());
-        }
         let merged: Vec<Range<u64>> = plan.iter().map(|m| m.range.clone()).collect();
-        let bufs = self.reader.read_ranges(&merged)?;
+        let bufs = if merged.is_empty() {
+            Vec::new() // nothing asked, or only empty records: no request
+        } else {
+            self.reader.read_ranges(&merged)?
+        };
         self.layout.finish_many(
             indices,
             &ranges,
@@ -145,10 +150,11 @@ impl<R: SyncReader> SyncShard<R> {
     /// are zero-copy slices of it (they share, and keep alive, one buffer).
     pub fn read_run(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
         let range = self.layout.run_range(first, count)?;
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let buf = self.reader.read(range.start, range.end - range.start)?;
+        let buf = if range.is_empty() {
+            Bytes::new() // only empty records: no request
+        } else {
+            self.reader.read(range.start, range.end - range.start)?
+        };
         self.layout
             .finish_run(first, count, range, buf, self.options.verifies_records())
     }
@@ -201,7 +207,11 @@ impl<R: AsyncReader> AsyncShard<R> {
     /// Reads record `i` (one ranged read), checking its CRC32C unless disabled.
     pub async fn read(&self, i: u64) -> Result<Bytes> {
         let r = self.layout.record_range(i)?;
-        let bytes = self.reader.read(r.start, r.end - r.start).await?;
+        let bytes = if r.is_empty() {
+            Bytes::new() // no request for an empty record
+        } else {
+            self.reader.read(r.start, r.end - r.start).await?
+        };
         self.layout
             .check_record(i, &bytes, self.options.verifies_records())?;
         Ok(bytes)
@@ -212,11 +222,12 @@ impl<R: AsyncReader> AsyncShard<R> {
         let (ranges, plan) = self
             .layout
             .plan_many(indices, self.options.coalesce_policy())?;
-        if plan.is_empty() {
-            return Ok(Vec::new());
-        }
         let merged: Vec<Range<u64>> = plan.iter().map(|m| m.range.clone()).collect();
-        let bufs = self.reader.read_ranges(&merged).await?;
+        let bufs = if merged.is_empty() {
+            Vec::new() // nothing asked, or only empty records: no request
+        } else {
+            self.reader.read_ranges(&merged).await?
+        };
         self.layout.finish_many(
             indices,
             &ranges,
@@ -230,13 +241,13 @@ impl<R: AsyncReader> AsyncShard<R> {
     /// [`SyncShard::read_run`]).
     pub async fn read_run(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
         let range = self.layout.run_range(first, count)?;
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let buf = self
-            .reader
-            .read(range.start, range.end - range.start)
-            .await?;
+        let buf = if range.is_empty() {
+            Bytes::new() // only empty records: no request
+        } else {
+            self.reader
+                .read(range.start, range.end - range.start)
+                .await?
+        };
         self.layout
             .finish_run(first, count, range, buf, self.options.verifies_records())
     }

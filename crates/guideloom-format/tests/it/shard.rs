@@ -180,3 +180,22 @@ fn dropped_writer_leaves_nothing() {
     drop(w);
     assert!(listing(dir.path()).is_empty());
 }
+
+#[test]
+fn empty_records_cost_no_request() {
+    let recs = vec![vec![], vec![], vec![5u8; 10], vec![]];
+    let reader = CountingReader::new(MemReader::new("s", shard_bytes(&recs)));
+    let stats = reader.stats().clone();
+    let shard = SyncShard::open(reader, &ReadOptions::default()).unwrap();
+    stats.reset();
+    assert!(shard.read(0).unwrap().is_empty());
+    assert!(shard.read_run(0, 2).unwrap().iter().all(|b| b.is_empty()));
+    let many = shard.read_many(&[3, 0, 1]).unwrap();
+    assert_eq!(many.len(), 3);
+    assert!(shard.read_many(&[]).unwrap().is_empty());
+    assert_eq!(stats.snapshot().requests, 0, "no zero-length requests");
+    let mixed = shard.read_many(&[1, 2, 3]).unwrap();
+    assert_eq!(&mixed[1][..], &[5u8; 10]);
+    assert!(mixed[0].is_empty() && mixed[2].is_empty());
+    assert_eq!(stats.snapshot().requests, 1);
+}
