@@ -747,3 +747,86 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+fn record(i: u64) -> Vec<u8> {
+    format!("record number {i}").into_bytes()
+}
+
+#[test]
+fn written_shards_read_back_by_index() {
+    for fx in all_kinds() {
+        block_on(async {
+            let staging = tempfile::tempdir().unwrap();
+            let meta = || guideloom_format::ShardMetadata::new("raw", "documents");
+            let a = fx
+                .root
+                .write_shard("w0", 0, meta(), (0..10).map(record), staging.path())
+                .await
+                .unwrap();
+            let empty = fx
+                .root
+                .write_shard("w1", 0, meta(), Vec::<Vec<u8>>::new(), staging.path())
+                .await
+                .unwrap();
+            let b = fx
+                .root
+                .write_shard("w2", 0, meta(), (10..25).map(record), staging.path())
+                .await
+                .unwrap();
+            publish(&fx.root, "s1", vec![a, empty, b]).await;
+            let reader = fx.root.open_latest().await.unwrap();
+            assert_eq!(reader.len(), 25);
+            for i in [0, 9, 10, 24, 17] {
+                assert_eq!(
+                    reader.get(i).await.unwrap().as_ref(),
+                    record(i).as_slice(),
+                    "{} {i}",
+                    fx.name
+                );
+            }
+            let many = reader.get_many(&[24, 0, 11, 3]).await.unwrap();
+            let want: Vec<Vec<u8>> = [24, 0, 11, 3].into_iter().map(record).collect();
+            assert_eq!(many.iter().map(|b| b.to_vec()).collect::<Vec<_>>(), want);
+            assert!(reader.get(25).await.is_err());
+        });
+    }
+}
+
+#[test]
+fn reading_one_record_from_an_object_store_costs_two_ranged_requests() {
+    let registry = guideloom_publish::Registry::new();
+    let root = registry
+        .resolve("memory://reads", &StorageOptions::default())
+        .unwrap();
+    let bucket = registry.lookup("memory", "reads").unwrap();
+    block_on(async {
+        let staging = tempfile::tempdir().unwrap();
+        let meta = guideloom_format::ShardMetadata::new("raw", "documents");
+        let big: Vec<Vec<u8>> = (0..2000)
+            .map(|i| vec![u8::try_from(i % 251).unwrap(); 1000])
+            .collect();
+        let s = root
+            .write_shard("w", 0, meta, &big, staging.path())
+            .await
+            .unwrap();
+        publish(&root, "s1", vec![s.clone()]).await;
+        let reader = root.open_latest().await.unwrap();
+        let before = bucket.io().stats().snapshot();
+        assert_eq!(
+            reader.get(1234).await.unwrap().as_ref(),
+            big[1234].as_slice()
+        );
+        let after = bucket.io().stats().snapshot();
+        // One tail read to open the shard, one ranged read for the record; far fewer bytes than
+        // the 2 MB shard.
+        assert_eq!(after.requests - before.requests, 2);
+        assert!(
+            after.bytes - before.bytes < s.size / 10,
+            "{} bytes read",
+            after.bytes - before.bytes
+        );
+        // The next record of an open shard: one more request.
+        reader.get(7).await.unwrap();
+        assert_eq!(bucket.io().stats().snapshot().requests - after.requests, 1);
+    });
+}

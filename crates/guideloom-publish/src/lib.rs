@@ -48,6 +48,7 @@ pub mod error;
 pub mod key;
 pub mod manifest;
 pub mod publish;
+pub mod reader;
 pub mod registry;
 pub mod shards;
 pub mod store;
@@ -59,6 +60,7 @@ pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef, S
 pub use publish::{
     PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
 };
+pub use reader::SnapshotReader;
 pub use registry::{Registry, S3Addressing, S3Options, S3Retry, StorageOptions};
 pub use shards::FooterInspector;
 pub use store::object::EtagStyle;

@@ -24,9 +24,13 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tracing::{Instrument, debug, info_span};
 
-use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities};
+use super::{
+    CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities,
+    StoreRangeReader,
+};
 use crate::error::{Error, Result};
 use crate::key::{nonce, sha256_hex};
+use guideloom_io::AsyncReader;
 
 /// A root in a local directory, or a declared mounted bucket.
 #[derive(Debug, Clone)]
@@ -413,6 +417,10 @@ impl RootStore for LocalStore {
             })
         })
         .await
+    }
+
+    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
+        Ok(Box::new(StoreRangeReader::new(self.clone(), key, size)))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {

@@ -5,10 +5,12 @@
 use std::fmt::Debug;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use guideloom_io::AsyncReader;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::error::{Error, Result};
@@ -121,6 +123,11 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     /// An object's metadata. A missing object is [`Error::NotFound`].
     async fn head(&self, key: &str) -> Result<ObjectInfo>;
 
+    /// A byte-range reader of `key`, whose size the caller knows from a reference (a
+    /// manifest). Opening costs no request; reads go through the IO layer's reader contract
+    /// (exact lengths, typed errors).
+    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>>;
+
     /// All objects whose key lies under the directory-like `prefix` (`"log"` lists
     /// `log/...`), recursively, in no particular order.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
@@ -152,8 +159,100 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     async fn head(&self, key: &str) -> Result<ObjectInfo> {
         (**self).head(key).await
     }
+    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
+        (**self).open_reader(key, size).await
+    }
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         (**self).list(prefix).await
+    }
+}
+
+/// An [`AsyncReader`] over any cloneable [`RootStore`]'s ranged gets, for an object of known
+/// size. Used by roots that have no better reader of their own.
+#[derive(Debug)]
+pub struct StoreRangeReader<S> {
+    store: S,
+    key: String,
+    location: String,
+    size: u64,
+    closed: AtomicBool,
+}
+
+impl<S: RootStore> StoreRangeReader<S> {
+    /// A reader of `key` (of `size` bytes) in `store`.
+    pub fn new(store: S, key: &str, size: u64) -> Self {
+        let location = format!("{}/{key}", store.describe());
+        StoreRangeReader {
+            store,
+            key: key.to_owned(),
+            location,
+            size,
+            closed: AtomicBool::new(false),
+        }
+    }
+}
+
+fn to_io_error(location: &str, e: Error) -> guideloom_io::Error {
+    match e {
+        Error::NotFound { .. } => guideloom_io::Error::NotFound {
+            location: location.to_owned(),
+            source: Some(Box::new(e)),
+        },
+        Error::Read { source, .. } => source,
+        other => guideloom_io::Error::Remote {
+            location: location.to_owned(),
+            message: other.to_string(),
+            retryable: other.is_ambiguous(),
+            source: Some(Box::new(other)),
+        },
+    }
+}
+
+#[async_trait]
+impl<S: RootStore> AsyncReader for StoreRangeReader<S> {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    async fn size(&self) -> guideloom_io::Result<u64> {
+        self.check_open()?;
+        Ok(self.size)
+    }
+
+    async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+        self.check_open()?;
+        guideloom_io::error::check_range(&self.location, offset, len, self.size)?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let bytes = self
+            .store
+            .get_range(&self.key, offset..offset + len)
+            .await
+            .map_err(|e| to_io_error(&self.location, e))?;
+        guideloom_io::error::check_len(&self.location, offset, len, bytes.len())?;
+        Ok(bytes)
+    }
+
+    async fn close(&self) -> guideloom_io::Result<()> {
+        self.closed.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn close_sync(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+impl<S> StoreRangeReader<S> {
+    fn check_open(&self) -> guideloom_io::Result<()> {
+        if self.closed.load(Ordering::Relaxed) {
+            Err(guideloom_io::Error::Closed {
+                location: self.location.clone(),
+            })
+        } else {
+            Ok(())
+        }
     }
 }
 

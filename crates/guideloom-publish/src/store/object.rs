@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::TryStreamExt;
+use guideloom_io::AsyncReader;
+use guideloom_io::objstore::ObjectStoreIo;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use tokio::sync::OnceCell;
@@ -48,6 +50,7 @@ pub struct ObjectStoreBucket {
     endpoint: String,
     verdict: OnceCell<Verdict>,
     requests: AtomicU64,
+    io: ObjectStoreIo,
 }
 
 impl ObjectStoreBucket {
@@ -55,6 +58,7 @@ impl ObjectStoreBucket {
     /// http://127.0.0.1:9000"`).
     pub fn new(store: Arc<dyn ObjectStore>, endpoint: impl Into<String>) -> Arc<Self> {
         Arc::new(ObjectStoreBucket {
+            io: ObjectStoreIo::new(Arc::clone(&store)),
             store,
             endpoint: endpoint.into(),
             verdict: OnceCell::new(),
@@ -82,6 +86,13 @@ impl ObjectStoreBucket {
     /// The endpoint description.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// The IO-layer backend that reads shards of this bucket by byte ranges; its
+    /// [`stats`](ObjectStoreIo::stats) count the record reads (not counted in
+    /// [`requests`](Self::requests)).
+    pub fn io(&self) -> &ObjectStoreIo {
+        &self.io
     }
 
     /// Requests sent through this bucket so far (probe included).
@@ -439,6 +450,11 @@ impl RootStore for ObjectStoreRoot {
             size: meta.size,
             etag: meta.e_tag.map(Etag),
         })
+    }
+
+    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
+        let _ = size; // ObjectStoreIo learns the size from its first (tail) read.
+        Ok(Box::new(self.bucket.io.open_reader(&self.path(key)?)))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {

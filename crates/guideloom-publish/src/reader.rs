@@ -1,0 +1,160 @@
+//! Reading records of a published snapshot by index, through byte ranges.
+//!
+//! Each shard is opened lazily with one tail read (guideloom-format's [`AsyncShard`]); a
+//! record then costs one ranged read. On object stores the reads go through guideloom-io's
+//! `ObjectStoreIo` — no whole-shard download.
+
+use bytes::Bytes;
+use guideloom_format::{AsyncShard, ReadOptions};
+use tokio::sync::OnceCell;
+use tracing::{Instrument, info_span};
+
+use crate::error::{Error, Result};
+use crate::manifest::ShardRef;
+use crate::publish::{Root, Snapshot};
+
+/// Random access to the records of one snapshot.
+#[derive(Debug)]
+pub struct SnapshotReader {
+    root: Root,
+    snapshot: Snapshot,
+    /// `starts[i]`: index of shard `i`'s first record; one extra entry = the total.
+    starts: Vec<u64>,
+    shards: Vec<OnceCell<AsyncShard>>,
+    options: ReadOptions,
+}
+
+fn format_error(key: &str, e: guideloom_format::Error) -> Error {
+    Error::corrupt(key, e.to_string())
+}
+
+impl SnapshotReader {
+    /// The snapshot read.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.snapshot.total_records()
+    }
+
+    /// Whether the snapshot has no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn locate(&self, index: u64) -> Result<(usize, u64)> {
+        if index >= self.len() {
+            return Err(Error::invalid(format!(
+                "record {index} out of range for snapshot {} of {} records",
+                self.snapshot.id(),
+                self.len()
+            )));
+        }
+        // The last shard whose first record is <= index (empty shards are skipped over).
+        let shard = self.starts.partition_point(|s| *s <= index) - 1;
+        Ok((shard, index - self.starts[shard]))
+    }
+
+    async fn shard(&self, i: usize) -> Result<&AsyncShard> {
+        let reference: &ShardRef = &self.snapshot.shards()[i];
+        self.shards[i]
+            .get_or_try_init(|| async {
+                let reader = self
+                    .root
+                    .store()
+                    .open_reader(&reference.key, reference.size)
+                    .await?;
+                let shard = AsyncShard::open(reader, &self.options)
+                    .await
+                    .map_err(|e| format_error(&reference.key, e))?;
+                let size = shard.reader().size().await.map_err(|source| Error::Read {
+                    key: reference.key.clone(),
+                    source,
+                })?;
+                if size != reference.size {
+                    return Err(Error::Verification {
+                        key: reference.key.clone(),
+                        what: "size",
+                        expected: reference.size.to_string(),
+                        actual: size.to_string(),
+                    });
+                }
+                if shard.len() != reference.record_count {
+                    return Err(Error::Verification {
+                        key: reference.key.clone(),
+                        what: "record count",
+                        expected: reference.record_count.to_string(),
+                        actual: shard.len().to_string(),
+                    });
+                }
+                Ok(shard)
+            })
+            .instrument(info_span!("open_shard", key = %reference.key))
+            .await
+    }
+
+    /// The payload of record `index` (one ranged read; the first read of a shard also opens
+    /// it with one tail read).
+    pub async fn get(&self, index: u64) -> Result<Bytes> {
+        let (i, local) = self.locate(index)?;
+        let shard = self.shard(i).await?;
+        shard
+            .read(local)
+            .await
+            .map_err(|e| format_error(&self.snapshot.shards()[i].key, e))
+    }
+
+    /// The payloads of many records, in the order given (one batched read per shard touched).
+    pub async fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        let mut by_shard: Vec<(usize, Vec<(usize, u64)>)> = Vec::new();
+        for (pos, index) in indices.iter().enumerate() {
+            let (i, local) = self.locate(*index)?;
+            match by_shard.iter_mut().find(|(s, _)| *s == i) {
+                Some((_, v)) => v.push((pos, local)),
+                None => by_shard.push((i, vec![(pos, local)])),
+            }
+        }
+        let mut out = vec![Bytes::new(); indices.len()];
+        for (i, wanted) in by_shard {
+            let shard = self.shard(i).await?;
+            let locals: Vec<u64> = wanted.iter().map(|(_, l)| *l).collect();
+            let got = shard
+                .read_many(&locals)
+                .await
+                .map_err(|e| format_error(&self.snapshot.shards()[i].key, e))?;
+            for ((pos, _), bytes) in wanted.into_iter().zip(got) {
+                out[pos] = bytes;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Root {
+    /// A reader of `snapshot`'s records (no request until the first read).
+    pub fn reader(&self, snapshot: Snapshot) -> SnapshotReader {
+        let mut starts = Vec::with_capacity(snapshot.shards().len() + 1);
+        let mut total = 0u64;
+        for s in snapshot.shards() {
+            starts.push(total);
+            // Validated manifests keep the sum within 2^48.
+            total = total.saturating_add(s.record_count);
+        }
+        starts.push(total);
+        let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
+        SnapshotReader {
+            root: self.clone(),
+            snapshot,
+            starts,
+            shards,
+            options: ReadOptions::default(),
+        }
+    }
+
+    /// Opens the latest snapshot for reading.
+    pub async fn open_latest(&self) -> Result<SnapshotReader> {
+        Ok(self.reader(self.latest().await?))
+    }
+}
