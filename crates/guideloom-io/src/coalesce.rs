@@ -206,7 +206,8 @@ mod tests {
             members: vec![0],
         };
         let mut out = vec![None];
-        split_owned(&m, buf, &[100..164], &mut out);
+        let ranges = vec![100..164];
+        split_owned(&m, buf, &ranges, &mut out);
         assert_eq!(out[0].as_ref().map(|b| b.as_ptr()), Some(ptr));
         assert_eq!(out[0].as_ref().map(Bytes::len), Some(64));
     }
