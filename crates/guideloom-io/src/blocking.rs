@@ -146,13 +146,23 @@ impl<B: Backend> BlockingIo<B> {
         })
     }
 
-    /// Wraps `backend`, driving it on an existing runtime (which must have IO and time
-    /// drivers enabled, and outlive the readers).
-    pub fn with_handle(backend: B, handle: Handle) -> Self {
-        BlockingIo {
+    /// Wraps `backend`, driving it on an existing **multi-thread** runtime (with IO and time
+    /// drivers enabled; it must outlive the readers). A current-thread runtime cannot make
+    /// progress while its own thread is not inside `block_on`, so it is refused with
+    /// [`Error::Unsupported`].
+    pub fn with_handle(backend: B, handle: Handle) -> Result<Self> {
+        if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+            return Err(Error::unsupported(
+                "BlockingIo",
+                "current-thread runtime",
+                "BlockingIo needs a multi-thread runtime to drive its readers; \
+                 use BlockingIo::new to let it own one",
+            ));
+        }
+        Ok(BlockingIo {
             inner: Arc::new(backend),
             driver: Arc::new(Driver::Shared(handle)),
-        }
+        })
     }
 
     /// The wrapped async backend.

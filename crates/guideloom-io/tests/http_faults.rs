@@ -177,6 +177,25 @@ async fn single_part_answer_to_multi_range_falls_back() {
 }
 
 #[tokio::test]
+async fn single_part_covering_every_range_is_used() {
+    let d = data(1_000_000);
+    let origin = Origin::start(d.clone(), Mode::SingleCoveringAll).await;
+    let io = HttpIo::with_options(
+        &origin.base(),
+        fast_options().with_coalesce(guideloom_io::CoalescePolicy::NEVER),
+    )
+    .unwrap();
+    let r = io.open_reader(&obj()).unwrap();
+    let ranges = vec![0..10, 1000..1010, 2000..2100];
+    let got = r.read_ranges(&ranges).await.unwrap();
+    for (r, b) in ranges.iter().zip(&got) {
+        assert_eq!(&b[..], &d[r.start as usize..r.end as usize]);
+    }
+    assert_eq!(origin.requests(), 1);
+    assert!(io.multi_range_in_use(), "a covering answer is fine");
+}
+
+#[tokio::test]
 async fn ignored_range_is_an_error() {
     let (origin, io, d) = setup(Mode::IgnoreRange, 10_000).await;
     let r = io.open_reader(&obj()).unwrap();
@@ -493,7 +512,12 @@ async fn https_to_a_plain_http_port_fails_cleanly() {
         fast_options().with_retry(RetryPolicy::none()),
     )
     .unwrap();
-    let e = io.open_reader(&obj()).unwrap().read(0, 10).await.unwrap_err();
+    let e = io
+        .open_reader(&obj())
+        .unwrap()
+        .read(0, 10)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&e, Error::Remote { message, .. }
             if message.to_lowercase().contains("tls") && message.contains("after 1 attempt")),

@@ -187,6 +187,18 @@ fn in_memory_store_through_the_blocking_adapter() {
         rt.block_on(async { io.open(&Path::from("x.bin")) })
             .is_err()
     );
+    // A borrowed runtime must be multi-thread; a current-thread one is refused.
+    assert!(
+        BlockingIo::with_handle(ObjectStoreIo::new(store.clone()), rt.handle().clone()).is_err()
+    );
+    let mt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let shared = BlockingIo::with_handle(ObjectStoreIo::new(store), mt.handle().clone()).unwrap();
+    let r = shared.open(&Path::from("x.bin")).unwrap();
+    assert_eq!(&r.read(99_990, 10).unwrap()[..], &data[99_990..]);
 }
 
 /// The conformance kit on `store`, async and sync (through `BlockingIo`).

@@ -39,6 +39,8 @@ pub(crate) enum Mode {
     MultipartMerged,
     /// Multi-range answers are a plain 206 for the first range only (no multipart).
     SingleForMulti,
+    /// Multi-range answers are a plain 206 for one range covering all of them.
+    SingleCoveringAll,
     /// 302 to another host.
     RedirectElsewhere,
     /// Accepts the request, never answers.
@@ -317,8 +319,13 @@ async fn respond(
         return Ok(true);
     }
     let slice = |(a, b): (u64, u64)| &object[a as usize..b as usize];
-    if ranges.len() == 1 || mode == Mode::SingleForMulti {
-        let (a, b) = ranges[0];
+    if ranges.len() == 1 || matches!(mode, Mode::SingleForMulti | Mode::SingleCoveringAll) {
+        let (a, b) = if mode == Mode::SingleCoveringAll {
+            let start = ranges.iter().map(|p| p.0).min().unwrap_or(0);
+            (start, ranges.iter().map(|p| p.1).max().unwrap_or(0))
+        } else {
+            ranges[0]
+        };
         let cr = format!("bytes {a}-{}/{len}", b - 1);
         let body = slice((a, b));
         match mode {
