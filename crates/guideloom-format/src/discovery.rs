@@ -141,6 +141,22 @@ fn discover_local(dir: &Path, prefix: &str, expected: &Expected) -> Result<Vec<L
     Ok(found)
 }
 
+/// Opens the shard at `path` with [`SeekIo`], checking it holds `expected`.
+fn open_local(path: &Path, options: &ReadOptions, expected: &Expected) -> Result<SyncShard> {
+    let reader = match SeekIo::new().open(&path.to_path_buf()) {
+        Ok(r) => r,
+        Err(e) if e.is_not_found() => {
+            return Err(Error::NotFound {
+                location: path.display().to_string(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let shard = SyncShard::open(reader, options)?;
+    shard.expect(expected)?;
+    Ok(shard)
+}
+
 fn ensure_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::write("create directory", dir, e))
 }
@@ -188,6 +204,15 @@ impl FileSystemDocument {
         )
     }
 
+    /// Opens finished shard `n` for reading ([`Error::NotFound`] if it does not exist).
+    pub fn open_shard(&self, n: u64, options: &ReadOptions) -> Result<SyncShard> {
+        open_local(
+            &self.shard_path(n),
+            options,
+            &Expected::Documents(self.format.clone()),
+        )
+    }
+
     /// Starts writing shard `n` (creating the directory if needed) with `user` metadata.
     pub fn create_shard(
         &self,
@@ -229,6 +254,11 @@ impl<E: Element> FileSystemStream<E> {
     /// Finished shards up to the first missing one, each checked to hold `E`.
     pub fn discover(&self) -> Result<Vec<LocalShard>> {
         discover_local(&self.dir, SHARD_PREFIX, &E::expected())
+    }
+
+    /// Opens finished shard `n` for reading ([`Error::NotFound`] if it does not exist).
+    pub fn open_shard(&self, n: u64, options: &ReadOptions) -> Result<SyncShard> {
+        open_local(&self.shard_path(n), options, &E::expected())
     }
 
     /// Starts writing shard `n`; append runs of elements encoded with

@@ -1,9 +1,21 @@
 //! Storages: directories of numbered shards with a user-facing API.
 //!
 //! All three take a directory (the backend's [`Location`](guideloom_io::Location) type), a
-//! record format or element type, and a read backend. Writers write local shards through
-//! the file system (so they need a `PathBuf` directory); readers discover shards through the
-//! backend and see only finished shards.
+//! record format or element type, and a read backend (default
+//! [`SeekIo`](guideloom_io::SeekIo)). Writers write local shards through the file system (so
+//! they need a `PathBuf` directory); readers discover shards through the backend and see
+//! only finished shards.
+//!
+//! # Costs
+//! - Building a storage does no I/O.
+//! - `sync_reader()` / `async_reader()` discover shards `0, 1, ...` until the first
+//!   not-found and open each with one tail read (footer, index, metadata), so `len` is
+//!   known; record bytes are only read on demand.
+//! - `read(i)` is one ranged read; `read_many` one batched read per shard touched; in-order
+//!   iteration reads up to 4 MiB per request; a stream slice one read per shard it spans.
+//!
+//! See `docs/format.md` ("Storage semantics") for out-of-range indices, empty and missing
+//! directories, concurrent writers and the drop-without-finish rule.
 
 use std::collections::BTreeMap;
 
