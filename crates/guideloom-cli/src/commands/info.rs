@@ -1,0 +1,98 @@
+//! `guideloom info`.
+
+use serde_json::json;
+
+use crate::cli::{Global, InfoArgs};
+use crate::commands::publish::{listed_shards, published_keys};
+use crate::error::Result;
+use crate::output;
+use crate::root;
+
+/// Runs `guideloom info`.
+pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
+    let root = root::open(&args.root, global, true)?;
+    let identity = root.root.identity().await.map_err(|e| root.err(e))?;
+    let (published, snapshots) = published_keys(&root).await?;
+    let unpublished: Vec<(String, u64)> = listed_shards(&root, &[])
+        .await?
+        .into_iter()
+        .filter(|(k, _)| !published.contains(k))
+        .collect();
+    let catalog = root.root.catalog().await.map_err(|e| root.err(e))?;
+    let latest_seq = snapshots.last().map(|s| s.seq());
+
+    if global.json {
+        let snaps: Vec<_> = snapshots
+            .iter()
+            .map(|s| {
+                json!({
+                    "snapshot_id": s.id(),
+                    "seq": s.seq(),
+                    "latest": Some(s.seq()) == latest_seq,
+                    "mode": s.manifest.mode,
+                    "shards": s.shards().len(),
+                    "records": s.total_records(),
+                    "bytes": s.shards().iter().map(|r| r.size).sum::<u64>(),
+                })
+            })
+            .collect();
+        let sets: Vec<_> = catalog
+            .entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "set": e.set, "version": e.version, "snapshot_id": e.snapshot_id,
+                    "values": e.value_count, "bytes": e.size,
+                })
+            })
+            .collect();
+        return output::print_json(&json!({
+            "root": root.name,
+            "dataset_id": identity.dataset_id,
+            "latest": snapshots.last().map(|s| s.id().to_owned()),
+            "snapshots": snaps,
+            "unpublished_shards": unpublished.len(),
+            "unpublished_bytes": unpublished.iter().map(|(_, s)| s).sum::<u64>(),
+            "annotation_sets": sets,
+        }));
+    }
+
+    output::line(&format!("root:       {}", root.name))?;
+    output::line(&format!("dataset id: {}", identity.dataset_id))?;
+    output::line(&format!("snapshots:  {}", snapshots.len()))?;
+    for s in &snapshots {
+        let bytes: u64 = s.shards().iter().map(|r| r.size).sum();
+        let mark = if Some(s.seq()) == latest_seq {
+            "  (latest)"
+        } else {
+            ""
+        };
+        output::line(&format!(
+            "  #{:<4} {:<24} {:>6} shard(s) {:>12} records {:>12}{mark}",
+            s.seq(),
+            s.id(),
+            s.shards().len(),
+            s.total_records(),
+            output::bytes(bytes),
+        ))?;
+    }
+    if !unpublished.is_empty() {
+        output::line(&format!(
+            "unpublished: {} shard(s), {} (publish them with `guideloom publish`)",
+            unpublished.len(),
+            output::bytes(unpublished.iter().map(|(_, s)| s).sum())
+        ))?;
+    }
+    output::line(&format!("annotation sets: {}", catalog.entries.len()))?;
+    for e in &catalog.entries {
+        output::line(&format!(
+            "  {}/{} on snapshot {}: {} values, {}",
+            e.set,
+            e.version,
+            e.snapshot_id,
+            e.value_count,
+            output::bytes(e.size)
+        ))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! One module per subcommand.
+
+pub(crate) mod annotate;
+pub(crate) mod bench;
+pub(crate) mod info;
+pub(crate) mod publish;
+pub(crate) mod quickstart;
+pub(crate) mod read;
+pub(crate) mod verify;
+pub(crate) mod write;

@@ -1,0 +1,332 @@
+//! `guideloom quickstart`: the whole path on a fresh machine, no servers — synthetic caption
+//! records written by several workers, published, annotated, read back, verified.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use guideloom_format::ReadOptions;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+use crate::cli::{Global, QuickstartArgs};
+use crate::commands::read::RUN;
+use crate::commands::{annotate, publish, verify, write};
+use crate::error::{CliError, Result};
+use crate::json::record_to_json;
+use crate::output;
+use crate::root::{self, Records};
+
+const WORDS: &[&str] = &[
+    "a", "the", "red", "small", "old", "bright", "wooden", "dog", "cat", "bicycle", "boat",
+    "street", "mountain", "lake", "child", "woman", "man", "train", "market", "window", "sits",
+    "runs", "stands", "near", "under", "beside", "at", "sunset", "night", "in", "rain", "snow",
+    "with", "two", "three", "people", "tree", "house", "bridge", "field", "on", "of",
+];
+/// Random record reads timed by the quickstart.
+const RANDOM_READS: u64 = 200;
+/// Shard size used by the quickstart, so each worker writes several shards.
+const SHARD_BYTES: u64 = 128 << 10;
+
+/// One synthetic caption record: id, text, token ids and image size.
+fn caption(rng: &mut StdRng, worker: u64, index: u64) -> serde_json::Value {
+    let len = rng.random_range(6..18);
+    let mut tokens = Vec::with_capacity(len);
+    let mut words = Vec::with_capacity(len);
+    for _ in 0..len {
+        let t = rng.random_range(0..WORDS.len());
+        tokens.push(t as u64 + 1000);
+        words.push(WORDS[t]);
+    }
+    json!({
+        "id": format!("cap-{worker:02}-{index:06}"),
+        "text": words.join(" "),
+        "tokens": tokens,
+        "width": 64 * rng.random_range(4..33u32),
+        "height": 64 * rng.random_range(4..33u32),
+    })
+}
+
+fn check_target(dir: &Path) -> Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(CliError::argument(
+                    dir.display().to_string(),
+                    "is not empty; quickstart builds into an empty or new directory",
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| CliError::file(dir, e))
+        }
+        Err(e) => Err(CliError::file(dir, e)),
+    }
+}
+
+fn fresh_dir() -> Result<PathBuf> {
+    let tmp = std::env::temp_dir();
+    let dir = tempfile::Builder::new()
+        .prefix("guideloom-quickstart-")
+        .tempdir_in(&tmp)
+        .map_err(|e| CliError::file(&tmp, e))?;
+    Ok(dir.keep())
+}
+
+/// One timed step of the run.
+struct Step {
+    name: &'static str,
+    took: Duration,
+    detail: String,
+}
+
+/// Runs `guideloom quickstart`.
+pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
+    let dir = match args.dir {
+        Some(d) => {
+            check_target(&d)?;
+            d
+        }
+        None => fresh_dir()?,
+    };
+    let dir = std::path::absolute(&dir).map_err(|e| CliError::file(&dir, e))?;
+    let input_dir = dir.join("input");
+    let root_dir = dir.join("dataset");
+    std::fs::create_dir_all(&input_dir).map_err(|e| CliError::file(&input_dir, e))?;
+    let root_arg = root_dir.display().to_string();
+    let root = root::open(&root_arg, global, false)?;
+    let mut steps: Vec<Step> = Vec::new();
+    let total_started = Instant::now();
+    let say = |text: String| -> Result<()> {
+        if global.json {
+            Ok(())
+        } else {
+            output::line(&text)
+        }
+    };
+    say(format!("guideloom quickstart in {}", dir.display()))?;
+
+    // 1. Synthetic inputs: one JSON Lines file per worker.
+    let t = Instant::now();
+    let mut rng = StdRng::seed_from_u64(2026);
+    let mut inputs = Vec::new();
+    for w in 0..args.workers {
+        let path = input_dir.join(format!("worker-{w:02}.jsonl"));
+        let file = std::fs::File::create(&path).map_err(|e| CliError::file(&path, e))?;
+        let mut out = std::io::BufWriter::new(file);
+        for i in 0..args.records_per_worker {
+            let line = caption(&mut rng, w, i).to_string();
+            writeln!(out, "{line}").map_err(|e| CliError::file(&path, e))?;
+        }
+        out.flush().map_err(|e| CliError::file(&path, e))?;
+        inputs.push(path);
+    }
+    let records = args.workers * args.records_per_worker;
+    steps.push(Step {
+        name: "generate",
+        took: t.elapsed(),
+        detail: format!(
+            "{records} caption records in {} JSON Lines file(s) under {}",
+            inputs.len(),
+            input_dir.display()
+        ),
+    });
+
+    // 2. Each worker writes its shards (what `guideloom write` does).
+    let t = Instant::now();
+    let mut shard_count = 0;
+    let mut shard_bytes = 0;
+    for (w, path) in inputs.iter().enumerate() {
+        let work_id = format!("worker-{w:02}");
+        let bar = output::progress(global.json, Some(args.records_per_worker), &work_id);
+        let written = write::write_records(
+            &root,
+            &work_id,
+            "cbor",
+            SHARD_BYTES,
+            write::jsonl_records(path)?,
+            &bar,
+        )
+        .await?;
+        bar.finish_and_clear();
+        shard_count += written.shards.len();
+        shard_bytes += written.bytes;
+    }
+    steps.push(Step {
+        name: "write",
+        took: t.elapsed(),
+        detail: format!(
+            "{shard_count} shard(s), {} under {}/shards/",
+            output::bytes(shard_bytes),
+            root_dir.display()
+        ),
+    });
+
+    // 3. Publish them as one snapshot (sizes, record counts and footer checksums checked).
+    let t = Instant::now();
+    let snapshot = publish::publish(&root, "captions", "v1", &[], false, true).await?;
+    steps.push(Step {
+        name: "publish",
+        took: t.elapsed(),
+        detail: format!(
+            "snapshot {} (#{}) of dataset captions: {} records",
+            snapshot.id(),
+            snapshot.seq(),
+            snapshot.total_records()
+        ),
+    });
+
+    // 4. Annotate: a quality score per record, in record order.
+    let t = Instant::now();
+    let reader = Records::new(&root, &snapshot, ReadOptions::default());
+    let mut scores = Vec::with_capacity(usize::try_from(records).unwrap_or(0));
+    for n in 0..snapshot.shards().len() {
+        let shard = reader.open(n).await?;
+        let key = &reader.shard_ref(n).key;
+        let mut first = 0;
+        while first < shard.len() {
+            let count = (shard.len() - first).min(RUN);
+            for bytes in shard
+                .read_run(first, count)
+                .await
+                .map_err(|e| CliError::shard(&root.name, key, e))?
+            {
+                let v = record_to_json("cbor", &bytes)
+                    .map_err(|what| CliError::argument(key.clone(), what))?;
+                let words = v["tokens"].as_array().map_or(0, Vec::len);
+                scores.push(json!({"quality": (words as f64 / 18.0 * 100.0).round() / 100.0}));
+            }
+            first += count;
+        }
+    }
+    let entry =
+        annotate::annotate(&root, &snapshot, "quality", "v1", &scores, "quality scores").await?;
+    steps.push(Step {
+        name: "annotate",
+        took: t.elapsed(),
+        detail: format!(
+            "{}/{}: {} values in {}",
+            entry.set, entry.version, entry.value_count, entry.key
+        ),
+    });
+
+    // 5. Read back: random records, then everything in order; check each record's id.
+    let t = Instant::now();
+    let expected_id = |i: u64| {
+        format!(
+            "cap-{:02}-{:06}",
+            i / args.records_per_worker,
+            i % args.records_per_worker
+        )
+    };
+    for _ in 0..RANDOM_READS.min(records) {
+        let i = rng.random_range(0..records);
+        let v = reader.get_json(i).await?;
+        if v["id"] != json!(expected_id(i)) {
+            return Err(CliError::argument(
+                &root.name,
+                format!(
+                    "record {i} reads back as {} instead of {}",
+                    v["id"],
+                    expected_id(i)
+                ),
+            ));
+        }
+    }
+    let random_took = t.elapsed();
+    steps.push(Step {
+        name: "random reads",
+        took: random_took,
+        detail: format!(
+            "{} records by index ({:.0} µs each, one ranged read + shard open each)",
+            RANDOM_READS.min(records),
+            random_took.as_secs_f64() * 1e6 / RANDOM_READS.min(records).max(1) as f64
+        ),
+    });
+    let t = Instant::now();
+    let mut seen = 0u64;
+    for n in 0..snapshot.shards().len() {
+        let shard = reader.open(n).await?;
+        let key = &reader.shard_ref(n).key;
+        let run = shard
+            .read_run(0, shard.len())
+            .await
+            .map_err(|e| CliError::shard(&root.name, key, e))?;
+        for bytes in run {
+            let v = record_to_json("cbor", &bytes)
+                .map_err(|what| CliError::argument(key.clone(), what))?;
+            if v["id"] != json!(expected_id(seen)) {
+                return Err(CliError::argument(
+                    &root.name,
+                    format!(
+                        "record {seen} reads back as {} instead of {}",
+                        v["id"],
+                        expected_id(seen)
+                    ),
+                ));
+            }
+            seen += 1;
+        }
+    }
+    steps.push(Step {
+        name: "sequential read",
+        took: t.elapsed(),
+        detail: format!("{seen} records in order, ids checked"),
+    });
+    let labels = root
+        .root
+        .annotations("quality", None, &snapshot, false)
+        .await
+        .map_err(|e| root.err(e))?;
+    let q0: serde_json::Value = labels.get(0).map_err(|e| root.err(e))?;
+
+    // 6. Verify everything, every record checksum included.
+    let t = Instant::now();
+    let report = verify::verify(&root, std::slice::from_ref(&snapshot), true, true).await?;
+    if let Some(p) = report.problems.first() {
+        return Err(CliError::argument(p.object.clone(), p.what.clone()));
+    }
+    steps.push(Step {
+        name: "verify --deep",
+        took: t.elapsed(),
+        detail: format!(
+            "{} shard(s), {} record checksums: sound",
+            report.shards, report.records_checked
+        ),
+    });
+
+    let total = total_started.elapsed();
+    if global.json {
+        return output::print_json(&json!({
+            "dir": dir,
+            "root": root_arg,
+            "inputs": input_dir,
+            "dataset_id": "captions",
+            "snapshot_id": snapshot.id(),
+            "records": records,
+            "shards": shard_count,
+            "bytes": shard_bytes,
+            "annotation_set": format!("{}/{}", entry.set, entry.version),
+            "steps": steps.iter().map(|s| json!({"step": s.name, "seconds": s.took.as_secs_f64(), "detail": s.detail})).collect::<Vec<_>>(),
+            "seconds": total.as_secs_f64(),
+        }));
+    }
+    for s in &steps {
+        say(format!(
+            "  {:<16} {:>9}  {}",
+            s.name,
+            output::secs(s.took),
+            s.detail
+        ))?;
+    }
+    say(format!("  {:<16} {:>9}", "total", output::secs(total)))?;
+    say(format!(
+        "record 0: {}  quality: {q0}",
+        reader.get_json(0).await?
+    ))?;
+    say(format!(
+        "\nThe dataset is at {root_arg}. Try:\n  guideloom info {root_arg}\n  guideloom get {root_arg} 42\n  guideloom cat {root_arg} --start 0 --end 5\n  guideloom verify {root_arg} --deep\n  guideloom bench {root_arg}"
+    ))
+}

@@ -1,0 +1,213 @@
+//! `guideloom verify`: sizes and footers of every referenced shard (and, `--deep`, every
+//! record checksum), annotation values; one line per problem, naming the object.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use guideloom_format::ReadOptions;
+use guideloom_publish::{Checksum, FooterInspector, ShardInspector, ShardRef, Snapshot};
+use serde_json::json;
+
+use crate::cli::{Global, VerifyArgs};
+use crate::commands::read::RUN;
+use crate::error::{CliError, Result};
+use crate::output;
+use crate::root::{self, OpenRoot};
+
+/// One problem: the object at fault and what is wrong.
+#[derive(Debug, Clone)]
+pub(crate) struct Problem {
+    pub(crate) object: String,
+    pub(crate) what: String,
+}
+
+/// What a verification covered.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    pub(crate) snapshots: usize,
+    pub(crate) shards: usize,
+    pub(crate) records_checked: u64,
+    pub(crate) bytes: u64,
+    pub(crate) annotation_sets: usize,
+    pub(crate) problems: Vec<Problem>,
+}
+
+fn problem(report: &mut Report, object: &str, what: impl Into<String>) {
+    report.problems.push(Problem {
+        object: object.to_owned(),
+        what: what.into(),
+    });
+}
+
+async fn check_shard(root: &OpenRoot, shard: &ShardRef, deep: bool, report: &mut Report) {
+    let key = shard.key.as_str();
+    match root.store().head(key).await {
+        Ok(info) if info.size != shard.size => {
+            let what = if info.size < shard.size {
+                "truncated"
+            } else {
+                "larger than published"
+            };
+            return problem(
+                report,
+                key,
+                format!(
+                    "size {} bytes, the snapshot says {} ({what})",
+                    info.size, shard.size
+                ),
+            );
+        }
+        Ok(_) => {}
+        Err(e) if e.is_not_found() => return problem(report, key, "missing"),
+        Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
+    }
+    if let Some(want @ Checksum::FooterCrc32c(_)) = &shard.checksum {
+        match FooterInspector.inspect(&**root.store(), shard).await {
+            Ok(facts) if facts.checksum.as_ref() != Some(want) => {
+                return problem(
+                    report,
+                    key,
+                    format!(
+                        "footer checksum {:?}, the snapshot says {want:?} (replaced or corrupt)",
+                        facts.checksum
+                    ),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return problem(report, key, e.to_string()),
+        }
+    }
+    let opened = match root.open_shard(shard, &ReadOptions::default()).await {
+        Ok(s) => s,
+        Err(e) => return problem(report, key, e.one_line()),
+    };
+    if deep {
+        let mut first = 0;
+        while first < opened.len() {
+            let count = (opened.len() - first).min(RUN);
+            if let Err(e) = opened.read_run(first, count).await {
+                return problem(report, key, e.to_string());
+            }
+            report.records_checked += count;
+            first += count;
+        }
+    }
+}
+
+/// Verifies `snapshots` of `root`.
+pub(crate) async fn verify(
+    root: &OpenRoot,
+    snapshots: &[Snapshot],
+    deep: bool,
+    json: bool,
+) -> Result<Report> {
+    let mut report = Report {
+        snapshots: snapshots.len(),
+        ..Report::default()
+    };
+    let mut shards: BTreeMap<&str, &ShardRef> = BTreeMap::new();
+    for s in snapshots {
+        for r in s.shards() {
+            if let Some(prev) = shards.insert(&r.key, r)
+                && prev != r
+            {
+                problem(
+                    &mut report,
+                    &r.key,
+                    format!(
+                        "referenced with different sizes or counts by two snapshots (one is snapshot {})",
+                        s.id()
+                    ),
+                );
+            }
+        }
+    }
+    report.shards = shards.len();
+    report.bytes = shards.values().map(|s| s.size).sum();
+    let bar = output::progress(json, Some(shards.len() as u64), "shards");
+    for shard in shards.values() {
+        check_shard(root, shard, deep, &mut report).await;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    let catalog = match root.root.catalog().await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            problem(
+                &mut report,
+                "annotations/catalog.json",
+                CliError::root(&root.name, e).one_line(),
+            );
+            None
+        }
+    };
+    for entry in catalog.iter().flat_map(|c| &c.entries) {
+        report.annotation_sets += 1;
+        let Some(snapshot) = snapshots.iter().find(|s| s.id() == entry.snapshot_id) else {
+            continue; // annotates a snapshot outside this verification
+        };
+        if let Err(e) = root
+            .root
+            .annotations(&entry.set, Some(&entry.version), snapshot, false)
+            .await
+        {
+            problem(&mut report, &entry.key, e.to_string());
+        }
+    }
+    Ok(report)
+}
+
+/// Runs `guideloom verify`.
+pub(crate) async fn run(args: VerifyArgs, global: &Global) -> Result<()> {
+    let root = root::open(&args.root, global, true)?;
+    let started = Instant::now();
+    root.root.identity().await.map_err(|e| root.err(e))?;
+    let snapshots = match &args.snapshot {
+        Some(id) => vec![root.snapshot(Some(id)).await?],
+        None => root.root.snapshots().await.map_err(|e| root.err(e))?,
+    };
+    let report = verify(&root, &snapshots, args.deep, global.json).await?;
+    let sound = report.problems.is_empty();
+    if global.json {
+        output::print_json(&json!({
+            "root": root.name,
+            "sound": sound,
+            "deep": args.deep,
+            "snapshots": report.snapshots,
+            "shards": report.shards,
+            "bytes": report.bytes,
+            "records_checked": report.records_checked,
+            "annotation_sets": report.annotation_sets,
+            "problems": report.problems.iter().map(|p| json!({"object": p.object, "problem": p.what})).collect::<Vec<_>>(),
+            "seconds": started.elapsed().as_secs_f64(),
+        }))?;
+    } else {
+        for p in &report.problems {
+            output::line(&format!("PROBLEM {}: {}", p.object, p.what))?;
+        }
+        if sound {
+            output::line(&format!(
+                "ok: {} snapshot(s), {} shard(s), {}{}, {} annotation set(s) sound in {}",
+                report.snapshots,
+                report.shards,
+                output::bytes(report.bytes),
+                if args.deep {
+                    format!(", {} record checksums", report.records_checked)
+                } else {
+                    String::new()
+                },
+                report.annotation_sets,
+                output::secs(started.elapsed())
+            ))?;
+        }
+    }
+    if sound {
+        Ok(())
+    } else {
+        Err(CliError::Unsound {
+            root: root.name.clone(),
+            count: report.problems.len(),
+        })
+    }
+}

@@ -1,0 +1,288 @@
+//! `guideloom write`: records in, shards out (create-only, under `shards/<work_id>/`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use guideloom_format::ShardMetadata;
+use guideloom_format::metadata::KIND_DOCUMENTS;
+use guideloom_publish::ShardRef;
+use indicatif::ProgressBar;
+use serde_json::json;
+
+use crate::cli::{Global, RecordFormat, WriteArgs};
+use crate::error::{CliError, Result};
+use crate::json::json_to_cbor;
+use crate::output;
+use crate::root::{self, OpenRoot};
+
+/// Per-record bytes of index and checksum in a shard, plus a fixed allowance for header,
+/// metadata and footer: used to start a new shard before one would pass the limit.
+const PER_RECORD_OVERHEAD: u64 = 16;
+const PER_SHARD_OVERHEAD: u64 = 4096;
+
+/// What one worker wrote.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub(crate) shards: Vec<ShardRef>,
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
+}
+
+impl Written {
+    pub(crate) fn to_json(&self, root: &str, work_id: &str) -> serde_json::Value {
+        json!({
+            "root": root,
+            "work_id": work_id,
+            "records": self.records,
+            "bytes": self.bytes,
+            "shards": self.shards.iter().map(|s| json!({
+                "key": s.key, "size": s.size, "records": s.record_count
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Refuses a work id that already has shards in the root, naming the first one: re-running
+/// a worker is a publication collision.
+pub(crate) async fn check_fresh_work_id(root: &OpenRoot, work_id: &str) -> Result<()> {
+    let prefix = format!("shards/{work_id}");
+    let mut existing = root.store().list(&prefix).await.map_err(|e| root.err(e))?;
+    existing.sort_by(|a, b| a.key.cmp(&b.key));
+    if let Some(first) = existing.first() {
+        return Err(CliError::argument(
+            format!("--work-id {work_id}"),
+            format!(
+                "publication collision: {} already exists in {} (this worker already wrote {} \
+                 shard(s); shards are create-only, use a new work id)",
+                first.key,
+                root.name,
+                existing.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes already-encoded records as shards of `work_id`, cutting a new shard before one
+/// would exceed `max_shard_bytes`.
+pub(crate) async fn write_records<I>(
+    root: &OpenRoot,
+    work_id: &str,
+    format: &str,
+    max_shard_bytes: u64,
+    records: I,
+    bar: &ProgressBar,
+) -> Result<Written>
+where
+    I: IntoIterator<Item = Result<(String, Vec<u8>)>>,
+{
+    check_fresh_work_id(root, work_id).await?;
+    let staging = std::env::temp_dir();
+    let mut written = Written {
+        shards: Vec::new(),
+        records: 0,
+        bytes: 0,
+    };
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut batch_bytes = PER_SHARD_OVERHEAD;
+    for item in records {
+        let (origin, payload) = item?;
+        let cost = payload.len() as u64 + PER_RECORD_OVERHEAD;
+        if PER_SHARD_OVERHEAD + cost > max_shard_bytes {
+            return Err(CliError::argument(
+                origin,
+                format!(
+                    "record of {} bytes does not fit in a shard of --max-shard-bytes {max_shard_bytes}",
+                    payload.len()
+                ),
+            ));
+        }
+        if !batch.is_empty() && batch_bytes + cost > max_shard_bytes {
+            flush(root, work_id, format, &mut batch, &staging, &mut written).await?;
+            batch_bytes = PER_SHARD_OVERHEAD;
+        }
+        batch_bytes += cost;
+        batch.push(payload);
+        bar.inc(1);
+    }
+    if !batch.is_empty() {
+        flush(root, work_id, format, &mut batch, &staging, &mut written).await?;
+    }
+    Ok(written)
+}
+
+async fn flush(
+    root: &OpenRoot,
+    work_id: &str,
+    format: &str,
+    batch: &mut Vec<Vec<u8>>,
+    staging: &Path,
+    written: &mut Written,
+) -> Result<()> {
+    let index = written.shards.len() as u64;
+    let shard = root
+        .root
+        .write_shard(
+            work_id,
+            index,
+            ShardMetadata::new(format, KIND_DOCUMENTS),
+            batch.iter(),
+            staging,
+        )
+        .await
+        .map_err(|e| root.err(e))?;
+    written.records += shard.record_count;
+    written.bytes += shard.size;
+    written.shards.push(shard);
+    batch.clear();
+    Ok(())
+}
+
+/// Reads JSON Lines from `path` (`-`: stdin), one CBOR record per non-blank line; a line
+/// that is not JSON is an error naming the file and line.
+pub(crate) fn jsonl_records(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<(String, Vec<u8>)>>> {
+    let reader = open_input(path)?;
+    let path = path.to_path_buf();
+    Ok(
+        numbered_lines(reader, path.clone()).filter_map(move |item| {
+            let (line_no, line) = match item {
+                Ok(x) => x,
+                Err(e) => return Some(Err(e)),
+            };
+            if line.trim().is_empty() {
+                return None;
+            }
+            Some(parse_json_line(&path, line_no, &line).and_then(|value| {
+                let mut buf = Vec::new();
+                json_to_cbor(&value, &mut buf).map_err(|what| CliError::Input {
+                    path: path.clone(),
+                    line: line_no,
+                    what,
+                })?;
+                Ok((format!("{}:{line_no}", path.display()), buf))
+            }))
+        }),
+    )
+}
+
+/// Opens an input file, or stdin for `-`.
+pub(crate) fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(BufReader::new(std::io::stdin())));
+    }
+    let file = std::fs::File::open(path).map_err(|e| CliError::file(path, e))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
+}
+
+/// Lines with 1-based numbers; a read error or invalid UTF-8 names the line.
+pub(crate) fn numbered_lines(
+    reader: Box<dyn BufRead>,
+    path: PathBuf,
+) -> impl Iterator<Item = Result<(u64, String)>> {
+    reader.lines().zip(1u64..).map(move |(line, n)| match line {
+        Ok(l) => Ok((n, l)),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(CliError::Input {
+            path: path.clone(),
+            line: n,
+            what: "not valid UTF-8".into(),
+        }),
+        Err(e) => Err(CliError::file(&path, e)),
+    })
+}
+
+/// Parses one line as JSON, naming the file and line on failure.
+pub(crate) fn parse_json_line(path: &Path, line: u64, text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| {
+        let mut what = e.to_string();
+        if let Some(at) = what.rfind(" at line ") {
+            what.truncate(at);
+        }
+        CliError::Input {
+            path: path.to_path_buf(),
+            line,
+            what: format!("malformed JSON at column {}: {what}", e.column()),
+        }
+    })
+}
+
+/// The files of a directory, sorted by name, one raw record each.
+fn raw_records(dir: &Path) -> Result<impl Iterator<Item = Result<(String, Vec<u8>)>>> {
+    if !dir.is_dir() {
+        return Err(CliError::argument(
+            dir.display().to_string(),
+            "--format raw takes a directory of files (one record per file)",
+        ));
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| CliError::file(dir, e))? {
+        let entry = entry.map_err(|e| CliError::file(dir, e))?;
+        let ft = entry
+            .file_type()
+            .map_err(|e| CliError::file(entry.path(), e))?;
+        if ft.is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files.into_iter().map(|p| {
+        let bytes = std::fs::read(&p).map_err(|e| CliError::file(&p, e))?;
+        Ok((p.display().to_string(), bytes))
+    }))
+}
+
+/// Runs `guideloom write`.
+pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
+    let root = root::open(&args.root, global, false)?;
+    let started = Instant::now();
+    let bar = output::progress(global.json, None, "records");
+    let written = match args.format {
+        RecordFormat::Cbor => {
+            if args.input.is_dir() {
+                return Err(CliError::argument(
+                    args.input.display().to_string(),
+                    "is a directory; --format cbor takes a JSON Lines file (use --format raw for a directory)",
+                ));
+            }
+            let records = jsonl_records(&args.input)?;
+            write_records(
+                &root,
+                &args.work_id,
+                "cbor",
+                args.max_shard_bytes,
+                records,
+                &bar,
+            )
+            .await?
+        }
+        RecordFormat::Raw => {
+            let records = raw_records(&args.input)?;
+            write_records(
+                &root,
+                &args.work_id,
+                "raw",
+                args.max_shard_bytes,
+                records,
+                &bar,
+            )
+            .await?
+        }
+    };
+    bar.finish_and_clear();
+    if global.json {
+        let mut v = written.to_json(&root.name, &args.work_id);
+        v["seconds"] = json!(started.elapsed().as_secs_f64());
+        return output::print_json(&v);
+    }
+    output::line(&format!(
+        "wrote {} records in {} shard(s), {}, to {}/shards/{} in {}",
+        written.records,
+        written.shards.len(),
+        output::bytes(written.bytes),
+        root.name.trim_end_matches('/'),
+        args.work_id,
+        output::secs(started.elapsed())
+    ))
+}

@@ -1,0 +1,157 @@
+//! The CLI's one error type. Every variant names the object, path, line or argument at
+//! fault; `main` prints it (with its sources) on one line and exits with status 1.
+
+use std::path::PathBuf;
+
+/// `Result` with [`CliError`].
+pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
+
+/// Everything a command can fail with.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// The dataset root (publication layer) failed; its error names the object.
+    #[error("{root}: {source}")]
+    Root {
+        /// The root as given on the command line.
+        root: String,
+        /// The publication layer's error.
+        #[source]
+        source: Box<guideloom_publish::Error>,
+    },
+    /// Reading a shard failed (corrupt, truncated, wrong format).
+    #[error("{root}: shard {key}: {source}")]
+    Shard {
+        /// The root.
+        root: String,
+        /// The shard's key inside the root.
+        key: String,
+        /// The format layer's error.
+        #[source]
+        source: Box<guideloom_format::Error>,
+    },
+    /// Reading bytes through an IO backend failed.
+    #[error("{location}: {source}")]
+    Io {
+        /// What was read.
+        location: String,
+        /// The IO layer's error.
+        #[source]
+        source: Box<guideloom_io::Error>,
+    },
+    /// A local file operation failed.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of an input file is not what it must be.
+    #[error("{}:{line}: {what}", path.display())]
+    Input {
+        /// The input file (`-` for standard input).
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// An argument is invalid (bad root, bad index, no shards to publish, ...).
+    #[error("{argument}: {what}")]
+    Argument {
+        /// The argument or option at fault.
+        argument: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A record does not decode into JSON.
+    #[error("{root}: record {index} (shard {key}): {what}")]
+    Record {
+        /// The root.
+        root: String,
+        /// Global record index.
+        index: u64,
+        /// The shard holding it.
+        key: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// `verify` found problems (each already printed on its own line).
+    #[error("{root}: verification found {count} problem(s)")]
+    Unsound {
+        /// The root.
+        root: String,
+        /// How many problems.
+        count: usize,
+    },
+    /// The output could not be written.
+    #[error("writing output: {source}")]
+    Output {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl CliError {
+    pub(crate) fn root(root: &str, source: guideloom_publish::Error) -> Self {
+        CliError::Root {
+            root: root.to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn shard(root: &str, key: &str, source: guideloom_format::Error) -> Self {
+        CliError::Shard {
+            root: root.to_owned(),
+            key: key.to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn io(location: impl Into<String>, source: guideloom_io::Error) -> Self {
+        CliError::Io {
+            location: location.into(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn file(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        CliError::File {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn argument(argument: impl Into<String>, what: impl Into<String>) -> Self {
+        CliError::Argument {
+            argument: argument.into(),
+            what: what.into(),
+        }
+    }
+
+    /// A broken pipe on standard output (e.g. `guideloom cat ROOT | head`) is not a failure.
+    pub(crate) fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Output { source } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
+    /// One line: the message and its sources that add something, joined by `": "`.
+    pub(crate) fn one_line(&self) -> String {
+        let mut line = self.to_string();
+        let mut source = std::error::Error::source(self);
+        // The top-level variants already print their direct source; add deeper causes.
+        if let Some(s) = source {
+            source = s.source();
+        }
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !line.contains(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            source = s.source();
+        }
+        line.replace('\n', " ")
+    }
+}

@@ -1,0 +1,66 @@
+//! The `guideloom` command-line tool: write, publish, inspect, read, verify, annotate and
+//! benchmark sharded datasets; `guideloom quickstart` runs the whole path on a fresh machine.
+//!
+//! Exit status: 0 on success, 1 on failure (one line on stderr naming the object or argument
+//! at fault), 2 on a usage error. See `docs/cli.md`.
+
+mod cli;
+mod commands;
+mod error;
+mod json;
+mod output;
+mod root;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::{CliError, Result};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.one_line());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let global = &cli.global;
+    match cli.command {
+        Command::Write(a) => commands::write::run(a, global).await,
+        Command::Publish(a) => commands::publish::run(a, global).await,
+        Command::Info(a) => commands::info::run(a, global).await,
+        Command::Get(a) => commands::read::get(a, global).await,
+        Command::Cat(a) => commands::read::cat(a, global).await,
+        Command::Verify(a) => commands::verify::run(a, global).await,
+        Command::Annotate(a) => commands::annotate::run(a, global).await,
+        Command::Bench(a) => commands::bench::run(a, global).await,
+        Command::Quickstart(a) => commands::quickstart::run(a, global).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}
