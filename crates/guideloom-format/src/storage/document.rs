@@ -347,6 +347,13 @@ impl<F: Format> DocumentReader<F> {
         &self.shards
     }
 
+    /// Where record `i` lives: the position of its shard in [`shards`](Self::shards) and
+    /// the record's absolute byte range in that shard (e.g. to read the same bytes raw).
+    pub fn record_location(&self, i: u64) -> Result<(usize, std::ops::Range<u64>)> {
+        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
+        Ok((k, self.shards[k].record_range(local)?))
+    }
+
     fn locate(&self, i: u64) -> Result<(&SyncShard, u64)> {
         let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
         Ok((&self.shards[k], local))
@@ -452,6 +459,12 @@ impl<F: Format> AsyncDocumentReader<F> {
     /// The open shards, in order.
     pub fn shards(&self) -> &[AsyncShard] {
         &self.shards
+    }
+
+    /// Where record `i` lives (see [`DocumentReader::record_location`]).
+    pub fn record_location(&self, i: u64) -> Result<(usize, std::ops::Range<u64>)> {
+        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
+        Ok((k, self.shards[k].record_range(local)?))
     }
 
     fn locate(&self, i: u64) -> Result<(&AsyncShard, u64)> {

@@ -256,6 +256,12 @@ fn non_dense_append_names_the_expected_index() {
     let r = storage.sync_reader().unwrap();
     assert_eq!(r.len(), 3);
     assert_eq!(r.shards().len(), 2);
+    assert_eq!(r.record_location(1).unwrap(), (0, 17..18));
+    assert_eq!(r.record_location(2).unwrap(), (1, 16..17));
+    assert!(matches!(
+        r.record_location(3),
+        Err(Error::IndexOutOfRange { .. })
+    ));
     assert_eq!(&r.read(2).unwrap()[..], b"c");
 }
 
