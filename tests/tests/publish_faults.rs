@@ -665,3 +665,30 @@ fn request_counts_are_as_documented() {
         assert_eq!(cost(&bucket), 2);
     });
 }
+
+/// Re-uploading a large shard: a size difference is a collision after one HEAD (no download);
+/// identical bytes are confirmed by reading back.
+#[test]
+fn large_shard_collisions_are_decided_by_size_first() {
+    rt().block_on(async {
+        let bucket = ObjectStoreBucket::new(Arc::new(InMemory::new()), "big");
+        let root = Root::new(
+            Arc::new(bucket.root("").unwrap()),
+            StorageOptions::default(),
+        );
+        let body = Bytes::from(vec![5u8; 2 << 20]);
+        root.upload_shard("w", 0, body.clone(), 1).await.unwrap();
+        let before = bucket.requests();
+        let mut longer = body.to_vec();
+        longer.push(0);
+        let err = root
+            .upload_shard("w", 0, Bytes::from(longer), 1)
+            .await
+            .unwrap_err();
+        assert!(err.is_collision(), "{err}");
+        assert_eq!(bucket.requests() - before, 2, "PUT + HEAD, no GET");
+        let before = bucket.requests();
+        root.upload_shard("w", 0, body, 1).await.unwrap();
+        assert_eq!(bucket.requests() - before, 3, "PUT + HEAD + GET");
+    });
+}

@@ -830,3 +830,32 @@ fn reading_one_record_from_an_object_store_costs_two_ranged_requests() {
         assert_eq!(bucket.io().stats().snapshot().requests - after.requests, 1);
     });
 }
+
+/// `s3://` roots built from `S3Options` (not a registered store), credentials from the
+/// environment, against moto.
+#[test]
+fn s3_options_build_a_working_root_against_moto() {
+    if moto().is_none() {
+        return;
+    }
+    let (Ok(endpoint), Ok(bucket)) = (
+        std::env::var("GUIDELOOM_S3_ENDPOINT"),
+        std::env::var("GUIDELOOM_S3_BUCKET"),
+    ) else {
+        return;
+    };
+    let mut opts = StorageOptions::default();
+    opts.s3.endpoint = Some(endpoint);
+    opts.s3.allow_http = true;
+    opts.s3.region = Some(std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()));
+    opts.s3.retry.max_retries = 1;
+    let uri = format!("s3://{bucket}/{}", unique("s3-options"));
+    let root = guideloom_publish::Registry::new()
+        .resolve(&uri, &opts)
+        .unwrap();
+    block_on(async {
+        let s = shard(&root, "w", 3).await;
+        let snap = publish(&root, "s1", vec![s]).await;
+        assert_eq!(root.latest().await.unwrap(), snap);
+    });
+}

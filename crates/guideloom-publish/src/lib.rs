@@ -69,3 +69,23 @@ pub use store::{
     ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities, Written, cas_update, create_object,
 };
 pub use uri::RootUri;
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync + std::fmt::Debug + 'static>() {}
+
+    #[test]
+    fn public_types_are_send_sync_debug() {
+        assert_send_sync::<super::Root>();
+        assert_send_sync::<super::SnapshotReader>();
+        assert_send_sync::<super::Snapshot>();
+        assert_send_sync::<super::Error>();
+        assert_send_sync::<super::Registry>();
+        assert_send_sync::<super::ObjectStoreBucket>();
+        assert_send_sync::<super::ObjectStoreRoot>();
+        assert_send_sync::<super::LocalStore>();
+        assert_send_sync::<super::AnnotationSet>();
+        assert_send_sync::<std::sync::Arc<dyn super::RootStore>>();
+        assert_send_sync::<super::PublicationOptions>();
+    }
+}

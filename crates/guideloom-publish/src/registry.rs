@@ -268,9 +268,25 @@ fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectStoreBucket>>
         .map_err(|e| Error::storage(format!("s3://{bucket}"), "configure", e))?;
     let endpoint = format!(
         "s3://{bucket} at {}",
-        options.endpoint.as_deref().unwrap_or("AWS")
+        options
+            .endpoint
+            .as_deref()
+            .map_or_else(|| "AWS".to_owned(), redact_userinfo)
     );
     Ok(ObjectStoreBucket::new(Arc::new(store), endpoint))
+}
+
+/// `scheme://user:secret@host/...` → `scheme://host/...`: endpoints are logged and put in
+/// errors, credentials never are.
+pub fn redact_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
 }
 
 #[cfg(not(feature = "s3"))]
@@ -329,6 +345,43 @@ mod tests {
             .unwrap();
         assert!(store.describe().contains("test store"));
         assert!(Arc::ptr_eq(&handle, &reg.lookup("gs", "b").unwrap()));
+    }
+
+    #[test]
+    fn endpoints_lose_their_credentials() {
+        assert_eq!(
+            redact_userinfo("http://key:secret@127.0.0.1:9000/x"),
+            "http://127.0.0.1:9000/x"
+        );
+        assert_eq!(redact_userinfo("https://s3.example"), "https://s3.example");
+    }
+
+    #[cfg(feature = "s3")]
+    #[test]
+    fn s3_options_configure_without_network() {
+        let reg = Registry::new();
+        let mut opts = StorageOptions::default();
+        opts.s3.endpoint = Some("http://u:p@127.0.0.1:1".into());
+        opts.s3.allow_http = true;
+        opts.s3.region = Some("eu-west-1".into());
+        opts.s3.addressing = S3Addressing::VirtualHosted;
+        let store = reg.resolve_store("s3://bkt/pre/fix", &opts).unwrap();
+        let d = store.describe();
+        assert!(d.contains("s3://bkt at http://127.0.0.1:1"), "{d}");
+        assert!(d.contains("pre/fix") && !d.contains("u:p"), "{d}");
+        // Registered once: a second resolve reuses the same bucket handle.
+        let h = reg.lookup("s3", "bkt").unwrap();
+        reg.resolve_store("s3://bkt/other", &opts).unwrap();
+        assert!(Arc::ptr_eq(&h, &reg.lookup("s3", "bkt").unwrap()));
+        // A profile is refused until the credentials bridge exists, never ignored.
+        opts.s3.profile = Some("dev".into());
+        let err = Registry::new()
+            .resolve_store("s3://bkt", &opts)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported { what } if what.contains("profile")),
+            "{err}"
+        );
     }
 
     #[test]

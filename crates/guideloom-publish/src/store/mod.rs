@@ -295,6 +295,9 @@ impl RetryPolicy {
     }
 }
 
+/// Above this size, [`create_object`] HEADs an existing object before reading it back.
+pub const READ_BACK_HEAD_THRESHOLD: usize = 1 << 20;
+
 /// How a create-only write ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
@@ -326,6 +329,27 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
             }
             Err(e) => return Err(e),
         };
+        // Large objects (shards): compare sizes first, so a re-run worker whose shard differs
+        // in size is told so without downloading the existing shard.
+        if body.len() > READ_BACK_HEAD_THRESHOLD {
+            match store.head(key).await {
+                Ok(info) if info.size != body.len() as u64 => {
+                    return Err(Error::PublicationCollision {
+                        key: key.to_owned(),
+                    });
+                }
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {
+                    return Err(original.unwrap_or_else(|| {
+                        Error::corrupt(
+                            key,
+                            "the store reported that the object exists, but it cannot be read back",
+                        )
+                    }));
+                }
+                Err(e) => return Err(original.unwrap_or(e)),
+            }
+        }
         match store.get(key).await {
             Ok(existing) => {
                 if sha256_hex(&existing.body) == sha256_hex(&body) {
