@@ -15,18 +15,18 @@ pub mod backend;
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
-#[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub mod http;
-#[cfg(feature = "object-store")]
-#[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
-pub mod objstore;
 pub mod coalesce;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
 pub mod error;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 pub mod local;
+#[cfg(feature = "object-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
+pub mod objstore;
 pub mod reader;
 pub mod stats;
 
