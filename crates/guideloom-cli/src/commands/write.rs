@@ -19,7 +19,7 @@ use crate::root::{self, OpenRoot};
 /// Per-record bytes of index and checksum in a shard, plus a fixed allowance for header,
 /// metadata and footer: used to start a new shard before one would pass the limit.
 const PER_RECORD_OVERHEAD: u64 = 16;
-const PER_SHARD_OVERHEAD: u64 = 4096;
+const PER_SHARD_OVERHEAD: u64 = 512;
 
 /// What one worker wrote.
 #[derive(Debug)]

@@ -1,0 +1,587 @@
+//! Runs the real `guideloom` binary against local roots in temporary directories and, when
+//! `GUIDELOOM_S3_ENDPOINT` / `GUIDELOOM_S3_BUCKET` are set, against an S3 server (moto).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_guideloom");
+
+fn guideloom(args: &[&str]) -> Output {
+    guideloom_env(args, &[])
+}
+
+fn guideloom_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run guideloom")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+#[track_caller]
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "expected success, got {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Asserts exit status 1 with exactly one line on stderr; returns that line.
+#[track_caller]
+fn fails(o: Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line on stderr: {err:?}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    err
+}
+
+#[track_caller]
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// `n` caption-like records with ids `prefix-i`.
+fn write_jsonl(path: &Path, prefix: &str, n: usize) {
+    let mut f = std::fs::File::create(path).unwrap();
+    for i in 0..n {
+        let rec = serde_json::json!({
+            "id": format!("{prefix}-{i}"),
+            "text": format!("caption number {i} of {prefix}"),
+            "tokens": (0..u32::try_from(i % 13).unwrap()).collect::<Vec<_>>(),
+        });
+        writeln!(f, "{rec}").unwrap();
+    }
+}
+
+fn write_values(path: &Path, n: usize) {
+    let mut f = std::fs::File::create(path).unwrap();
+    for i in 0..n {
+        writeln!(f, "{}", i % 5).unwrap();
+    }
+}
+
+/// The full round trip on one root (`root` is a path or URI); `extra` are global flags.
+fn round_trip(root: &str, tmp: &Path, extra: &[&str], env: &[(&str, &str)]) {
+    let run = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend_from_slice(extra);
+        guideloom_env(&all, env)
+    };
+    let a = tmp.join("a.jsonl");
+    let b = tmp.join("b.jsonl");
+    write_jsonl(&a, "a", 700);
+    write_jsonl(&b, "b", 300);
+
+    let w = json(&ok(run(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        "w0",
+        "--max-shard-bytes",
+        "8192",
+        "--json",
+        a.to_str().unwrap(),
+    ])));
+    assert_eq!(w["records"], 700);
+    assert!(
+        w["shards"].as_array().unwrap().len() > 1,
+        "several shards: {w}"
+    );
+    ok(run(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        "w1",
+        b.to_str().unwrap(),
+    ]));
+
+    // Re-running a worker collides, naming the object.
+    let err = fails(run(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        "w0",
+        a.to_str().unwrap(),
+    ]));
+    assert!(err.contains("shards/w0/00000000.glm"), "{err}");
+    assert!(err.contains("collision"), "{err}");
+
+    let p = json(&ok(run(&[
+        "publish",
+        "--root",
+        root,
+        "--dataset-id",
+        "caps",
+        "--snapshot-id",
+        "s1",
+        "--verify-record-counts",
+        "--json",
+    ])));
+    assert_eq!(p["records"], 1000);
+    assert_eq!(p["seq"], 1);
+
+    // Nothing left to publish.
+    let err = fails(run(&[
+        "publish",
+        "--root",
+        root,
+        "--dataset-id",
+        "caps",
+        "--snapshot-id",
+        "s2",
+    ]));
+    assert!(err.contains("no unpublished shards"), "{err}");
+
+    // Append a third worker.
+    let c = tmp.join("c.jsonl");
+    write_jsonl(&c, "c", 50);
+    ok(run(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        "w2",
+        c.to_str().unwrap(),
+    ]));
+    let p = json(&ok(run(&[
+        "publish",
+        "--root",
+        root,
+        "--dataset-id",
+        "caps",
+        "--snapshot-id",
+        "s2",
+        "--append",
+        "--work-id",
+        "w2",
+        "--json",
+    ])));
+    assert_eq!(p["records"], 1050);
+    assert_eq!(p["mode"], "append");
+
+    let info = json(&ok(run(&["info", root, "--json"])));
+    assert_eq!(info["dataset_id"], "caps");
+    assert_eq!(info["latest"], "s2");
+    let snaps = info["snapshots"].as_array().unwrap();
+    assert_eq!(snaps.len(), 2);
+    assert_eq!(snaps[1]["latest"], true);
+    assert_eq!(snaps[0]["records"], 1000);
+    let text = ok(run(&["info", root]));
+    assert!(text.contains("s2") && text.contains("(latest)"), "{text}");
+
+    // Records: worker order, then record order.
+    let rec = json(&ok(run(&["get", root, "699"])));
+    assert_eq!(rec["id"], "a-699");
+    let rec = json(&ok(run(&["get", root, "700", "--json"])));
+    assert_eq!(rec["record"]["id"], "b-0");
+    let rec = json(&ok(run(&["get", root, "1049"])));
+    assert_eq!(rec["id"], "c-49");
+    let rec = json(&ok(run(&["get", root, "5", "--snapshot", "s1"])));
+    assert_eq!(rec["tokens"], serde_json::json!([0, 1, 2, 3, 4]));
+    let err = fails(run(&["get", root, "1050"]));
+    assert!(
+        err.contains("1050") && err.contains("1050 records"),
+        "{err}"
+    );
+    let err = fails(run(&["get", root, "0", "--snapshot", "nope"]));
+    assert!(err.contains("nope"), "{err}");
+
+    let lines = ok(run(&["cat", root, "--start", "695", "--end", "705"]));
+    let ids: Vec<String> = lines
+        .lines()
+        .map(|l| json(l)["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 10);
+    assert_eq!(ids[0], "a-695");
+    assert_eq!(ids[5], "b-0");
+    let all = ok(run(&["cat", root, "--snapshot", "s1", "--json"]));
+    assert_eq!(all.lines().count(), 1000);
+    let last = json(all.lines().last().unwrap());
+    assert_eq!(last["index"], 999);
+    assert_eq!(last["record"]["id"], "b-299");
+
+    // Annotations: exact count, and a mismatch naming both counts.
+    let labels = tmp.join("labels.jsonl");
+    write_values(&labels, 1050);
+    let ann = json(&ok(run(&[
+        "annotate",
+        root,
+        "--name",
+        "label",
+        "--json",
+        labels.to_str().unwrap(),
+    ])));
+    assert_eq!(ann["values"], 1050);
+    assert_eq!(ann["version"], "v1");
+    let short = tmp.join("short.jsonl");
+    write_values(&short, 999);
+    let err = fails(run(&[
+        "annotate",
+        root,
+        "--name",
+        "label",
+        short.to_str().unwrap(),
+    ]));
+    assert!(err.contains("999") && err.contains("1050"), "{err}");
+    let err = fails(run(&[
+        "annotate",
+        root,
+        "--name",
+        "label",
+        "--snapshot",
+        "s1",
+        labels.to_str().unwrap(),
+    ]));
+    assert!(err.contains("1000"), "{err}");
+
+    let v = json(&ok(run(&["verify", root, "--deep", "--json"])));
+    assert_eq!(v["sound"], true, "{v}");
+    assert_eq!(v["records_checked"], 1050);
+    assert_eq!(v["annotation_sets"], 1);
+    let text = ok(run(&["verify", root]));
+    assert!(text.starts_with("ok:"), "{text}");
+}
+
+#[test]
+fn local_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    round_trip(root.to_str().unwrap(), tmp.path(), &[], &[]);
+}
+
+#[test]
+fn malformed_json_names_the_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("bad.jsonl");
+    std::fs::write(&input, "{\"a\": 1}\n\n{\"a\": 2}\n{\"a\": \n{\"a\": 4}\n").unwrap();
+    let root = tmp.path().join("root");
+    let err = fails(guideloom(&[
+        "write",
+        "--root",
+        root.to_str().unwrap(),
+        "--work-id",
+        "w",
+        input.to_str().unwrap(),
+    ]));
+    assert!(err.contains("bad.jsonl:4:"), "{err}");
+    assert!(err.contains("malformed JSON"), "{err}");
+    // Nothing was written for the failed worker.
+    assert!(!root.join("shards/w/00000000.glm").exists());
+}
+
+#[test]
+fn bad_arguments_name_the_path_or_argument() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let err = fails(guideloom(&["info", missing.to_str().unwrap()]));
+    assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    let err = fails(guideloom(&[
+        "write",
+        "--root",
+        tmp.path().join("r").to_str().unwrap(),
+        "--work-id",
+        "w",
+        missing.to_str().unwrap(),
+    ]));
+    assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    // A directory with the cbor format, a file with the raw format.
+    let err = fails(guideloom(&[
+        "write",
+        "--root",
+        tmp.path().join("r").to_str().unwrap(),
+        "--work-id",
+        "w",
+        tmp.path().to_str().unwrap(),
+    ]));
+    assert!(err.contains("--format raw"), "{err}");
+    let empty_root = tmp.path().join("empty");
+    std::fs::create_dir(&empty_root).unwrap();
+    let err = fails(guideloom(&["get", empty_root.to_str().unwrap(), "0"]));
+    assert!(err.contains("no published dataset"), "{err}");
+    // Usage errors are clap's, status 2.
+    let o = guideloom(&["get"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = guideloom(&[
+        "write",
+        "--root",
+        "x",
+        "--work-id",
+        "w",
+        "--format",
+        "xml",
+        "in",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = guideloom(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+fn small_dataset(tmp: &Path) -> String {
+    let input = tmp.join("in.jsonl");
+    write_jsonl(&input, "r", 400);
+    let root = tmp.join("root");
+    let r = root.to_str().unwrap().to_owned();
+    ok(guideloom(&[
+        "write",
+        "--root",
+        &r,
+        "--work-id",
+        "w",
+        "--max-shard-bytes",
+        "4096",
+        input.to_str().unwrap(),
+    ]));
+    ok(guideloom(&[
+        "publish",
+        "--root",
+        &r,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s",
+    ]));
+    r
+}
+
+#[test]
+fn verify_detects_a_truncated_shard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = small_dataset(tmp.path());
+    ok(guideloom(&["verify", &root]));
+    let shard = Path::new(&root).join("shards/w/00000001.glm");
+    let len = std::fs::metadata(&shard).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&shard)
+        .unwrap();
+    f.set_len(len - 10).unwrap();
+    let o = guideloom(&["verify", &root]);
+    let out = stdout(&o);
+    let err = fails(o);
+    assert!(err.contains("1 problem"), "{err}");
+    let problems: Vec<&str> = out.lines().filter(|l| l.starts_with("PROBLEM")).collect();
+    assert_eq!(problems.len(), 1, "{out}");
+    assert!(problems[0].contains("shards/w/00000001.glm"), "{out}");
+    assert!(problems[0].contains("truncated"), "{out}");
+    let o = guideloom(&["verify", &root, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&stdout(&o));
+    assert_eq!(v["sound"], false);
+    assert_eq!(v["problems"][0]["object"], "shards/w/00000001.glm");
+    // Reading a record of it fails with a one-line error naming the shard.
+    let err = fails(guideloom(&["cat", &root]));
+    assert!(err.contains("shards/w/00000001.glm"), "{err}");
+}
+
+#[test]
+fn deep_verify_detects_a_corrupted_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = small_dataset(tmp.path());
+    let shard = Path::new(&root).join("shards/w/00000002.glm");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    // Flip a byte inside the first record's payload (just past the header).
+    bytes[40] ^= 0x55;
+    std::fs::write(&shard, &bytes).unwrap();
+    // Sizes and footers are intact: the shallow check passes, the deep one does not.
+    ok(guideloom(&["verify", &root]));
+    let o = guideloom(&["verify", &root, "--deep"]);
+    let out = stdout(&o);
+    fails(o);
+    let problems: Vec<&str> = out.lines().filter(|l| l.starts_with("PROBLEM")).collect();
+    assert_eq!(problems.len(), 1, "{out}");
+    assert!(problems[0].contains("shards/w/00000002.glm"), "{out}");
+    assert!(problems[0].contains("checksum"), "{out}");
+}
+
+#[test]
+fn raw_records_from_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("files");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("b.txt"), "second").unwrap();
+    std::fs::write(dir.join("a.txt"), "first").unwrap();
+    std::fs::write(dir.join("c.bin"), [0xffu8, 0x00]).unwrap();
+    let root = tmp.path().join("root");
+    let r = root.to_str().unwrap();
+    let w = json(&ok(guideloom(&[
+        "write",
+        "--root",
+        r,
+        "--work-id",
+        "files",
+        "--format",
+        "raw",
+        "--json",
+        dir.to_str().unwrap(),
+    ])));
+    assert_eq!(w["records"], 3);
+    ok(guideloom(&[
+        "publish",
+        "--root",
+        r,
+        "--dataset-id",
+        "raw",
+        "--snapshot-id",
+        "s",
+    ]));
+    assert_eq!(json(&ok(guideloom(&["get", r, "0"]))), "first");
+    assert_eq!(json(&ok(guideloom(&["get", r, "1"]))), "second");
+    assert_eq!(
+        json(&ok(guideloom(&["get", r, "2"]))),
+        serde_json::json!({"hex": "ff00"})
+    );
+}
+
+#[test]
+fn quickstart_builds_a_verified_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("qs");
+    let out = json(&ok(guideloom(&[
+        "quickstart",
+        dir.to_str().unwrap(),
+        "--records-per-worker",
+        "300",
+        "--workers",
+        "3",
+        "--json",
+    ])));
+    assert_eq!(out["records"], 900);
+    let steps: Vec<&str> = out["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert!(
+        steps.contains(&"verify --deep") && steps.contains(&"annotate"),
+        "{steps:?}"
+    );
+    let root = dir.join("dataset");
+    let info = json(&ok(guideloom(&["info", root.to_str().unwrap(), "--json"])));
+    assert_eq!(info["dataset_id"], "captions");
+    assert_eq!(info["annotation_sets"][0]["values"], 900);
+    let rec = json(&ok(guideloom(&["get", root.to_str().unwrap(), "301"])));
+    assert_eq!(rec["id"], "cap-01-000001");
+    // The human output says where the dataset is; a non-empty target is refused.
+    let err = fails(guideloom(&["quickstart", dir.to_str().unwrap()]));
+    assert!(err.contains("not empty"), "{err}");
+    let text = ok(guideloom(&[
+        "quickstart",
+        tmp.path().join("qs2").to_str().unwrap(),
+        "--records-per-worker",
+        "50",
+    ]));
+    assert!(
+        text.contains("qs2/dataset") && text.contains("verify --deep"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bench_prints_a_table_with_ceilings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = small_dataset(tmp.path());
+    let v = json(&ok(guideloom(&["bench", &root, "--reads", "50", "--json"])));
+    let rows = v["rows"].as_array().unwrap();
+    let backends: Vec<&str> = rows
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    for b in ["seek", "pread", "mmap"] {
+        assert_eq!(
+            backends.iter().filter(|x| **x == b).count(),
+            2,
+            "{backends:?}"
+        );
+    }
+    for r in rows {
+        assert!(r["bytes"].as_u64().unwrap() > 0);
+        assert!(r["ceiling"].is_string());
+    }
+    let text = ok(guideloom(&["bench", &root, "--reads", "20"]));
+    assert!(
+        text.contains("raw pread") && text.contains("ratio"),
+        "{text}"
+    );
+}
+
+/// S3 (moto) when the servers are configured; skipped with a reason otherwise, a failure
+/// under `GUIDELOOM_CI=1`.
+#[test]
+fn s3_round_trip() {
+    let (Ok(endpoint), Ok(bucket)) = (
+        std::env::var("GUIDELOOM_S3_ENDPOINT"),
+        std::env::var("GUIDELOOM_S3_BUCKET"),
+    ) else {
+        assert!(
+            std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
+            "GUIDELOOM_CI=1 but GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET are not set"
+        );
+        println!("skipped: GUIDELOOM_S3_ENDPOINT / GUIDELOOM_S3_BUCKET not set (no S3 server)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let unique = format!(
+        "cli-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let root = format!("s3://{bucket}/{unique}");
+    let env = [
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    // A plain-HTTP endpoint without the flag is refused, naming the variable.
+    let err = fails(guideloom_env(&["info", &root], &env));
+    assert!(
+        err.contains("AWS_ENDPOINT_URL") && err.contains("--s3-allow-http"),
+        "{err}"
+    );
+    round_trip(
+        &root,
+        tmp.path(),
+        &["--s3-allow-http", "--s3-path-style"],
+        &env,
+    );
+    let v = json(&ok(guideloom_env(
+        &["bench", &root, "--reads", "20", "--json", "--s3-allow-http"],
+        &env,
+    )));
+    assert_eq!(v["rows"][0]["backend"], "object_store");
+}
