@@ -51,6 +51,14 @@ pub trait Format: Send + Sync + fmt::Debug + 'static {
 
     /// Decodes one record from exactly its bytes.
     fn decode(&self, bytes: Bytes) -> Result<Self::Record, BoxError>;
+
+    /// The record's encoding borrowed from the record itself, for formats that store
+    /// records as they are (like [`RawFormat`]): writers then skip the copy into an encode
+    /// buffer. The default, `None`, means "call [`encode`](Format::encode)".
+    fn encoded_ref<'a>(&self, record: &'a Self::Record) -> Option<&'a [u8]> {
+        let _ = record;
+        None
+    }
 }
 
 /// CBOR (RFC 8949) via `ciborium` for any serde type; the default format for documents.
@@ -128,6 +136,10 @@ impl Format for RawFormat {
 
     fn decode(&self, bytes: Bytes) -> Result<Bytes, BoxError> {
         Ok(bytes)
+    }
+
+    fn encoded_ref<'a>(&self, record: &'a Bytes) -> Option<&'a [u8]> {
+        Some(record)
     }
 }
 

@@ -182,41 +182,62 @@ impl<F: Format> DocumentWriter<F> {
                 got: index,
             });
         }
-        self.buf.clear();
-        self.format
-            .encode(doc, &mut self.buf)
-            .map_err(|source| Error::Encode {
-                index,
-                format: self.format.name().to_owned(),
-                source,
-            })?;
-        let result = self.write_encoded();
-        if result.is_err() {
-            self.failed = true;
-            self.current = None;
+        let format = &*self.format;
+        let bytes = match format.encoded_ref(doc) {
+            Some(bytes) => bytes,
+            None => {
+                self.buf.clear();
+                format
+                    .encode(doc, &mut self.buf)
+                    .map_err(|source| Error::Encode {
+                        index,
+                        format: format.name().to_owned(),
+                        source,
+                    })?;
+                &self.buf[..]
+            }
+        };
+        let result = Self::write_encoded(
+            &mut self.current,
+            &self.fs,
+            &self.options,
+            &mut self.next_shard,
+            &mut self.written,
+            bytes,
+        );
+        match result {
+            Ok(()) => self.next_index += 1,
+            Err(_) => {
+                self.failed = true;
+                self.current = None;
+            }
         }
         result
     }
 
-    fn write_encoded(&mut self) -> Result<()> {
-        let next = self.buf.len() as u64;
-        if let Some(cur) = &self.current
-            && self.options.must_roll(cur.records(), cur.data_len(), next)
+    fn write_encoded(
+        current: &mut Option<ShardWriter>,
+        fs: &FileSystemDocument,
+        options: &WriterOptions,
+        next_shard: &mut u64,
+        written: &mut Vec<ShardInfo>,
+        bytes: &[u8],
+    ) -> Result<()> {
+        if let Some(cur) = current.as_ref()
+            && options.must_roll(cur.records(), cur.data_len(), bytes.len() as u64)
+            && let Some(cur) = current.take()
         {
-            self.roll()?;
+            written.push(cur.finish()?);
         }
-        let cur = match &mut self.current {
+        let cur = match current {
             Some(cur) => cur,
             None => {
-                let w = self
-                    .fs
-                    .create_shard(self.next_shard, self.options.user().clone())?;
-                self.next_shard += 1;
-                self.current.insert(w)
+                let w = fs.create_shard(*next_shard, options.user().clone())?;
+                *next_shard += 1;
+                current.insert(w)
             }
         };
-        cur.append(&self.buf)?;
-        self.next_index += 1;
+        cur.append(bytes)?;
         Ok(())
     }
 

@@ -285,6 +285,11 @@ impl<E: Element> StreamReader<E> {
         }
     }
 
+    /// Cumulative element counts: entry `k` is the stream length through shard `k`.
+    pub(crate) fn ends(&self) -> &[u64] {
+        &self.ends
+    }
+
     /// Elements in the stream.
     pub fn len(&self) -> u64 {
         self.ends.last().copied().unwrap_or(0)
@@ -328,6 +333,11 @@ impl<E: Element> AsyncStreamReader<E> {
             ends,
             _element: PhantomData,
         }
+    }
+
+    /// Cumulative element counts: entry `k` is the stream length through shard `k`.
+    pub(crate) fn ends(&self) -> &[u64] {
+        &self.ends
     }
 
     /// Elements in the stream.

@@ -349,10 +349,7 @@ macro_rules! meta_reader_common {
             let (k, local) =
                 locate(&self.doc_ends, i).ok_or_else(|| out_of_range(i, self.num_docs()))?;
             let shard = &self.stream.shards()[k];
-            let base = self.stream.shards()[..k]
-                .iter()
-                .map(|s| s.data_len() / E::WIDTH)
-                .sum();
+            let base = if k == 0 { 0 } else { self.stream.ends()[k - 1] };
             Ok(doc_span(base, shard.record_range(local)?, E::WIDTH))
         }
     };
