@@ -1,0 +1,634 @@
+//! The unified dataset API: open a published root, read records by index.
+//!
+//! [`AsyncDataset`] is the async flavour (call it from your tokio runtime); [`Dataset`] is
+//! the synchronous one: it owns a small tokio runtime, so sync callers (training loops,
+//! threads, the [`Loader`](crate::Loader)) never touch tokio.
+//!
+//! A dataset is one snapshot of a root (the latest, or one chosen by id): its records are
+//! the records of the snapshot's shards, in manifest order. Shards are opened lazily, each
+//! with one tail read through the IO layer's reader contract; a record is then one ranged
+//! read, and [`Dataset::get_many`] makes one batched read per shard touched.
+//!
+//! ```
+//! # fn main() -> guideloom::Result<()> {
+//! use guideloom::{Dataset, DatasetOptions};
+//! # let tmp = tempfile::tempdir().unwrap();
+//! # let root = tmp.path().join("root");
+//! # let root = root.to_str().unwrap();
+//! # guideloom::dataset::write_example_root(root, 10)?;
+//! let ds = Dataset::open(root)?; // the latest snapshot
+//! assert_eq!(ds.len(), 10);
+//! let text: String = ds.get_as(3)?; // CBOR records decode through serde
+//! assert_eq!(text, "record 3");
+//! let all: Vec<String> = ds.iter_as::<String>().collect::<Result<_, _>>()?;
+//! assert_eq!(all.len(), 10);
+//! let same = Dataset::open_with(root, DatasetOptions::default().snapshot(ds.snapshot().id()))?;
+//! assert_eq!(same.get(9)?, ds.get(9)?);
+//! # Ok(()) }
+//! ```
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use guideloom_format::{AsyncShard, CborFormat, Format, ReadOptions, ShardMetadata};
+use guideloom_io::{AsyncReader, Tail};
+use guideloom_publish::{
+    AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootStore,
+    RootUri, Snapshot, StorageOptions,
+};
+use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
+
+use crate::error::{Error, Result};
+use crate::loader::RecordSource;
+
+/// Records fetched per request by the in-order iterators.
+pub const ITER_CHUNK: u64 = 256;
+
+/// How to open a dataset.
+#[derive(Debug, Clone, Default)]
+pub struct DatasetOptions {
+    /// The snapshot to open (`None`: the latest).
+    pub snapshot: Option<String>,
+    /// Options of the root's storage (mount flag, S3 endpoint...).
+    pub storage: StorageOptions,
+    /// Shard read options (record CRC verification, speculative tail).
+    pub read: ReadOptions,
+    /// The registry resolving URIs (`None`: [`Registry::global`], so `memory://` roots and
+    /// registered stores are shared across the process).
+    pub registry: Option<Arc<Registry>>,
+}
+
+impl DatasetOptions {
+    /// Selects a snapshot by id.
+    pub fn snapshot(mut self, id: impl Into<String>) -> Self {
+        self.snapshot = Some(id.into());
+        self
+    }
+    /// Sets the storage options.
+    pub fn storage(mut self, storage: StorageOptions) -> Self {
+        self.storage = storage;
+        self
+    }
+    /// Sets the shard read options.
+    pub fn read(mut self, read: ReadOptions) -> Self {
+        self.read = read;
+        self
+    }
+    /// Resolves URIs through `registry`.
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+}
+
+/// Resolves `uri` to a [`Root`] with the registry of `options`. `http(s)://` base URLs are
+/// refused with [`Error::Unsupported`]: read-only HTTP roots need a root store over
+/// `HttpIo` that the publish crate does not provide yet.
+pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
+    let lower = uri.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return Err(Error::Unsupported {
+            what: format!(
+                "{uri}: read-only http(s) dataset roots are not available yet (guideloom-publish \
+                 has no HTTP root store); read shards over HTTP with \
+                 guideloom::format::DocumentStorage and guideloom::io::http::HttpIo instead"
+            ),
+        });
+    }
+    let root = match &options.registry {
+        Some(r) => r.resolve(uri, &options.storage)?,
+        None => Registry::global().resolve(uri, &options.storage)?,
+    };
+    Ok(root)
+}
+
+/// A byte-range reader over a root store's ranged gets, for a shard of known size.
+#[derive(Debug)]
+struct StoreReader {
+    store: Arc<dyn RootStore>,
+    key: String,
+    location: String,
+    size: u64,
+}
+
+fn store_error(location: &str, e: guideloom_publish::Error) -> guideloom_io::Error {
+    match e {
+        guideloom_publish::Error::NotFound { .. } => guideloom_io::Error::NotFound {
+            location: location.to_owned(),
+            source: Some(Box::new(e)),
+        },
+        other => guideloom_io::Error::Remote {
+            location: location.to_owned(),
+            message: other.to_string(),
+            retryable: false,
+            source: Some(Box::new(other)),
+        },
+    }
+}
+
+#[async_trait::async_trait]
+impl AsyncReader for StoreReader {
+    fn location(&self) -> &str {
+        &self.location
+    }
+    async fn size(&self) -> guideloom_io::Result<u64> {
+        Ok(self.size)
+    }
+    async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+        guideloom_io::error::check_range(&self.location, offset, len, self.size)?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let bytes = self
+            .store
+            .get_range(&self.key, offset..offset + len)
+            .await
+            .map_err(|e| store_error(&self.location, e))?;
+        guideloom_io::error::check_len(&self.location, offset, len, bytes.len())?;
+        Ok(bytes)
+    }
+    async fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
+        let len = len.min(self.size);
+        let bytes = self.read(self.size - len, len).await?;
+        Ok(Tail {
+            size: self.size,
+            bytes,
+        })
+    }
+    async fn close(&self) -> guideloom_io::Result<()> {
+        Ok(())
+    }
+    fn close_sync(&self) {}
+}
+
+#[derive(Debug)]
+struct Inner {
+    uri: String,
+    root: Root,
+    snapshot: Snapshot,
+    bounds: Vec<u64>,
+    shards: Vec<OnceCell<AsyncShard<StoreReader>>>,
+    read: ReadOptions,
+    remote: bool,
+}
+
+/// A dataset snapshot, read asynchronously. Cheap to clone (shared state).
+#[derive(Debug, Clone)]
+pub struct AsyncDataset {
+    inner: Arc<Inner>,
+}
+
+impl AsyncDataset {
+    /// Opens the latest snapshot of the root at `uri`.
+    pub async fn open(uri: &str) -> Result<Self> {
+        Self::open_with(uri, DatasetOptions::default()).await
+    }
+
+    /// Opens the root at `uri` with `options`.
+    pub async fn open_with(uri: &str, options: DatasetOptions) -> Result<Self> {
+        let root = resolve_root(uri, &options)?;
+        let snapshot = match &options.snapshot {
+            Some(id) => root.snapshot(id).await?,
+            None => root.latest().await?,
+        };
+        Ok(Self::from_snapshot(uri, root, snapshot, options.read))
+    }
+
+    /// A dataset over `snapshot` of an already resolved `root`.
+    pub fn from_snapshot(uri: &str, root: Root, snapshot: Snapshot, read: ReadOptions) -> Self {
+        let mut bounds = Vec::with_capacity(snapshot.shards().len() + 1);
+        bounds.push(0u64);
+        for s in snapshot.shards() {
+            bounds.push(bounds[bounds.len() - 1] + s.record_count);
+        }
+        let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
+        let remote = !matches!(RootUri::parse(uri), Ok(RootUri::Local(_)));
+        AsyncDataset {
+            inner: Arc::new(Inner {
+                uri: uri.to_owned(),
+                root,
+                snapshot,
+                bounds,
+                shards,
+                read,
+                remote,
+            }),
+        }
+    }
+
+    /// The URI it was opened from.
+    pub fn uri(&self) -> &str {
+        &self.inner.uri
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Root {
+        &self.inner.root
+    }
+
+    /// The snapshot read.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.inner.snapshot
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> u64 {
+        self.inner.bounds[self.inner.bounds.len() - 1]
+    }
+
+    /// `true` when the snapshot has no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cumulative record starts of the shards: `[0, n0, n0 + n1, ..., len()]`.
+    pub fn shard_bounds(&self) -> &[u64] {
+        &self.inner.bounds
+    }
+
+    /// `true` unless the root is a local directory (then reads are network requests).
+    pub fn is_remote(&self) -> bool {
+        self.inner.remote
+    }
+
+    fn locate(&self, index: u64) -> Result<(usize, u64)> {
+        if index >= self.len() {
+            return Err(Error::OutOfRange {
+                index,
+                len: self.len(),
+            });
+        }
+        let s = self.inner.bounds.partition_point(|&b| b <= index) - 1;
+        Ok((s, index - self.inner.bounds[s]))
+    }
+
+    async fn shard(&self, s: usize) -> Result<&AsyncShard<StoreReader>> {
+        let inner = &*self.inner;
+        let shard_ref = &inner.snapshot.shards()[s];
+        let shard = inner.shards[s]
+            .get_or_try_init(|| async {
+                let store = Arc::clone(inner.root.store());
+                let reader = StoreReader {
+                    location: format!("{}/{}", store.describe(), shard_ref.key),
+                    store,
+                    key: shard_ref.key.clone(),
+                    size: shard_ref.size,
+                };
+                let shard = AsyncShard::open(reader, &inner.read).await?;
+                if shard.len() != shard_ref.record_count {
+                    return Err(Error::Publish(guideloom_publish::Error::Verification {
+                        key: shard_ref.key.clone(),
+                        what: "record count",
+                        expected: shard_ref.record_count.to_string(),
+                        actual: shard.len().to_string(),
+                    }));
+                }
+                Ok::<_, Error>(shard)
+            })
+            .await?;
+        Ok(shard)
+    }
+
+    /// The bytes of record `index`: one ranged read (plus one tail read the first time its
+    /// shard is touched).
+    pub async fn get(&self, index: u64) -> Result<Bytes> {
+        let (s, local) = self.locate(index)?;
+        Ok(self.shard(s).await?.read(local).await?)
+    }
+
+    /// The bytes of records `indices`, in that order: one batched (coalescing) read per
+    /// shard touched, shards read concurrently.
+    pub async fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        // Group by shard, remembering each index's place in the output.
+        let mut groups: Vec<(usize, Vec<u64>, Vec<usize>)> = Vec::new();
+        for (pos, &i) in indices.iter().enumerate() {
+            let (s, local) = self.locate(i)?;
+            match groups.iter_mut().find(|g| g.0 == s) {
+                Some(g) => {
+                    g.1.push(local);
+                    g.2.push(pos);
+                }
+                None => groups.push((s, vec![local], vec![pos])),
+            }
+        }
+        let reads = groups.iter().map(|(s, locals, _)| async move {
+            let shard = self.shard(*s).await?;
+            Ok::<_, Error>(shard.read_many(locals).await?)
+        });
+        let results = futures::future::try_join_all(reads).await?;
+        let mut out = vec![Bytes::new(); indices.len()];
+        for ((_, _, places), bytes) in groups.iter().zip(results) {
+            for (&place, b) in places.iter().zip(bytes) {
+                out[place] = b;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The bytes of records `range` (clamped to nothing past the end is an error).
+    pub async fn get_range(&self, range: Range<u64>) -> Result<Vec<Bytes>> {
+        if range.end > self.len() {
+            return Err(Error::OutOfRange {
+                index: range.end.saturating_sub(1),
+                len: self.len(),
+            });
+        }
+        let indices: Vec<u64> = range.collect();
+        self.get_many(&indices).await
+    }
+
+    /// Record `index` decoded as CBOR into `T` (records written with
+    /// [`CborFormat`](guideloom_format::CborFormat)).
+    pub async fn get_as<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
+        decode_as(index, self.get(index).await?)
+    }
+
+    /// Record `index` decoded with `format`.
+    pub async fn get_with<F: Format>(&self, index: u64, format: &F) -> Result<F::Record> {
+        let bytes = self.get(index).await?;
+        format
+            .decode(bytes)
+            .map_err(|source| Error::Decode { index, source })
+    }
+
+    /// Annotation set `name` (latest version) for this snapshot.
+    pub async fn annotations(&self, name: &str) -> Result<AnnotationSet> {
+        Ok(self
+            .inner
+            .root
+            .annotations(name, None, &self.inner.snapshot, false)
+            .await?)
+    }
+
+    /// The value of annotation set `name` for record `index`.
+    pub async fn annotation<T: DeserializeOwned>(&self, name: &str, index: u64) -> Result<T> {
+        if index >= self.len() {
+            return Err(Error::OutOfRange {
+                index,
+                len: self.len(),
+            });
+        }
+        Ok(self.annotations(name).await?.get(index)?)
+    }
+}
+
+/// Decodes one CBOR record exactly as [`CborFormat`] does (one item, no trailing bytes),
+/// without requiring `T: Serialize`.
+fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
+    let mut rest: &[u8] = &bytes;
+    let value = ciborium::from_reader(&mut rest).map_err(|e| Error::Decode {
+        index,
+        source: Box::new(e),
+    })?;
+    if !rest.is_empty() {
+        return Err(Error::Decode {
+            index,
+            source: format!("{} trailing bytes after the CBOR item", rest.len()).into(),
+        });
+    }
+    Ok(value)
+}
+
+/// A dataset snapshot, read synchronously through an internal tokio runtime.
+///
+/// Use it from plain threads. Calling its methods from inside an async task panics (tokio
+/// forbids blocking a runtime thread): use [`AsyncDataset`] there ([`Dataset::as_async`]).
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    inner: AsyncDataset,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+/// Builds the runtime a synchronous [`Dataset`] drives its reads on: multi-threaded with two
+/// workers (IO is mostly waiting), all drivers enabled.
+pub fn new_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("guideloom-dataset")
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Runtime { source })
+}
+
+impl Dataset {
+    /// Opens the latest snapshot of the root at `uri` (a local path, `file://`,
+    /// `memory://`, `s3://` with feature `s3`, or a declared mount through
+    /// [`DatasetOptions::storage`]).
+    pub fn open(uri: &str) -> Result<Self> {
+        Self::open_with(uri, DatasetOptions::default())
+    }
+
+    /// Opens the root at `uri` with `options`.
+    pub fn open_with(uri: &str, options: DatasetOptions) -> Result<Self> {
+        let runtime = Arc::new(new_runtime()?);
+        let inner = runtime.block_on(AsyncDataset::open_with(uri, options))?;
+        Ok(Dataset { inner, runtime })
+    }
+
+    /// The async flavour sharing this dataset's state (opened shards).
+    pub fn as_async(&self) -> &AsyncDataset {
+        &self.inner
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Root {
+        self.inner.root()
+    }
+
+    /// The snapshot read.
+    pub fn snapshot(&self) -> &Snapshot {
+        self.inner.snapshot()
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    /// `true` when the snapshot has no records.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// See [`AsyncDataset::shard_bounds`].
+    pub fn shard_bounds(&self) -> &[u64] {
+        self.inner.shard_bounds()
+    }
+
+    /// See [`AsyncDataset::get`].
+    pub fn get(&self, index: u64) -> Result<Bytes> {
+        self.runtime.block_on(self.inner.get(index))
+    }
+
+    /// See [`AsyncDataset::get_many`].
+    pub fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        self.runtime.block_on(self.inner.get_many(indices))
+    }
+
+    /// See [`AsyncDataset::get_range`].
+    pub fn get_range(&self, range: Range<u64>) -> Result<Vec<Bytes>> {
+        self.runtime.block_on(self.inner.get_range(range))
+    }
+
+    /// See [`AsyncDataset::get_as`].
+    pub fn get_as<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
+        self.runtime.block_on(self.inner.get_as(index))
+    }
+
+    /// See [`AsyncDataset::get_with`].
+    pub fn get_with<F: Format>(&self, index: u64, format: &F) -> Result<F::Record> {
+        self.runtime.block_on(self.inner.get_with(index, format))
+    }
+
+    /// See [`AsyncDataset::annotations`].
+    pub fn annotations(&self, name: &str) -> Result<AnnotationSet> {
+        self.runtime.block_on(self.inner.annotations(name))
+    }
+
+    /// See [`AsyncDataset::annotation`].
+    pub fn annotation<T: DeserializeOwned>(&self, name: &str, index: u64) -> Result<T> {
+        self.runtime.block_on(self.inner.annotation(name, index))
+    }
+
+    /// All records in order, fetched [`ITER_CHUNK`] at a time.
+    pub fn iter(&self) -> Records<'_> {
+        self.iter_range(0..self.len())
+    }
+
+    /// Records `range` in order (the range is clamped to the dataset).
+    pub fn iter_range(&self, range: Range<u64>) -> Records<'_> {
+        let end = range.end.min(self.len());
+        Records {
+            dataset: self,
+            next: range.start.min(end),
+            end,
+            buffer: std::collections::VecDeque::new(),
+            failed: false,
+        }
+    }
+
+    /// All records in order, decoded as CBOR into `T`.
+    pub fn iter_as<T: DeserializeOwned>(&self) -> impl Iterator<Item = Result<T>> + '_ {
+        let mut index = 0u64;
+        self.iter().map(move |r| {
+            let i = index;
+            index += 1;
+            r.and_then(|b| decode_as(i, b))
+        })
+    }
+}
+
+/// In-order iterator over a [`Dataset`]'s records ([`Dataset::iter`]). After an error it
+/// ends.
+#[derive(Debug)]
+pub struct Records<'a> {
+    dataset: &'a Dataset,
+    next: u64,
+    end: u64,
+    buffer: std::collections::VecDeque<Bytes>,
+    failed: bool,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<Bytes>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if self.buffer.is_empty() {
+            if self.next >= self.end {
+                return None;
+            }
+            let hi = (self.next + ITER_CHUNK).min(self.end);
+            match self.dataset.get_range(self.next..hi) {
+                Ok(v) => self.buffer.extend(v),
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+            self.next = hi;
+        }
+        self.buffer.pop_front().map(Ok)
+    }
+}
+
+impl RecordSource for Dataset {
+    fn name(&self) -> String {
+        format!("{} (snapshot {})", self.inner.uri(), self.snapshot().id())
+    }
+    fn len(&self) -> u64 {
+        Dataset::len(self)
+    }
+    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        Dataset::get_many(self, indices)
+    }
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        Some(Dataset::shard_bounds(self))
+    }
+    fn is_remote(&self) -> bool {
+        self.inner.is_remote()
+    }
+}
+
+/// Writes `records` as CBOR-encoded shards of `shard_records` records each and publishes
+/// them as snapshot `snapshot_id` of dataset `dataset_id` in `root` (a convenience built on
+/// [`Root::write_shard`] and [`Root::publish`]). Returns the snapshot.
+pub async fn publish_cbor<T>(
+    root: &Root,
+    dataset_id: &str,
+    snapshot_id: &str,
+    records: &[T],
+    shard_records: usize,
+    work_id: &str,
+) -> Result<Snapshot>
+where
+    T: serde::Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    let staging = tempfile_dir()?;
+    let format = CborFormat::<T>::new();
+    let mut shards = Vec::new();
+    for (n, chunk) in records.chunks(shard_records.max(1)).enumerate() {
+        let mut encoded = Vec::with_capacity(chunk.len());
+        for (i, r) in chunk.iter().enumerate() {
+            let mut out = Vec::new();
+            format.encode(r, &mut out).map_err(|source| Error::Decode {
+                index: (n * shard_records.max(1) + i) as u64,
+                source,
+            })?;
+            encoded.push(out);
+        }
+        let meta = ShardMetadata::new(format.name(), "documents");
+        shards.push(
+            root.write_shard(work_id, n as u64, meta, &encoded, staging.path())
+                .await?,
+        );
+    }
+    let request = PublishRequest {
+        dataset_id: dataset_id.to_owned(),
+        snapshot_id: snapshot_id.to_owned(),
+        shards,
+        mode: PublishMode::Full,
+    };
+    Ok(root
+        .publish(&request, &PublicationOptions::default())
+        .await?)
+}
+
+fn tempfile_dir() -> Result<tempfile::TempDir> {
+    tempfile::tempdir().map_err(|e| Error::Io(guideloom_io::Error::io("staging directory", e)))
+}
+
+/// Builds a small example root at `uri`: `n` CBOR strings `"record i"` in shards of 4,
+/// published as snapshot `s1` of dataset `example`. Used by the documentation examples.
+pub fn write_example_root(uri: &str, n: u64) -> Result<Snapshot> {
+    let runtime = new_runtime()?;
+    let records: Vec<String> = (0..n).map(|i| format!("record {i}")).collect();
+    runtime.block_on(async {
+        let root = resolve_root(uri, &DatasetOptions::default())?;
+        publish_cbor(&root, "example", "s1", &records, 4, "example-writer").await
+    })
+}

@@ -1,0 +1,115 @@
+//! The facade's error type: wraps the lower crates' errors (match through them) and adds the
+//! dataset and loader failures.
+
+/// A boxed error source, `Send + Sync` so errors cross threads.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `Result` with the facade's [`enum@Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the facade can fail with.
+///
+/// The lower crates' errors are wrapped unchanged ([`Error::Io`], [`Error::Format`],
+/// [`Error::Publish`]) so callers match on their variants, e.g.
+/// `Error::Publish(guideloom_publish::Error::NotFound { .. })`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A byte-range IO error (`guideloom-io`).
+    #[error(transparent)]
+    Io(#[from] guideloom_io::Error),
+    /// A shard format or storage error (`guideloom-format`).
+    #[error(transparent)]
+    Format(#[from] guideloom_format::Error),
+    /// A dataset root error (`guideloom-publish`).
+    #[error(transparent)]
+    Publish(#[from] guideloom_publish::Error),
+    /// A record index outside the dataset.
+    #[error("record {index} is out of range for a dataset of {len} records")]
+    OutOfRange {
+        /// The index asked for.
+        index: u64,
+        /// The number of records.
+        len: u64,
+    },
+    /// A record's bytes could not be decoded (serde, or the loader's decode function).
+    #[error("cannot decode record {index}: {source}")]
+    Decode {
+        /// The record index.
+        index: u64,
+        /// The decoder's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A record source (the loader's [`RecordSource`](crate::loader::RecordSource)) failed
+    /// to fetch records.
+    #[error("cannot fetch records from {source_name}: {source}")]
+    Fetch {
+        /// The source's name.
+        source_name: String,
+        /// What went wrong.
+        #[source]
+        source: BoxError,
+    },
+    /// A loader worker panicked while fetching or decoding a batch; the panic was caught.
+    #[error("loader worker panicked on batch {batch}: {message}")]
+    WorkerPanic {
+        /// The rank-local batch number being built.
+        batch: u64,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// The loader's workers stopped before delivering every batch (they cannot run).
+    #[error("loader workers stopped before batch {batch} was delivered")]
+    WorkersGone {
+        /// The batch that was expected next.
+        batch: u64,
+    },
+    /// A resume state does not fit this loader (another seed, or a position past the end).
+    #[error("cannot resume: {reason}")]
+    Resume {
+        /// What does not match.
+        reason: String,
+    },
+    /// Invalid options (zero batch size, rank outside the world...).
+    #[error("invalid options: {reason}")]
+    InvalidOptions {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The operation or root kind is not available (in this build, or at all yet).
+    #[error("unsupported: {what}")]
+    Unsupported {
+        /// What, and what to do instead.
+        what: String,
+    },
+    /// The internal tokio runtime of a synchronous [`Dataset`](crate::Dataset) could not start.
+    #[error("cannot start the dataset runtime: {source}")]
+    Runtime {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// An [`Error::Fetch`] from any error.
+    pub fn fetch(source_name: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Fetch {
+            source_name: source_name.into(),
+            source: source.into(),
+        }
+    }
+
+    /// `true` when the object or record does not exist ([`Error::OutOfRange`], or a lower
+    /// crate's not-found error).
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            Error::OutOfRange { .. } => true,
+            Error::Io(e) => e.is_not_found(),
+            Error::Format(e) => e.is_not_found(),
+            Error::Publish(guideloom_publish::Error::NotFound { .. }) => true,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! guideloom: sharded datasets of records for training and evaluating ML models, in one
+//! dependency.
+//!
+//! - [`io`], [`format`], [`publish`]: the lower crates, re-exported whole
+//!   (`guideloom-io`, `guideloom-format`, `guideloom-publish`); their common types are also
+//!   at this crate's root.
+//! - [`Dataset`] (sync; owns a tokio runtime) and [`AsyncDataset`]: open any root URI and
+//!   read records by index, in order, by range, typed through serde, with annotations and
+//!   snapshot selection.
+//! - [`Loader`]: the training-loop reader — deterministic shuffle from `(seed, epoch)`,
+//!   batches, worker threads, bounded prefetch, ranks, O(1) resume. See [`loader`] and
+//!   `docs/loader.md`.
+//!
+//! Features: `mmap` (default) for [`io::MmapIo`]; `http` for `io::http::HttpIo`;
+//! `object-store` for `io::objstore::ObjectStoreIo`; `s3` for `s3://` roots; `blocking` for
+//! `io::blocking::BlockingIo`; `conformance` for the IO conformance kit.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs)]
+
+pub mod dataset;
+pub mod error;
+pub mod loader;
+pub mod order;
+
+/// Byte-range IO (`guideloom-io`): reader and backend traits, local backends and, behind
+/// features, HTTP and object-store backends and the conformance kit.
+pub mod io {
+    pub use guideloom_io::*;
+}
+
+/// The shard format, record formats and storages (`guideloom-format`).
+pub mod format {
+    pub use guideloom_format::*;
+}
+
+/// Dataset roots: publication, snapshots, annotations, the scheme registry
+/// (`guideloom-publish`).
+pub mod publish {
+    pub use guideloom_publish::*;
+}
+
+/// Record buffers (re-exported so users need no direct `bytes` dependency).
+pub use bytes::{self, Bytes};
+pub use dataset::{AsyncDataset, Dataset, DatasetOptions};
+pub use error::{BoxError, Error, Result};
+pub use loader::{
+    Batch, Epoch, EpochPlan, Equalize, Loader, LoaderOptions, LoaderState, MemorySource,
+    RecordSource,
+};
+pub use order::ShuffleMode;
+
+pub use guideloom_format::{
+    CborFormat, DocumentStorage, Format, RawFormat, ReadOptions, ShardMetadata, StreamStorage,
+    StreamWithMetaStorage, WriterOptions,
+};
+#[cfg(feature = "mmap")]
+pub use guideloom_io::MmapIo;
+pub use guideloom_io::{AsyncReader, Backend, Location, PreadIo, SeekIo, SyncReader};
+pub use guideloom_publish::{
+    AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, ShardRef,
+    Snapshot, StorageOptions,
+};
