@@ -12,7 +12,8 @@
 //! - `random_single`: one read of a random record per iteration (the same seeded sequence of
 //!   records for every bench in the group);
 //! - `random_batched`: one batched read of 64 random records per iteration (the next 64 of the
-//!   same sequence);
+//!   same sequence); `<backend>_sync_loop` reads the same 64 with `read` one by one, which
+//!   separates the cost of `read_ranges` itself from the cost of the reads;
 //! - `sequential`: the whole file in 4 MiB chunks per iteration.
 //!
 //! Every group holds its ceilings, measured on the same bytes with the same range sequence:
@@ -475,6 +476,21 @@ mod unix {
                 let mut cur = Cursor::new(&data.ranges);
                 b.iter(|| {
                     let out = readers.sync.read_ranges(cur.next_batch()).expect("read");
+                    black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                    out
+                })
+            });
+            data.warm();
+            // Diagnostic: the same 64 ranges through `read` one by one, to tell the cost of
+            // `read_ranges` (planning, coalescing, splitting) from the cost of the reads.
+            g.bench_function(format!("{}_sync_loop", s.name), |b| {
+                let mut cur = Cursor::new(&data.ranges);
+                b.iter(|| {
+                    let out: Vec<_> = cur
+                        .next_batch()
+                        .iter()
+                        .map(|r| readers.sync.read(r.start, r.end - r.start).expect("read"))
+                        .collect();
                     black_box(out.iter().map(|b| touch(b)).sum::<u64>());
                     out
                 })
