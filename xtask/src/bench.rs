@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::bench_report;
 use crate::error::{Error, Result};
-use crate::servers::Servers;
+use crate::servers::{self, Servers};
 use crate::util;
 
 /// Starts the servers, runs `cargo bench --workspace PASSTHROUGH...`, stops the servers and
@@ -14,7 +14,7 @@ use crate::util;
 pub(crate) fn run(root: &Path, passthrough: &[String]) -> Result<()> {
     // Remote benchmarks read from nginx and moto; they find them through the same variables
     // as the tests.
-    let mut servers = Servers::start(root, false)?;
+    let mut servers = Servers::start(root, &servers::default_kinds(), false)?;
     let mut cmd = util::cargo(root);
     cmd.args(["bench", "--workspace"]).args(passthrough);
     servers.apply(&mut cmd);

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::servers::Servers;
+use crate::servers::{self, Servers};
 use crate::util;
 
 /// One CI step.
@@ -177,7 +177,7 @@ fn doc(ctx: &mut Ctx) -> Result<()> {
 }
 
 fn servers_up(ctx: &mut Ctx) -> Result<()> {
-    ctx.servers = Some(Servers::start(&ctx.root, false)?);
+    ctx.servers = Some(Servers::start(&ctx.root, &servers::default_kinds(), false)?);
     Ok(())
 }
 

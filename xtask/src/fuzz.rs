@@ -90,7 +90,7 @@ pub(crate) fn run(root: &Path, seconds: u64, target: Option<&str>) -> Result<()>
             .executions
             .map_or_else(|| "unknown".to_owned(), |n| n.to_string());
         println!(
-            "[fuzz] {target}: {executions} executions in {:.0}s, {} finding(s), exit {status}",
+            "[fuzz] {target}: {executions} executions in {:.0}s, {} finding(s), {status}",
             started.elapsed().as_secs_f64(),
             findings.len()
         );

@@ -6,7 +6,7 @@
 //! ```text
 //! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, doc, servers-up, test, servers-down, deny
 //! cargo xtask tidy                      layering and manifest checks (also run as a #[test])
-//! cargo xtask servers up|down|status    nginx + moto on loopback for the server-backed tests
+//! cargo xtask servers up|down|status    nginx + moto (+ opt-in Ceph RGW) on loopback for tests
 //! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
 //! ```
@@ -32,7 +32,8 @@ commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
                                  steps: fmt tidy clippy doc servers-up test servers-down deny
   tidy                           check crate layering and manifests
-  servers up|down|status         start / stop / show nginx and moto for server-backed tests
+  servers up|down|status [S]...  start / stop / show the test servers: nginx, moto
+                                 (and ceph, opt-in: named, or GUIDELOOM_XTASK_CEPH=1)
   bench [ARGS]...                servers up, `cargo bench --workspace ARGS`, servers down, table
   fuzz [--seconds N] [TARGET]    run each fuzz target (or TARGET) for N seconds (default 30)
   help                           print this text
@@ -64,7 +65,7 @@ fn run(args: &[String]) -> Result<()> {
             }
             Ok(())
         }
-        Command::Servers(action) => servers::cli(&root, action),
+        Command::Servers { action, kinds } => servers::cli(&root, action, &kinds),
         Command::Bench { passthrough } => bench::run(&root, &passthrough),
         Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
     }
@@ -78,7 +79,10 @@ enum Command {
         skip: Vec<String>,
     },
     Tidy,
-    Servers(servers::Action),
+    Servers {
+        action: servers::Action,
+        kinds: Vec<servers::Kind>,
+    },
     Bench {
         passthrough: Vec<String>,
     },
@@ -122,12 +126,23 @@ impl Command {
                 [] => Ok(Command::Tidy),
                 _ => Err(usage("tidy takes no arguments".into())),
             },
-            "servers" => match rest {
-                [action] => servers::Action::parse(action)
-                    .map(Command::Servers)
-                    .ok_or_else(|| usage(format!("servers: unknown action `{action}`"))),
-                _ => Err(usage("usage: cargo xtask servers up|down|status".into())),
-            },
+            "servers" => {
+                let Some((action, names)) = rest.split_first() else {
+                    return Err(usage(
+                        "usage: cargo xtask servers up|down|status [nginx|moto|ceph]...".into(),
+                    ));
+                };
+                let action = servers::Action::parse(action)
+                    .ok_or_else(|| usage(format!("servers: unknown action `{action}`")))?;
+                let kinds = names
+                    .iter()
+                    .map(|name| {
+                        servers::Kind::parse(name)
+                            .ok_or_else(|| usage(format!("servers: unknown server `{name}`")))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Command::Servers { action, kinds })
+            }
             "bench" => Ok(Command::Bench {
                 passthrough: rest.to_vec(),
             }),
@@ -183,7 +198,17 @@ mod tests {
         assert_eq!(parse(&["tidy"]).unwrap(), Command::Tidy);
         assert_eq!(
             parse(&["servers", "status"]).unwrap(),
-            Command::Servers(servers::Action::Status)
+            Command::Servers {
+                action: servers::Action::Status,
+                kinds: vec![]
+            }
+        );
+        assert_eq!(
+            parse(&["servers", "up", "ceph", "moto"]).unwrap(),
+            Command::Servers {
+                action: servers::Action::Up,
+                kinds: vec![servers::Kind::Ceph, servers::Kind::Moto]
+            }
         );
         assert_eq!(
             parse(&["bench", "--bench", "io", "--", "pread"]).unwrap(),
@@ -216,6 +241,7 @@ mod tests {
             &["tidy", "x"],
             &["servers"],
             &["servers", "restart"],
+            &["servers", "up", "minio"],
             &["fuzz", "--seconds", "ten"],
             &["fuzz", "a", "b"],
             &["fuzz", "--minutes", "1"],

@@ -63,97 +63,207 @@ impl Action {
 pub(crate) enum Kind {
     Nginx,
     Moto,
+    /// A one-node Ceph RADOS Gateway (mon + memstore OSD + radosgw). Opt-in: `servers up ceph`,
+    /// or `GUIDELOOM_XTASK_CEPH=1` for `ci` and `bench`.
+    Ceph,
 }
 
 impl Kind {
     /// Every server, in start order.
-    pub(crate) const ALL: [Kind; 2] = [Kind::Nginx, Kind::Moto];
+    pub(crate) const ALL: [Kind; 3] = [Kind::Nginx, Kind::Moto, Kind::Ceph];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Nginx => "nginx",
             Kind::Moto => "moto",
+            Kind::Ceph => "ceph",
         }
     }
 
-    fn state_dir(self, root: &Path) -> PathBuf {
-        servers_dir(root).join(self.name())
+    pub(crate) fn parse(word: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == word)
     }
 
-    /// A word found in `/proc/PID/cmdline` of our process, guarding against reused PIDs.
-    fn cmdline_marker(self) -> &'static str {
-        match self {
-            Kind::Nginx => "nginx",
-            Kind::Moto => "moto_server",
-        }
+    fn state_dir(self, session: &Path) -> PathBuf {
+        session.join(self.name())
     }
+}
 
-    /// Signals sent in turn to stop the process, each followed by a wait for it to exit.
-    fn stop_schedule(self) -> &'static [(Signal, Duration)] {
-        // QUIT is nginx's graceful stop (~1.2 s here), TERM its fast one.
-        const NGINX: &[(Signal, Duration)] = &[
-            (Signal::SIGQUIT, Duration::from_secs(5)),
-            (Signal::SIGTERM, Duration::from_secs(3)),
-            (Signal::SIGKILL, Duration::from_secs(2)),
-        ];
-        const MOTO: &[(Signal, Duration)] = &[
-            (Signal::SIGTERM, Duration::from_secs(5)),
-            (Signal::SIGKILL, Duration::from_secs(2)),
-        ];
-        match self {
-            Kind::Nginx => NGINX,
-            Kind::Moto => MOTO,
-        }
+/// The servers `ci`, `bench` and a bare `servers up` start: nginx and moto, plus Ceph RGW when
+/// `GUIDELOOM_XTASK_CEPH=1`.
+pub(crate) fn default_kinds() -> Vec<Kind> {
+    let mut kinds = vec![Kind::Nginx, Kind::Moto];
+    if std::env::var_os("GUIDELOOM_XTASK_CEPH").is_some_and(|v| v == "1") {
+        kinds.push(Kind::Ceph);
     }
+    kinds
+}
+
+/// Signals sent in turn to stop a process labelled `label`, each followed by a wait.
+fn stop_schedule(label: &str) -> &'static [(Signal, Duration)] {
+    // QUIT is nginx's graceful stop (~1.2 s here), TERM its fast one.
+    const NGINX: &[(Signal, Duration)] = &[
+        (Signal::SIGQUIT, Duration::from_secs(5)),
+        (Signal::SIGTERM, Duration::from_secs(3)),
+        (Signal::SIGKILL, Duration::from_secs(2)),
+    ];
+    const OTHERS: &[(Signal, Duration)] = &[
+        (Signal::SIGTERM, Duration::from_secs(10)),
+        (Signal::SIGKILL, Duration::from_secs(2)),
+    ];
+    if label == "nginx" { NGINX } else { OTHERS }
 }
 
 fn servers_dir(root: &Path) -> PathBuf {
     root.join(".xtask").join("servers")
 }
 
+/// Where one set of servers keeps its state: `up/` for the detached servers of `servers up`,
+/// `run-<pid>/` for those of a `ci` or `bench` run, so that runs in one checkout (and a human's
+/// `servers up`) never stop each other's servers.
+fn session_dir(root: &Path, detach: bool) -> PathBuf {
+    if detach {
+        servers_dir(root).join("up")
+    } else {
+        servers_dir(root).join(format!("run-{}", std::process::id()))
+    }
+}
+
+/// The PID of the xtask run owning `dir`, if `dir` is a `run-<pid>` session.
+fn session_owner(dir: &Path) -> Option<u32> {
+    dir.file_name()?
+        .to_str()?
+        .strip_prefix("run-")?
+        .parse()
+        .ok()
+}
+
+/// Whether `pid` is a live xtask process (the owner of a session directory).
+fn xtask_alive(pid: u32) -> bool {
+    process_alive(pid)
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("xtask"))
+}
+
+/// Stops the servers of sessions whose xtask run is gone (killed, or stopped by Ctrl-C before
+/// it could clean up), and removes their directories.
+fn clean_stale_sessions(root: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(servers_dir(root)) else {
+        return Ok(());
+    };
+    for dir in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let Some(owner) = session_owner(&dir) else {
+            continue;
+        };
+        if owner == std::process::id() || xtask_alive(owner) {
+            continue;
+        }
+        for kind in Kind::ALL {
+            stop_recorded(&dir, kind)?;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(())
+}
+
 fn venv_dir(root: &Path) -> PathBuf {
     root.join(".xtask").join("venv")
 }
 
-/// One server process that we started.
+/// One process that we started. Its label is also a word of its `/proc/PID/cmdline`, which
+/// guards against acting on a reused PID.
 #[derive(Debug)]
-struct Running {
-    kind: Kind,
+struct Proc {
+    label: &'static str,
     pid: u32,
     /// Present when this process started it: lets us reap it.
     child: Option<Child>,
+}
+
+impl Proc {
+    fn new(label: &'static str, child: Child) -> Proc {
+        Proc {
+            label,
+            pid: child.id(),
+            child: Some(child),
+        }
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        stop_with(
+            self.label,
+            self.pid,
+            self.child.as_mut(),
+            stop_schedule(self.label),
+        )
+    }
+}
+
+/// Stops its processes, last started first, when dropped: the state of a server half-way
+/// through its start-up.
+#[derive(Debug, Default)]
+struct ProcGuard(Vec<Proc>);
+
+impl Drop for ProcGuard {
+    fn drop(&mut self) {
+        while let Some(mut proc) = self.0.pop() {
+            if let Err(err) = proc.stop() {
+                eprintln!("[servers] {err}");
+            }
+        }
+    }
+}
+
+/// One server that answered: its processes (in start order) and its variables.
+#[derive(Debug)]
+struct Running {
+    kind: Kind,
+    procs: Vec<Proc>,
     env: Vec<(&'static str, String)>,
+}
+
+impl Running {
+    fn pids(&self) -> String {
+        self.procs
+            .iter()
+            .map(|p| p.pid.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Servers started by this process. Dropping it stops them (unless [`Servers::detach`]ed).
 #[derive(Debug)]
 pub(crate) struct Servers {
-    root: PathBuf,
+    session: PathBuf,
     running: Vec<Running>,
 }
 
 impl Servers {
-    /// Starts every server, first stopping any left over from an earlier run.
+    /// Starts the `kinds` servers, first stopping any left over from an earlier run.
     ///
     /// `detach`: start them in a new process group so they outlive this process and a Ctrl-C in
     /// its terminal (`servers up`); otherwise they share our process group and die with us.
-    pub(crate) fn start(root: &Path, detach: bool) -> Result<Servers> {
+    pub(crate) fn start(root: &Path, kinds: &[Kind], detach: bool) -> Result<Servers> {
+        clean_stale_sessions(root)?;
+        let session = session_dir(root, detach);
         let mut servers = Servers {
-            root: root.to_path_buf(),
+            session: session.clone(),
             running: Vec::new(),
         };
-        for kind in Kind::ALL {
-            stop_recorded(root, kind)?;
+        for &kind in kinds {
+            stop_recorded(&session, kind)?;
             let started = Instant::now();
             // On error `servers` is dropped here, stopping those already started.
             let running = match kind {
-                Kind::Nginx => start_nginx(root, detach)?,
-                Kind::Moto => start_moto(root, detach)?,
+                Kind::Nginx => start_nginx(&session, detach)?,
+                Kind::Moto => start_moto(root, &session, detach)?,
+                Kind::Ceph => start_ceph(root, &session, detach)?,
             };
             println!(
                 "[servers] {} ready (pid {}) in {:.1}s: {}",
                 kind.name(),
-                running.pid,
+                running.pids(),
                 started.elapsed().as_secs_f64(),
                 running
                     .env
@@ -163,10 +273,7 @@ impl Servers {
             );
             servers.running.push(running);
         }
-        util::write(
-            &servers_dir(root).join("env.sh"),
-            env_script(&servers.env()),
-        )?;
+        util::write(&session.join("env.sh"), env_script(&servers.env()))?;
         Ok(servers)
     }
 
@@ -191,16 +298,24 @@ impl Servers {
         let mut problems = Vec::new();
         while let Some(mut running) = self.running.pop() {
             let kind = running.kind;
-            match stop_pid(kind, running.pid, running.child.as_mut()) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(pid_file(&self.root, kind));
-                    println!("[servers] {} stopped (pid {})", kind.name(), running.pid);
+            let pids = running.pids();
+            let before = problems.len();
+            while let Some(mut proc) = running.procs.pop() {
+                if let Err(err) = proc.stop() {
+                    problems.push(err.to_string());
                 }
-                Err(err) => problems.push(err.to_string()),
+            }
+            if problems.len() == before {
+                let _ = std::fs::remove_file(pid_file(&self.session, kind));
+                println!("[servers] {} stopped (pid {pids})", kind.name());
             }
         }
-        let _ = std::fs::remove_file(servers_dir(&self.root).join("env.sh"));
+        let _ = std::fs::remove_file(self.session.join("env.sh"));
         if problems.is_empty() {
+            // A run's state (logs, the files tests wrote for nginx) goes with its servers.
+            if session_owner(&self.session).is_some() {
+                let _ = std::fs::remove_dir_all(&self.session);
+            }
             Ok(())
         } else {
             Err(Error::Check {
@@ -224,77 +339,122 @@ impl Drop for Servers {
     }
 }
 
-/// `cargo xtask servers up|down|status`.
-pub(crate) fn cli(root: &Path, action: Action) -> Result<()> {
+/// `cargo xtask servers up|down|status [SERVER]...`: `kinds` empty means the default set for
+/// `up` and every server for `down` and `status`.
+pub(crate) fn cli(root: &Path, action: Action, kinds: &[Kind]) -> Result<()> {
+    let chosen = |default: Vec<Kind>| {
+        if kinds.is_empty() {
+            default
+        } else {
+            kinds.to_vec()
+        }
+    };
+    let up = session_dir(root, true);
     match action {
         Action::Up => {
-            let servers = Servers::start(root, true)?;
-            println!("[servers] environment for the tests (also in .xtask/servers/env.sh):");
+            let servers = Servers::start(root, &chosen(default_kinds()), true)?;
+            let env_sh = up.join("env.sh");
+            let shown = env_sh.strip_prefix(root).unwrap_or(&env_sh).display();
+            println!("[servers] environment for the tests (also in {shown}):");
             print!("{}", env_script(&servers.env()));
             println!(
-                "[servers] `source .xtask/servers/env.sh`, then `cargo test`; stop them with `cargo xtask servers down`"
+                "[servers] `source {shown}`, then `cargo test`; stop them with `cargo xtask servers down`"
             );
             servers.detach();
             Ok(())
         }
         Action::Down => {
-            for kind in Kind::ALL {
-                if !stop_recorded(root, kind)? {
+            clean_stale_sessions(root)?;
+            for kind in chosen(Kind::ALL.to_vec()) {
+                if !stop_recorded(&up, kind)? {
                     println!("[servers] {}: not running", kind.name());
                 }
             }
-            let _ = std::fs::remove_file(servers_dir(root).join("env.sh"));
+            let _ = std::fs::remove_file(up.join("env.sh"));
             Ok(())
         }
         Action::Status => {
-            for kind in Kind::ALL {
-                println!("[servers] {}", status_line(root, kind));
+            for kind in chosen(Kind::ALL.to_vec()) {
+                println!("[servers] {}", status_line(&up, kind));
+            }
+            let runs = std::fs::read_dir(servers_dir(root))
+                .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_else(|_| Vec::new());
+            for dir in runs {
+                if let Some(owner) = session_owner(&dir).filter(|&pid| xtask_alive(pid)) {
+                    for kind in Kind::ALL {
+                        let line = status_line(&dir, kind);
+                        if !line.ends_with("not running") {
+                            println!("[servers] {line} (for the xtask run, pid {owner})");
+                        }
+                    }
+                }
             }
             Ok(())
         }
     }
 }
 
-fn pid_file(root: &Path, kind: Kind) -> PathBuf {
-    kind.state_dir(root).join("pid")
+fn pid_file(session: &Path, kind: Kind) -> PathBuf {
+    kind.state_dir(session).join("pid")
 }
 
-fn port_file(root: &Path, kind: Kind) -> PathBuf {
-    kind.state_dir(root).join("port")
+fn port_file(session: &Path, kind: Kind) -> PathBuf {
+    kind.state_dir(session).join("port")
 }
 
 fn read_number<T: std::str::FromStr>(path: &Path) -> Option<T> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The PID recorded for `kind`, if that process is alive and still is our server.
-fn recorded_pid(root: &Path, kind: Kind) -> Option<u32> {
-    let pid = read_number::<u32>(&pid_file(root, kind))?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let cmdline = String::from_utf8_lossy(&cmdline);
-    (process_alive(pid) && cmdline.contains(kind.cmdline_marker())).then_some(pid)
+/// The processes recorded for `kind` (`label pid` lines) that are alive and still ours.
+fn recorded_procs(session: &Path, kind: Kind) -> Vec<Proc> {
+    let Ok(text) = std::fs::read_to_string(pid_file(session, kind)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let (label, pid) = line.split_once(' ')?;
+            let pid: u32 = pid.trim().parse().ok()?;
+            let label = LABELS.iter().copied().find(|l| *l == label)?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let ours = process_alive(pid) && String::from_utf8_lossy(&cmdline).contains(label);
+            ours.then_some(Proc {
+                label,
+                pid,
+                child: None,
+            })
+        })
+        .collect()
 }
 
-/// Stops the server recorded in `kind`'s PID file, if it runs. Returns whether it did.
-fn stop_recorded(root: &Path, kind: Kind) -> Result<bool> {
-    let stopped = match recorded_pid(root, kind) {
-        Some(pid) => {
-            println!("[servers] stopping {} (pid {pid})", kind.name());
-            stop_pid(kind, pid, None)?;
-            println!("[servers] {} stopped (pid {pid})", kind.name());
-            true
-        }
-        None => false,
-    };
-    let _ = std::fs::remove_file(pid_file(root, kind));
+/// Every process label, as written in PID files.
+const LABELS: &[&str] = &["nginx", "moto_server", "ceph-mon", "ceph-osd", "radosgw"];
+
+/// Stops the processes recorded in `kind`'s PID file, if they run. Returns whether any did.
+fn stop_recorded(session: &Path, kind: Kind) -> Result<bool> {
+    let mut procs = recorded_procs(session, kind);
+    let stopped = !procs.is_empty();
+    while let Some(mut proc) = procs.pop() {
+        println!("[servers] stopping {} (pid {})", proc.label, proc.pid);
+        proc.stop()?;
+        println!("[servers] {} stopped (pid {})", proc.label, proc.pid);
+    }
+    let _ = std::fs::remove_file(pid_file(session, kind));
     Ok(stopped)
 }
 
-fn status_line(root: &Path, kind: Kind) -> String {
-    let Some(pid) = recorded_pid(root, kind) else {
+fn status_line(session: &Path, kind: Kind) -> String {
+    let procs = recorded_procs(session, kind);
+    if procs.is_empty() {
         return format!("{}: not running", kind.name());
-    };
-    let port: Option<u16> = read_number(&port_file(root, kind));
+    }
+    let pids = procs
+        .iter()
+        .map(|p| format!("{} {}", p.label, p.pid))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let port: Option<u16> = read_number(&port_file(session, kind));
     let answer = port.map_or_else(
         || "no port recorded".to_owned(),
         |port| match http::request(port, "GET", "/", &[], Duration::from_secs(2)) {
@@ -302,7 +462,7 @@ fn status_line(root: &Path, kind: Kind) -> String {
             Err(err) => format!("http://127.0.0.1:{port}/ does not answer: {err}"),
         },
     );
-    format!("{}: running, pid {pid}, {answer}", kind.name())
+    format!("{}: running ({pids}), {answer}", kind.name())
 }
 
 /// Whether `pid` is a live process (a zombie is not).
@@ -323,11 +483,6 @@ fn exited(pid: u32, child: Option<&mut Child>) -> bool {
         Some(child) => !matches!(child.try_wait(), Ok(None)),
         None => !process_alive(pid),
     }
-}
-
-/// Sends `kind`'s stop signals to `pid` in turn until it exits.
-fn stop_pid(kind: Kind, pid: u32, child: Option<&mut Child>) -> Result<()> {
-    stop_with(kind.name(), pid, child, kind.stop_schedule())
 }
 
 fn stop_with(
@@ -439,8 +594,13 @@ fn wait_ready(
 }
 
 /// Adds the log tail to a start-up error and stops the half-started process.
-fn failed_start(kind: Kind, mut child: Child, err: Error, logs: &[PathBuf]) -> Error {
-    let _ = stop_pid(kind, child.id(), Some(&mut child));
+fn failed_start(label: &'static str, child: Child, err: Error, logs: &[PathBuf]) -> Error {
+    let _ = Proc::new(label, child).stop();
+    log_tail_error(err, logs)
+}
+
+/// Adds the tails of `logs` to a [`Error::Server`].
+fn log_tail_error(err: Error, logs: &[PathBuf]) -> Error {
     let log_tail = logs
         .iter()
         .map(|log| format!("[{}]\n{}", log.display(), util::tail(log, 20)))
@@ -536,9 +696,9 @@ http {{
     )
 }
 
-fn start_nginx(root: &Path, detach: bool) -> Result<Running> {
+fn start_nginx(session: &Path, detach: bool) -> Result<Running> {
     let nginx = ensure_nginx()?;
-    let state = Kind::Nginx.state_dir(root);
+    let state = Kind::Nginx.state_dir(session);
     util::mkdir(&state.join("tmp"))?;
     // A fresh, world-readable directory to serve.
     let serve = state.join("root");
@@ -599,11 +759,12 @@ fn start_nginx(root: &Path, detach: bool) -> Result<Running> {
         match ready {
             Ok(()) => {
                 let _ = std::fs::remove_file(serve.join(probe_name));
-                return record(root, Kind::Nginx, child, port, nginx_env(port, &serve));
+                let procs = vec![Proc::new("nginx", child)];
+                return record(session, Kind::Nginx, procs, port, nginx_env(port, &serve));
             }
             Err(err) => {
                 let taken = logs_mention_port_in_use(&logs);
-                let err = failed_start(Kind::Nginx, child, err, &logs);
+                let err = failed_start("nginx", child, err, &logs);
                 if !(taken && attempt < PORT_ATTEMPTS) {
                     return Err(err);
                 }
@@ -685,10 +846,10 @@ server.run_simple = run_serialized
 server.main(sys.argv[1:])
 ";
 
-fn start_moto(root: &Path, detach: bool) -> Result<Running> {
+fn start_moto(root: &Path, session: &Path, detach: bool) -> Result<Running> {
     let moto_server = ensure_moto(root)?;
     let python = moto_server.with_file_name("python3");
-    let state = Kind::Moto.state_dir(root);
+    let state = Kind::Moto.state_dir(session);
     util::mkdir(&state)?;
     let launcher = state.join("moto_server_serial.py");
     util::write(&launcher, MOTO_SERIAL_LAUNCHER)?;
@@ -718,11 +879,12 @@ fn start_moto(root: &Path, detach: bool) -> Result<Running> {
         .and_then(|()| create_bucket(port));
         match ready {
             Ok(()) => {
-                return record(root, Kind::Moto, child, port, moto_env(port));
+                let procs = vec![Proc::new("moto_server", child)];
+                return record(session, Kind::Moto, procs, port, moto_env(port));
             }
             Err(err) => {
                 let taken = logs_mention_port_in_use(&logs);
-                let err = failed_start(Kind::Moto, child, err, &logs);
+                let err = failed_start("moto_server", child, err, &logs);
                 if !(taken && attempt < PORT_ATTEMPTS) {
                     return Err(err);
                 }
@@ -768,23 +930,348 @@ fn moto_env(port: u16) -> Vec<(&'static str, String)> {
     ]
 }
 
+// ---------------------------------------------------------------- Ceph RGW
+
+/// Debian packages of the one-node cluster, and the programs it needs from them.
+const CEPH_PACKAGES: &[&str] = &["radosgw", "ceph-mon", "ceph-osd"];
+const CEPH_PROGRAMS: &[&str] = &[
+    "ceph",
+    "ceph-mon",
+    "ceph-osd",
+    "radosgw",
+    "radosgw-admin",
+    "monmaptool",
+    "ceph-authtool",
+];
+
+/// Installs the Ceph packages when a program is missing.
+fn ensure_ceph() -> Result<()> {
+    let missing = || {
+        CEPH_PROGRAMS
+            .iter()
+            .copied()
+            .filter(|p| util::which(p).is_none())
+            .collect::<Vec<_>>()
+    };
+    let absent = missing();
+    if absent.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        return Err(Error::server(
+            "ceph",
+            format!(
+                "{} not installed, and installing needs root: \
+                 `sudo apt-get install -y --no-install-recommends {}`",
+                absent.join(", "),
+                CEPH_PACKAGES.join(" ")
+            ),
+        ));
+    }
+    println!(
+        "[servers] ceph: {} not found: running `apt-get update && apt-get install -y --no-install-recommends {}`",
+        absent.join(", "),
+        CEPH_PACKAGES.join(" ")
+    );
+    let started = Instant::now();
+    util::run(
+        Command::new("apt-get")
+            .args(["update", "-q"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    util::run(
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(CEPH_PACKAGES)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    println!(
+        "[servers] ceph installed in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let absent = missing();
+    if absent.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::server(
+            "ceph",
+            format!("still missing after apt-get: {}", absent.join(", ")),
+        ))
+    }
+}
+
+/// A random UUID from the kernel.
+fn kernel_uuid() -> Result<String> {
+    let path = Path::new("/proc/sys/kernel/random/uuid");
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_owned())
+        .map_err(|e| Error::io("cannot read", path, e))
+}
+
+/// `ceph.conf` of the throwaway cluster (TEST-SERVERS.md §6): one mon on `mon_port`, a memstore
+/// OSD, no authentication, everything on 127.0.0.1. `$name` is Ceph's own metavariable.
+fn ceph_config(state: &Path, fsid: &str, mon_port: u16) -> String {
+    let d = state.display();
+    format!(
+        "# Generated by `cargo xtask servers`; rewritten at every start.
+[global]
+fsid = {fsid}
+mon_host = [v2:127.0.0.1:{mon_port}]
+public_addr = 127.0.0.1
+public_network = 127.0.0.0/8
+cluster_network = 127.0.0.0/8
+ms_bind_msgr1 = false
+auth_cluster_required = none
+auth_service_required = none
+auth_client_required = none
+# With auth none, radosgw fails with get_initial_auth_request -13 unless every mode is crc.
+ms_mon_client_mode = crc
+ms_client_mode = crc
+ms_mon_cluster_mode = crc
+ms_cluster_mode = crc
+ms_service_mode = crc
+ms_mon_service_mode = crc
+log_file = {d}/$name.log
+run_dir = {d}/run
+admin_socket = {d}/run/$name.asok
+mon_data = {d}/$name
+osd_data = {d}/$name
+osd_objectstore = memstore
+memstore_device_bytes = 1073741824
+osd_pool_default_size = 1
+osd_pool_default_min_size = 1
+mon_allow_pool_size_one = true
+mon_warn_on_pool_no_redundancy = false
+osd_crush_chooseleaf_type = 0
+osd_pool_default_pg_num = 8
+osd_pool_default_pgp_num = 8
+mon_max_pg_per_osd = 1000
+osd_pool_default_pg_autoscale_mode = off
+"
+    )
+}
+
+/// Runs a Ceph setup command, its output going to `log`.
+fn ceph_step(cmd: &mut Command, log: &Path) -> Result<String> {
+    let out = util::capture(cmd).map_err(|err| {
+        log_tail_error(Error::server("ceph", err.to_string()), &[log.to_path_buf()])
+    })?;
+    Ok(out)
+}
+
+/// Polls `ready` every 250 ms for up to `timeout`, failing early if `proc` exits.
+fn ceph_wait(
+    what: &str,
+    proc: &mut Proc,
+    timeout: Duration,
+    logs: &[PathBuf],
+    mut ready: impl FnMut() -> bool,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(child) = proc.child.as_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            return Err(log_tail_error(
+                Error::server(
+                    "ceph",
+                    format!("{} exited while {what}: {status}", proc.label),
+                ),
+                logs,
+            ));
+        }
+        if ready() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(log_tail_error(
+                Error::server(
+                    "ceph",
+                    format!("{what}: not done after {}s", timeout.as_secs()),
+                ),
+                logs,
+            ));
+        }
+        sleep(Duration::from_millis(250));
+    }
+}
+
+/// Creates [`BUCKET`] on RGW with boto3 from the moto venv (RGW wants signed requests).
+fn create_rgw_bucket(python: &Path, port: u16, log: &Path) -> Result<()> {
+    let script = format!(
+        "import boto3\n\
+         s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{port}', region_name='us-east-1',\n\
+         \x20   aws_access_key_id='test', aws_secret_access_key='test')\n\
+         s3.create_bucket(Bucket='{BUCKET}')\n"
+    );
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", &script]);
+    for name in ENV_REMOVE {
+        cmd.env_remove(name);
+    }
+    ceph_step(&mut cmd, log).map(drop)
+}
+
+fn start_ceph(root: &Path, session: &Path, detach: bool) -> Result<Running> {
+    ensure_ceph()?;
+    // boto3 comes with moto; it creates the bucket.
+    let python = ensure_moto(root)?.with_file_name("python3");
+    let state = Kind::Ceph.state_dir(session);
+    // The cluster is throwaway (memstore): start from nothing each time.
+    if state.exists() {
+        std::fs::remove_dir_all(&state)
+            .map_err(|e| Error::io("cannot clear Ceph state", &state, e))?;
+    }
+    util::mkdir(&state.join("run"))?;
+    let conf = state.join("ceph.conf");
+    let fsid = kernel_uuid()?;
+    let mon_port = http::free_port().map_err(|e| Error::io("cannot pick a port", &state, e))?;
+    let rgw_port = http::free_port().map_err(|e| Error::io("cannot pick a port", &state, e))?;
+    util::write(&conf, ceph_config(&state, &fsid, mon_port))?;
+    let setup_log = state.join("setup.log");
+    let mon_log = state.join("mon.a.log");
+    let osd_log = state.join("osd.0.log");
+    let rgw_log = state.join("client.rgw.log");
+    let logs = [setup_log.clone(), mon_log, osd_log, rgw_log.clone()];
+    let ceph = |args: &[&str]| {
+        let mut cmd = Command::new("ceph");
+        cmd.arg("-c")
+            .arg(&conf)
+            .args(["--connect-timeout", "5"])
+            .args(args);
+        cmd
+    };
+
+    // Monitor.
+    let monmap = state.join("monmap");
+    let keyring = state.join("mon.keyring");
+    ceph_step(
+        Command::new("monmaptool")
+            .arg("--create")
+            .args(["--addv", "a", &format!("[v2:127.0.0.1:{mon_port}]")])
+            .args(["--fsid", &fsid])
+            .arg(&monmap),
+        &setup_log,
+    )?;
+    ceph_step(
+        Command::new("ceph-authtool")
+            .arg("--create-keyring")
+            .arg(&keyring)
+            .args(["--gen-key", "-n", "mon.", "--cap", "mon", "allow *"]),
+        &setup_log,
+    )?;
+    ceph_step(
+        Command::new("ceph-mon")
+            .arg("-c")
+            .arg(&conf)
+            .args(["--mkfs", "-i", "a", "--monmap"])
+            .arg(&monmap)
+            .arg("--keyring")
+            .arg(&keyring),
+        &setup_log,
+    )?;
+    let mut guard = ProcGuard::default();
+    let mut mon = Command::new("ceph-mon");
+    mon.arg("-c").arg(&conf).args(["-i", "a", "-f"]);
+    let child = spawn_logged("ceph", &mut mon, &state.join("mon.stdout.log"), detach)?;
+    guard.0.push(Proc::new("ceph-mon", child));
+    let last = guard.0.len() - 1;
+    ceph_wait(
+        "waiting for the monitor",
+        &mut guard.0[last],
+        READY_TIMEOUT,
+        &logs,
+        || util::succeeds(&mut ceph(&["status"])),
+    )?;
+
+    // OSD, on memstore.
+    let osd_uuid = kernel_uuid()?;
+    let osd_id = ceph_step(&mut ceph(&["osd", "new", &osd_uuid]), &setup_log)?
+        .trim()
+        .to_owned();
+    util::mkdir(&state.join(format!("osd.{osd_id}")))?;
+    ceph_step(
+        Command::new("ceph-osd").arg("-c").arg(&conf).args([
+            "-i",
+            &osd_id,
+            "--mkfs",
+            "--osd-uuid",
+            &osd_uuid,
+        ]),
+        &setup_log,
+    )?;
+    let mut osd = Command::new("ceph-osd");
+    osd.arg("-c").arg(&conf).args(["-i", &osd_id, "-f"]);
+    let child = spawn_logged("ceph", &mut osd, &state.join("osd.stdout.log"), detach)?;
+    guard.0.push(Proc::new("ceph-osd", child));
+    let last = guard.0.len() - 1;
+    ceph_wait(
+        "waiting for the OSD to be up",
+        &mut guard.0[last],
+        READY_TIMEOUT,
+        &logs,
+        || util::capture(&mut ceph(&["osd", "stat"])).is_ok_and(|out| out.contains("1 up")),
+    )?;
+
+    // Gateway.
+    let mut rgw = Command::new("radosgw");
+    rgw.arg("-c")
+        .arg(&conf)
+        .args(["-n", "client.rgw", "-f", "--rgw-frontends"])
+        .arg(format!("beast endpoint=127.0.0.1:{rgw_port}"));
+    let child = spawn_logged("ceph", &mut rgw, &state.join("rgw.stdout.log"), detach)?;
+    guard.0.push(Proc::new("radosgw", child));
+    let last = guard.0.len() - 1;
+    ceph_wait(
+        "waiting for radosgw to answer",
+        &mut guard.0[last],
+        Duration::from_secs(120),
+        &logs,
+        || http::request(rgw_port, "GET", "/", &[], Duration::from_secs(2)).is_ok(),
+    )?;
+    ceph_step(
+        Command::new("radosgw-admin")
+            .arg("-c")
+            .arg(&conf)
+            .args(["-n", "client.rgw", "user", "create", "--uid", "test"])
+            .args([
+                "--display-name",
+                "test",
+                "--access-key",
+                "test",
+                "--secret-key",
+                "test",
+            ]),
+        &setup_log,
+    )?;
+    create_rgw_bucket(&python, rgw_port, &setup_log)?;
+
+    let procs = std::mem::take(&mut guard.0);
+    record(session, Kind::Ceph, procs, rgw_port, ceph_env(rgw_port))
+}
+
+fn ceph_env(port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("GUIDELOOM_RGW_ENDPOINT", format!("http://127.0.0.1:{port}")),
+        ("GUIDELOOM_RGW_BUCKET", BUCKET.to_owned()),
+    ]
+}
+
 /// Writes the PID and port files of a server that answered.
 fn record(
-    root: &Path,
+    session: &Path,
     kind: Kind,
-    child: Child,
+    procs: Vec<Proc>,
     port: u16,
     env: Vec<(&'static str, String)>,
 ) -> Result<Running> {
-    let pid = child.id();
-    util::write(&pid_file(root, kind), format!("{pid}\n"))?;
-    util::write(&port_file(root, kind), format!("{port}\n"))?;
-    Ok(Running {
-        kind,
-        pid,
-        child: Some(child),
-        env,
-    })
+    let lines: String = procs
+        .iter()
+        .map(|p| format!("{} {}\n", p.label, p.pid))
+        .collect();
+    util::write(&pid_file(session, kind), lines)?;
+    util::write(&port_file(session, kind), format!("{port}\n"))?;
+    Ok(Running { kind, procs, env })
 }
 
 #[cfg(test)]
@@ -802,6 +1289,39 @@ mod tests {
         let as_root = nginx_config(Path::new("/s"), Path::new("/s/root"), 4242, true);
         assert!(as_root.starts_with("# Generated"), "{as_root}");
         assert!(as_root.contains("\nuser root root;\n"), "{as_root}");
+    }
+
+    #[test]
+    fn ceph_config_keeps_everything_on_loopback() {
+        let conf = ceph_config(Path::new("/s"), "f-s-i-d", 3300);
+        assert!(conf.contains("mon_host = [v2:127.0.0.1:3300]\n"), "{conf}");
+        assert!(conf.contains("public_addr = 127.0.0.1\n"), "{conf}");
+        assert!(conf.contains("osd_objectstore = memstore\n"), "{conf}");
+        assert!(conf.contains("log_file = /s/$name.log\n"), "{conf}");
+        assert_eq!(conf.matches("_mode = crc").count(), 6, "{conf}");
+        assert_eq!(
+            ceph_env(8000),
+            [
+                ("GUIDELOOM_RGW_ENDPOINT", "http://127.0.0.1:8000".to_owned()),
+                ("GUIDELOOM_RGW_BUCKET", BUCKET.to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn sessions_are_per_run_except_for_servers_up() {
+        let root = Path::new("/r");
+        assert_eq!(session_dir(root, true), Path::new("/r/.xtask/servers/up"));
+        let run = session_dir(root, false);
+        assert_eq!(session_owner(&run), Some(std::process::id()));
+        assert_eq!(session_owner(&session_dir(root, true)), None);
+        assert_eq!(session_owner(Path::new("/r/.xtask/servers/run-x")), None);
+        // The test binary is `xtask-<hash>`: it counts as a live xtask run.
+        assert!(xtask_alive(std::process::id()));
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!xtask_alive(pid));
     }
 
     #[test]
