@@ -1,7 +1,6 @@
 //! The asynchronous checks (the same as the synchronous ones, on `AsyncReader`s).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use rand::SeedableRng;
@@ -338,17 +337,19 @@ async fn concurrent(
     options: &ConformanceOptions,
 ) -> Result<(), String> {
     let tasks = options.threads.max(2);
-    let stop = Arc::new(AtomicBool::new(false));
+    let overlap = Arc::new(oracle::Overlap::new(options.iterations, tasks));
     let size = reference.len() as u64;
     let handles: Vec<_> = (0..tasks)
         .map(|t| {
-            let (r, reference, stop) = (Arc::clone(&r), reference.clone(), Arc::clone(&stop));
-            let (seed, iterations) = (options.seed, options.iterations);
+            let (r, reference, overlap) = (Arc::clone(&r), reference.clone(), Arc::clone(&overlap));
+            let seed = options.seed;
             tokio::spawn(async move {
                 let mut rng = StdRng::seed_from_u64(seed ^ (0x200 + t as u64));
-                for i in 0..iterations {
-                    if stop.load(Ordering::Relaxed) {
-                        return Ok(());
+                let mut i = 0;
+                while overlap.keep_going(i) {
+                    if overlap.past_quota(i) {
+                        // Let the tasks still short of their quota run (current-thread runtimes).
+                        tokio::task::yield_now().await;
                     }
                     let outcome = if i % 8 == 7 {
                         let ranges: Vec<_> = (0..3)
@@ -357,23 +358,28 @@ async fn concurrent(
                                 off..off + len
                             })
                             .collect();
-                        oracle::check_batch(&ranges, r.read_ranges(&ranges).await, &reference)
+                        let token = overlap.begin();
+                        let got = r.read_ranges(&ranges).await;
+                        overlap.end(token);
+                        oracle::check_batch(&ranges, got, &reference)
                     } else {
                         let (off, len) = oracle::concurrent_read(&mut rng, size);
                         let (a, b) = (oracle::to_usize(off), oracle::to_usize(off + len));
-                        oracle::check_bytes(
-                            &format!("read({off}, {len})"),
-                            r.read(off, len).await,
-                            &reference[a..b],
-                        )
+                        let token = overlap.begin();
+                        let got = r.read(off, len).await;
+                        overlap.end(token);
+                        oracle::check_read(off, len, got, &reference[a..b])
                     };
                     if let Err(m) = outcome {
-                        stop.store(true, Ordering::Relaxed);
+                        overlap.stop();
                         return Err(format!(
-                            "task {t} of {tasks}, iteration {i}: {m} (concurrent reads on one \
-                             reader interfere: a shared cursor without synchronisation?)"
+                            "task {t} of {tasks}, iteration {i} ({} overlapping reads so far): \
+                             {m} (concurrent reads on one reader interfere: a shared cursor \
+                             without synchronisation?)",
+                            overlap.overlaps()
                         ));
                     }
+                    i += 1;
                 }
                 Ok(())
             })

@@ -44,7 +44,7 @@
 //! | `past_end` | reads ending past the end, or overflowing `u64`, fail with `OutOfRange`, never a short buffer |
 //! | `read_ranges` | batched reads equal single reads: empty list, neighbours, unsorted, overlapping, repeated and empty ranges; a batch with one bad range fails with `OutOfRange` |
 //! | `read_tail` | size and bytes for lengths `0`, `1`, …, `size`, `size + 1`, `u64::MAX` |
-//! | `concurrent_reads` | one reader shared by [`threads`](ConformanceOptions::threads) threads (sync) or tasks (async), each doing [`iterations`](ConformanceOptions::iterations) interleaved random reads and batches: every byte right (catches a shared seek cursor) |
+//! | `concurrent_reads` | one reader shared by [`threads`](ConformanceOptions::threads) threads (sync) or tasks (async), each doing at least [`iterations`](ConformanceOptions::iterations) random reads and small batches, and going on until all have and at least 200 reads overlapped another read in flight: every byte right (catches a shared seek cursor even on a loaded machine) |
 //! | `close` | close twice is fine (also on a reader that never read); `read`, `read_ranges`, `read_tail` afterwards fail with `Closed`; for async, `close_sync` too |
 //! | `buffers_outlive_close` | buffers read before `close` keep their bytes after it |
 //!

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use rand::rngs::StdRng;
@@ -84,6 +85,86 @@ pub(super) fn concurrent_read(rng: &mut StdRng, size: u64) -> (u64, u64) {
     let offset = rng.random_range(0..size);
     let len = rng.random_range(1..=(size - offset).min(4096));
     (offset, len)
+}
+
+/// How many times its quota a worker may read while waiting for the others.
+const OVERLAP_CAP: usize = 100;
+
+/// How many reads must have overlapped another read before a concurrency check may end.
+pub(super) const MIN_OVERLAPS: usize = 200;
+
+/// Paces the workers of a concurrency check so that their reads really overlap, however the
+/// OS schedules them.
+///
+/// A worker that has done its quota keeps reading until every worker has done its quota
+/// **and** at least [`MIN_OVERLAPS`] reads have overlapped another read (another read began
+/// while it was in flight), up to [`OVERLAP_CAP`] times the quota. Without this, on a
+/// loaded machine short quotas can run one thread after another, and a shared cursor goes
+/// unnoticed; with it, the check only ends after hundreds of genuinely concurrent reads.
+#[derive(Debug)]
+pub(super) struct Overlap {
+    quota: usize,
+    workers: usize,
+    finished: AtomicUsize,
+    stopped: AtomicBool,
+    started: AtomicU64,
+    overlaps: AtomicUsize,
+}
+
+impl Overlap {
+    pub(super) fn new(quota: usize, workers: usize) -> Self {
+        Overlap {
+            quota: quota.max(1),
+            workers,
+            finished: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            started: AtomicU64::new(0),
+            overlaps: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether a worker should do its iteration `i` (counting from 0).
+    pub(super) fn keep_going(&self, i: usize) -> bool {
+        if self.stopped.load(Ordering::Relaxed) {
+            return false;
+        }
+        if i < self.quota {
+            return true;
+        }
+        if i == self.quota {
+            self.finished.fetch_add(1, Ordering::AcqRel);
+        }
+        let waiting = self.finished.load(Ordering::Acquire) < self.workers
+            || self.overlaps.load(Ordering::Relaxed) < MIN_OVERLAPS;
+        waiting && i < self.quota.saturating_mul(OVERLAP_CAP)
+    }
+
+    /// Whether worker iteration `i` is past the quota (the worker is only waiting).
+    pub(super) fn past_quota(&self, i: usize) -> bool {
+        i >= self.quota
+    }
+
+    /// Marks the start of a read; pass the token to [`Overlap::end`].
+    pub(super) fn begin(&self) -> u64 {
+        self.started.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Marks the end of a read: it overlapped if another read began meanwhile.
+    pub(super) fn end(&self, token: u64) {
+        if self.started.load(Ordering::Acquire) > token {
+            self.overlaps.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Reads that overlapped another read so far.
+    pub(super) fn overlaps(&self) -> usize {
+        self.overlaps.load(Ordering::Relaxed)
+    }
+
+    /// Stops every worker (a failure was found).
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Ranges that end past the object (every one must fail with `OutOfRange`).
@@ -169,8 +250,24 @@ pub(super) fn check_bytes(
     }
 }
 
+/// [`check_bytes`] for hot loops: the description is only formatted on failure.
+pub(super) fn check_read(
+    offset: u64,
+    len: u64,
+    got: Result<Bytes, Error>,
+    want: &[u8],
+) -> Result<(), String> {
+    match got {
+        Ok(b) if b[..] == *want => Ok(()),
+        other => check_bytes(&format!("read({offset}, {len})"), other, want),
+    }
+}
+
 /// Compares bytes with the reference, describing the first difference.
 pub(super) fn same(what: &str, got: &[u8], want: &[u8]) -> Result<(), String> {
+    if got == want {
+        return Ok(());
+    }
     if got.len() != want.len() {
         return Err(format!(
             "{what} returned {} bytes, expected exactly {} (a short or long buffer is never \
@@ -197,18 +294,21 @@ pub(super) fn check_batch(
     got: Result<Vec<Bytes>, Error>,
     reference: &[u8],
 ) -> Result<(), String> {
-    let what = format!("read_ranges({})", show_ranges(ranges));
-    let got = got.map_err(|e| format!("{what} failed: {e}"))?;
+    let what = || format!("read_ranges({})", show_ranges(ranges));
+    let got = got.map_err(|e| format!("{} failed: {e}", what()))?;
     if got.len() != ranges.len() {
         return Err(format!(
-            "{what} returned {} buffers for {} ranges",
+            "{} returned {} buffers for {} ranges",
+            what(),
             got.len(),
             ranges.len()
         ));
     }
     for (i, (r, b)) in ranges.iter().zip(&got).enumerate() {
         let want = &reference[to_usize(r.start)..to_usize(r.end)];
-        same(&format!("{what}, range #{i} ({r:?})"), b, want)?;
+        if b[..] != *want {
+            same(&format!("{}, range #{i} ({r:?})", what()), b, want)?;
+        }
     }
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! The synchronous checks.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 
 use rand::SeedableRng;
@@ -386,19 +385,17 @@ fn concurrent(
 ) -> Result<(), String> {
     let threads = options.threads.max(2);
     let barrier = Barrier::new(threads);
-    let stop = AtomicBool::new(false);
+    let overlap = oracle::Overlap::new(options.iterations, threads);
     let first_error: Mutex<Option<String>> = Mutex::new(None);
     let size = reference.len() as u64;
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (barrier, stop, first_error) = (&barrier, &stop, &first_error);
+            let (barrier, overlap, first_error) = (&barrier, &overlap, &first_error);
             s.spawn(move || {
                 let mut rng = StdRng::seed_from_u64(options.seed ^ (0x100 + t as u64));
                 barrier.wait();
-                for i in 0..options.iterations {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
+                let mut i = 0;
+                while overlap.keep_going(i) {
                     let outcome = if i % 8 == 7 {
                         let ranges: Vec<_> = (0..3)
                             .map(|_| {
@@ -406,24 +403,34 @@ fn concurrent(
                                 off..off + len
                             })
                             .collect();
-                        oracle::check_batch(&ranges, r.read_ranges(&ranges), reference)
+                        let token = overlap.begin();
+                        let got = r.read_ranges(&ranges);
+                        overlap.end(token);
+                        oracle::check_batch(&ranges, got, reference)
                     } else {
                         let (off, len) = oracle::concurrent_read(&mut rng, size);
-                        oracle::check_bytes(
-                            &format!("read({off}, {len})"),
-                            r.read(off, len),
+                        let token = overlap.begin();
+                        let got = r.read(off, len);
+                        overlap.end(token);
+                        oracle::check_read(
+                            off,
+                            len,
+                            got,
                             &reference[oracle::to_usize(off)..oracle::to_usize(off + len)],
                         )
                     };
                     if let Err(m) = outcome {
-                        stop.store(true, Ordering::Relaxed);
+                        overlap.stop();
                         let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
                         slot.get_or_insert(format!(
-                            "thread {t} of {threads}, iteration {i}: {m} (concurrent reads on \
-                             one reader interfere: a shared cursor without synchronisation?)"
+                            "thread {t} of {threads}, iteration {i} ({} overlapping reads so \
+                             far): {m} (concurrent reads on one reader interfere: a shared \
+                             cursor without synchronisation?)",
+                            overlap.overlaps()
                         ));
                         return;
                     }
+                    i += 1;
                 }
             });
         }
