@@ -329,6 +329,20 @@ fn bad_arguments_name_the_path_or_argument() {
     std::fs::create_dir(&empty_root).unwrap();
     let err = fails(guideloom(&["get", empty_root.to_str().unwrap(), "0"]));
     assert!(err.contains("no published dataset"), "{err}");
+    let input = tmp.path().join("in.jsonl");
+    write_jsonl(&input, "x", 3);
+    let err = fails(guideloom(&[
+        "write",
+        "--root",
+        tmp.path().join("r").to_str().unwrap(),
+        "--work-id",
+        "../escape",
+        input.to_str().unwrap(),
+    ]));
+    assert!(
+        err.contains("--work-id") && err.contains("../escape"),
+        "{err}"
+    );
     // Usage errors are clap's, status 2.
     let o = guideloom(&["get"]);
     assert_eq!(o.status.code(), Some(2));
@@ -584,4 +598,52 @@ fn s3_round_trip() {
         &env,
     )));
     assert_eq!(v["rows"][0]["backend"], "object_store");
+}
+
+#[test]
+fn standard_input_for_write_and_annotate() {
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let r = root.to_str().unwrap();
+    let pipe = |args: &[&str], input: &str| {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let w = json(&ok(pipe(
+        &["write", "--root", r, "--work-id", "stdin", "--json", "-"],
+        "{\"n\": 1}\n{\"n\": 2}\n",
+    )));
+    assert_eq!(w["records"], 2);
+    ok(guideloom(&[
+        "publish",
+        "--root",
+        r,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s",
+    ]));
+    let err = fails(pipe(&["annotate", r, "--name", "n", "-"], "1\n2\n3\n"));
+    assert!(err.contains("2 records"), "{err}");
+    let err = fails(pipe(&["annotate", r, "--name", "n", "-"], "1\n[\n"));
+    assert!(err.contains("-:2:"), "{err}");
+    ok(pipe(
+        &["annotate", r, "--name", "n", "-"],
+        "\"one\"\n\"two\"\n",
+    ));
+    let info = json(&ok(guideloom(&["info", r, "--json"])));
+    assert_eq!(info["annotation_sets"][0]["set"], "n");
 }

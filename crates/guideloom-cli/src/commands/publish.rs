@@ -26,6 +26,10 @@ pub(crate) async fn listed_shards(
     } else {
         work_ids.iter().map(|w| format!("shards/{w}")).collect()
     };
+    for w in work_ids {
+        guideloom_publish::key::check_name("work id", w)
+            .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
+    }
     let mut out = Vec::new();
     for (i, prefix) in prefixes.iter().enumerate() {
         let listed = root.store().list(prefix).await.map_err(|e| root.err(e))?;

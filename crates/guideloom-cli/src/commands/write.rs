@@ -46,6 +46,8 @@ impl Written {
 /// Refuses a work id that already has shards in the root, naming the first one: re-running
 /// a worker is a publication collision.
 pub(crate) async fn check_fresh_work_id(root: &OpenRoot, work_id: &str) -> Result<()> {
+    guideloom_publish::key::check_name("work id", work_id)
+        .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
     let prefix = format!("shards/{work_id}");
     let mut existing = root.store().list(&prefix).await.map_err(|e| root.err(e))?;
     existing.sort_by(|a, b| a.key.cmp(&b.key));
