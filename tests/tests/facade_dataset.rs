@@ -1,0 +1,286 @@
+//! The guideloom facade's Dataset over every root kind: open (latest / by snapshot id),
+//! len, get, get_many, ranges, in-order iteration, typed records, annotations, typed errors
+//! reachable for matching, the async flavour, and the Loader reading a Dataset.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
+use guideloom::loader::{Loader, LoaderOptions};
+use guideloom::publish::{RetryPolicy, S3Options, StorageOptions};
+use guideloom::{AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, RecordSource};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Sample {
+    id: u64,
+    text: String,
+}
+
+fn samples(n: u64, tag: &str) -> Vec<Sample> {
+    (0..n)
+        .map(|id| Sample {
+            id,
+            text: format!("{tag} {id}"),
+        })
+        .collect()
+}
+
+fn unique(tag: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{tag}-{}-{nanos}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Publishes two snapshots (s1: 23 records "one", s2: 37 records "two") and a label set on
+/// s2, then checks every read path.
+fn exercise(uri: &str, options: &DatasetOptions) {
+    let rt = new_runtime().unwrap();
+    rt.block_on(async {
+        let root = resolve_root(uri, options).unwrap();
+        publish_cbor(&root, "facade", "s1", &samples(23, "one"), 5, "w1")
+            .await
+            .unwrap();
+        let s2 = publish_cbor(&root, "facade", "s2", &samples(37, "two"), 8, "w2")
+            .await
+            .unwrap();
+        let labels: Vec<u64> = (0..37).map(|i| i % 3).collect();
+        root.publish_annotations("labels", "v1", &s2, &labels, &RetryPolicy::default())
+            .await
+            .unwrap();
+    });
+    drop(rt);
+
+    let ds = Dataset::open_with(uri, options.clone()).unwrap();
+    assert_eq!(ds.snapshot().id(), "s2", "latest");
+    assert_eq!(ds.len(), 37);
+    assert_eq!(ds.shard_bounds(), &[0, 8, 16, 24, 32, 37]);
+    let s: Sample = ds.get_as(30).unwrap();
+    assert_eq!(s.text, "two 30");
+    let got = ds.get_with(5, &CborFormat::<Sample>::new()).unwrap();
+    assert_eq!(got.id, 5);
+    // get_many keeps the caller's order across shards.
+    let many = ds.get_many(&[36, 0, 17, 8, 17]).unwrap();
+    assert_eq!(many.len(), 5);
+    assert_eq!(many[2], many[4]);
+    assert_eq!(many[0], ds.get(36).unwrap());
+    // Ranges and in-order iteration.
+    assert_eq!(
+        ds.get_range(10..14).unwrap(),
+        ds.get_many(&[10, 11, 12, 13]).unwrap()
+    );
+    let all: Vec<Sample> = ds.iter_as::<Sample>().map(Result::unwrap).collect();
+    assert_eq!(all, samples(37, "two"));
+    assert_eq!(ds.iter_range(35..100).count(), 2);
+    // Annotations by record.
+    assert_eq!(ds.annotation::<u64>("labels", 7).unwrap(), 1);
+    assert_eq!(ds.annotations("labels").unwrap().len(), 37);
+    // Errors are typed and the lower crates' variants are reachable.
+    assert!(matches!(
+        ds.get(37),
+        Err(Error::OutOfRange { index: 37, len: 37 })
+    ));
+    assert!(matches!(
+        ds.get_range(30..40),
+        Err(Error::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        ds.get_as::<String>(0),
+        Err(Error::Decode { index: 0, .. })
+    ));
+    let missing = ds.annotations("nope").unwrap_err();
+    assert!(matches!(missing, Error::Publish(_)), "{missing:?}");
+
+    // Snapshot by id.
+    let s1 = Dataset::open_with(uri, options.clone().snapshot("s1")).unwrap();
+    assert_eq!(s1.len(), 23);
+    assert_eq!(s1.get_as::<Sample>(22).unwrap().text, "one 22");
+    let err = Dataset::open_with(uri, options.clone().snapshot("s9")).unwrap_err();
+    assert!(err.is_not_found(), "{err:?}");
+    // s1's annotations: the label set annotates s2, so reading it against s1 is refused.
+    assert!(matches!(
+        s1.annotation::<u64>("labels", 0),
+        Err(Error::Publish(
+            guideloom::publish::Error::AnnotationSnapshotMismatch { .. }
+        ))
+    ));
+
+    // The loader reads a Dataset: every record once, decoded through serde.
+    let loader = Loader::with_format(
+        ds.clone(),
+        LoaderOptions::new(6).seed(11).workers(3),
+        CborFormat::<Sample>::new(),
+    )
+    .unwrap();
+    let mut ids: Vec<u64> = loader
+        .epoch(0)
+        .unwrap()
+        .flat_map(|b| b.unwrap().records)
+        .map(|s| s.id)
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..37).collect::<Vec<_>>());
+    assert_eq!(RecordSource::shard_bounds(&ds).unwrap().len(), 6);
+}
+
+#[test]
+fn local_root_all_read_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    exercise(root.to_str().unwrap(), &DatasetOptions::default());
+    assert!(
+        !Dataset::open(root.to_str().unwrap())
+            .unwrap()
+            .as_async()
+            .is_remote()
+    );
+}
+
+#[test]
+fn file_uri_and_memory_roots_all_read_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    exercise(
+        &format!("file://{}", dir.path().join("ds").display()),
+        &DatasetOptions::default(),
+    );
+    let registry = Arc::new(guideloom::Registry::new());
+    exercise(
+        &format!("memory://{}", unique("facade")),
+        &DatasetOptions::default().registry(registry),
+    );
+}
+
+#[test]
+fn declared_mount_reads_but_refuses_annotation_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("ds");
+    let uri = uri.to_str().unwrap();
+    let options = DatasetOptions::default().storage(StorageOptions {
+        mount: true,
+        ..StorageOptions::default()
+    });
+    let rt = new_runtime().unwrap();
+    let snap = rt.block_on(async {
+        let root = resolve_root(uri, &options).unwrap();
+        let snap = publish_cbor(&root, "m", "s1", &samples(9, "m"), 4, "w")
+            .await
+            .unwrap();
+        let err = root
+            .publish_annotations("l", "v1", &snap, &[0u8; 9], &RetryPolicy::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            guideloom::publish::Error::MountedBucketCannotAnnotate { .. }
+        ));
+        snap
+    });
+    drop(rt);
+    let ds = Dataset::open_with(uri, options).unwrap();
+    assert_eq!(ds.snapshot().id(), snap.id());
+    assert_eq!(ds.get_as::<Sample>(8).unwrap().text, "m 8");
+}
+
+#[test]
+fn http_roots_are_refused_with_a_typed_unsupported_error() {
+    let err = Dataset::open("http://127.0.0.1:9/ds/").unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+}
+
+#[test]
+fn async_flavour_reads_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("ds");
+    let uri = uri.to_str().unwrap().to_owned();
+    let rt = new_runtime().unwrap();
+    rt.block_on(async move {
+        let root = resolve_root(&uri, &DatasetOptions::default()).unwrap();
+        publish_cbor(&root, "a", "s1", &samples(12, "a"), 5, "w")
+            .await
+            .unwrap();
+        let ds = AsyncDataset::open(&uri).await.unwrap();
+        assert_eq!(ds.len(), 12);
+        let s: Sample = ds.get_as(11).await.unwrap();
+        assert_eq!(s.text, "a 11");
+        // Concurrent reads share the lazily opened shards.
+        let reads = (0..12).map(|i| {
+            let ds = ds.clone();
+            tokio::spawn(async move { ds.get_as::<Sample>(i).await.unwrap().id })
+        });
+        let ids: Vec<u64> = futures::future::join_all(reads)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(ids, (0..12).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn a_damaged_shard_is_a_typed_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("ds");
+    let rt = new_runtime().unwrap();
+    let snap = rt.block_on(async {
+        let root = resolve_root(uri.to_str().unwrap(), &DatasetOptions::default()).unwrap();
+        publish_cbor(&root, "d", "s1", &samples(10, "d"), 10, "w")
+            .await
+            .unwrap()
+    });
+    drop(rt);
+    // Flip a payload byte of the only shard: the record CRC catches it.
+    let shard = uri.join(&snap.shards()[0].key);
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[20] ^= 0xFF;
+    let mut perms = std::fs::metadata(&shard).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&shard, perms).unwrap();
+    std::fs::write(&shard, &bytes).unwrap();
+    let ds = Dataset::open(uri.to_str().unwrap()).unwrap();
+    let errs: Vec<Error> = (0..10).filter_map(|i| ds.get(i).err()).collect();
+    assert!(!errs.is_empty());
+    assert!(
+        errs.iter().all(|e| matches!(e, Error::Format(_))),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn s3_root_on_moto_all_read_paths() {
+    let endpoint = std::env::var("GUIDELOOM_S3_ENDPOINT").ok();
+    let bucket = std::env::var("GUIDELOOM_S3_BUCKET").ok();
+    let (Some(endpoint), Some(bucket)) = (endpoint, bucket) else {
+        assert!(
+            std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
+            "GUIDELOOM_CI=1 but GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET are not set"
+        );
+        println!("skipped: moto not configured (GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET unset)");
+        return;
+    };
+    let options = DatasetOptions::default()
+        .storage(StorageOptions {
+            s3: S3Options {
+                endpoint: Some(endpoint),
+                allow_http: true,
+                ..S3Options::default()
+            },
+            ..StorageOptions::default()
+        })
+        .registry(Arc::new(guideloom::Registry::new()));
+    let uri = format!("s3://{bucket}/{}", unique("facade"));
+    exercise(&uri, &options);
+    assert!(
+        Dataset::open_with(&uri, options)
+            .unwrap()
+            .as_async()
+            .is_remote()
+    );
+}
