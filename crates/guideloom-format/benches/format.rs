@@ -33,8 +33,8 @@
 //! uses right before it is measured (idle files get paged out on these machines).
 //!
 //! # Knobs (environment)
-//! As the IO bench: `GUIDELOOM_BENCH_FILE_MIB` (64), `GUIDELOOM_BENCH_MEASURE_SECS` (2),
-//! `GUIDELOOM_BENCH_WARMUP_SECS` (0.5), `GUIDELOOM_BENCH_SAMPLES` (20), `GUIDELOOM_BENCH_DIR`,
+//! As the IO bench: `GUIDELOOM_BENCH_FILE_MIB` (64), `GUIDELOOM_BENCH_MEASURE_SECS` (1.5),
+//! `GUIDELOOM_BENCH_WARMUP_SECS` (0.3), `GUIDELOOM_BENCH_SAMPLES` (20), `GUIDELOOM_BENCH_DIR`,
 //! `GUIDELOOM_BENCH_CLOCK` (`wall` or `cpu`).
 
 #[cfg(unix)]
@@ -106,11 +106,11 @@ mod unix {
             .sample_size(samples)
             .measurement_time(Duration::from_secs_f64(env_f64(
                 "GUIDELOOM_BENCH_MEASURE_SECS",
-                2.0,
+                1.5,
             )))
             .warm_up_time(Duration::from_secs_f64(env_f64(
                 "GUIDELOOM_BENCH_WARMUP_SECS",
-                0.5,
+                0.3,
             )))
     }
 

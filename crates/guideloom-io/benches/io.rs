@@ -39,8 +39,8 @@
 //! file sequentially right before it is measured.
 //!
 //! # Knobs (environment)
-//! `GUIDELOOM_BENCH_FILE_MIB` (64), `GUIDELOOM_BENCH_MEASURE_SECS` (2),
-//! `GUIDELOOM_BENCH_WARMUP_SECS` (0.5), `GUIDELOOM_BENCH_SAMPLES` (20),
+//! `GUIDELOOM_BENCH_FILE_MIB` (64), `GUIDELOOM_BENCH_MEASURE_SECS` (1.5),
+//! `GUIDELOOM_BENCH_WARMUP_SECS` (0.3), `GUIDELOOM_BENCH_SAMPLES` (20),
 //! `GUIDELOOM_BENCH_DIR` (where the files go; a fresh temporary directory by default),
 //! `GUIDELOOM_BENCH_CLOCK` (`wall`, the default, or `cpu`: the process's CPU time, for ratios
 //! that survive a machine busy with other work).
@@ -109,11 +109,11 @@ mod unix {
             .sample_size(samples)
             .measurement_time(Duration::from_secs_f64(env_f64(
                 "GUIDELOOM_BENCH_MEASURE_SECS",
-                2.0,
+                1.5,
             )))
             .warm_up_time(Duration::from_secs_f64(env_f64(
                 "GUIDELOOM_BENCH_WARMUP_SECS",
-                0.5,
+                0.3,
             )))
     }
 
