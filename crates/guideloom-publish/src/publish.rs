@@ -393,8 +393,20 @@ impl Root {
                 (None, _) => (None, Vec::new()),
                 (Some(info), PublishMode::Full) => (Some(info.0), Vec::new()),
                 (Some(info), PublishMode::Append) => {
-                    let parent = self.read_log_entry(info.0, info.1.size).await?;
-                    (Some(info.0), parent.manifest.shards)
+                    match self.read_log_entry(info.0, info.1.size).await {
+                        Ok(parent) => (Some(info.0), parent.manifest.shards),
+                        // On a mount that is a plain directory, another writer's entry is
+                        // visible while it is being written: read it again after a backoff.
+                        Err(e @ (Error::Corrupt { .. } | Error::Verification { .. }))
+                            if !self.store.capabilities().create_only_across_hosts
+                                && attempt < attempts =>
+                        {
+                            debug!(attempt, error = %e, "latest entry in flight; re-reading");
+                            policy.backoff(attempt).await;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             };
             let base = shards.len();
