@@ -1,4 +1,4 @@
-//! Local-file backends: [`SeekIo`], [`PreadIo`] and (feature `mmap`) [`MmapIo`].
+//! Local-file backends: [`SeekIo`], [`PreadIo`] and (feature `mmap`) `MmapIo`.
 //!
 //! All three open readers for a [`PathBuf`](std::path::PathBuf), learn the file's size once at
 //! open (files are immutable objects under the IO contract), and check every range against
@@ -9,14 +9,14 @@
 //! |-------------|------------------------------------------|-----------------------------|-----------|----------|
 //! | [`SeekIo`]  | `seek` + `read` under a `Mutex<File>`    | serialised per reader       | no        | all      |
 //! | [`PreadIo`] | `pread(2)` (`FileExt::read_at`)          | parallel, no lock per read  | no        | unix     |
-//! | [`MmapIo`]  | slice of a shared mapping                | parallel, no syscall        | yes       | unix, windows |
+//! | `MmapIo`    | slice of a shared mapping                | parallel, no syscall        | yes       | unix, windows |
 //!
 //! # Async readers
 //! The async readers of `SeekIo` and `PreadIo` run every file system call (open, read, close)
 //! under [`tokio::task::spawn_blocking`], so they never block an executor thread; `size` is
 //! answered from the value cached at open. `MmapIo` opens under `spawn_blocking` and then
 //! answers reads inline: a read only bumps a reference count and slices, it touches no page
-//! (see [`MmapIo`] for where page faults happen instead).
+//! (see `MmapIo` for where page faults happen instead).
 
 use std::io;
 use std::ops::Range;
