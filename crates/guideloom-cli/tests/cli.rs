@@ -497,10 +497,16 @@ fn quickstart_builds_a_verified_dataset() {
         .iter()
         .map(|s| s["step"].as_str().unwrap())
         .collect();
-    assert!(
-        steps.contains(&"verify --deep") && steps.contains(&"annotate"),
-        "{steps:?}"
-    );
+    for step in [
+        "write",
+        "publish",
+        "annotate",
+        "random reads",
+        "loader epoch",
+        "verify --deep",
+    ] {
+        assert!(steps.contains(&step), "{step} missing from {steps:?}");
+    }
     let root = dir.join("dataset");
     let info = json(&ok(guideloom(&["info", root.to_str().unwrap(), "--json"])));
     assert_eq!(info["dataset_id"], "captions");

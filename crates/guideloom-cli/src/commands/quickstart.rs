@@ -48,6 +48,59 @@ fn caption(rng: &mut StdRng, worker: u64, index: u64) -> serde_json::Value {
     })
 }
 
+/// Batch size of the quickstart's loader epoch.
+const LOADER_BATCH: u64 = 64;
+
+/// Runs epoch 0 of a [`guideloom::Loader`] over the published dataset on a plain thread (the
+/// sync `Dataset` owns its own runtime) and checks that every record arrives exactly once.
+fn loader_epoch(uri: &str, per_worker: u64, records: u64) -> Result<(u64, u64)> {
+    let uri = uri.to_owned();
+    let fail = |what: String| CliError::argument("loader", what);
+    let run = move || -> std::result::Result<(u64, u64), String> {
+        let dataset = guideloom::Dataset::open(&uri).map_err(|e| e.to_string())?;
+        let options = guideloom::LoaderOptions::new(LOADER_BATCH)
+            .seed(7)
+            .workers(2);
+        let loader = guideloom::Loader::new(dataset, options, move |i, bytes: bytes::Bytes| {
+            let v = record_to_json("cbor", &bytes)?;
+            let want = format!("cap-{:02}-{:06}", i / per_worker, i % per_worker);
+            if v["id"] == json!(want) {
+                Ok(i)
+            } else {
+                Err(format!(
+                    "record {i} decodes as {} instead of {want}",
+                    v["id"]
+                ))
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        let mut seen = vec![false; usize::try_from(records).map_err(|e| e.to_string())?];
+        let mut batches = 0;
+        for batch in loader.epoch(0).map_err(|e| e.to_string())? {
+            let batch = batch.map_err(|e| e.to_string())?;
+            batches += 1;
+            for i in batch.records {
+                let slot = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| seen.get_mut(i))
+                    .ok_or_else(|| format!("record {i} out of range"))?;
+                if std::mem::replace(slot, true) {
+                    return Err(format!("record {i} delivered twice"));
+                }
+            }
+        }
+        let delivered = seen.iter().filter(|s| **s).count() as u64;
+        if delivered != records {
+            return Err(format!("{delivered} of {records} records delivered"));
+        }
+        Ok((batches, delivered))
+    };
+    std::thread::spawn(run)
+        .join()
+        .map_err(|_| fail("the loader thread panicked".into()))?
+        .map_err(fail)
+}
+
 fn check_target(dir: &Path) -> Result<()> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
@@ -275,6 +328,19 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
         took: t.elapsed(),
         detail: format!("{seen} records in order, ids checked"),
     });
+
+    // 6. One shuffled epoch through the facade's Loader (batches of 64, 2 decode workers):
+    //    every record exactly once, each decoded and its id checked.
+    let t = Instant::now();
+    let (batches, loaded) = loader_epoch(&root_arg, args.records_per_worker, records)?;
+    steps.push(Step {
+        name: "loader epoch",
+        took: t.elapsed(),
+        detail: format!(
+            "{loaded} records in {batches} shuffled batches of {LOADER_BATCH} (seed 7, 2 workers), each exactly once"
+        ),
+    });
+
     let labels = root
         .root
         .annotations("quality", None, &snapshot, false)
@@ -282,7 +348,7 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
         .map_err(|e| root.err(e))?;
     let q0: serde_json::Value = labels.get(0).map_err(|e| root.err(e))?;
 
-    // 6. Verify everything, every record checksum included.
+    // 7. Verify everything, every record checksum included.
     let t = Instant::now();
     let report = verify::verify(&root, std::slice::from_ref(&snapshot), true, true).await?;
     if let Some(p) = report.problems.first() {
