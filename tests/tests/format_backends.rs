@@ -341,3 +341,31 @@ fn discovery_stops_at_not_found_from_a_lazy_backend() {
         Err(Error::Io(guideloom_io::Error::Unsupported { .. }))
     ));
 }
+
+#[test]
+fn one_reader_shared_by_threads() {
+    each_backend(|name, backend| {
+        let tmp = tempfile::tempdir().unwrap();
+        let storage = DocumentStorage::new(tmp.path().to_owned(), RawFormat, backend)
+            .with_writer_options(WriterOptions::default().max_shard_records(64));
+        let mut w = storage.sync_writer().unwrap();
+        for i in 0..500u64 {
+            w.append(i, &Bytes::from(i.to_le_bytes().repeat(i as usize % 7)))
+                .unwrap();
+        }
+        w.finish().unwrap();
+        let r = storage.sync_reader().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let r = &r;
+                s.spawn(move || {
+                    for k in 0..500u64 {
+                        let i = (k * 7 + t * 131) % 500;
+                        let got = r.read(i).unwrap();
+                        assert_eq!(got, i.to_le_bytes().repeat(i as usize % 7), "{name}");
+                    }
+                });
+            }
+        });
+    });
+}
