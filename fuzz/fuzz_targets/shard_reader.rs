@@ -39,7 +39,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = shard.expect(&Expected::Documents("raw".into()));
-    let _ = shard.expect(&Expected::Stream { element: "u32", width: 4 });
+    let _ = shard.expect(&Expected::Stream {
+        element: "u32",
+        width: 4,
+    });
     assert!(shard.data_len() <= file.len() as u64);
     let n = shard.len().min(4096);
     for i in 0..n {
