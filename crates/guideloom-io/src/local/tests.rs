@@ -271,3 +271,82 @@ fn capabilities_are_honest() {
     assert_eq!(pread.sync, cfg!(unix));
     assert_eq!(PreadIo::new().is_supported(), cfg!(unix));
 }
+
+/// Opening a FIFO blocks in `open(2)` until a writer appears: a deterministic stand-in for
+/// a slow file system. If `open_async` made that call on the executor thread, the only
+/// thread of a current-thread runtime would be stuck and the main task could not run until
+/// the watchdog opened the writer; it must instead run while the open is still pending.
+#[cfg(unix)]
+#[test]
+fn async_open_does_not_block_the_executor() {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    for b in backends() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let open_writer = |path: &Path, flags: i32| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(flags)
+                .open(path)
+        };
+        // Watchdog: unblocks a stuck open eventually, so a regression fails instead of hanging.
+        let rescued = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let watchdog = {
+            let (fifo, rescued, done) = (fifo.clone(), rescued.clone(), done.clone());
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                rescued.store(true, Ordering::SeqCst);
+                let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+                let _writer = open_writer(&fifo, nonblock);
+            })
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let opening = tokio::spawn({
+                let (b, fifo) = (backends().remove(backend_index(&*b)), fifo.clone());
+                async move { b.open_async(&fifo).await.map(|r| r.location().to_owned()) }
+            });
+            // Let the open start, then prove this task still runs while it is pending.
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            assert!(
+                !opening.is_finished(),
+                "{b:?}: the open cannot finish without a writer"
+            );
+            assert!(
+                !rescued.load(Ordering::SeqCst),
+                "{b:?}: the executor was blocked until the watchdog opened the writer"
+            );
+            let fifo2 = fifo.clone();
+            let writer = tokio::task::spawn_blocking(move || open_writer(&fifo2, 0).unwrap());
+            let location = opening.await.unwrap().unwrap();
+            assert!(location.ends_with("fifo"));
+            drop(writer.await.unwrap());
+        });
+        done.store(true, Ordering::SeqCst);
+        watchdog.join().unwrap();
+    }
+}
+
+/// The position of `b` in [`backends`], to make an owned copy for a spawned task.
+#[cfg(unix)]
+fn backend_index(b: &dyn Backend<Location = PathBuf>) -> usize {
+    backends()
+        .iter()
+        .position(|x| x.name() == b.name())
+        .unwrap()
+}
