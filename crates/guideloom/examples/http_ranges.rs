@@ -1,0 +1,83 @@
+//! Reading a dataset over HTTP by byte ranges: shards written into the directory an HTTP
+//! origin (nginx) serves are read through `HttpIo`: one tail read per shard to open it, one
+//! ranged GET per record, coalesced ranges for batches. Prints the request counts.
+//!
+//! Needs `GUIDELOOM_NGINX_URL` (the origin's base URL, trailing slash) and
+//! `GUIDELOOM_NGINX_ROOT` (the directory it serves). Without them it prints "skipped: ..."
+//! and exits 0 (under `GUIDELOOM_CI=1` it fails instead).
+//!
+//! `cargo run -p guideloom --example http_ranges`
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use guideloom::format::{CborFormat, DocumentStorage, WriterOptions};
+use guideloom::io::blocking::BlockingIo;
+use guideloom::io::http::{HttpIo, HttpPath};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (Ok(base), Ok(served)) = (
+        std::env::var("GUIDELOOM_NGINX_URL"),
+        std::env::var("GUIDELOOM_NGINX_ROOT"),
+    ) else {
+        if std::env::var("GUIDELOOM_CI").as_deref() == Ok("1") {
+            return Err(
+                "GUIDELOOM_CI=1 but GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT are unset".into(),
+            );
+        }
+        println!("skipped: set GUIDELOOM_NGINX_URL and GUIDELOOM_NGINX_ROOT to run this example");
+        return Ok(());
+    };
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+    let name = format!("example-http-ranges-{}-{nanos}", std::process::id());
+    let dir = std::path::Path::new(&served).join(&name);
+
+    // Write 500 records (shards of 200) into the served directory.
+    let local = DocumentStorage::local(&dir, CborFormat::<String>::new())
+        .with_writer_options(WriterOptions::default().max_shard_records(200));
+    let mut writer = local.sync_writer()?;
+    for i in 0..500u64 {
+        writer.append(i, &format!("record {i}"))?;
+    }
+    let shards = writer.finish()?;
+    println!("wrote {} shards under {}", shards.len(), dir.display());
+    // Shards are written owner-only; the web server may run as another user.
+    #[cfg(unix)]
+    for shard in &shards {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&shard.path, std::fs::Permissions::from_mode(0o644))?;
+    }
+
+    // Read them back over HTTP: HttpIo is async; BlockingIo gives sync readers over it.
+    let http = HttpIo::new(&base)?;
+    let stats = Arc::clone(http.stats());
+    let remote = DocumentStorage::new(
+        HttpPath::new(&name)?,
+        CborFormat::<String>::new(),
+        BlockingIo::new(http)?,
+    );
+    let reader = remote.sync_reader()?; // discovery: HEAD/tail per shard, stops at the first 404
+    let opened = stats.reset();
+    assert_eq!(reader.len(), 500);
+    assert_eq!(reader.read(321)?, "record 321");
+    let one = stats.reset();
+    let batch = reader.read_many(&[10, 11, 12, 13, 250])?;
+    assert_eq!(batch[4], "record 250");
+    let many = stats.reset();
+    println!(
+        "open (discovery of {} shards): {} requests, {} bytes",
+        shards.len(),
+        opened.requests,
+        opened.bytes
+    );
+    println!(
+        "one record: {} request(s), {} bytes",
+        one.requests, one.bytes
+    );
+    println!(
+        "5 records in 2 shards: {} request(s), {} bytes",
+        many.requests, many.bytes
+    );
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
