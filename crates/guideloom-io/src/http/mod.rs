@@ -216,7 +216,13 @@ pub(crate) struct Fetched {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// Bytes of an unwanted body read only to keep the connection (counted, not returned).
+    pub(crate) drained: u64,
 }
+
+/// Unwanted bodies up to this size (error pages) are read and discarded so the connection
+/// can be reused: 8 KiB.
+const DRAIN_LIMIT: u64 = 8 * 1024;
 
 /// What to read of a response body.
 #[derive(Debug, Clone, Copy)]
@@ -343,7 +349,7 @@ impl Inner {
                     span.in_scope(|| {
                         tracing::debug!(status = f.status.as_u16(), latency_ms, "response")
                     });
-                    let n = f.body.len() as u64;
+                    let n = f.body.len() as u64 + f.drained;
                     self.stats.add_bytes(n);
                     reader_stats.add_bytes(n);
                     if !is_retryable_status(f.status) {
@@ -441,8 +447,19 @@ impl Inner {
             },
             _ => None,
         };
+        let mut drained = 0;
         let body = match limit {
-            None => Bytes::new(), // the body is dropped unread (the connection is not reused)
+            None => {
+                // Not wanted. A small body (an error page) is drained so the connection goes
+                // back to the pool; a large or unsized one is dropped with its connection.
+                if declared.is_some_and(|n| n <= DRAIN_LIMIT) {
+                    let limit = usize::try_from(DRAIN_LIMIT).unwrap_or(usize::MAX);
+                    if let Ok(c) = Limited::new(body, limit).collect().await {
+                        drained = c.to_bytes().len() as u64;
+                    }
+                }
+                Bytes::new()
+            }
             Some(limit) => {
                 if let Some(len) = declared
                     && len > limit as u64
@@ -486,6 +503,7 @@ impl Inner {
             status: parts.status,
             headers: parts.headers,
             body,
+            drained,
         })
     }
 

@@ -57,6 +57,8 @@ type Files = Mutex<HashMap<String, Arc<Vec<u8>>>>;
 pub(crate) struct Seen {
     /// Requests received.
     pub(crate) requests: AtomicUsize,
+    /// Connections accepted.
+    pub(crate) connections: AtomicUsize,
     /// `METHOD path range authorization` per request.
     pub(crate) log: Mutex<Vec<String>>,
 }
@@ -92,6 +94,7 @@ impl Origin {
                 let Ok((sock, _)) = listener.accept().await else {
                     return;
                 };
+                s.connections.fetch_add(1, Ordering::SeqCst);
                 let (files, seen) = (Arc::clone(&f), Arc::clone(&s));
                 tokio::spawn(async move {
                     let _ = serve(sock, &files, mode, &seen).await;
@@ -121,6 +124,10 @@ impl Origin {
 
     pub(crate) fn requests(&self) -> usize {
         self.seen.requests.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn connections(&self) -> usize {
+        self.seen.connections.load(Ordering::SeqCst)
     }
 
     pub(crate) fn log(&self) -> Vec<String> {
@@ -241,8 +248,19 @@ async fn respond(
     n: usize,
 ) -> std::io::Result<bool> {
     let Some(object) = object else {
-        sock.write_all(&head("404 Not Found", &[("Content-Length", "0".into())]))
-            .await?;
+        // A small error page, like real origins send.
+        let page = b"<html><body><h1>404 Not Found</h1></body></html>\n";
+        let h = head(
+            "404 Not Found",
+            &[
+                ("Content-Type", "text/html".into()),
+                ("Content-Length", page.len().to_string()),
+            ],
+        );
+        sock.write_all(&h).await?;
+        if req.method != "HEAD" {
+            sock.write_all(page).await?;
+        }
         return Ok(true);
     };
     let len = object.len() as u64;
