@@ -477,3 +477,43 @@ fn a_backend_lying_about_capabilities_fails_the_capabilities_check() {
         "{err}"
     );
 }
+
+#[test]
+fn async_only_backends_are_skipped_for_sync_and_pass_async() {
+    /// Like the HTTP backend: no sync readers, and says so.
+    #[derive(Debug)]
+    struct AsyncOnly(MemIo);
+    #[async_trait]
+    impl Backend for AsyncOnly {
+        type Location = MemKey;
+        fn name(&self) -> &'static str {
+            "AsyncOnly"
+        }
+        fn capabilities(&self) -> Capabilities {
+            let mut caps = self.0.capabilities();
+            caps.sync = false;
+            caps
+        }
+        fn open(&self, _: &MemKey) -> Result<Box<dyn SyncReader>> {
+            Err(Error::unsupported(
+                "AsyncOnly",
+                "sync reader",
+                "async-only: wrap it in BlockingIo",
+            ))
+        }
+        async fn open_async(&self, key: &MemKey) -> Result<Box<dyn AsyncReader>> {
+            self.0.open_async(key).await
+        }
+    }
+    let inner = MemIo::default();
+    let report = conformance::run_all(&AsyncOnly(inner.clone()), &mem_fixture(&inner)).unwrap();
+    assert_eq!(report.skipped.len(), 1, "{report}");
+    assert_eq!(report.skipped[0].0, Flavour::Sync);
+    assert!(report.skipped[0].1.contains("BlockingIo"), "{report}");
+    assert!(
+        report
+            .passed
+            .contains(&(Flavour::Async, "concurrent_reads")),
+        "{report}"
+    );
+}
