@@ -364,7 +364,7 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
     ))?;
     for r in &rows {
         output::line(&format!(
-            "{:<13} {:<11} {:>12.1} {:>13.0} {:>16.1} {:>22} {:>6.0}%",
+            "{:<13} {:<11} {:>12.2} {:>13.0} {:>16.2} {:>22} {:>6.0}%",
             r.backend,
             r.pattern,
             r.throughput(),
