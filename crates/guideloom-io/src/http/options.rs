@@ -118,6 +118,20 @@ fn random_u64() -> u64 {
 ///     .with_header("authorization", "Bearer my-token")
 ///     .unwrap();
 /// ```
+/// The default coalescing policy of [`HttpOptions`]: merge ranges at most 4 KiB apart, up to
+/// [`DEFAULT_MAX_SPAN`](crate::coalesce::DEFAULT_MAX_SPAN).
+///
+/// Smaller than the crate-wide [`DEFAULT_MAX_GAP`](crate::coalesce::DEFAULT_MAX_GAP) (64 KiB,
+/// still used by `ObjectStoreIo`, where every merged range is its own request): an HTTP origin
+/// that answers multi-range requests serves disjoint ranges in ONE request anyway, so merging
+/// only saves a multipart part header (~100 bytes) and every gap byte is a wasted download.
+/// Measured against nginx, 64 random 1000-byte records in a 64 MiB object: 13.8× the requested
+/// bytes with a 64 KiB gap, 1.26× with 4 KiB, one request either way.
+pub const HTTP_DEFAULT_COALESCE: CoalescePolicy = CoalescePolicy {
+    max_gap: 4 * 1024,
+    max_span: crate::coalesce::DEFAULT_MAX_SPAN,
+};
+
 #[derive(Clone)]
 pub struct HttpOptions {
     pub(crate) coalesce: CoalescePolicy,
@@ -135,7 +149,7 @@ pub struct HttpOptions {
 impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
-            coalesce: CoalescePolicy::default(),
+            coalesce: HTTP_DEFAULT_COALESCE,
             multi_range: true,
             max_ranges_per_request: DEFAULT_MAX_RANGES_PER_REQUEST,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
