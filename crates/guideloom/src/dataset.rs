@@ -340,7 +340,7 @@ impl AsyncDataset {
     }
 
     /// Record `index` decoded as CBOR into `T` (records written with
-    /// [`CborFormat`](guideloom_format::CborFormat)).
+    /// [`CborFormat`]).
     pub async fn get_as<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
         decode_as(index, self.get(index).await?)
     }

@@ -1,7 +1,7 @@
 //! guideloom: sharded datasets of records for training and evaluating ML models, in one
 //! dependency.
 //!
-//! - [`io`], [`format`], [`publish`]: the lower crates, re-exported whole
+//! - [`io`], [`format`](mod@format), [`publish`]: the lower crates, re-exported whole
 //!   (`guideloom-io`, `guideloom-format`, `guideloom-publish`); their common types are also
 //!   at this crate's root.
 //! - [`Dataset`] (sync; owns a tokio runtime) and [`AsyncDataset`]: open any root URI and
@@ -18,6 +18,14 @@
 #![deny(missing_docs)]
 
 pub mod dataset;
+
+/// The user guide (`docs/guide.md`); its code blocks run as doctests.
+#[doc = include_str!("../../../docs/guide.md")]
+pub mod guide {
+    /// The loader specification (`docs/loader.md`); its code blocks run as doctests.
+    #[doc = include_str!("../../../docs/loader.md")]
+    pub mod loader {}
+}
 pub mod error;
 pub mod loader;
 pub mod order;
