@@ -104,20 +104,6 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
-/// Options of an [`HttpIo`](super::HttpIo) backend. Start from [`HttpOptions::default`] and
-/// chain the `with_*` methods.
-///
-/// ```
-/// use std::time::Duration;
-/// use guideloom_io::http::{HttpOptions, RetryPolicy};
-///
-/// let options = HttpOptions::default()
-///     .with_request_timeout(Duration::from_secs(10))
-///     .with_retry(RetryPolicy::new(6, Duration::from_millis(50), Duration::from_secs(2)))
-///     .with_max_concurrency(16)
-///     .with_header("authorization", "Bearer my-token")
-///     .unwrap();
-/// ```
 /// The default coalescing policy of [`HttpOptions`]: merge ranges at most 4 KiB apart, up to
 /// [`DEFAULT_MAX_SPAN`](crate::coalesce::DEFAULT_MAX_SPAN).
 ///
@@ -132,6 +118,20 @@ pub const HTTP_DEFAULT_COALESCE: CoalescePolicy = CoalescePolicy {
     max_span: crate::coalesce::DEFAULT_MAX_SPAN,
 };
 
+/// Options of an [`HttpIo`](super::HttpIo) backend. Start from [`HttpOptions::default`] and
+/// chain the `with_*` methods.
+///
+/// ```
+/// use std::time::Duration;
+/// use guideloom_io::http::{HttpOptions, RetryPolicy};
+///
+/// let options = HttpOptions::default()
+///     .with_request_timeout(Duration::from_secs(10))
+///     .with_retry(RetryPolicy::new(6, Duration::from_millis(50), Duration::from_secs(2)))
+///     .with_max_concurrency(16)
+///     .with_header("authorization", "Bearer my-token")
+///     .unwrap();
+/// ```
 #[derive(Clone)]
 pub struct HttpOptions {
     pub(crate) coalesce: CoalescePolicy,
