@@ -45,7 +45,7 @@ pub(crate) enum RecordFormat {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Write records into shards under ROOT/shards/<work-id>/ (create-only).
+    /// Write records into shards under ROOT/shards/WORK_ID/ (create-only).
     Write(WriteArgs),
     /// Publish written shards as a new snapshot.
     Publish(PublishArgs),
@@ -71,7 +71,7 @@ pub(crate) struct WriteArgs {
     /// The dataset root.
     #[arg(long)]
     pub(crate) root: String,
-    /// This worker's id: shards go to shards/<work-id>/<n>.glm.
+    /// This worker's id: shards go to shards/WORK_ID/N.glm.
     #[arg(long)]
     pub(crate) work_id: String,
     /// Record format.
