@@ -21,7 +21,8 @@ use crate::spec::{
 pub struct ReadOptions {
     speculative_tail: u64,
     verify_records: bool,
-    coalesce: CoalescePolicy,
+    /// `None`: merging is left to the backend's `read_ranges` (one plan, not two).
+    coalesce: Option<CoalescePolicy>,
 }
 
 impl Default for ReadOptions {
@@ -29,7 +30,7 @@ impl Default for ReadOptions {
         ReadOptions {
             speculative_tail: DEFAULT_SPECULATIVE_TAIL,
             verify_records: true,
-            coalesce: CoalescePolicy::default(),
+            coalesce: None,
         }
     }
 }
@@ -50,8 +51,14 @@ impl ReadOptions {
     }
 
     /// How `read_many` merges neighbouring records into one read.
+    ///
+    /// By default `read_many` hands the record ranges to the backend's `read_ranges`, which
+    /// merges neighbours by the backend's own policy (every `guideloom-io` backend does), so
+    /// ranges are planned once. Setting a policy here merges them at the format level first,
+    /// with this policy, and hands the merged ranges to the backend: use it for a reader
+    /// whose `read_ranges` reads one range at a time, or to merge more than the backend does.
     pub fn coalesce(mut self, policy: CoalescePolicy) -> Self {
-        self.coalesce = policy;
+        self.coalesce = Some(policy);
         self
     }
 
@@ -65,8 +72,14 @@ impl ReadOptions {
         self.verify_records
     }
 
-    /// The coalescing policy.
+    /// The coalescing policy set with [`coalesce`](Self::coalesce), or the default policy
+    /// (which the backends use) when merging is left to the backend.
     pub fn coalesce_policy(&self) -> CoalescePolicy {
+        self.coalesce.unwrap_or_default()
+    }
+
+    /// The format-level policy, `None` when merging is left to the backend.
+    pub(crate) fn format_coalesce(&self) -> Option<CoalescePolicy> {
         self.coalesce
     }
 }
@@ -229,19 +242,28 @@ impl Layout {
         Ok(())
     }
 
-    /// Plans `read_many`: the record ranges and the merged reads serving them.
+    /// Plans `read_many`: the record ranges, the reads to ask the backend for, and, when a
+    /// format-level policy is set, how the merged reads serve the records.
     pub(crate) fn plan_many(
         &self,
         indices: &[u64],
-        policy: CoalescePolicy,
-    ) -> Result<(Vec<Range<u64>>, Vec<MergedRange>)> {
+        policy: Option<CoalescePolicy>,
+    ) -> Result<ManyPlan> {
         let ranges = indices
             .iter()
             .map(|&i| self.record_range(i))
             .collect::<Result<Vec<_>>>()?;
         // Empty records need no I/O (and a zero-length range is not expressible in every
-        // protocol, e.g. HTTP): only non-empty records are planned; the others come back as
+        // protocol, e.g. HTTP): only non-empty records are read; the others come back as
         // empty buffers.
+        let Some(policy) = policy else {
+            let reads = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+            return Ok(ManyPlan {
+                ranges,
+                reads,
+                merged: None,
+            });
+        };
         let nonempty: Vec<usize> = (0..ranges.len())
             .filter(|&k| ranges[k].start < ranges[k].end)
             .collect();
@@ -252,37 +274,73 @@ impl Layout {
                 *member = nonempty[*member];
             }
         }
-        Ok((ranges, plan))
+        let reads = plan.iter().map(|m| m.range.clone()).collect();
+        Ok(ManyPlan {
+            ranges,
+            reads,
+            merged: Some(plan),
+        })
     }
 
-    /// Splits merged buffers into records and checks them.
+    /// Hands the buffers read for `plan` out as records (in the order asked) and checks them.
     pub(crate) fn finish_many(
         &self,
         indices: &[u64],
-        ranges: &[Range<u64>],
-        plan: &[MergedRange],
+        plan: ManyPlan,
         bufs: Vec<Bytes>,
         verify: bool,
     ) -> Result<Vec<Bytes>> {
-        if bufs.len() != plan.len() {
+        if bufs.len() != plan.reads.len() {
             return Err(Error::layout(
                 &self.shard,
                 "batched read returned the wrong count",
             ));
         }
-        let mut out = vec![None; ranges.len()];
-        for (m, buf) in plan.iter().zip(&bufs) {
-            let want = m.range.end - m.range.start;
-            guideloom_io::error::check_len(&self.shard, m.range.start, want, buf.len())?;
-            coalesce::split(m, buf, ranges, &mut out);
-        }
-        let mut records = Vec::with_capacity(out.len());
-        for (&i, b) in indices.iter().zip(out) {
-            let b = b.unwrap_or_default();
-            self.check_record(i, &b, verify)?;
-            records.push(b);
+        let mut records = Vec::with_capacity(indices.len());
+        match plan.merged {
+            None => {
+                // One buffer per non-empty record, in request order.
+                let mut bufs = bufs.into_iter();
+                for (&i, r) in indices.iter().zip(&plan.ranges) {
+                    let b = if r.start < r.end {
+                        bufs.next().unwrap_or_default()
+                    } else {
+                        Bytes::new()
+                    };
+                    self.check_record(i, &b, verify)?;
+                    records.push(b);
+                }
+            }
+            Some(merged) => {
+                let mut out = vec![None; plan.ranges.len()];
+                for (m, buf) in merged.iter().zip(bufs) {
+                    let want = m.range.end - m.range.start;
+                    guideloom_io::error::check_len(&self.shard, m.range.start, want, buf.len())?;
+                    coalesce::split_owned(m, buf, &plan.ranges, &mut out);
+                }
+                for (&i, b) in indices.iter().zip(out) {
+                    let b = b.unwrap_or_default();
+                    self.check_record(i, &b, verify)?;
+                    records.push(b);
+                }
+            }
         }
         Ok(records)
+    }
+
+    /// How many records from `first` the next in-order batch reads: as many as fit in
+    /// `max_bytes` (at least one), at most `max_records`, never past the shard's end.
+    pub(crate) fn batch_len(&self, first: u64, max_bytes: u64, max_records: u64) -> u64 {
+        if first >= self.len() {
+            return 0;
+        }
+        let start = self.index.range(first).start;
+        // Records before `record_at(start + max_bytes)` all end within the budget.
+        let fit = self
+            .index
+            .record_at(start.saturating_add(max_bytes))
+            .saturating_sub(first);
+        fit.clamp(1, max_records.max(1)).min(self.len() - first)
     }
 
     /// The byte range covering records `first .. first + count` (all must exist).
@@ -368,6 +426,17 @@ impl Layout {
         let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);
         Ok(buf.slice(rel(want.start)..rel(want.end)))
     }
+}
+
+/// A planned `read_many`.
+#[derive(Debug)]
+pub(crate) struct ManyPlan {
+    /// The record range of every index asked.
+    ranges: Vec<Range<u64>>,
+    /// The ranges to hand the backend's `read_ranges`.
+    pub(crate) reads: Vec<Range<u64>>,
+    /// How merged reads serve the records, when merged at the format level.
+    merged: Option<Vec<MergedRange>>,
 }
 
 /// A planned read of a byte span of the data region.

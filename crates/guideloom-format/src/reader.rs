@@ -57,6 +57,12 @@ macro_rules! shard_accessors {
         pub fn reader(&self) -> &R {
             &self.reader
         }
+
+        /// How many records from `first` one in-order batch reads (see
+        /// [`Layout::batch_len`]).
+        pub(crate) fn batch_len(&self, first: u64, max_bytes: u64, max_records: u64) -> u64 {
+            self.layout.batch_len(first, max_bytes, max_records)
+        }
     };
 }
 
@@ -128,22 +134,16 @@ impl<R: SyncReader> SyncShard<R> {
     /// Reads many records (any order, repeats allowed) with one `read_ranges` call that
     /// merges neighbours; results are in the order asked.
     pub fn read_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        let (ranges, plan) = self
+        let plan = self
             .layout
-            .plan_many(indices, self.options.coalesce_policy())?;
-        let merged: Vec<Range<u64>> = plan.iter().map(|m| m.range.clone()).collect();
-        let bufs = if merged.is_empty() {
+            .plan_many(indices, self.options.format_coalesce())?;
+        let bufs = if plan.reads.is_empty() {
             Vec::new() // nothing asked, or only empty records: no request
         } else {
-            self.reader.read_ranges(&merged)?
+            self.reader.read_ranges(&plan.reads)?
         };
-        self.layout.finish_many(
-            indices,
-            &ranges,
-            &plan,
-            bufs,
-            self.options.verifies_records(),
-        )
+        self.layout
+            .finish_many(indices, plan, bufs, self.options.verifies_records())
     }
 
     /// Reads the consecutive records `first .. first + count` with one read; the records
@@ -157,6 +157,30 @@ impl<R: SyncReader> SyncShard<R> {
         };
         self.layout
             .finish_run(first, count, range, buf, self.options.verifies_records())
+    }
+
+    /// Checks record `i`'s bytes: length, and checksum when verifying.
+    pub(crate) fn check_record(&self, i: u64, bytes: &Bytes) -> Result<()> {
+        self.layout
+            .check_record(i, bytes, self.options.verifies_records())
+    }
+
+    /// Reads the bytes of records `first .. first + count` with one read, unchecked: the
+    /// caller slices and checks each record (see [`check_record`](Self::check_record)).
+    pub(crate) fn read_span(&self, first: u64, count: u64) -> Result<(Range<u64>, Bytes)> {
+        let range = self.layout.run_range(first, count)?;
+        let buf = if range.is_empty() {
+            Bytes::new() // only empty records: no request
+        } else {
+            self.reader.read(range.start, range.end - range.start)?
+        };
+        guideloom_io::error::check_len(
+            self.name(),
+            range.start,
+            range.end - range.start,
+            buf.len(),
+        )?;
+        Ok((range, buf))
     }
 
     /// Reads `len` bytes at `offset` of the data region (one read). When verifying, the
@@ -219,22 +243,16 @@ impl<R: AsyncReader> AsyncShard<R> {
 
     /// Reads many records with one `read_ranges` call; results in the order asked.
     pub async fn read_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        let (ranges, plan) = self
+        let plan = self
             .layout
-            .plan_many(indices, self.options.coalesce_policy())?;
-        let merged: Vec<Range<u64>> = plan.iter().map(|m| m.range.clone()).collect();
-        let bufs = if merged.is_empty() {
+            .plan_many(indices, self.options.format_coalesce())?;
+        let bufs = if plan.reads.is_empty() {
             Vec::new() // nothing asked, or only empty records: no request
         } else {
-            self.reader.read_ranges(&merged).await?
+            self.reader.read_ranges(&plan.reads).await?
         };
-        self.layout.finish_many(
-            indices,
-            &ranges,
-            &plan,
-            bufs,
-            self.options.verifies_records(),
-        )
+        self.layout
+            .finish_many(indices, plan, bufs, self.options.verifies_records())
     }
 
     /// Reads the consecutive records `first .. first + count` with one read (see
@@ -265,5 +283,89 @@ impl<R: AsyncReader> AsyncShard<R> {
             .read(plan.read.start, plan.read.end - plan.read.start)
             .await?;
         self.layout.finish_data(&plan, buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use guideloom_io::coalesce::CoalescePolicy;
+
+    use super::*;
+    use crate::{MemReader, ShardMetadata, ShardWriter};
+
+    /// Records the ranges every `read_ranges` call asks for.
+    #[derive(Debug)]
+    struct Recording {
+        inner: MemReader,
+        asked: Mutex<Vec<Vec<Range<u64>>>>,
+    }
+
+    impl SyncReader for Recording {
+        fn location(&self) -> &str {
+            SyncReader::location(&self.inner)
+        }
+        fn size(&self) -> guideloom_io::Result<u64> {
+            SyncReader::size(&self.inner)
+        }
+        fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+            SyncReader::read(&self.inner, offset, len)
+        }
+        fn read_ranges(&self, ranges: &[Range<u64>]) -> guideloom_io::Result<Vec<Bytes>> {
+            self.asked.lock().unwrap().push(ranges.to_vec());
+            SyncReader::read_ranges(&self.inner, ranges)
+        }
+        fn close(&self) -> guideloom_io::Result<()> {
+            SyncReader::close(&self.inner)
+        }
+    }
+
+    fn shard(options: &ReadOptions) -> (Vec<Vec<u8>>, SyncShard<Recording>) {
+        let recs: Vec<Vec<u8>> = (0..20u8)
+            .map(|i| vec![i; usize::from(i % 4) * 10])
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.glm");
+        let mut w = ShardWriter::create(&path, ShardMetadata::new("raw", "documents")).unwrap();
+        for r in &recs {
+            w.append(r).unwrap();
+        }
+        w.finish().unwrap();
+        let reader = Recording {
+            inner: MemReader::new("s", std::fs::read(&path).unwrap()),
+            asked: Mutex::new(Vec::new()),
+        };
+        (recs, SyncShard::open(reader, options).unwrap())
+    }
+
+    #[test]
+    fn read_many_hands_record_ranges_to_the_backend_by_default() {
+        let (recs, shard) = shard(&ReadOptions::default());
+        let asked = [5, 4, 1, 5, 8, 9];
+        let got = shard.read_many(&asked).unwrap();
+        for (g, &i) in got.iter().zip(&asked) {
+            assert_eq!(&g[..], &recs[usize::try_from(i).unwrap()][..]);
+        }
+        // Records 4 and 8 are empty: not asked for; the rest exactly as requested.
+        let want: Vec<Range<u64>> = [5, 1, 5, 9]
+            .iter()
+            .map(|&i| shard.record_range(i).unwrap())
+            .collect();
+        assert_eq!(*shard.reader().asked.lock().unwrap(), vec![want]);
+    }
+
+    #[test]
+    fn read_many_merges_at_the_format_level_when_a_policy_is_set() {
+        let options = ReadOptions::default().coalesce(CoalescePolicy::default());
+        let (recs, shard) = shard(&options);
+        let asked = [5, 4, 1, 5, 8, 9];
+        let got = shard.read_many(&asked).unwrap();
+        for (g, &i) in got.iter().zip(&asked) {
+            assert_eq!(&g[..], &recs[usize::try_from(i).unwrap()][..]);
+        }
+        // One merged range from record 1 to record 9.
+        let want = shard.record_range(1).unwrap().start..shard.record_range(9).unwrap().end;
+        assert_eq!(*shard.reader().asked.lock().unwrap(), vec![vec![want]]);
     }
 }

@@ -12,7 +12,7 @@
 //!   not-found and open each with one tail read (footer, index, metadata), so `len` is
 //!   known; record bytes are only read on demand.
 //! - `read(i)` is one ranged read; `read_many` one batched read per shard touched; in-order
-//!   iteration reads up to 4 MiB per request; a stream slice one read per shard it spans.
+//!   iteration reads up to 1 MiB per request; a stream slice one read per shard it spans.
 //!
 //! See `docs/format.md` ("Storage semantics") for out-of-range indices, empty and missing
 //! directories, concurrent writers and the drop-without-finish rule.
