@@ -284,3 +284,19 @@ fn s3_root_on_moto_all_read_paths() {
             .is_remote()
     );
 }
+
+#[test]
+fn public_types_are_send_sync_debug() {
+    fn check<T: Send + Sync + std::fmt::Debug + 'static>() {}
+    check::<Dataset>();
+    check::<AsyncDataset>();
+    check::<DatasetOptions>();
+    check::<Error>();
+    check::<Loader<Sample>>();
+    check::<LoaderOptions>();
+    check::<guideloom::LoaderState>();
+    check::<guideloom::EpochPlan>();
+    fn send<T: Send>() {}
+    send::<guideloom::Epoch<Sample>>();
+    send::<guideloom::Batch<Sample>>();
+}

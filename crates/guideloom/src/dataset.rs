@@ -32,7 +32,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use guideloom_format::{AsyncShard, CborFormat, Format, ReadOptions, ShardMetadata};
-use guideloom_io::{AsyncReader, Tail};
 use guideloom_publish::{
     AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootStore,
     RootUri, Snapshot, StorageOptions,
@@ -104,72 +103,13 @@ pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
     Ok(root)
 }
 
-/// A byte-range reader over a root store's ranged gets, for a shard of known size.
-#[derive(Debug)]
-struct StoreReader {
-    store: Arc<dyn RootStore>,
-    key: String,
-    location: String,
-    size: u64,
-}
-
-fn store_error(location: &str, e: guideloom_publish::Error) -> guideloom_io::Error {
-    match e {
-        guideloom_publish::Error::NotFound { .. } => guideloom_io::Error::NotFound {
-            location: location.to_owned(),
-            source: Some(Box::new(e)),
-        },
-        other => guideloom_io::Error::Remote {
-            location: location.to_owned(),
-            message: other.to_string(),
-            retryable: false,
-            source: Some(Box::new(other)),
-        },
-    }
-}
-
-#[async_trait::async_trait]
-impl AsyncReader for StoreReader {
-    fn location(&self) -> &str {
-        &self.location
-    }
-    async fn size(&self) -> guideloom_io::Result<u64> {
-        Ok(self.size)
-    }
-    async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
-        guideloom_io::error::check_range(&self.location, offset, len, self.size)?;
-        if len == 0 {
-            return Ok(Bytes::new());
-        }
-        let bytes = self
-            .store
-            .get_range(&self.key, offset..offset + len)
-            .await
-            .map_err(|e| store_error(&self.location, e))?;
-        guideloom_io::error::check_len(&self.location, offset, len, bytes.len())?;
-        Ok(bytes)
-    }
-    async fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
-        let len = len.min(self.size);
-        let bytes = self.read(self.size - len, len).await?;
-        Ok(Tail {
-            size: self.size,
-            bytes,
-        })
-    }
-    async fn close(&self) -> guideloom_io::Result<()> {
-        Ok(())
-    }
-    fn close_sync(&self) {}
-}
-
 #[derive(Debug)]
 struct Inner {
     uri: String,
     root: Root,
     snapshot: Snapshot,
     bounds: Vec<u64>,
-    shards: Vec<OnceCell<AsyncShard<StoreReader>>>,
+    shards: Vec<OnceCell<AsyncShard>>,
     read: ReadOptions,
     remote: bool,
 }
@@ -264,18 +204,18 @@ impl AsyncDataset {
         Ok((s, index - self.inner.bounds[s]))
     }
 
-    async fn shard(&self, s: usize) -> Result<&AsyncShard<StoreReader>> {
+    async fn shard(&self, s: usize) -> Result<&AsyncShard> {
         let inner = &*self.inner;
         let shard_ref = &inner.snapshot.shards()[s];
         let shard = inner.shards[s]
             .get_or_try_init(|| async {
-                let store = Arc::clone(inner.root.store());
-                let reader = StoreReader {
-                    location: format!("{}/{}", store.describe(), shard_ref.key),
-                    store,
-                    key: shard_ref.key.clone(),
-                    size: shard_ref.size,
-                };
+                // The root store's reader (ObjectStoreIo ranges on object stores, a local
+                // file reader on disk): no request to open, sizes from the manifest.
+                let reader = inner
+                    .root
+                    .store()
+                    .open_reader(&shard_ref.key, shard_ref.size)
+                    .await?;
                 let shard = AsyncShard::open(reader, &inner.read).await?;
                 if shard.len() != shard_ref.record_count {
                     return Err(Error::Publish(guideloom_publish::Error::Verification {
