@@ -48,11 +48,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::set_permissions(&shard.path, std::fs::Permissions::from_mode(0o644))?;
     }
 
+    // Read back over HTTP; the served directory is removed whatever the outcome.
+    let outcome = read_over_http(&base, &name, shards.len());
+    std::fs::remove_dir_all(&dir)?;
+    outcome
+}
+
+fn read_over_http(base: &str, name: &str, shards: usize) -> Result<(), Box<dyn std::error::Error>> {
     // Read them back over HTTP: HttpIo is async; BlockingIo gives sync readers over it.
-    let http = HttpIo::new(&base)?;
+    let http = HttpIo::new(base)?;
     let stats = Arc::clone(http.stats());
     let remote = DocumentStorage::new(
-        HttpPath::new(&name)?,
+        HttpPath::new(name)?,
         CborFormat::<String>::new(),
         BlockingIo::new(http)?,
     );
@@ -66,9 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let many = stats.reset();
     println!(
         "open (discovery of {} shards): {} requests, {} bytes",
-        shards.len(),
-        opened.requests,
-        opened.bytes
+        shards, opened.requests, opened.bytes
     );
     println!(
         "one record: {} request(s), {} bytes",
@@ -78,6 +83,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "5 records in 2 shards: {} request(s), {} bytes",
         many.requests, many.bytes
     );
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
