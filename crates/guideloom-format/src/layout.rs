@@ -230,7 +230,7 @@ impl Layout {
     }
 
     /// Checks record `i`'s bytes (length always; checksum when `verify`).
-    pub(crate) fn check_record(&self, i: u64, bytes: &Bytes, verify: bool) -> Result<()> {
+    pub(crate) fn check_record(&self, i: u64, bytes: &[u8], verify: bool) -> Result<()> {
         let r = self.index.range(i);
         guideloom_io::error::check_len(&self.shard, r.start, r.end - r.start, bytes.len())?;
         if verify && crc32c(bytes) != self.index.crc(i) {
@@ -420,8 +420,11 @@ impl Layout {
         for i in records.clone() {
             let r = self.index.range(i);
             let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);
-            let rec = buf.slice(rel(r.start)..rel(r.end));
-            self.check_record(i, &rec, true)?;
+            let rec = buf.get(rel(r.start)..rel(r.end)).unwrap_or_default();
+            self.check_record(i, rec, true)?;
+        }
+        if want == read {
+            return Ok(buf); // moving a `Vec`-backed buffer is free; slicing it allocates
         }
         let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);
         Ok(buf.slice(rel(want.start)..rel(want.end)))

@@ -33,10 +33,11 @@ pub const DEFAULT_MAX_SHARD_BYTES: u64 = 256 << 20;
 /// Default maximum records per shard: 2²⁰.
 pub const DEFAULT_MAX_SHARD_RECORDS: u64 = 1 << 20;
 
-/// Default stream chunk (record) size: 16 KiB. Each chunk has its own CRC32C, so a verified
+/// Default stream chunk (record) size: 8 KiB. Each chunk has its own CRC32C, so a verified
 /// slice read is widened to whole chunks: smaller chunks cost less read amplification, larger
-/// ones a smaller index (12 bytes per chunk).
-pub const DEFAULT_STREAM_CHUNK_BYTES: u64 = 16 << 10;
+/// ones a smaller index (12 bytes per chunk, held in memory while a reader is open: 0.15% of
+/// the stream at 8 KiB, i.e. 1.5 MiB per GiB). See the performance note in `docs/format.md`.
+pub const DEFAULT_STREAM_CHUNK_BYTES: u64 = 8 << 10;
 
 /// How storage writers cut shards.
 ///

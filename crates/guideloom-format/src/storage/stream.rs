@@ -17,7 +17,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 
 /// A directory of stream shards of element `E`, read through backend `B`.
 ///
-/// Each shard's records are chunks of elements (default 16 KiB each, each with a CRC32C);
+/// Each shard's records are chunks of elements (default 8 KiB each, each with a CRC32C);
 /// the stream is the concatenation of all shards. `len` and offsets count elements.
 ///
 /// ```
@@ -243,6 +243,14 @@ impl<E: Element> Drop for StreamWriter<E> {
     }
 }
 
+/// When elements `offset .. offset + len` lie in one shard: that shard and the slice's
+/// first element in it (the common case, read without planning pieces).
+fn one_shard(ends: &[u64], offset: u64, len: u64) -> Option<(usize, u64)> {
+    let end = offset.checked_add(len)?;
+    let (k, local) = locate(ends, offset)?;
+    (end <= ends[k]).then_some((k, local))
+}
+
 /// The pieces (shard, data offset, data length in bytes) of an element slice.
 pub(crate) fn plan_slice(
     ends: &[u64],
@@ -308,6 +316,10 @@ impl<E: Element> StreamReader<E> {
     /// Elements `offset .. offset + len` as one contiguous slice, even across shards (one
     /// read per shard touched); [`Error::SliceOutOfRange`] past the end.
     pub fn read(&self, offset: u64, len: u64) -> Result<Elements<E>> {
+        if let Some((k, at)) = one_shard(&self.ends, offset, len) {
+            let bytes = self.shards[k].read_data(at * E::WIDTH, len * E::WIDTH)?;
+            return Ok(Elements::from_le_bytes(bytes));
+        }
         let pieces = plan_slice(&self.ends, E::WIDTH, offset, len)?;
         let mut bufs: Vec<Bytes> = Vec::with_capacity(pieces.len());
         for (k, at, n) in pieces {
@@ -357,6 +369,12 @@ impl<E: Element> AsyncStreamReader<E> {
 
     /// Elements `offset .. offset + len` (see [`StreamReader::read`]).
     pub async fn read(&self, offset: u64, len: u64) -> Result<Elements<E>> {
+        if let Some((k, at)) = one_shard(&self.ends, offset, len) {
+            let bytes = self.shards[k]
+                .read_data(at * E::WIDTH, len * E::WIDTH)
+                .await?;
+            return Ok(Elements::from_le_bytes(bytes));
+        }
         let pieces = plan_slice(&self.ends, E::WIDTH, offset, len)?;
         let mut bufs: Vec<Bytes> = Vec::with_capacity(pieces.len());
         for (k, at, n) in pieces {
