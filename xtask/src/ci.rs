@@ -54,6 +54,11 @@ pub(crate) const STEPS: &[Step] = &[
         always: false,
     },
     Step {
+        name: "examples",
+        run: examples,
+        always: false,
+    },
+    Step {
         name: "servers-down",
         run: servers_down,
         always: true,
@@ -242,6 +247,70 @@ fn test(ctx: &mut Ctx) -> Result<()> {
     )
 }
 
+/// The examples of every crate (`crates/*/examples/NAME.rs` or `NAME/main.rs`), sorted.
+fn example_names(root: &Path) -> Result<Vec<String>> {
+    let read = |dir: &Path| {
+        std::fs::read_dir(dir).map_err(|source| Error::Io {
+            what: "list".into(),
+            path: dir.to_path_buf(),
+            source,
+        })
+    };
+    let mut names = Vec::new();
+    for krate in read(&root.join("crates"))? {
+        let examples = krate.map_err(|source| Error::Io {
+            what: "list".into(),
+            path: root.join("crates"),
+            source,
+        })?;
+        let examples = examples.path().join("examples");
+        if !examples.is_dir() {
+            continue;
+        }
+        for entry in read(&examples)?.flatten() {
+            let path = entry.path();
+            let stem = path.file_stem().and_then(|n| n.to_str()).map(str::to_owned);
+            let is_example =
+                path.extension().is_some_and(|e| e == "rs") || path.join("main.rs").is_file();
+            if let (Some(stem), true) = (stem, is_example) {
+                names.push(stem);
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Builds every example with the test build's features (so nothing rebuilds) and runs each
+/// one with the servers' environment: an example that needs a server and finds none fails
+/// under `GUIDELOOM_CI=1`, as the tests do.
+fn examples(ctx: &mut Ctx) -> Result<()> {
+    let names = example_names(&ctx.root)?;
+    if names.is_empty() {
+        println!("[ci] no examples");
+        return Ok(());
+    }
+    cargo(
+        ctx,
+        &["build", "--workspace", "--all-features", "--examples"],
+        |_| {},
+    )?;
+    let dir = util::target_dir(&ctx.root)?.join("debug").join("examples");
+    for name in &names {
+        let mut cmd = Command::new(dir.join(name));
+        cmd.current_dir(&ctx.root);
+        test_env(ctx, &mut cmd);
+        println!("[ci] $ example {name}");
+        let started = Instant::now();
+        util::run(&mut cmd)?;
+        println!(
+            "[ci] example {name} ok in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 fn deny(ctx: &mut Ctx) -> Result<()> {
     if !util::succeeds(util::cargo(&ctx.root).args(["deny", "--version"])) {
         println!("[ci] cargo-deny is missing: `cargo install --locked cargo-deny`");
@@ -272,6 +341,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn examples_are_found_in_every_crate() {
+        let names = example_names(&util::repo_root()).unwrap();
+        for expected in [
+            "custom_backend",
+            "http_ranges",
+            "quickstart",
+            "s3_custom_endpoint",
+        ] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} not in {names:?}"
+            );
+        }
+    }
+
+    #[test]
     fn steps_are_unique_and_servers_down_follows_test() {
         let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
         let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
@@ -279,6 +364,7 @@ mod tests {
         let pos = |n: &str| names.iter().position(|s| *s == n).unwrap();
         assert!(pos("servers-up") < pos("test"));
         assert!(pos("test") < pos("servers-down"));
+        assert!(pos("servers-up") < pos("examples") && pos("examples") < pos("servers-down"));
         let always: Vec<&str> = STEPS.iter().filter(|s| s.always).map(|s| s.name).collect();
         assert_eq!(always, ["servers-down"]);
     }
