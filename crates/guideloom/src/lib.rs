@@ -28,6 +28,11 @@ pub mod guide {
 }
 pub mod error;
 pub mod loader;
+
+/// The repository README's Rust example, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 pub mod order;
 
 /// Byte-range IO (`guideloom-io`): reader and backend traits, local backends and, behind
