@@ -1,1 +1,90 @@
-//! Cross-crate integration tests live in `tests/tests/*.rs`.
+//! Helpers shared by the cross-crate integration tests in `tests/tests/*.rs`: unique names,
+//! and the test servers that `cargo xtask ci` starts (found through environment variables).
+//!
+//! A test that needs a server calls [`nginx`] or [`moto`]: without the server's variables it
+//! gets `None` after a printed `skipped: ...` line, except under `GUIDELOOM_CI=1`, where a
+//! missing server is a failure (a panic naming the test and the variables).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use object_store::ObjectStore;
+
+/// A name no other test, process or earlier run uses: `<tag>-<pid>-<nanos>-<counter>`.
+pub fn unique(tag: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{tag}-{}-{nanos}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Skips (prints why, returns `None`) or, under `GUIDELOOM_CI=1`, fails.
+fn missing<T>(test: &str, vars: &str) -> Option<T> {
+    assert!(
+        std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
+        "{test}: GUIDELOOM_CI=1 but {vars} are not set"
+    );
+    println!("skipped: {test}: {vars} not set");
+    None
+}
+
+/// The nginx origin: its base URL (ending in `/`) and the directory it serves.
+pub fn nginx(test: &str) -> Option<(String, PathBuf)> {
+    match (var("GUIDELOOM_NGINX_URL"), var("GUIDELOOM_NGINX_ROOT")) {
+        (Some(url), Some(root)) => Some((url, PathBuf::from(root))),
+        _ => missing(test, "GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT"),
+    }
+}
+
+/// The moto S3 endpoint: a store for its test bucket.
+#[derive(Debug)]
+pub struct Moto {
+    /// The S3 store, bound to [`Moto::bucket`].
+    pub store: Arc<dyn ObjectStore>,
+    /// The endpoint URL (`http://127.0.0.1:PORT`).
+    pub endpoint: String,
+    /// The bucket, already created by the xtask.
+    pub bucket: String,
+}
+
+/// The moto server named by `GUIDELOOM_S3_ENDPOINT`/`GUIDELOOM_S3_BUCKET`, with the dummy
+/// credentials from the environment (default `test`) and short retries so failures surface
+/// quickly.
+pub fn moto(test: &str) -> Option<Moto> {
+    let (Some(endpoint), Some(bucket)) = (var("GUIDELOOM_S3_ENDPOINT"), var("GUIDELOOM_S3_BUCKET"))
+    else {
+        return missing(test, "GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET");
+    };
+    let env = |k: &str| var(k).unwrap_or_else(|| "test".to_owned());
+    // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
+    let store = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(&endpoint)
+        .with_bucket_name(&bucket)
+        .with_access_key_id(env("AWS_ACCESS_KEY_ID"))
+        .with_secret_access_key(env("AWS_SECRET_ACCESS_KEY"))
+        .with_region(var("AWS_REGION").unwrap_or_else(|| "us-east-1".to_owned()))
+        .with_allow_http(true)
+        .with_retry(object_store::RetryConfig {
+            max_retries: 2,
+            retry_timeout: Duration::from_secs(10),
+            ..Default::default()
+        })
+        .build()
+        .expect("an S3 store for moto");
+    Some(Moto {
+        store: Arc::new(store),
+        endpoint,
+        bucket,
+    })
+}

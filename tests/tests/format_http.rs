@@ -5,40 +5,12 @@
 //! Without `GUIDELOOM_NGINX_URL`/`GUIDELOOM_NGINX_ROOT` the tests print `skipped: ...`;
 //! with `GUIDELOOM_CI=1` a missing server is a failure.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use bytes::Bytes;
 use guideloom_format::{DocumentStorage, RawFormat, StreamStorage, WriterOptions};
 use guideloom_io::blocking::BlockingIo;
 use guideloom_io::http::{HttpIo, HttpPath};
 
-fn nginx(test: &str) -> Option<(String, PathBuf)> {
-    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
-    match (var("GUIDELOOM_NGINX_URL"), var("GUIDELOOM_NGINX_ROOT")) {
-        (Some(url), Some(root)) => Some((url, PathBuf::from(root))),
-        _ => {
-            assert!(
-                std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
-                "{test}: GUIDELOOM_CI=1 but GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT are not set"
-            );
-            println!("skipped: {test}: GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT not set");
-            None
-        }
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{prefix}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use guideloom_tests::{nginx, unique};
 
 fn records() -> Vec<Bytes> {
     (0..25u8)

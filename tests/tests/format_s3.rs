@@ -8,50 +8,17 @@
 
 use std::path::Path as FsPath;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use guideloom_format::{DocumentStorage, RawFormat, StreamStorage, WriterOptions};
 use guideloom_io::blocking::BlockingIo;
 use guideloom_io::objstore::ObjectStoreIo;
+use guideloom_tests::unique;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 fn moto(test: &str) -> Option<Arc<dyn ObjectStore>> {
-    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
-    let (Some(endpoint), Some(bucket)) = (var("GUIDELOOM_S3_ENDPOINT"), var("GUIDELOOM_S3_BUCKET"))
-    else {
-        assert!(
-            std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
-            "{test}: GUIDELOOM_CI=1 but GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET are not set"
-        );
-        println!("skipped: {test}: GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET not set");
-        return None;
-    };
-    // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
-    let store = object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(endpoint)
-        .with_bucket_name(bucket)
-        .with_region("us-east-1")
-        .with_access_key_id("test")
-        .with_secret_access_key("test")
-        .with_allow_http(true)
-        .with_virtual_hosted_style_request(false)
-        .build()
-        .expect("S3 store for moto");
-    Some(Arc::new(store))
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{prefix}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    guideloom_tests::moto(test).map(|m| m.store)
 }
 
 fn records() -> Vec<Bytes> {

@@ -2,9 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use guideloom_publish::{
@@ -19,18 +17,7 @@ pub struct Fixture {
     _dir: Option<tempfile::TempDir>,
 }
 
-pub fn unique(tag: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{tag}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+pub use guideloom_tests::unique;
 
 pub fn local() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
@@ -77,38 +64,13 @@ pub fn memory() -> Fixture {
 /// unique prefix. `None` (after printing why) when the server is absent; a panic under
 /// `GUIDELOOM_CI=1`.
 pub fn moto() -> Option<Fixture> {
-    let endpoint = std::env::var("GUIDELOOM_S3_ENDPOINT").ok();
-    let bucket = std::env::var("GUIDELOOM_S3_BUCKET").ok();
-    let (Some(endpoint), Some(bucket)) = (endpoint, bucket) else {
-        assert!(
-            std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
-            "GUIDELOOM_CI=1 but GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET are not set"
-        );
-        println!("skipped: moto not configured (GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET unset)");
-        return None;
-    };
-    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
-    let store = object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(&endpoint)
-        .with_bucket_name(&bucket)
-        .with_access_key_id(env("AWS_ACCESS_KEY_ID", "test"))
-        .with_secret_access_key(env("AWS_SECRET_ACCESS_KEY", "test"))
-        .with_region(env("AWS_REGION", "us-east-1"))
-        .with_allow_http(true)
-        .with_retry(object_store::RetryConfig {
-            max_retries: 2,
-            retry_timeout: Duration::from_secs(10),
-            ..Default::default()
-        })
-        .build()
-        .unwrap();
+    let guideloom_tests::Moto {
+        store,
+        endpoint,
+        bucket,
+    } = guideloom_tests::moto("publish tests on moto")?;
     let registry = Registry::new();
-    registry.register(
-        "s3",
-        &bucket,
-        Arc::new(store),
-        format!("s3://{bucket} at {endpoint}"),
-    );
+    registry.register("s3", &bucket, store, format!("s3://{bucket} at {endpoint}"));
     let uri = format!("s3://{bucket}/{}", unique("publish-test"));
     let root = registry.resolve(&uri, &StorageOptions::default()).unwrap();
     Some(Fixture {
