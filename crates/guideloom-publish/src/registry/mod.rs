@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
 
 use object_store::ObjectStore;
 
@@ -17,65 +16,12 @@ use crate::publish::Root;
 use crate::store::{LocalStore, ObjectStoreBucket, RootStore};
 use crate::uri::RootUri;
 
+mod s3;
+
+pub use s3::{S3Addressing, S3Options, S3Retry};
+
 /// Default [`StorageOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
 pub const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
-
-/// S3 addressing style.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum S3Addressing {
-    /// `https://endpoint/bucket/key` (what most S3-compatible servers want).
-    #[default]
-    Path,
-    /// `https://bucket.endpoint/key` (AWS's preferred style).
-    VirtualHosted,
-}
-
-/// Retry policy of the S3 client for individual requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct S3Retry {
-    /// Retries after the first attempt (0 disables retries).
-    pub max_retries: usize,
-    /// First backoff.
-    pub initial_backoff: Duration,
-    /// Largest backoff.
-    pub max_backoff: Duration,
-    /// No retry starts after this long since the first attempt.
-    pub retry_timeout: Duration,
-    /// Timeout of one request (`None`: the client's default).
-    pub request_timeout: Option<Duration>,
-}
-
-impl Default for S3Retry {
-    fn default() -> Self {
-        S3Retry {
-            max_retries: 4,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(5),
-            retry_timeout: Duration::from_secs(60),
-            request_timeout: None,
-        }
-    }
-}
-
-/// How `s3://` roots are reached. Credentials are never part of this: they come from the
-/// standard AWS chain (environment variables, web identity, container and instance roles).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct S3Options {
-    /// Region; `None` uses `AWS_REGION` / `AWS_DEFAULT_REGION`, then `us-east-1`.
-    pub region: Option<String>,
-    /// Endpoint URL of an S3-compatible server (`None`: AWS).
-    pub endpoint: Option<String>,
-    /// Path or virtual-hosted addressing.
-    pub addressing: S3Addressing,
-    /// Allow plain `http://` endpoints.
-    pub allow_http: bool,
-    /// Request retries and timeouts.
-    pub retry: S3Retry,
-    /// A named profile from the shared AWS config files. Reading profiles needs the
-    /// credentials bridge, which this build does not have yet: setting it is refused with
-    /// [`Error::Unsupported`] rather than silently ignored.
-    pub profile: Option<String>,
-}
 
 /// Options of a root's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +154,7 @@ impl Registry {
         options: &StorageOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
         match scheme {
-            "s3" => build_s3(bucket, &options.s3),
+            "s3" => s3::build_s3(bucket, &options.s3),
             "gs" => Err(Error::Unsupported {
                 what: format!(
                     "gs://{bucket}: built without feature `gcs` (not available yet); register a \
@@ -225,57 +171,6 @@ impl Registry {
     }
 }
 
-#[cfg(feature = "s3")]
-fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectStoreBucket>> {
-    use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
-    use object_store::{BackoffConfig, ClientOptions, RetryConfig};
-
-    if let Some(profile) = &options.profile {
-        return Err(Error::Unsupported {
-            what: format!(
-                "S3 profile {profile:?}: reading AWS config profiles needs the credentials \
-                 bridge, which this build does not have yet; use environment credentials"
-            ),
-        });
-    }
-    // Environment first (the standard chain's AWS_* variables), then explicit options win.
-    let mut builder = AmazonS3Builder::from_env()
-        .with_bucket_name(bucket)
-        .with_conditional_put(S3ConditionalPut::ETagMatch)
-        .with_virtual_hosted_style_request(options.addressing == S3Addressing::VirtualHosted)
-        .with_retry(RetryConfig {
-            backoff: BackoffConfig {
-                init_backoff: options.retry.initial_backoff,
-                max_backoff: options.retry.max_backoff,
-                base: 2.0,
-            },
-            max_retries: options.retry.max_retries,
-            retry_timeout: options.retry.retry_timeout,
-        });
-    let mut client = ClientOptions::new().with_allow_http(options.allow_http);
-    if let Some(t) = options.retry.request_timeout {
-        client = client.with_timeout(t);
-    }
-    builder = builder.with_client_options(client);
-    if let Some(region) = &options.region {
-        builder = builder.with_region(region);
-    }
-    if let Some(endpoint) = &options.endpoint {
-        builder = builder.with_endpoint(endpoint);
-    }
-    let store = builder
-        .build()
-        .map_err(|e| Error::storage(format!("s3://{bucket}"), "configure", e))?;
-    let endpoint = format!(
-        "s3://{bucket} at {}",
-        options
-            .endpoint
-            .as_deref()
-            .map_or_else(|| "AWS".to_owned(), redact_userinfo)
-    );
-    Ok(ObjectStoreBucket::new(Arc::new(store), endpoint))
-}
-
 /// `scheme://user:secret@host/...` → `scheme://host/...`: endpoints are logged and put in
 /// errors, credentials never are.
 pub fn redact_userinfo(url: &str) -> String {
@@ -287,16 +182,6 @@ pub fn redact_userinfo(url: &str) -> String {
         Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
         None => url.to_owned(),
     }
-}
-
-#[cfg(not(feature = "s3"))]
-fn build_s3(bucket: &str, _options: &S3Options) -> Result<Arc<ObjectStoreBucket>> {
-    Err(Error::Unsupported {
-        what: format!(
-            "s3://{bucket}: guideloom-publish was built without feature `s3`; enable it, or \
-             register an S3 store for this bucket with Registry::register"
-        ),
-    })
 }
 
 #[cfg(test)]
