@@ -273,7 +273,7 @@ impl Servers {
             );
             servers.running.push(running);
         }
-        util::write(&session.join("env.sh"), env_script(&servers.env()))?;
+        write_env_file(&session, &servers.running)?;
         Ok(servers)
     }
 
@@ -356,7 +356,7 @@ pub(crate) fn cli(root: &Path, action: Action, kinds: &[Kind]) -> Result<()> {
             let env_sh = up.join("env.sh");
             let shown = env_sh.strip_prefix(root).unwrap_or(&env_sh).display();
             println!("[servers] environment for the tests (also in {shown}):");
-            print!("{}", env_script(&servers.env()));
+            print!("{}", env_script(&session_env(&up, &servers.running)));
             println!(
                 "[servers] `source {shown}`, then `cargo test`; stop them with `cargo xtask servers down`"
             );
@@ -370,7 +370,12 @@ pub(crate) fn cli(root: &Path, action: Action, kinds: &[Kind]) -> Result<()> {
                     println!("[servers] {}: not running", kind.name());
                 }
             }
-            let _ = std::fs::remove_file(up.join("env.sh"));
+            // `servers down ceph` keeps nginx and moto (and their variables) running.
+            if session_env(&up, &[]).is_empty() {
+                let _ = std::fs::remove_file(up.join("env.sh"));
+            } else {
+                write_env_file(&up, &[])?;
+            }
             Ok(())
         }
         Action::Status => {
@@ -525,6 +530,43 @@ fn stop_with(
             format!("pid {pid} is still running after every stop signal"),
         ))
     }
+}
+
+/// The test environment of the `kind` servers recorded in `session` that still run.
+fn recorded_env(session: &Path, kind: Kind) -> Option<Vec<(&'static str, String)>> {
+    if recorded_procs(session, kind).is_empty() {
+        return None;
+    }
+    let port: u16 = read_number(&port_file(session, kind))?;
+    Some(match kind {
+        Kind::Nginx => nginx_env(port, &kind.state_dir(session).join("root")),
+        Kind::Moto => moto_env(port),
+        Kind::Ceph => ceph_env(port),
+    })
+}
+
+/// The environment of every server of `session`: those just `started`, and those recorded
+/// earlier that still run, so that `servers up ceph` keeps nginx and moto in `env.sh`.
+fn session_env(session: &Path, started: &[Running]) -> Vec<(&'static str, String)> {
+    let mut env = Vec::new();
+    for kind in Kind::ALL {
+        match started.iter().find(|r| r.kind == kind) {
+            Some(running) => env.extend(running.env.iter().cloned()),
+            None => env.extend(recorded_env(session, kind).unwrap_or_default()),
+        }
+    }
+    // Ceph and moto share the AWS variables; keep the first of each name.
+    let mut seen = std::collections::HashSet::new();
+    env.retain(|(name, _)| seen.insert(*name));
+    env
+}
+
+/// Writes `session`'s `env.sh` from [`session_env`].
+fn write_env_file(session: &Path, started: &[Running]) -> Result<()> {
+    util::write(
+        &session.join("env.sh"),
+        env_script(&session_env(session, started)),
+    )
 }
 
 /// `export`/`unset` lines for a POSIX shell.
