@@ -1,5 +1,6 @@
 //! `PreadIo`: positioned reads (`pread(2)`), unix only.
 
+use std::fs::File;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
@@ -69,6 +70,53 @@ impl PreadIo {
     /// The coalescing policy in use.
     pub fn coalesce(&self) -> CoalescePolicy {
         self.coalesce
+    }
+
+    /// A synchronous reader over an already-open `file` (for example an unnamed temporary
+    /// file from `tempfile::tempfile()`, which has no path to open). `location` names it in
+    /// errors. The size is read once, now, from the file's metadata; the reader owns the
+    /// file and closes it on [`close`](SyncReader::close) or drop.
+    ///
+    /// ```
+    /// # #[cfg(unix)] {
+    /// use std::io::Write;
+    /// use guideloom_io::{PreadIo, SyncReader};
+    /// let mut file = tempfile::tempfile().unwrap();
+    /// file.write_all(b"hello, world").unwrap();
+    /// let reader = PreadIo::new().open_file(file, "staged shard").unwrap();
+    /// assert_eq!(reader.size().unwrap(), 12);
+    /// assert_eq!(&reader.read(7, 5).unwrap()[..], b"world");
+    /// # }
+    /// ```
+    pub fn open_file(&self, file: File, location: &str) -> Result<Box<dyn SyncReader>> {
+        #[cfg(unix)]
+        {
+            Ok(Box::new(unix::PreadReader::from_file(
+                file,
+                location.to_owned(),
+                self.coalesce,
+            )?))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (file, location);
+            Err(unsupported("sync reader"))
+        }
+    }
+
+    /// The async face of [`open_file`](PreadIo::open_file): reads run on tokio's blocking
+    /// pool, like the readers of [`Backend::open_async`].
+    pub fn open_file_async(&self, file: File, location: &str) -> Result<Box<dyn AsyncReader>> {
+        #[cfg(unix)]
+        {
+            let reader = unix::PreadReader::from_file(file, location.to_owned(), self.coalesce)?;
+            Ok(Box::new(super::BlockingAsync::new(reader)))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (file, location);
+            Err(unsupported("async reader"))
+        }
     }
 }
 
@@ -170,6 +218,34 @@ mod unix {
             Ok(PreadReader {
                 location,
                 size,
+                coalesce,
+                file: RwLock::new(Some(file)),
+                closed: AtomicBool::new(false),
+            })
+        }
+
+        /// A reader over an already-open file; the size comes from its metadata.
+        pub(crate) fn from_file(
+            file: File,
+            location: String,
+            coalesce: CoalescePolicy,
+        ) -> Result<Self> {
+            let meta = file
+                .metadata()
+                .map_err(|e| crate::Error::io(&location, e))?;
+            if meta.is_dir() {
+                return Err(crate::Error::io(
+                    &location,
+                    std::io::Error::new(
+                        std::io::ErrorKind::IsADirectory,
+                        "is a directory, not a file",
+                    ),
+                ));
+            }
+            tracing::debug!(backend = "PreadIo", location = %location, size = meta.len(), "opened a file handle");
+            Ok(PreadReader {
+                location,
+                size: meta.len(),
                 coalesce,
                 file: RwLock::new(Some(file)),
                 closed: AtomicBool::new(false),
