@@ -123,6 +123,18 @@ pub enum Error {
         /// What is unsupported, and what to do instead.
         what: String,
     },
+    /// A named AWS profile is missing or unusable, or the shared AWS config files could not
+    /// be read (feature `aws-profile`). Never carries credentials.
+    #[error("AWS profile {profile:?}: {what}")]
+    AwsProfile {
+        /// The profile asked for.
+        profile: String,
+        /// What is wrong (e.g. which files were searched).
+        what: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// A root URI could not be parsed.
     #[error("invalid root URI {uri:?}: {reason}")]
     InvalidUri {

@@ -44,6 +44,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod annotations;
+#[cfg(feature = "aws-profile")]
+#[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
+pub mod credentials;
 pub mod error;
 pub mod key;
 pub mod manifest;

@@ -258,15 +258,19 @@ mod tests {
         let h = reg.lookup("s3", "bkt").unwrap();
         reg.resolve_store("s3://bkt/other", &opts).unwrap();
         assert!(Arc::ptr_eq(&h, &reg.lookup("s3", "bkt").unwrap()));
-        // A profile is refused until the credentials bridge exists, never ignored.
-        opts.s3.profile = Some("dev".into());
-        let err = Registry::new()
-            .resolve_store("s3://bkt", &opts)
-            .unwrap_err();
-        assert!(
-            matches!(&err, Error::Unsupported { what } if what.contains("profile")),
-            "{err}"
-        );
+        // Without the credentials bridge a profile is refused, never ignored.
+        #[cfg(not(feature = "aws-profile"))]
+        {
+            opts.s3.profile = Some("dev".into());
+            let err = Registry::new()
+                .resolve_store("s3://bkt", &opts)
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported { what }
+                    if what.contains("profile") && what.contains("aws-profile")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -59,9 +59,11 @@ pub struct S3Options {
     pub allow_http: bool,
     /// Request retries and timeouts.
     pub retry: S3Retry,
-    /// A named profile from the shared AWS config files. Reading profiles needs the
-    /// credentials bridge, which this build does not have yet: setting it is refused with
-    /// [`Error::Unsupported`] rather than silently ignored.
+    /// A named profile of the shared AWS config files (`AWS_CONFIG_FILE`,
+    /// `AWS_SHARED_CREDENTIALS_FILE`): its credentials (only them) sign the requests and its
+    /// region applies unless [`S3Options::region`] is set. Needs feature `aws-profile`;
+    /// without it, setting a profile is refused with [`Error::Unsupported`] rather than
+    /// silently ignored. A profile that does not exist is an [`Error::AwsProfile`].
     pub profile: Option<String>,
 }
 
@@ -70,11 +72,12 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
     use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
     use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 
+    #[cfg(not(feature = "aws-profile"))]
     if let Some(profile) = &options.profile {
         return Err(Error::Unsupported {
             what: format!(
-                "S3 profile {profile:?}: reading AWS config profiles needs the credentials \
-                 bridge, which this build does not have yet; use environment credentials"
+                "S3 profile {profile:?}: reading AWS config profiles needs guideloom-publish's \
+                 feature `aws-profile`; enable it, or use environment credentials"
             ),
         });
     }
@@ -97,9 +100,25 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
         client = client.with_timeout(t);
     }
     builder = builder.with_client_options(client);
-    if let Some(region) = &options.region {
-        builder = builder.with_region(region);
-    }
+    #[cfg(feature = "aws-profile")]
+    let source = {
+        // The full AWS chain (profiles included) replaces object_store's own; the region
+        // follows crate::credentials::RegionInputs::pick.
+        let chain = crate::credentials::AwsChain::resolve(options)?;
+        if let Some(region) = &chain.region {
+            builder = builder.with_region(&region.region);
+        }
+        let label = chain.credentials.label().to_owned();
+        builder = builder.with_credentials(Arc::new(chain.credentials));
+        label
+    };
+    #[cfg(not(feature = "aws-profile"))]
+    let source = {
+        if let Some(region) = &options.region {
+            builder = builder.with_region(region);
+        }
+        "environment credentials"
+    };
     if let Some(endpoint) = &options.endpoint {
         builder = builder.with_endpoint(endpoint);
     }
@@ -107,7 +126,7 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
         .build()
         .map_err(|e| Error::storage(format!("s3://{bucket}"), "configure", e))?;
     let endpoint = format!(
-        "s3://{bucket} at {}",
+        "s3://{bucket} at {} ({source})",
         options
             .endpoint
             .as_deref()

@@ -1,0 +1,624 @@
+//! AWS credentials and region from the standard AWS chain, bridged into object_store
+//! (feature `aws-profile`).
+//!
+//! object_store's own S3 credential chain reads environment variables, web identity and
+//! container/instance roles, but no shared config files (`~/.aws/config`,
+//! `~/.aws/credentials`) and so no named profiles. [`AwsChainCredentials`] closes that gap: it
+//! wraps aws-config's providers in object_store's [`CredentialProvider`] trait and caches each
+//! credential until [`REFRESH_BEFORE_EXPIRY`] before it expires, so expiring credentials
+//! (assumed roles, web identity, SSO-less credential processes, instance roles) are refreshed
+//! without a failed request.
+//!
+//! Which provider is used:
+//! - [`S3Options::profile`] set: that profile of the shared files, and only it (an explicit
+//!   choice beats ambient `AWS_ACCESS_KEY_ID`); the profile may itself assume a role, use web
+//!   identity or run a `credential_process`. A profile that does not exist is an
+//!   [`Error::AwsProfile`] when the root is resolved, not at the first request.
+//! - otherwise: aws-config's default chain — environment, the ambient profile (`AWS_PROFILE`,
+//!   else `default`), web identity, ECS container credentials, EC2 instance metadata.
+//!
+//! The files are `AWS_CONFIG_FILE` (default `~/.aws/config`) and `AWS_SHARED_CREDENTIALS_FILE`
+//! (default `~/.aws/credentials`). Region precedence is [`RegionInputs::pick`].
+//!
+//! Secrets never reach a log or a `Debug` output: [`AwsChainCredentials`] prints its source
+//! and the cached credential's expiry only.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use aws_config::Region;
+use aws_config::default_provider::credentials::DefaultCredentialsChain;
+use aws_config::profile::ProfileFileCredentialsProvider;
+use aws_config::provider_config::ProviderConfig;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_runtime::env_config::file::EnvConfigFiles;
+use aws_types::os_shim_internal::{Env, Fs};
+use object_store::CredentialProvider;
+use object_store::aws::AwsCredential;
+use tokio::sync::{Mutex, OnceCell};
+use tracing::{Instrument, debug, info_span};
+
+use crate::error::{Error, Result};
+use crate::registry::S3Options;
+
+/// A cached credential is refreshed this long before it expires.
+pub const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
+
+/// Where the region of an `s3://` root came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegionSource {
+    /// [`S3Options::region`].
+    Options,
+    /// The profile named in [`S3Options::profile`].
+    NamedProfile,
+    /// `AWS_REGION`, else `AWS_DEFAULT_REGION`.
+    Environment,
+    /// The ambient profile (`AWS_PROFILE`, else `default`).
+    AmbientProfile,
+}
+
+/// A region and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRegion {
+    /// The region name, e.g. `eu-west-1`.
+    pub region: String,
+    /// Its source.
+    pub source: RegionSource,
+}
+
+/// Everything the region precedence looks at; empty strings count as unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegionInputs {
+    /// [`S3Options::region`].
+    pub options: Option<String>,
+    /// The `region` of the selected profile.
+    pub profile: Option<String>,
+    /// Whether the profile was named in [`S3Options::profile`] (else it is the ambient one).
+    pub profile_named: bool,
+    /// `AWS_REGION`, else `AWS_DEFAULT_REGION`.
+    pub environment: Option<String>,
+}
+
+impl RegionInputs {
+    /// The region an `s3://` root uses:
+    /// 1. [`S3Options::region`];
+    /// 2. the region of the profile named in [`S3Options::profile`];
+    /// 3. `AWS_REGION`, then `AWS_DEFAULT_REGION`;
+    /// 4. the region of the ambient profile (`AWS_PROFILE`, else `default`) — after the
+    ///    environment, as in the AWS CLI and SDKs;
+    /// 5. `None`: object_store's default (`us-east-1`), reached only when nothing names one.
+    ///
+    /// ```
+    /// use guideloom_publish::credentials::{RegionInputs, RegionSource};
+    ///
+    /// let inputs = RegionInputs {
+    ///     profile: Some("eu-central-1".into()),
+    ///     profile_named: true,
+    ///     environment: Some("us-west-2".into()),
+    ///     ..RegionInputs::default()
+    /// };
+    /// let picked = inputs.pick().unwrap();
+    /// assert_eq!(picked.region, "eu-central-1");
+    /// assert_eq!(picked.source, RegionSource::NamedProfile);
+    /// ```
+    pub fn pick(&self) -> Option<ResolvedRegion> {
+        fn set(v: &Option<String>) -> Option<&str> {
+            v.as_deref().filter(|s| !s.trim().is_empty())
+        }
+        let profile_source = if self.profile_named {
+            RegionSource::NamedProfile
+        } else {
+            RegionSource::AmbientProfile
+        };
+        let order = [
+            (set(&self.options), RegionSource::Options),
+            (
+                set(&self.profile).filter(|_| self.profile_named),
+                profile_source,
+            ),
+            (set(&self.environment), RegionSource::Environment),
+            (
+                set(&self.profile).filter(|_| !self.profile_named),
+                profile_source,
+            ),
+        ];
+        order
+            .into_iter()
+            .find_map(|(region, source)| region.map(|r| (r, source)))
+            .map(|(region, source)| ResolvedRegion {
+                region: region.trim().to_owned(),
+                source,
+            })
+    }
+}
+
+/// The selected profile of the shared AWS config files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsProfile {
+    /// Its name.
+    pub name: String,
+    /// Its `region`, if it sets one.
+    pub region: Option<String>,
+}
+
+/// The shared config files searched, for error messages (paths only).
+fn searched_files() -> String {
+    let config = std::env::var("AWS_CONFIG_FILE").unwrap_or_else(|_| "~/.aws/config".into());
+    let credentials = std::env::var("AWS_SHARED_CREDENTIALS_FILE")
+        .unwrap_or_else(|_| "~/.aws/credentials".into());
+    format!("{config} and {credentials}")
+}
+
+/// Loads the profile `named` (or, when `None`, the ambient one: `AWS_PROFILE`, else
+/// `default`) from the shared config files.
+///
+/// A named profile that does not exist is an [`Error::AwsProfile`] naming it and the files
+/// searched; a missing ambient profile is `Ok(None)` (the default chain then tries its other
+/// sources). Files that cannot be parsed are an error either way, as in the AWS SDKs.
+pub fn load_profile(named: Option<&str>) -> Result<Option<AwsProfile>> {
+    let fs = Fs::real();
+    let env = Env::real();
+    let files = EnvConfigFiles::default();
+    let name_override = named.map(|n| Cow::Owned(n.to_owned()));
+    // The loader is async in signature only (it reads with std::fs), so this completes at
+    // once without a runtime.
+    let loaded =
+        futures::executor::block_on(aws_config::profile::load(&fs, &env, &files, name_override));
+    let set = match loaded {
+        Ok(set) => set,
+        Err(e) => {
+            return Err(Error::AwsProfile {
+                profile: named.unwrap_or("(ambient)").to_owned(),
+                what: format!("could not load {}", searched_files()),
+                source: Some(Box::new(e)),
+            });
+        }
+    };
+    let selected = set.selected_profile().to_owned();
+    match set.get_profile(&selected) {
+        Some(profile) => Ok(Some(AwsProfile {
+            name: selected,
+            region: profile.get("region").map(str::to_owned),
+        })),
+        None if named.is_some() => {
+            let mut known: Vec<&str> = set.profiles().collect();
+            known.sort_unstable();
+            Err(Error::AwsProfile {
+                profile: selected,
+                what: format!(
+                    "no such profile in {} (profiles found: {})",
+                    searched_files(),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+                source: None,
+            })
+        }
+        None => Ok(None),
+    }
+}
+
+fn environment_region() -> Option<String> {
+    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .find(|v| !v.trim().is_empty())
+}
+
+/// The region and credentials of an `s3://` root, resolved from [`S3Options`], the shared
+/// config files and the environment.
+#[derive(Debug)]
+pub struct AwsChain {
+    /// The region ([`RegionInputs::pick`]); `None` when no source names one.
+    pub region: Option<ResolvedRegion>,
+    /// The credential provider to hand to object_store.
+    pub credentials: AwsChainCredentials,
+}
+
+impl AwsChain {
+    /// Resolves `options`: loads the named (or ambient) profile, picks the region and builds
+    /// the credential provider (which fetches nothing until the first request).
+    ///
+    /// ```no_run
+    /// use guideloom_publish::S3Options;
+    /// use guideloom_publish::credentials::AwsChain;
+    ///
+    /// let options = S3Options { profile: Some("analytics".into()), ..S3Options::default() };
+    /// let chain = AwsChain::resolve(&options)?;
+    /// println!("region {:?} via {}", chain.region, chain.credentials.label());
+    /// # Ok::<(), guideloom_publish::Error>(())
+    /// ```
+    pub fn resolve(options: &S3Options) -> Result<AwsChain> {
+        let named = options.profile.as_deref();
+        let profile = load_profile(named)?;
+        let region = RegionInputs {
+            options: options.region.clone(),
+            profile: profile.as_ref().and_then(|p| p.region.clone()),
+            profile_named: named.is_some(),
+            environment: environment_region(),
+        }
+        .pick();
+        let region_name = region.as_ref().map(|r| r.region.clone());
+        let credentials = match named {
+            Some(name) => AwsChainCredentials::profile(name, region_name),
+            None => AwsChainCredentials::default_chain(region_name),
+        };
+        Ok(AwsChain {
+            region,
+            credentials,
+        })
+    }
+}
+
+enum Source {
+    Profile {
+        name: String,
+        region: Option<String>,
+    },
+    DefaultChain {
+        region: Option<String>,
+    },
+    Given,
+}
+
+struct Cached {
+    credential: Arc<AwsCredential>,
+    expiry: Option<SystemTime>,
+}
+
+impl Cached {
+    fn fresh_at(&self, now: SystemTime) -> bool {
+        match self.expiry {
+            None => true,
+            Some(expiry) => now + REFRESH_BEFORE_EXPIRY < expiry,
+        }
+    }
+}
+
+/// aws-config's credential providers as an object_store [`CredentialProvider`] for
+/// `AmazonS3Builder::with_credentials`, with a cache that refreshes
+/// [`REFRESH_BEFORE_EXPIRY`] before expiry (one fetch at a time; concurrent requests wait for
+/// it). Its `Debug` output names the source, never a key.
+pub struct AwsChainCredentials {
+    label: String,
+    source: Source,
+    provider: OnceCell<SharedCredentialsProvider>,
+    cache: Mutex<Option<Cached>>,
+}
+
+impl AwsChainCredentials {
+    /// Credentials of the profile `name` only (region `region` for STS calls it makes).
+    pub fn profile(name: &str, region: Option<String>) -> Self {
+        Self::with_source(
+            format!("AWS profile {name:?}"),
+            Source::Profile {
+                name: name.to_owned(),
+                region,
+            },
+            OnceCell::new(),
+        )
+    }
+
+    /// aws-config's default chain (environment, ambient profile, web identity, container and
+    /// instance roles); `region` is used for STS calls, `None` lets aws-config find one.
+    pub fn default_chain(region: Option<String>) -> Self {
+        Self::with_source(
+            "AWS default credential chain".to_owned(),
+            Source::DefaultChain { region },
+            OnceCell::new(),
+        )
+    }
+
+    /// Any aws-config credential provider, described as `label` in logs and errors.
+    pub fn from_provider(
+        label: impl Into<String>,
+        provider: impl ProvideCredentials + 'static,
+    ) -> Self {
+        Self::with_source(
+            label.into(),
+            Source::Given,
+            OnceCell::new_with(Some(SharedCredentialsProvider::new(provider))),
+        )
+    }
+
+    fn with_source(
+        label: String,
+        source: Source,
+        provider: OnceCell<SharedCredentialsProvider>,
+    ) -> Self {
+        AwsChainCredentials {
+            label,
+            source,
+            provider,
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// Where the credentials come from, e.g. `AWS profile "dev"` (no secrets).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    async fn provider(&self) -> &SharedCredentialsProvider {
+        self.provider
+            .get_or_init(|| async {
+                match &self.source {
+                    Source::Profile { name, region } => {
+                        let config =
+                            ProviderConfig::default().with_region(region.clone().map(Region::new));
+                        SharedCredentialsProvider::new(
+                            ProfileFileCredentialsProvider::builder()
+                                .configure(&config)
+                                .profile_name(name)
+                                .build(),
+                        )
+                    }
+                    Source::DefaultChain { region } => {
+                        let mut builder = DefaultCredentialsChain::builder();
+                        if let Some(region) = region {
+                            builder = builder.region(Region::new(region.clone()));
+                        }
+                        SharedCredentialsProvider::new(builder.build().await)
+                    }
+                    Source::Given => unreachable!("a given provider is set at construction"),
+                }
+            })
+            .await
+    }
+
+    /// The current credential: the cached one while it is fresh, else a new one from the
+    /// provider.
+    async fn current(&self) -> std::result::Result<Arc<AwsCredential>, CredentialsFailed> {
+        let mut cache = self.cache.lock().await;
+        if let Some(cached) = cache.as_ref()
+            && cached.fresh_at(SystemTime::now())
+        {
+            return Ok(Arc::clone(&cached.credential));
+        }
+        let provider = self.provider().await;
+        let span = info_span!("aws_credentials", source = %self.label);
+        let fetched = provider
+            .provide_credentials()
+            .instrument(span)
+            .await
+            .map_err(|e| CredentialsFailed {
+                label: self.label.clone(),
+                detail: error_chain(&e),
+            })?;
+        debug!(source = %self.label, expiry = ?fetched.expiry(), "fetched AWS credentials");
+        let credential = Arc::new(AwsCredential {
+            key_id: fetched.access_key_id().to_owned(),
+            secret_key: fetched.secret_access_key().to_owned(),
+            token: fetched.session_token().map(str::to_owned),
+        });
+        *cache = Some(Cached {
+            credential: Arc::clone(&credential),
+            expiry: fetched.expiry(),
+        });
+        Ok(credential)
+    }
+}
+
+impl fmt::Debug for AwsChainCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let expiry = self
+            .cache
+            .try_lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|c| c.expiry));
+        f.debug_struct("AwsChainCredentials")
+            .field("source", &self.label)
+            .field("cached_expiry", &expiry)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl CredentialProvider for AwsChainCredentials {
+    type Credential = AwsCredential;
+
+    async fn get_credential(&self) -> object_store::Result<Arc<AwsCredential>> {
+        self.current()
+            .await
+            .map_err(|e| object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            })
+    }
+}
+
+/// The credential provider failed; `detail` is its error chain (never a secret).
+#[derive(Debug, thiserror::Error)]
+#[error("no AWS credentials from {label}: {detail}")]
+struct CredentialsFailed {
+    label: String,
+    detail: String,
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use aws_credential_types::Credentials;
+    use aws_credential_types::provider::error::CredentialsError;
+    use aws_credential_types::provider::future;
+
+    use super::*;
+
+    fn inputs(
+        options: Option<&str>,
+        profile: Option<&str>,
+        named: bool,
+        env: Option<&str>,
+    ) -> RegionInputs {
+        RegionInputs {
+            options: options.map(Into::into),
+            profile: profile.map(Into::into),
+            profile_named: named,
+            environment: env.map(Into::into),
+        }
+    }
+
+    fn picked(i: RegionInputs) -> Option<(String, RegionSource)> {
+        i.pick().map(|r| (r.region, r.source))
+    }
+
+    #[test]
+    fn region_precedence() {
+        let r = |s: &str, src| Some((s.to_owned(), src));
+        // Options beat everything.
+        assert_eq!(
+            picked(inputs(
+                Some("ap-south-1"),
+                Some("eu-west-1"),
+                true,
+                Some("us-west-2")
+            )),
+            r("ap-south-1", RegionSource::Options)
+        );
+        // A named profile beats the environment.
+        assert_eq!(
+            picked(inputs(None, Some("eu-west-1"), true, Some("us-west-2"))),
+            r("eu-west-1", RegionSource::NamedProfile)
+        );
+        // The environment beats the ambient profile (as in the AWS CLI).
+        assert_eq!(
+            picked(inputs(None, Some("eu-west-1"), false, Some("us-west-2"))),
+            r("us-west-2", RegionSource::Environment)
+        );
+        // The ambient profile beats the fallback: never us-east-1 when a profile names a region.
+        assert_eq!(
+            picked(inputs(None, Some("eu-west-1"), false, None)),
+            r("eu-west-1", RegionSource::AmbientProfile)
+        );
+        // A named profile without a region falls through to the environment.
+        assert_eq!(
+            picked(inputs(None, None, true, Some("us-west-2"))),
+            r("us-west-2", RegionSource::Environment)
+        );
+        // Empty values are unset; nothing set is None (object_store's default applies).
+        assert_eq!(
+            picked(inputs(Some(" "), Some(""), true, Some("ca-central-1"))),
+            r("ca-central-1", RegionSource::Environment)
+        );
+        assert_eq!(picked(inputs(None, None, false, None)), None);
+    }
+
+    #[derive(Debug)]
+    struct Counting {
+        calls: Arc<AtomicUsize>,
+        expiry: Option<SystemTime>,
+        fail: bool,
+    }
+
+    impl ProvideCredentials for Counting {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            if self.fail {
+                return future::ProvideCredentials::ready(Err(CredentialsError::not_loaded(
+                    "no profile here",
+                )));
+            }
+            future::ProvideCredentials::ready(Ok(Credentials::new(
+                format!("AKIDTEST{n}"),
+                "SECRETVALUE",
+                Some("SESSIONTOKEN".into()),
+                self.expiry,
+                "test",
+            )))
+        }
+    }
+
+    fn counting(expiry: Option<SystemTime>, fail: bool) -> (AwsChainCredentials, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let provider = Counting {
+            calls: Arc::clone(&calls),
+            expiry,
+            fail,
+        };
+        (
+            AwsChainCredentials::from_provider("test provider", provider),
+            calls,
+        )
+    }
+
+    #[tokio::test]
+    async fn credentials_are_cached_until_close_to_expiry() {
+        let in_an_hour = SystemTime::now() + Duration::from_secs(3600);
+        let (creds, calls) = counting(Some(in_an_hour), false);
+        let a = creds.get_credential().await.unwrap();
+        let b = creds.get_credential().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.key_id, "AKIDTEST0");
+        assert_eq!(a.token.as_deref(), Some("SESSIONTOKEN"));
+
+        // Never-expiring credentials are fetched once too.
+        let (creds, calls) = counting(None, false);
+        creds.get_credential().await.unwrap();
+        creds.get_credential().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn credentials_inside_the_refresh_window_are_refetched() {
+        let soon = SystemTime::now() + REFRESH_BEFORE_EXPIRY / 2;
+        let (creds, calls) = counting(Some(soon), false);
+        let a = creds.get_credential().await.unwrap();
+        let b = creds.get_credential().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            (a.key_id.as_str(), b.key_id.as_str()),
+            ("AKIDTEST0", "AKIDTEST1")
+        );
+    }
+
+    #[tokio::test]
+    async fn debug_never_shows_secrets() {
+        let (creds, _) = counting(None, false);
+        creds.get_credential().await.unwrap();
+        let shown = format!("{creds:?}");
+        assert!(shown.contains("test provider"), "{shown}");
+        for secret in ["AKIDTEST", "SECRETVALUE", "SESSIONTOKEN"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+
+    #[tokio::test]
+    async fn provider_failures_name_the_source() {
+        let (creds, calls) = counting(None, true);
+        let err = creds.get_credential().await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(
+            err,
+            object_store::Error::Generic { store: "S3", .. }
+        ));
+        assert!(
+            text.contains("test provider") && text.contains("no profile here"),
+            "{text}"
+        );
+        // Failures are not cached: the next request asks again.
+        creds.get_credential().await.unwrap_err();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+}
