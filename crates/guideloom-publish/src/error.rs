@@ -117,6 +117,33 @@ pub enum Error {
         /// The configured limit.
         limit: u64,
     },
+    /// The root is read-only (an `http(s)://` base URL): publication, shard uploads and
+    /// annotation updates are refused before any request. Publish to the root the web
+    /// server serves (a local directory or a bucket) instead.
+    #[error(
+        "{root} is a read-only root (HTTP roots are served, not written): publish to the \
+         directory or bucket behind it"
+    )]
+    ReadOnlyRoot {
+        /// The root, as [`RootStore::describe`](crate::RootStore::describe) shows it.
+        root: String,
+    },
+    /// Whole-shard staging cannot fit a shard into its byte budget: the shard alone is larger
+    /// than the budget, or the shards other readers hold leave too little room.
+    #[error(
+        "cannot stage {key} ({size} bytes): the staging budget is {budget} bytes and {held} \
+         bytes are held by open readers; raise StagingOptions::budget_bytes or read by ranges"
+    )]
+    StagingBudget {
+        /// The shard to stage.
+        key: String,
+        /// Its size.
+        size: u64,
+        /// The configured budget (`StagingOptions::budget_bytes`).
+        budget: u64,
+        /// Bytes of staged shards that readers hold and that cannot be evicted.
+        held: u64,
+    },
     /// The operation or root kind is not available in this build or on this store.
     #[error("unsupported: {what}")]
     Unsupported {

@@ -54,6 +54,7 @@ pub mod publish;
 pub mod reader;
 pub mod registry;
 pub mod shards;
+pub mod staging;
 pub mod store;
 pub mod uri;
 
@@ -66,12 +67,16 @@ pub use publish::{
 pub use reader::SnapshotReader;
 pub use registry::{Registry, S3Addressing, S3Options, S3Retry, StorageOptions};
 pub use shards::FooterInspector;
+pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::object::EtagStyle;
 pub use store::{
     CasOutcome, CreateOutcome, Etag, LocalStore, Object, ObjectInfo, ObjectStoreBucket,
     ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities, Written, cas_update, create_object,
 };
 pub use uri::RootUri;
+
+#[cfg(feature = "http")]
+pub use store::http::HttpRootStore;
 
 #[cfg(test)]
 mod send_sync {

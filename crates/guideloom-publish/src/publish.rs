@@ -20,6 +20,7 @@ use crate::manifest::{
     shard_key, to_json,
 };
 use crate::registry::{Registry, StorageOptions};
+use crate::staging::Stager;
 use crate::store::{ObjectInfo, RetryPolicy, RootStore, Written, create_object};
 
 /// Concurrent HEADs (and inspections) while verifying shards.
@@ -126,6 +127,7 @@ pub struct Root {
     store: Arc<dyn RootStore>,
     options: StorageOptions,
     identity: Arc<OnceCell<DatasetIdentity>>,
+    stager: Arc<std::sync::OnceLock<Stager>>,
 }
 
 impl Root {
@@ -135,7 +137,16 @@ impl Root {
             store,
             options,
             identity: Arc::new(OnceCell::new()),
+            stager: Arc::new(std::sync::OnceLock::new()),
         }
+    }
+
+    /// The whole-shard stager of this root (created on first use from
+    /// [`StorageOptions::staging`], downloading through [`store`](Self::store)); shared by
+    /// the root's clones and readers, so its budget holds for all of them.
+    pub fn stager(&self) -> &Stager {
+        self.stager
+            .get_or_init(|| Stager::new(Arc::clone(&self.store), self.options.staging.clone()))
     }
 
     /// A root for `uri` through the [global registry](Registry::global).
@@ -393,7 +404,7 @@ impl Root {
                 (None, _) => (None, Vec::new()),
                 (Some(info), PublishMode::Full) => (Some(info.0), Vec::new()),
                 (Some(info), PublishMode::Append) => {
-                    match self.read_log_entry(info.0, info.1.size).await {
+                    match self.read_log_entry(info.0, Some(info.1.size)).await {
                         Ok(parent) => (Some(info.0), parent.manifest.shards),
                         // On a mount that is a plain directory, another writer's entry is
                         // visible while it is being written: read it again after a backoff.
@@ -480,26 +491,106 @@ impl Root {
     }
 
     /// All log entries, sorted by sequence number (keys in `log/` that are not log entries
-    /// are ignored).
-    async fn log_entries(&self) -> Result<Vec<(u64, ObjectInfo)>> {
-        let mut entries: Vec<(u64, ObjectInfo)> = self
+    /// are ignored). On a store that cannot list, the entries `1..=latest` found by
+    /// [`probe_latest`](Self::probe_latest) (sizes unknown: `None`).
+    async fn log_entries(&self) -> Result<Vec<(u64, Option<u64>)>> {
+        if !self.store.capabilities().list {
+            return Ok(match self.probe_latest().await? {
+                None => Vec::new(),
+                Some((latest, info)) => (1..latest)
+                    .map(|seq| (seq, None))
+                    .chain(std::iter::once((latest, Some(info.size))))
+                    .collect(),
+            });
+        }
+        let mut entries: Vec<(u64, Option<u64>)> = self
             .store
             .list(LOG_PREFIX)
             .await?
             .into_iter()
-            .filter_map(|info| parse_log_key(&info.key).map(|seq| (seq, info)))
+            .filter_map(|info| parse_log_key(&info.key).map(|seq| (seq, Some(info.size))))
             .collect();
         entries.sort_by_key(|(seq, _)| *seq);
         Ok(entries)
     }
 
     async fn latest_log_entry(&self) -> Result<Option<(u64, ObjectInfo)>> {
-        Ok(self.log_entries().await?.pop())
+        if !self.store.capabilities().list {
+            return self.probe_latest().await;
+        }
+        Ok(self
+            .store
+            .list(LOG_PREFIX)
+            .await?
+            .into_iter()
+            .filter_map(|info| parse_log_key(&info.key).map(|seq| (seq, info)))
+            .max_by_key(|(seq, _)| *seq))
     }
 
-    async fn read_log_entry(&self, seq: u64, expected_size: u64) -> Result<Snapshot> {
+    /// HEADs `log/<seq>`: its metadata, or `None` if absent.
+    async fn head_log(&self, seq: u64) -> Result<Option<ObjectInfo>> {
+        match self.store.head(&log_key(seq)).await {
+            Ok(info) => Ok(Some(info)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The latest log entry without listing, by HEAD requests only.
+    ///
+    /// Log sequence numbers are dense from 1: `commit` creates `log/<n+1>` only after
+    /// reading that `log/<n>` exists, entries are create-only and never deleted, and a
+    /// publisher that crashes after its claim has taken no number (the number is chosen at
+    /// the commit, which is the one create of the log entry). So "entry `s` exists" is true
+    /// for `s <= latest` and false above, and the latest is found by exponential probing
+    /// (HEAD 1, 2, 4, ... until one is absent) and a binary search between the last present
+    /// and the first absent power of two: `2 * (floor(log2 n) + 1)` HEADs for latest `n`
+    /// (2 for `n = 1`, 14 for `n = 100`), 1 HEAD when nothing is published.
+    ///
+    /// If entries were deleted by hand (a gap), the answer is still an entry that exists and
+    /// whose successor does not — possibly one before the gap — never a missing one.
+    async fn probe_latest(&self) -> Result<Option<(u64, ObjectInfo)>> {
+        let span =
+            info_span!("probe_log", root = %self.store.describe(), heads = tracing::field::Empty);
+        async {
+            let mut heads = 1u32;
+            let Some(first) = self.head_log(1).await? else {
+                tracing::Span::current().record("heads", heads);
+                return Ok(None);
+            };
+            // Invariant: `lo` exists (with `lo_info`), `hi` does not.
+            let (mut lo, mut lo_info) = (1u64, first);
+            let mut hi = loop {
+                let Some(next) = lo.checked_mul(2) else {
+                    return Err(Error::corrupt(LOG_PREFIX, "sequence numbers exhausted"));
+                };
+                heads += 1;
+                match self.head_log(next).await? {
+                    Some(info) => (lo, lo_info) = (next, info),
+                    None => break next,
+                }
+            };
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                heads += 1;
+                match self.head_log(mid).await? {
+                    Some(info) => (lo, lo_info) = (mid, info),
+                    None => hi = mid,
+                }
+            }
+            tracing::Span::current().record("heads", heads);
+            debug!(latest = lo, heads, "probed the log");
+            Ok(Some((lo, lo_info)))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// GETs and validates log entry `seq`; its size must be `expected_size` when known (from
+    /// a listing, a HEAD or a pointer), and at most [`MAX_CONTROL_OBJECT_BYTES`] always.
+    async fn read_log_entry(&self, seq: u64, expected_size: Option<u64>) -> Result<Snapshot> {
         let key = log_key(seq);
-        if expected_size > MAX_CONTROL_OBJECT_BYTES {
+        if expected_size.is_some_and(|s| s > MAX_CONTROL_OBJECT_BYTES) {
             return Err(Error::corrupt(
                 &key,
                 "log entry larger than any manifest may be",
@@ -507,25 +598,41 @@ impl Root {
         }
         let dataset_id = self.identity().await?.dataset_id;
         let obj = self.store.get(&key).await?;
-        if obj.body.len() as u64 != expected_size {
+        let size = obj.body.len() as u64;
+        if let Some(expected) = expected_size
+            && size != expected
+        {
             return Err(Error::Verification {
                 key,
                 what: "size",
-                expected: expected_size.to_string(),
-                actual: obj.body.len().to_string(),
+                expected: expected.to_string(),
+                actual: size.to_string(),
             });
+        }
+        if size > MAX_CONTROL_OBJECT_BYTES {
+            return Err(Error::corrupt(
+                &key,
+                "log entry larger than any manifest may be",
+            ));
         }
         let manifest = Manifest::parse(&key, &obj.body, &dataset_id)?;
         Ok(Snapshot {
             manifest,
             log_key: key,
-            log_size: expected_size,
+            log_size: size,
             log_sha256: sha256_hex(&obj.body),
         })
     }
 
     /// Opens the latest snapshot: LIST `log/`, GET the highest entry (size checked against
     /// the listing), validate. [`Error::NotFound`] (`log/`) if nothing is published.
+    ///
+    /// On a store that cannot list (`http(s)://` roots, [`StoreCapabilities::list`]
+    /// `false`), the highest entry is found with HEAD requests instead: for latest sequence
+    /// number `n`, `2 * (floor(log2 n) + 1)` HEADs, then the GET of `dataset.json` (once per
+    /// root) and of the entry.
+    ///
+    /// [`StoreCapabilities::list`]: crate::StoreCapabilities::list
     pub async fn latest(&self) -> Result<Snapshot> {
         async {
             let (seq, info) = self
@@ -534,7 +641,7 @@ impl Root {
                 .ok_or_else(|| Error::NotFound {
                     key: format!("{LOG_PREFIX}/"),
                 })?;
-            self.read_log_entry(seq, info.size).await
+            self.read_log_entry(seq, Some(info.size)).await
         }
         .instrument(info_span!("open_latest", root = %self.store.describe()))
         .await
@@ -542,7 +649,8 @@ impl Root {
 
     /// Opens the snapshot `snapshot_id`: GET its pointer, GET the log entry it names and
     /// check size and SHA-256 against the pointer. If the pointer is missing (a publisher
-    /// crashed after committing), falls back to scanning `log/` from the newest entry.
+    /// crashed after committing), falls back to scanning `log/` from the newest entry (on a
+    /// store that cannot list, the newest is found by probing, as in [`latest`](Self::latest)).
     pub async fn snapshot(&self, snapshot_id: &str) -> Result<Snapshot> {
         check_name("snapshot id", snapshot_id)?;
         async {
@@ -552,7 +660,9 @@ impl Root {
                 Err(e) if e.is_not_found() => return self.scan_for(snapshot_id).await,
                 Err(e) => return Err(e),
             };
-            let snapshot = self.read_log_entry(pointer.seq, pointer.log_size).await?;
+            let snapshot = self
+                .read_log_entry(pointer.seq, Some(pointer.log_size))
+                .await?;
             if snapshot.log_sha256 != pointer.log_sha256 {
                 return Err(Error::Verification {
                     key: pointer.log_key,
@@ -575,8 +685,8 @@ impl Root {
 
     async fn scan_for(&self, snapshot_id: &str) -> Result<Snapshot> {
         debug!(snapshot_id, "no pointer; scanning the log");
-        for (seq, info) in self.log_entries().await?.into_iter().rev() {
-            let snapshot = self.read_log_entry(seq, info.size).await?;
+        for (seq, size) in self.log_entries().await?.into_iter().rev() {
+            let snapshot = self.read_log_entry(seq, size).await?;
             if snapshot.id() == snapshot_id {
                 return Ok(snapshot);
             }
@@ -586,13 +696,14 @@ impl Root {
         })
     }
 
-    /// Every snapshot, in order (one LIST plus one GET per snapshot).
+    /// Every snapshot, in order (one LIST plus one GET per snapshot; on a store that cannot
+    /// list, the probe of [`latest`](Self::latest) instead of the LIST).
     pub async fn snapshots(&self) -> Result<Vec<Snapshot>> {
         let reads: Vec<BoxFuture<'_, Result<Snapshot>>> = self
             .log_entries()
             .await?
             .into_iter()
-            .map(|(seq, info)| self.read_log_entry(seq, info.size).boxed())
+            .map(|(seq, size)| self.read_log_entry(seq, size).boxed())
             .collect();
         futures::stream::iter(reads).buffered(8).try_collect().await
     }

@@ -12,6 +12,7 @@ use tracing::{Instrument, info_span};
 use crate::error::{Error, Result};
 use crate::manifest::ShardRef;
 use crate::publish::{Root, Snapshot};
+use crate::staging::Scan;
 
 /// Random access to the records of one snapshot.
 #[derive(Debug)]
@@ -116,19 +117,75 @@ impl SnapshotReader {
                 None => by_shard.push((i, vec![(pos, local)])),
             }
         }
-        let mut out = vec![Bytes::new(); indices.len()];
-        for (i, wanted) in by_shard {
-            let shard = self.shard(i).await?;
+        // Shards are read concurrently (each one batched read).
+        let reads = by_shard.iter().map(|(i, wanted)| async move {
+            let shard = self.shard(*i).await?;
             let locals: Vec<u64> = wanted.iter().map(|(_, l)| *l).collect();
-            let got = shard
+            shard
                 .read_many(&locals)
                 .await
-                .map_err(|e| format_error(&self.snapshot.shards()[i].key, e))?;
+                .map_err(|e| format_error(&self.snapshot.shards()[*i].key, e))
+        });
+        let results = futures::future::try_join_all(reads).await?;
+        let mut out = vec![Bytes::new(); indices.len()];
+        for ((_, wanted), got) in by_shard.into_iter().zip(results) {
             for ((pos, _), bytes) in wanted.into_iter().zip(got) {
                 out[pos] = bytes;
             }
         }
         Ok(out)
+    }
+}
+
+impl SnapshotReader {
+    /// An in-order scan of records `range` through whole-shard staging: each shard the range
+    /// touches is fetched whole (one request) into an unnamed local file under the root's
+    /// [`StagingOptions`](crate::StagingOptions) budget, then read locally in runs (see
+    /// [`crate::staging`]). Use it for sequential passes over remote roots; random access
+    /// ([`get`](Self::get), [`get_many`](Self::get_many)) reads ranges instead.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_format::ShardMetadata;
+    /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions};
+    ///
+    /// let root = Registry::new().resolve("memory://scan-doc", &StorageOptions::default())?;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let records = [b"a".as_slice(), b"bb", b"ccc"];
+    /// let shard = root.write_shard("w", 0, ShardMetadata::new("raw", "documents"), records, tmp.path()).await?;
+    /// let request = PublishRequest {
+    ///     dataset_id: "d".into(),
+    ///     snapshot_id: "s".into(),
+    ///     shards: vec![shard],
+    ///     mode: PublishMode::Full,
+    /// };
+    /// root.publish(&request, &PublicationOptions::default()).await?;
+    /// let reader = root.open_latest().await?;
+    /// let mut scan = reader.scan(1..3)?;
+    /// let mut got = Vec::new();
+    /// while let Some(record) = scan.next_record().await {
+    ///     got.push(record?);
+    /// }
+    /// assert_eq!(got, [&b"bb"[..], b"ccc"]);
+    /// assert_eq!(root.stager().stats().downloads, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn scan(&self, range: std::ops::Range<u64>) -> Result<Scan<'_>> {
+        if range.start > range.end || range.end > self.len() {
+            return Err(Error::invalid(format!(
+                "scan range {range:?} out of bounds for snapshot {} of {} records",
+                self.snapshot.id(),
+                self.len()
+            )));
+        }
+        Ok(Scan::new(
+            self.root.stager(),
+            self.snapshot.shards(),
+            &self.starts,
+            range,
+        ))
     }
 }
 
@@ -156,5 +213,54 @@ impl Root {
     /// Opens the latest snapshot for reading.
     pub async fn open_latest(&self) -> Result<SnapshotReader> {
         Ok(self.reader(self.latest().await?))
+    }
+}
+
+impl SnapshotReader {
+    /// The root read.
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// The shard read options in use.
+    pub fn read_options(&self) -> &ReadOptions {
+        &self.options
+    }
+
+    /// Cumulative record starts of the shards: `[0, n0, n0 + n1, ..., len()]` (one entry
+    /// per shard plus the total).
+    pub fn shard_starts(&self) -> &[u64] {
+        &self.starts
+    }
+
+    /// The shard holding record `index` and the record's index inside it, or `None` when
+    /// `index` is past the end.
+    pub fn position(&self, index: u64) -> Option<(usize, u64)> {
+        self.locate(index).ok()
+    }
+
+    /// Shard number `i` of the snapshot, opened (once: one tail read, its size and record
+    /// count checked against the manifest). For per-shard work such as in-order runs
+    /// ([`AsyncShard::read_run`]) or reading every record's checksum. An `i` past the last
+    /// shard is [`Error::InvalidArgument`].
+    pub async fn open_shard(&self, i: usize) -> Result<&AsyncShard> {
+        if i >= self.shards.len() {
+            return Err(Error::invalid(format!(
+                "shard {i} out of range for snapshot {} of {} shards",
+                self.snapshot.id(),
+                self.shards.len()
+            )));
+        }
+        self.shard(i).await
+    }
+}
+
+impl Root {
+    /// A reader of `snapshot`'s records with shard read `options` (record CRC
+    /// verification, speculative tail); no request until the first read.
+    pub fn reader_with(&self, snapshot: Snapshot, options: ReadOptions) -> SnapshotReader {
+        let mut reader = self.reader(snapshot);
+        reader.options = options;
+        reader
     }
 }

@@ -1,4 +1,5 @@
-//! Root URIs: a local path or `file://`, `memory://`, `s3://`, `gs://`, `az://`.
+//! Root URIs: a local path or `file://`, `memory://`, `s3://`, `gs://`, `az://`, and
+//! read-only `http://` / `https://` base URLs.
 
 use std::path::PathBuf;
 
@@ -28,6 +29,11 @@ pub enum RootUri {
         /// Key prefix inside it (`""` for the top level).
         prefix: String,
     },
+    /// A read-only dataset served over HTTP(S): the base URL of the root, as given
+    /// (`http://host/datasets/captures`; a trailing `/` is optional). It may carry userinfo
+    /// (HTTP Basic authentication) or a query string (a signed token): stores built from it
+    /// never display either, but this value's `Debug` shows the URL as given.
+    Http(String),
 }
 
 impl RootUri {
@@ -41,6 +47,7 @@ impl RootUri {
     ///     RootUri::Bucket { scheme: "s3".into(), bucket: "bucket".into(), prefix: "data/captures".into() }
     /// );
     /// assert!(matches!(RootUri::parse("/tmp/ds").unwrap(), RootUri::Local(_)));
+    /// assert!(matches!(RootUri::parse("https://data.example/ds").unwrap(), RootUri::Http(_)));
     /// assert!(RootUri::parse("ftp://x/y").is_err());
     /// ```
     pub fn parse(uri: &str) -> Result<Self> {
@@ -94,8 +101,20 @@ impl RootUri {
                     prefix: prefix.to_owned(),
                 })
             }
+            "http" | "https" => {
+                let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+                let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+                if host.is_empty() {
+                    return Err(invalid("missing host"));
+                }
+                if rest.contains('#') {
+                    return Err(invalid("fragments are not allowed in a base URL"));
+                }
+                Ok(RootUri::Http(format!("{scheme}://{rest}")))
+            }
             other => Err(invalid(&format!(
-                "unknown scheme {other:?} (use a path, file://, memory://, s3://, gs:// or az://)"
+                "unknown scheme {other:?} (use a path, file://, memory://, s3://, gs://, az://, \
+                 http:// or https://)"
             ))),
         }
     }
@@ -154,6 +173,18 @@ mod tests {
     }
 
     #[test]
+    fn parses_http_base_urls() {
+        assert_eq!(
+            RootUri::parse("HTTP://127.0.0.1:8080/ds/x").unwrap(),
+            RootUri::Http("http://127.0.0.1:8080/ds/x".into())
+        );
+        assert_eq!(
+            RootUri::parse("https://h/ds/?token=t").unwrap(),
+            RootUri::Http("https://h/ds/?token=t".into())
+        );
+    }
+
+    #[test]
     fn rejects_bad_uris() {
         for bad in [
             "",
@@ -162,7 +193,11 @@ mod tests {
             "s3:///x",
             "s3://b/../x",
             "s3://b/a//c",
-            "http://x/y",
+            "http://",
+            "https:///x",
+            "http://u:p@/x",
+            "http://h/x#frag",
+            "ftp://h/x",
         ] {
             assert!(
                 matches!(RootUri::parse(bad), Err(Error::InvalidUri { .. })),

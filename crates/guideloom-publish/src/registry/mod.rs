@@ -33,6 +33,8 @@ pub struct StorageOptions {
     pub mount: bool,
     /// How `s3://` roots are built when no store is registered for the bucket.
     pub s3: S3Options,
+    /// Where and how much whole-shard staging (in-order scans) may store.
+    pub staging: crate::staging::StagingOptions,
 }
 
 impl Default for StorageOptions {
@@ -41,8 +43,25 @@ impl Default for StorageOptions {
             max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
             mount: false,
             s3: S3Options::default(),
+            staging: crate::staging::StagingOptions::default(),
         }
     }
+}
+
+/// A read-only store for an `http(s)://` base URL (feature `http`).
+#[cfg(feature = "http")]
+fn http_store(url: &str) -> Result<Arc<dyn RootStore>> {
+    Ok(Arc::new(crate::store::HttpRootStore::new(url)?))
+}
+
+#[cfg(not(feature = "http"))]
+fn http_store(url: &str) -> Result<Arc<dyn RootStore>> {
+    Err(Error::Unsupported {
+        what: format!(
+            "{}: read-only HTTP roots need guideloom-publish's feature `http`",
+            redact_userinfo(url.split('?').next().unwrap_or(""))
+        ),
+    })
 }
 
 /// Maps `(scheme, bucket)` to object stores.
@@ -136,6 +155,7 @@ impl Registry {
                 self.register_bucket(&scheme, &bucket, Arc::clone(&handle));
                 Ok(Arc::new(handle.root(&prefix)?))
             }
+            RootUri::Http(url) => http_store(&url),
         }
     }
 

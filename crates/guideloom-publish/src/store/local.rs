@@ -343,6 +343,7 @@ impl RootStore for LocalStore {
         StoreCapabilities {
             compare_and_swap: !self.mounted && cfg!(unix),
             create_only_across_hosts: !self.mounted,
+            list: true,
         }
     }
 

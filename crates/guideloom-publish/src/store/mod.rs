@@ -16,9 +16,13 @@ use tracing::{Instrument, debug, info_span, warn};
 use crate::error::{Error, Result};
 use crate::key::sha256_hex;
 
+#[cfg(feature = "http")]
+pub mod http;
 pub mod local;
 pub mod object;
 
+#[cfg(feature = "http")]
+pub use http::HttpRootStore;
 pub use local::LocalStore;
 pub use object::{ObjectStoreBucket, ObjectStoreRoot};
 
@@ -83,6 +87,9 @@ pub struct StoreCapabilities {
     /// hosts exclude each other. `false` for a declared mounted bucket, where the mount's
     /// own lookup does the check.
     pub create_only_across_hosts: bool,
+    /// [`RootStore::list`] works. Without it (`http(s)://` roots), the latest snapshot is
+    /// found by probing log entries with HEAD requests (see [`Root::latest`](crate::Root::latest)).
+    pub list: bool,
 }
 
 /// The storage operations a dataset root needs: create-only put, conditional update, get,
@@ -129,7 +136,8 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>>;
 
     /// All objects whose key lies under the directory-like `prefix` (`"log"` lists
-    /// `log/...`), recursively, in no particular order.
+    /// `log/...`), recursively, in no particular order. Stores that cannot list report
+    /// [`StoreCapabilities::list`] `false` and answer [`Error::Unsupported`].
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
 }
 
