@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: the workspace's benchmarks with the test servers up, then one table.
 
 use std::path::Path;
+use std::time::SystemTime;
 
 use crate::bench_report;
 use crate::error::{Error, Result};
@@ -8,23 +9,30 @@ use crate::servers::{self, Servers};
 use crate::util;
 
 /// Starts the servers, runs `cargo bench --workspace PASSTHROUGH...`, stops the servers and
-/// prints [`bench_report::report`]'s table.
+/// prints [`bench_report::report`]'s table of the results written during this run, then the
+/// request-count tables benches wrote (into [`bench_report::counts_dir`]).
 ///
-/// `passthrough` goes to cargo as is: `--bench io`, or `-- pread` for a criterion filter.
+/// `passthrough` goes to cargo as is: `--bench io`, `--bench publish`, or `-- pread` for a
+/// criterion filter.
 pub(crate) fn run(root: &Path, passthrough: &[String]) -> Result<()> {
+    let target = util::target_dir(root)?;
+    let started = SystemTime::now();
     // Remote benchmarks read from nginx and moto; they find them through the same variables
     // as the tests.
     let mut servers = Servers::start(root, &servers::default_kinds(), false)?;
     let mut cmd = util::cargo(root);
     cmd.args(["bench", "--workspace"]).args(passthrough);
+    cmd.env(
+        bench_report::COUNTS_DIR_ENV,
+        bench_report::counts_dir(&target),
+    );
     servers.apply(&mut cmd);
     println!("[bench] $ {}", util::display(&cmd));
     let benched = util::run(&mut cmd);
     let stopped = servers.stop();
     benched?;
     stopped?;
-    let target = util::target_dir(root)?;
-    let table = bench_report::report(&target).map_err(|msg| Error::Check {
+    let table = bench_report::report(&target, Some(started)).map_err(|msg| Error::Check {
         check: "bench report".into(),
         problems: vec![msg],
     })?;
