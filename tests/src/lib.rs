@@ -1,9 +1,12 @@
 //! Helpers shared by the cross-crate integration tests in `tests/tests/*.rs`: unique names,
 //! and the test servers that `cargo xtask ci` starts (found through environment variables).
 //!
-//! A test that needs a server calls [`nginx`] or [`moto`]: without the server's variables it
-//! gets `None` after a printed `skipped: ...` line, except under `GUIDELOOM_CI=1`, where a
-//! missing server is a failure (a panic naming the test and the variables).
+//! A test that needs a server calls [`nginx`], [`moto`] or [`rgw`]: without the server's
+//! variables it gets `None` after a printed `skipped: ...` line, except under `GUIDELOOM_CI=1`,
+//! where a missing server is a failure (a panic naming the test and the variables; for RGW
+//! only when CI was not told to leave Ceph out with `GUIDELOOM_XTASK_CEPH=0`).
+
+pub mod crash;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,7 +50,7 @@ pub fn nginx(test: &str) -> Option<(String, PathBuf)> {
     }
 }
 
-/// The moto S3 endpoint: a store for its test bucket.
+/// An S3 endpoint (moto, or Ceph RGW from [`rgw`]): a store for its test bucket.
 #[derive(Debug)]
 pub struct Moto {
     /// The S3 store, bound to [`Moto::bucket`].
@@ -66,11 +69,21 @@ pub fn moto(test: &str) -> Option<Moto> {
     else {
         return missing(test, "GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET");
     };
+    Some(Moto {
+        store: s3_store(&endpoint, &bucket),
+        endpoint,
+        bucket,
+    })
+}
+
+/// An S3 store for `bucket` at `endpoint` with the dummy credentials from the environment
+/// (default `test`, which the xtask also gives the RGW user) and short retries.
+fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
     let env = |k: &str| var(k).unwrap_or_else(|| "test".to_owned());
     // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
     let store = object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(&endpoint)
-        .with_bucket_name(&bucket)
+        .with_endpoint(endpoint)
+        .with_bucket_name(bucket)
         .with_access_key_id(env("AWS_ACCESS_KEY_ID"))
         .with_secret_access_key(env("AWS_SECRET_ACCESS_KEY"))
         .with_region(var("AWS_REGION").unwrap_or_else(|| "us-east-1".to_owned()))
@@ -81,9 +94,35 @@ pub fn moto(test: &str) -> Option<Moto> {
             ..Default::default()
         })
         .build()
-        .expect("an S3 store for moto");
+        .unwrap_or_else(|e| panic!("an S3 store for {bucket} at {endpoint}: {e}"));
+    Arc::new(store)
+}
+
+/// Whether `cargo xtask ci` starts Ceph RGW in this run: by default, unless
+/// `GUIDELOOM_XTASK_CEPH=0` (the opt-out, inherited by the test processes).
+fn ci_starts_ceph() -> bool {
+    std::env::var("GUIDELOOM_XTASK_CEPH").as_deref() != Ok("0")
+}
+
+/// The one-node Ceph RADOS Gateway (`cargo xtask servers up ceph`) named by
+/// `GUIDELOOM_RGW_ENDPOINT`/`GUIDELOOM_RGW_BUCKET`: a store for its test bucket, built like
+/// [`moto`]'s (the xtask creates the RGW user with the same dummy keys).
+///
+/// `None` after a printed `skipped: ...` line when the variables are absent; a panic instead
+/// under `GUIDELOOM_CI=1`, unless CI was told not to start Ceph (`GUIDELOOM_XTASK_CEPH=0`).
+pub fn rgw(test: &str) -> Option<Moto> {
+    let (Some(endpoint), Some(bucket)) =
+        (var("GUIDELOOM_RGW_ENDPOINT"), var("GUIDELOOM_RGW_BUCKET"))
+    else {
+        let vars = "GUIDELOOM_RGW_ENDPOINT/GUIDELOOM_RGW_BUCKET";
+        if ci_starts_ceph() {
+            return missing(test, vars);
+        }
+        println!("skipped: {test}: {vars} not set (GUIDELOOM_XTASK_CEPH=0)");
+        return None;
+    };
     Some(Moto {
-        store: Arc::new(store),
+        store: s3_store(&endpoint, &bucket),
         endpoint,
         bucket,
     })

@@ -1,6 +1,6 @@
-//! Publication guarantees on every root kind: local directory, declared mount, memory://
-//! and moto (when configured). Races use real concurrency: OS threads (each with its own
-//! runtime) for local, mount and memory, tokio tasks on a multi-thread runtime for moto
+//! Publication guarantees on every root kind: local directory, declared mount, memory://,
+//! moto and Ceph RGW (when configured). Races use real concurrency: OS threads (each with its
+//! own runtime) for local, mount and memory, tokio tasks on a multi-thread runtime for S3
 //! (one HTTP client must not outlive the runtime that owns its connections), and separate
 //! processes for the local root.
 
@@ -19,8 +19,8 @@ use guideloom_publish::{
 use publish_common::*;
 
 /// Runs `n` copies of `f` at once and returns their results in order. Threads with their own
-/// current-thread runtimes, released together by a barrier — except for moto, where tasks
-/// on one multi-thread runtime are used.
+/// current-thread runtimes, released together by a barrier — except for moto and RGW, where
+/// tasks on one multi-thread runtime (4 workers) are used.
 fn race<T, F, Fut>(fixture: &Fixture, n: usize, f: F) -> Vec<T>
 where
     T: Send + 'static,
@@ -28,7 +28,7 @@ where
     Fut: std::future::Future<Output = T> + Send + 'static,
 {
     let f = Arc::new(f);
-    if fixture.name == "moto" {
+    if is_s3(fixture) {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(4)
             .enable_all()

@@ -64,26 +64,52 @@ pub fn memory() -> Fixture {
 /// unique prefix. `None` (after printing why) when the server is absent; a panic under
 /// `GUIDELOOM_CI=1`.
 pub fn moto() -> Option<Fixture> {
+    let server = guideloom_tests::moto("publish tests on moto")?;
+    Some(s3_fixture("moto", server).0)
+}
+
+/// A root on the Ceph RGW named by `GUIDELOOM_RGW_ENDPOINT`/`GUIDELOOM_RGW_BUCKET`, under a
+/// unique prefix. `None` (after printing why) when it is absent; a panic under
+/// `GUIDELOOM_CI=1` unless `GUIDELOOM_XTASK_CEPH=0`.
+pub fn rgw() -> Option<Fixture> {
+    rgw_with_registry().map(|(fixture, _)| fixture)
+}
+
+/// [`rgw`] plus the registry holding its bucket (for the probe's verdict and request counts).
+pub fn rgw_with_registry() -> Option<(Fixture, Registry)> {
+    let server = guideloom_tests::rgw("publish tests on Ceph RGW")?;
+    Some(s3_fixture("rgw", server))
+}
+
+fn s3_fixture(name: &'static str, server: guideloom_tests::Moto) -> (Fixture, Registry) {
     let guideloom_tests::Moto {
         store,
         endpoint,
         bucket,
-    } = guideloom_tests::moto("publish tests on moto")?;
+    } = server;
     let registry = Registry::new();
     registry.register("s3", &bucket, store, format!("s3://{bucket} at {endpoint}"));
     let uri = format!("s3://{bucket}/{}", unique("publish-test"));
     let root = registry.resolve(&uri, &StorageOptions::default()).unwrap();
-    Some(Fixture {
-        name: "moto",
+    let fixture = Fixture {
+        name,
         root,
         _dir: None,
-    })
+    };
+    (fixture, registry)
 }
 
-/// Every root kind available here (moto only when configured).
+/// Whether races on this fixture run as tasks on one multi-thread runtime (the S3 servers:
+/// one HTTP client must not outlive the runtime that owns its connections).
+pub fn is_s3(fixture: &Fixture) -> bool {
+    matches!(fixture.name, "moto" | "rgw")
+}
+
+/// Every root kind available here (moto and RGW only when configured).
 pub fn all_kinds() -> Vec<Fixture> {
     let mut v = vec![local(), mounted(), memory()];
     v.extend(moto());
+    v.extend(rgw());
     v
 }
 

@@ -1,0 +1,434 @@
+//! Crash safety: a writer process (`src/bin/crash_writer.rs`) repeatedly writes a shard,
+//! publishes it and annotates it on a local root; it is killed with SIGKILL after a seeded
+//! random delay, many times over, so the kills land inside every step (temporary write,
+//! fsync, link, claim, commit, pointer, catalog). After each kill the root must hold no
+//! partial object under any final name, temporary files only where the layout puts them,
+//! and a dataset that opens to the last committed snapshot with every published snapshot and
+//! annotation set reading back exactly what the writer wrote.
+//!
+//! What it measures is printed (`--nocapture`): where the kills landed, and how many
+//! temporary files and staging directories the crashes left behind (nothing cleans them).
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use guideloom_format::{MemReader, ReadOptions, SyncShard};
+use guideloom_publish::key::sha256_hex;
+use guideloom_publish::manifest::{Claim, parse_log_key};
+use guideloom_publish::{
+    Catalog, DatasetIdentity, FooterInspector, Manifest, Registry, Root, ShardInspector, Snapshot,
+    SnapshotPointer, StorageOptions,
+};
+use guideloom_tests::crash;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// Kill delays are drawn from `0..MAX_DELAY_US` after the writer announced its first phase.
+const MAX_DELAY_US: u64 = 12_000;
+
+/// xorshift64*: the delays are the same on every run of a given seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// What the checks carry from one kill to the next.
+#[derive(Default)]
+struct State {
+    /// Snapshots already read back record by record.
+    verified: HashSet<String>,
+    /// Annotation sets already read back.
+    annotated: HashSet<String>,
+    /// The latest snapshot after the previous kill.
+    latest: Option<(u64, String)>,
+}
+
+/// What a crash loop saw, for the report.
+#[derive(Debug, Default)]
+struct Report {
+    /// Kills per phase in flight (the writer's last marker).
+    killed_in: BTreeMap<String, u32>,
+    /// Iterations completed by the writers, summed.
+    completed: u64,
+    /// `.`-prefixed temporary files left in the root after the last kill.
+    temp_files: usize,
+    /// Staging directories (`.guideloom-shard-*`) left after the last kill.
+    staging_dirs: usize,
+    /// Snapshots published in all.
+    snapshots: usize,
+}
+
+fn open_root(dir: &Path, kind: &str) -> Root {
+    let opts = StorageOptions {
+        mount: kind == "mount",
+        ..StorageOptions::default()
+    };
+    let uri = if kind == "mount" {
+        format!("file://{}", dir.display())
+    } else {
+        dir.display().to_string()
+    };
+    Registry::new().resolve(&uri, &opts).unwrap()
+}
+
+fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
+    let dir = tempfile::tempdir().unwrap();
+    let root_dir = dir.path().join("root");
+    let staging = dir.path().join("staging");
+    std::fs::create_dir_all(&root_dir).unwrap();
+    std::fs::create_dir_all(&staging).unwrap();
+    let root = open_root(&root_dir, kind);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut rng = Rng(seed);
+    let mut state = State::default();
+    let mut report = Report::default();
+    for it in 0..iterations {
+        let tag = format!("r{it}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
+            .arg(&root_dir)
+            .arg(kind)
+            .arg(&staging)
+            .arg(&tag)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        // The first marker: the writer is past its start-up, the kill lands in the work.
+        let mut text = String::new();
+        out.read_line(&mut text).unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % MAX_DELAY_US));
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        kill(pid, Signal::SIGKILL).unwrap();
+        let status = child.wait().unwrap();
+        out.read_to_string(&mut text).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(Signal::SIGKILL as i32),
+            "{kind} run {tag}: the writer ended on its own ({status}) before the kill: {err}\n\
+             markers: {text}"
+        );
+        let markers = parse_markers(&text);
+        let (phase, _) = markers.last().cloned().expect("a first marker");
+        *report.killed_in.entry(phase).or_default() += 1;
+        report.completed += markers.iter().filter(|(p, _)| p == "done").count() as u64;
+        let context = format!("{kind} run {tag} (markers {markers:?})");
+        check_objects(&root_dir, &context);
+        rt.block_on(check_dataset(&root, &tag, &markers, &mut state, &context));
+        report.temp_files = walk(&root_dir)
+            .iter()
+            .filter(|(key, _)| file_name(key).starts_with('.'))
+            .count();
+        report.staging_dirs = check_staging(&staging, &context);
+    }
+    report.snapshots = state.verified.len();
+    report
+}
+
+fn parse_markers(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .map(|line| {
+            let (phase, k) = line.split_once(' ').expect("`<phase> <k>`");
+            assert!(crash::PHASES.contains(&phase), "marker {line:?}");
+            (phase.to_owned(), k.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Every file under `dir` as (key relative to `dir`, path).
+fn walk(dir: &Path) -> Vec<(String, PathBuf)> {
+    fn go(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            let key = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if e.file_type().unwrap().is_dir() {
+                go(&e.path(), &key, out);
+            } else {
+                out.push((key, e.path()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(dir, "", &mut out);
+    out.sort();
+    out
+}
+
+fn file_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+/// The staging directory holds only `write_shard`'s temporary directories; returns how
+/// many there are (left by kills: nothing removes them).
+fn check_staging(staging: &Path, context: &str) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(staging).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(
+            name.starts_with(".guideloom-shard-"),
+            "{context}: staging holds {name}"
+        );
+        n += 1;
+    }
+    n
+}
+
+/// Every file in the root: a temporary or lock file of the local store (`.`-prefixed, next
+/// to its final name), or a complete, valid object of the layout.
+fn check_objects(root_dir: &Path, context: &str) {
+    let files = walk(root_dir);
+    let bodies: BTreeMap<&str, Vec<u8>> = files
+        .iter()
+        .filter(|(key, _)| !file_name(key).starts_with('.'))
+        .map(|(key, path)| (key.as_str(), std::fs::read(path).unwrap()))
+        .collect();
+    for (key, _) in &files {
+        let name = file_name(key);
+        if name.starts_with('.') {
+            let temp = name.ends_with(".tmp") || name.ends_with(".lock");
+            assert!(temp, "{context}: unexpected hidden file {key}");
+            continue;
+        }
+        let body = &bodies[key.as_str()];
+        let ctx = format!("{context}: {key}");
+        check_object(key, body, &bodies, &ctx);
+    }
+}
+
+fn check_object(key: &str, body: &[u8], all: &BTreeMap<&str, Vec<u8>>, ctx: &str) {
+    let parts: Vec<&str> = key.split('/').collect();
+    match parts.as_slice() {
+        ["dataset.json"] => {
+            let identity = DatasetIdentity::parse(body).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(identity.dataset_id, crash::DATASET, "{ctx}");
+        }
+        ["shards", work_id, "00000000.glm"] => {
+            let k = crash::iteration_of(work_id).expect("a writer's work id");
+            let shard =
+                SyncShard::open(MemReader::new(key, body.to_vec()), &ReadOptions::default())
+                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(shard.len(), crash::record_count(k), "{ctx}");
+            for j in 0..shard.len() {
+                let got = shard.read(j).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                assert_eq!(&got[..], crash::record(work_id, j).as_slice(), "{ctx}");
+            }
+        }
+        ["log", _] => {
+            let seq = parse_log_key(key).unwrap_or_else(|| panic!("{ctx}: not a log key"));
+            let m =
+                Manifest::parse(key, body, crash::DATASET).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(m.seq, seq, "{ctx}");
+            for s in &m.shards {
+                let shard = all
+                    .get(s.key.as_str())
+                    .unwrap_or_else(|| panic!("{ctx}: shard {} missing", s.key));
+                assert_eq!(shard.len() as u64, s.size, "{ctx}: size of {}", s.key);
+            }
+        }
+        ["snapshots", name] => {
+            let id = name.strip_suffix(".json").expect("a .json pointer");
+            let p = SnapshotPointer::parse(key, body, id).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let entry = all
+                .get(p.log_key.as_str())
+                .unwrap_or_else(|| panic!("{ctx}: log entry {} missing", p.log_key));
+            assert_eq!(entry.len() as u64, p.log_size, "{ctx}");
+            assert_eq!(sha256_hex(entry), p.log_sha256, "{ctx}");
+        }
+        ["claims", name] => {
+            let id = name.strip_suffix(".json").expect("a .json claim");
+            let claim: Claim =
+                serde_json::from_slice(body).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(claim.snapshot_id, id, "{ctx}");
+            assert_eq!(claim.dataset_id, crash::DATASET, "{ctx}");
+        }
+        ["annotations", "catalog.json"] => {
+            let catalog =
+                Catalog::parse(body, crash::DATASET).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            for entry in &catalog.entries {
+                let values = all
+                    .get(entry.key.as_str())
+                    .unwrap_or_else(|| panic!("{ctx}: values {} missing", entry.key));
+                assert_eq!(values.len() as u64, entry.size, "{ctx}");
+                assert_eq!(sha256_hex(values), entry.sha256, "{ctx}");
+                assert_eq!(jsonl_lines(values, ctx), entry.value_count, "{ctx}");
+            }
+        }
+        ["annotations", _set, _version, "values.jsonl"] => {
+            // Also when no catalog entry names it (killed before the catalog update).
+            jsonl_lines(body, ctx);
+        }
+        _ => panic!("{ctx}: not an object of the layout"),
+    }
+}
+
+/// Checks that `body` is complete JSONL of strings; returns its line count.
+fn jsonl_lines(body: &[u8], ctx: &str) -> u64 {
+    assert!(body.is_empty() || body.ends_with(b"\n"), "{ctx}: cut short");
+    let text = std::str::from_utf8(body).unwrap();
+    for line in text.lines() {
+        serde_json::from_str::<String>(line).unwrap_or_else(|e| panic!("{ctx}: {line:?}: {e}"));
+    }
+    text.lines().count() as u64
+}
+
+/// The records of `snapshot`, as the writer made them (from its shards' work ids).
+fn expected_records(snapshot: &Snapshot) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for s in snapshot.shards() {
+        let work_id = s.key.split('/').nth(1).unwrap();
+        let k = crash::iteration_of(work_id).unwrap();
+        assert_eq!(s.record_count, crash::record_count(k), "{}", s.key);
+        out.extend((0..s.record_count).map(|j| crash::record(work_id, j)));
+    }
+    out
+}
+
+/// The dataset opens to the old or the new snapshot, and everything published reads back.
+async fn check_dataset(
+    root: &Root,
+    tag: &str,
+    markers: &[(String, u64)],
+    state: &mut State,
+    context: &str,
+) {
+    let latest = match root.latest().await {
+        Ok(s) => Some(s),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => panic!("{context}: latest: {e}"),
+    };
+    let snapshots = root
+        .snapshots()
+        .await
+        .unwrap_or_else(|e| panic!("{context}: {e}"));
+    assert_eq!(
+        latest.as_ref().map(Snapshot::seq),
+        snapshots.iter().map(Snapshot::seq).max(),
+        "{context}"
+    );
+    // Old or new: the previous latest, or one of this run's publications that had started.
+    if let Some(s) = &latest {
+        let unchanged = state.latest.as_ref().is_some_and(|(_, id)| id == s.id());
+        let started: Vec<String> = markers
+            .iter()
+            .filter(|(p, _)| p == "publish")
+            .map(|(_, k)| crash::snapshot_id(tag, *k))
+            .collect();
+        assert!(
+            unchanged || started.iter().any(|id| id == s.id()),
+            "{context}: latest is {} (before: {:?})",
+            s.id(),
+            state.latest
+        );
+        assert!(state.latest.as_ref().is_none_or(|(seq, _)| s.seq() >= *seq));
+    } else {
+        assert!(state.latest.is_none(), "{context}: the dataset vanished");
+    }
+    // A publication the writer saw return is there.
+    for (_, k) in markers
+        .iter()
+        .filter(|(p, _)| p == "annotate" || p == "done")
+    {
+        let id = crash::snapshot_id(tag, *k);
+        assert!(
+            snapshots.iter().any(|s| s.id() == id),
+            "{context}: {id} returned but is not in the log"
+        );
+    }
+    let ids: HashSet<&str> = snapshots.iter().map(Snapshot::id).collect();
+    for id in &state.verified {
+        assert!(ids.contains(id.as_str()), "{context}: {id} disappeared");
+    }
+    for s in &snapshots {
+        if state.verified.contains(s.id()) {
+            continue;
+        }
+        let by_id = root.snapshot(s.id()).await;
+        assert_eq!(by_id.as_ref().ok(), Some(s), "{context}: {by_id:?}");
+        for shard in s.shards() {
+            let facts = FooterInspector
+                .inspect(&**root.store(), shard)
+                .await
+                .unwrap_or_else(|e| panic!("{context}: {}: {e}", shard.key));
+            assert_eq!(facts.record_count, shard.record_count, "{context}");
+            assert_eq!(facts.checksum, shard.checksum, "{context}: {}", shard.key);
+        }
+        let want = expected_records(s);
+        let reader = root.reader(s.clone());
+        let indices: Vec<u64> = (0..reader.len()).collect();
+        let got = reader
+            .get_many(&indices)
+            .await
+            .unwrap_or_else(|e| panic!("{context}: reading {}: {e}", s.id()));
+        let got: Vec<Vec<u8>> = got.iter().map(|b| b.to_vec()).collect();
+        assert_eq!(got, want, "{context}: records of {}", s.id());
+        state.verified.insert(s.id().to_owned());
+    }
+    state.latest = latest.map(|s| (s.seq(), s.id().to_owned()));
+    check_annotations(root, &snapshots, state, context).await;
+}
+
+async fn check_annotations(root: &Root, snapshots: &[Snapshot], state: &mut State, context: &str) {
+    let catalog = match root.catalog().await {
+        Ok(c) => c,
+        Err(e) if e.is_not_found() => return,
+        Err(e) => panic!("{context}: catalog: {e}"),
+    };
+    for entry in &catalog.entries {
+        if !state.annotated.insert(entry.set.clone()) {
+            continue;
+        }
+        let snapshot = snapshots
+            .iter()
+            .find(|s| s.id() == entry.snapshot_id)
+            .unwrap_or_else(|| panic!("{context}: {} annotates a missing snapshot", entry.set));
+        let set = root
+            .annotations(&entry.set, Some(&entry.version), snapshot, false)
+            .await
+            .unwrap_or_else(|e| panic!("{context}: {}: {e}", entry.set));
+        for i in 0..snapshot.total_records() {
+            let v: String = set.get(i).unwrap();
+            assert_eq!(v, crash::annotation_value(snapshot.id(), i), "{context}");
+        }
+    }
+}
+
+#[test]
+fn sigkill_at_random_points_leaves_a_local_root_consistent() {
+    let report = crash_loop("local", 60, 0x5eed_0001);
+    println!("local root: {report:?}");
+    // The kills must have landed in the publication steps, not only between them.
+    for phase in ["shard", "publish", "annotate"] {
+        assert!(
+            report.killed_in.get(phase).copied().unwrap_or(0) > 0,
+            "no kill during {phase}: {report:?}"
+        );
+    }
+    assert!(report.snapshots > 0, "{report:?}");
+}
