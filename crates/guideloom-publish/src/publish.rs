@@ -180,6 +180,7 @@ impl Root {
     /// [`Error::DatasetMismatch`] if the root belongs to another dataset.
     pub async fn init(&self, dataset_id: &str) -> Result<DatasetIdentity> {
         check_name("dataset id", dataset_id)?;
+        self.store.check_writable()?;
         match self.identity().await {
             Ok(id) => return check_identity(id, dataset_id),
             Err(e) if e.is_not_found() => {}
@@ -212,6 +213,7 @@ impl Root {
         record_count: u64,
     ) -> Result<ShardRef> {
         check_name("work id", work_id)?;
+        self.store.check_writable()?;
         let key = shard_key(work_id, index);
         let size = body.len() as u64;
         if size > self.options.max_encoded_shard_bytes {
@@ -256,6 +258,7 @@ impl Root {
         );
         async {
             check_name("snapshot id", &request.snapshot_id)?;
+            self.store.check_writable()?;
             self.check_request(request)?;
             self.init(&request.dataset_id).await?;
             self.verify_shards(&request.shards, options)

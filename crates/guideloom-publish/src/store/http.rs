@@ -145,6 +145,10 @@ impl RootStore for HttpRootStore {
         Err(self.read_only())
     }
 
+    fn check_writable(&self) -> Result<()> {
+        Err(self.read_only())
+    }
+
     async fn put_create(&self, _key: &str, _body: Bytes) -> Result<CreateOutcome> {
         Err(self.read_only())
     }

@@ -114,6 +114,13 @@ pub trait RootStore: Send + Sync + Debug + 'static {
         Ok(())
     }
 
+    /// `Ok` when the root accepts writes, otherwise the typed error that says why (an
+    /// `http(s)://` root: [`Error::ReadOnlyRoot`]). Publication checks this before any
+    /// request; stores that omit it still refuse in [`put_create`](RootStore::put_create).
+    fn check_writable(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Writes `body` under `key` only if no object exists there.
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome>;
 
@@ -151,6 +158,9 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
     fn check_cas(&self) -> Result<()> {
         (**self).check_cas()
+    }
+    fn check_writable(&self) -> Result<()> {
+        (**self).check_writable()
     }
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
         (**self).put_create(key, body).await

@@ -1,0 +1,237 @@
+//! Read-only `http://` roots: a dataset published to a directory that the nginx test server
+//! serves, opened by its URL — latest, by id (pointer and pointer-less fallback), the
+//! snapshot list, records by index and by staged scan, request counts, refused writes, and a
+//! missing base.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use guideloom_format::ShardMetadata;
+use guideloom_publish::{
+    Error, HttpRootStore, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy,
+    Root, RootStore, ShardRef, StorageOptions,
+};
+
+/// Removes the published subdirectory of the nginx root whatever the outcome.
+struct Served(PathBuf);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn record(i: u64) -> Vec<u8> {
+    format!(
+        "record {i:05} {}",
+        "x".repeat(usize::try_from(i % 37).unwrap())
+    )
+    .into_bytes()
+}
+
+async fn shard(root: &Root, work_id: &str, records: std::ops::Range<u64>, tmp: &Path) -> ShardRef {
+    root.write_shard(
+        work_id,
+        0,
+        ShardMetadata::new("raw", "documents"),
+        records.map(record),
+        tmp,
+    )
+    .await
+    .unwrap()
+}
+
+async fn publish(root: &Root, id: &str, shards: Vec<ShardRef>, mode: PublishMode) {
+    let request = PublishRequest {
+        dataset_id: "http-captures".into(),
+        snapshot_id: id.into(),
+        shards,
+        mode,
+    };
+    root.publish(&request, &PublicationOptions::default())
+        .await
+        .unwrap();
+}
+
+fn requests(store: &HttpRootStore) -> u64 {
+    store.stats().snapshot().requests
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_root_reads_what_a_local_root_published() {
+    let Some((url, served_root)) = guideloom_tests::nginx("http_root_reads") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("http-root");
+    let dir = served_root.join(&subdir);
+    let _served = Served(dir.clone());
+    let tmp = tempfile::tempdir().unwrap();
+
+    // Publish three snapshots (full, append, append) into the served directory.
+    let local = Registry::new()
+        .resolve(dir.to_str().unwrap(), &StorageOptions::default())
+        .unwrap();
+    let a = shard(&local, "w0", 0..40, tmp.path()).await;
+    let b = shard(&local, "w1", 40..41, tmp.path()).await;
+    let c = shard(&local, "w2", 41..100, tmp.path()).await;
+    publish(&local, "first", vec![a], PublishMode::Full).await;
+    publish(&local, "second", vec![b], PublishMode::Append).await;
+    publish(&local, "third", vec![c], PublishMode::Append).await;
+
+    let base = format!("{url}{subdir}");
+    let store = Arc::new(HttpRootStore::new(&base).unwrap());
+    let root = Root::new(store.clone(), StorageOptions::default());
+    assert!(!root.store().capabilities().list);
+
+    // Latest: seq 3 is found by 4 HEADs (1, 2, 4 absent, 3), then dataset.json and log/3.
+    let latest = root.latest().await.unwrap();
+    assert_eq!(
+        (latest.id(), latest.seq(), latest.total_records()),
+        ("third", 3, 100)
+    );
+    let open_requests = requests(&store);
+    assert_eq!(
+        open_requests, 6,
+        "HEAD x4 + GET dataset.json + GET log entry"
+    );
+
+    // First record: one tail read opens the shard, one ranged GET reads the record.
+    let reader = root.reader(latest.clone());
+    assert_eq!(reader.get(0).await.unwrap(), record(0));
+    let first_record = requests(&store) - open_requests;
+    assert_eq!(first_record, 2, "shard tail + record range");
+    println!(
+        "http root: open latest = {open_requests} requests, first record = {first_record} more"
+    );
+
+    // Records by index, across shards, and a batch.
+    for i in [1, 39, 40, 41, 99] {
+        assert_eq!(reader.get(i).await.unwrap(), record(i), "record {i}");
+    }
+    let batch = reader.get_many(&[98, 3, 40, 60]).await.unwrap();
+    let want: Vec<Vec<u8>> = [98, 3, 40, 60].into_iter().map(record).collect();
+    assert_eq!(batch, want);
+
+    // By id: pointer + log entry (identity cached).
+    let before = requests(&store);
+    let first = root.snapshot("first").await.unwrap();
+    assert_eq!((first.seq(), first.total_records()), (1, 40));
+    assert_eq!(requests(&store) - before, 2);
+
+    // The snapshot list: the probe (4 HEADs) plus one GET per snapshot.
+    let before = requests(&store);
+    let ids: Vec<String> = root
+        .snapshots()
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id().to_owned())
+        .collect();
+    assert_eq!(ids, ["first", "second", "third"]);
+    assert_eq!(requests(&store) - before, 7);
+
+    // Without its pointer, a snapshot is still found by scanning the probed log.
+    std::fs::remove_file(dir.join("snapshots/second.json")).unwrap();
+    let second = root.snapshot("second").await.unwrap();
+    assert_eq!((second.seq(), second.total_records()), (2, 41));
+    assert!(matches!(
+        root.snapshot("nope").await,
+        Err(Error::NotFound { .. })
+    ));
+
+    // A staged scan reads each shard with one GET and returns the same bytes.
+    let scan_root = Root::new(store.clone(), StorageOptions::default());
+    let scan_reader = scan_root.reader(latest.clone());
+    let before = requests(&store);
+    let mut scan = scan_reader.scan(0..100).unwrap();
+    let mut scanned = Vec::new();
+    while let Some(r) = scan.next_record().await {
+        scanned.push(r.unwrap());
+    }
+    let want: Vec<Vec<u8>> = (0..100).map(record).collect();
+    assert_eq!(scanned, want);
+    assert_eq!(requests(&store) - before, 3, "one GET per shard");
+
+    // The registry resolves the same URL to an HTTP root.
+    let resolved = Registry::new()
+        .resolve(&format!("{base}/"), &StorageOptions::default())
+        .unwrap();
+    assert_eq!(resolved.latest().await.unwrap().id(), "third");
+    assert_eq!(resolved.store().describe(), format!("{base}/"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_root_refuses_writes_with_a_typed_error() {
+    let Some((url, served_root)) = guideloom_tests::nginx("http_root_refuses_writes") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("http-ro");
+    let dir = served_root.join(&subdir);
+    let _served = Served(dir.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let local = Registry::new()
+        .resolve(dir.to_str().unwrap(), &StorageOptions::default())
+        .unwrap();
+    let a = shard(&local, "w0", 0..5, tmp.path()).await;
+    publish(&local, "only", vec![a.clone()], PublishMode::Full).await;
+
+    let store = Arc::new(HttpRootStore::new(&format!("{url}{subdir}")).unwrap());
+    let root = Root::new(store.clone(), StorageOptions::default());
+    let latest = root.latest().await.unwrap();
+
+    let before = requests(&store);
+    let err = root
+        .upload_shard("w9", 0, bytes::Bytes::from_static(b"x"), 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnlyRoot { root } if root.contains(&subdir)),
+        "{err}"
+    );
+    let request = PublishRequest {
+        dataset_id: "http-captures".into(),
+        snapshot_id: "again".into(),
+        shards: vec![a],
+        mode: PublishMode::Full,
+    };
+    let err = root
+        .publish(&request, &PublicationOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ReadOnlyRoot { .. }), "{err}");
+    let err = root
+        .publish_annotations(
+            "labels",
+            "v1",
+            &latest,
+            &[1, 2, 3, 4, 5],
+            &RetryPolicy::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ReadOnlyRoot { .. }), "{err}");
+    assert_eq!(
+        requests(&store),
+        before,
+        "writes refused before any request"
+    );
+    // Nothing was written behind the server's back.
+    assert!(!dir.join("claims/again.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_http_base_is_not_found() {
+    let Some((url, _)) = guideloom_tests::nginx("missing_http_base") else {
+        return;
+    };
+    let base = format!("{url}{}", guideloom_tests::unique("absent"));
+    let root = Registry::new()
+        .resolve(&base, &StorageOptions::default())
+        .unwrap();
+    let err = root.latest().await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    let err = root.snapshot("any").await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    assert!(root.snapshots().await.unwrap().is_empty());
+    assert!(root.identity().await.unwrap_err().is_not_found());
+}
