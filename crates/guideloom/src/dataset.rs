@@ -5,9 +5,11 @@
 //! threads, the [`Loader`](crate::Loader)) never touch tokio.
 //!
 //! A dataset is one snapshot of a root (the latest, or one chosen by id): its records are
-//! the records of the snapshot's shards, in manifest order. Shards are opened lazily, each
-//! with one tail read through the IO layer's reader contract; a record is then one ranged
-//! read, and [`Dataset::get_many`] makes one batched read per shard touched.
+//! the records of the snapshot's shards, in manifest order. Shards are opened lazily by
+//! guideloom-publish's [`SnapshotReader`] (one per dataset, shared by clones): one tail read
+//! each, size and record count checked against the manifest; a record is then one ranged
+//! read, and [`Dataset::get_many`] makes one batched read per shard touched, shards read
+//! concurrently.
 //!
 //! ```
 //! # fn main() -> guideloom::Result<()> {
@@ -31,16 +33,16 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::{AsyncShard, CborFormat, Format, ReadOptions, ShardMetadata};
+use guideloom_format::{AsyncShard, Format, ReadOptions};
 use guideloom_publish::{
-    AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootStore,
-    RootUri, Snapshot, StorageOptions,
+    AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootUri,
+    Snapshot, SnapshotReader, StorageOptions,
 };
 use serde::de::DeserializeOwned;
-use tokio::sync::OnceCell;
 
 use crate::error::{Error, Result};
 use crate::loader::RecordSource;
+use crate::publisher::write_cbor_shard;
 
 /// Records fetched per request by the in-order iterators.
 pub const ITER_CHUNK: u64 = 256;
@@ -106,11 +108,9 @@ pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
 #[derive(Debug)]
 struct Inner {
     uri: String,
-    root: Root,
-    snapshot: Snapshot,
-    bounds: Vec<u64>,
-    shards: Vec<OnceCell<AsyncShard>>,
-    read: ReadOptions,
+    /// Shards are opened (once, one tail read each, size and record count checked against
+    /// the manifest) and cached by guideloom-publish's reader.
+    reader: Arc<SnapshotReader>,
     remote: bool,
 }
 
@@ -138,21 +138,16 @@ impl AsyncDataset {
 
     /// A dataset over `snapshot` of an already resolved `root`.
     pub fn from_snapshot(uri: &str, root: Root, snapshot: Snapshot, read: ReadOptions) -> Self {
-        let mut bounds = Vec::with_capacity(snapshot.shards().len() + 1);
-        bounds.push(0u64);
-        for s in snapshot.shards() {
-            bounds.push(bounds[bounds.len() - 1] + s.record_count);
-        }
-        let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
+        Self::from_reader(uri, Arc::new(root.reader_with(snapshot, read)))
+    }
+
+    /// A dataset over an existing [`SnapshotReader`] (sharing its opened shards).
+    pub fn from_reader(uri: &str, reader: Arc<SnapshotReader>) -> Self {
         let remote = !matches!(RootUri::parse(uri), Ok(RootUri::Local(_)));
         AsyncDataset {
             inner: Arc::new(Inner {
                 uri: uri.to_owned(),
-                root,
-                snapshot,
-                bounds,
-                shards,
-                read,
+                reader,
                 remote,
             }),
         }
@@ -165,17 +160,23 @@ impl AsyncDataset {
 
     /// The root.
     pub fn root(&self) -> &Root {
-        &self.inner.root
+        self.inner.reader.root()
     }
 
     /// The snapshot read.
     pub fn snapshot(&self) -> &Snapshot {
-        &self.inner.snapshot
+        self.inner.reader.snapshot()
+    }
+
+    /// The publish layer's reader this dataset reads through (per-shard access:
+    /// [`SnapshotReader::open_shard`]).
+    pub fn reader(&self) -> &Arc<SnapshotReader> {
+        &self.inner.reader
     }
 
     /// The number of records.
     pub fn len(&self) -> u64 {
-        self.inner.bounds[self.inner.bounds.len() - 1]
+        self.inner.reader.len()
     }
 
     /// `true` when the snapshot has no records.
@@ -185,7 +186,7 @@ impl AsyncDataset {
 
     /// Cumulative record starts of the shards: `[0, n0, n0 + n1, ..., len()]`.
     pub fn shard_bounds(&self) -> &[u64] {
-        &self.inner.bounds
+        self.inner.reader.shard_starts()
     }
 
     /// `true` unless the root is a local directory (then reads are network requests).
@@ -194,41 +195,16 @@ impl AsyncDataset {
     }
 
     fn locate(&self, index: u64) -> Result<(usize, u64)> {
-        if index >= self.len() {
-            return Err(Error::OutOfRange {
-                index,
-                len: self.len(),
-            });
-        }
-        let s = self.inner.bounds.partition_point(|&b| b <= index) - 1;
-        Ok((s, index - self.inner.bounds[s]))
+        self.inner.reader.position(index).ok_or(Error::OutOfRange {
+            index,
+            len: self.len(),
+        })
     }
 
+    /// Shard `s`, opened through the reader. Record reads are made here (not through
+    /// [`SnapshotReader::get`]) so a damaged record stays a typed [`Error::Format`].
     async fn shard(&self, s: usize) -> Result<&AsyncShard> {
-        let inner = &*self.inner;
-        let shard_ref = &inner.snapshot.shards()[s];
-        let shard = inner.shards[s]
-            .get_or_try_init(|| async {
-                // The root store's reader (ObjectStoreIo ranges on object stores, a local
-                // file reader on disk): no request to open, sizes from the manifest.
-                let reader = inner
-                    .root
-                    .store()
-                    .open_reader(&shard_ref.key, shard_ref.size)
-                    .await?;
-                let shard = AsyncShard::open(reader, &inner.read).await?;
-                if shard.len() != shard_ref.record_count {
-                    return Err(Error::Publish(guideloom_publish::Error::Verification {
-                        key: shard_ref.key.clone(),
-                        what: "record count",
-                        expected: shard_ref.record_count.to_string(),
-                        actual: shard.len().to_string(),
-                    }));
-                }
-                Ok::<_, Error>(shard)
-            })
-            .await?;
-        Ok(shard)
+        Ok(self.inner.reader.open_shard(s).await?)
     }
 
     /// The bytes of record `index`: one ranged read (plus one tail read the first time its
@@ -280,7 +256,7 @@ impl AsyncDataset {
     }
 
     /// Record `index` decoded as CBOR into `T` (records written with
-    /// [`CborFormat`]).
+    /// [`CborFormat`](guideloom_format::CborFormat)).
     pub async fn get_as<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
         decode_as(index, self.get(index).await?)
     }
@@ -296,9 +272,8 @@ impl AsyncDataset {
     /// Annotation set `name` (latest version) for this snapshot.
     pub async fn annotations(&self, name: &str) -> Result<AnnotationSet> {
         Ok(self
-            .inner
-            .root
-            .annotations(name, None, &self.inner.snapshot, false)
+            .root()
+            .annotations(name, None, self.snapshot(), false)
             .await?)
     }
 
@@ -314,7 +289,7 @@ impl AsyncDataset {
     }
 }
 
-/// Decodes one CBOR record exactly as [`CborFormat`] does (one item, no trailing bytes),
+/// Decodes one CBOR record exactly as [`CborFormat`](guideloom_format::CborFormat) does (one item, no trailing bytes),
 /// without requiring `T: Serialize`.
 fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
     let mut rest: &[u8] = &bytes;
@@ -365,6 +340,11 @@ impl Dataset {
         let runtime = Arc::new(new_runtime()?);
         let inner = runtime.block_on(AsyncDataset::open_with(uri, options))?;
         Ok(Dataset { inner, runtime })
+    }
+
+    /// A dataset driving `inner` on `runtime` (shared with a [`Publisher`](crate::Publisher)).
+    pub(crate) fn from_parts(inner: AsyncDataset, runtime: Arc<tokio::runtime::Runtime>) -> Self {
+        Dataset { inner, runtime }
     }
 
     /// The async flavour sharing this dataset's state (opened shards).
@@ -516,7 +496,8 @@ impl RecordSource for Dataset {
 
 /// Writes `records` as CBOR-encoded shards of `shard_records` records each and publishes
 /// them as snapshot `snapshot_id` of dataset `dataset_id` in `root` (a convenience built on
-/// [`Root::write_shard`] and [`Root::publish`]). Returns the snapshot.
+/// [`Root::write_shard`] and [`Root::publish`]). Returns the snapshot. Without tokio, use
+/// [`Publisher`](crate::Publisher).
 pub async fn publish_cbor<T>(
     root: &Root,
     dataset_id: &str,
@@ -529,23 +510,9 @@ where
     T: serde::Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     let staging = tempfile_dir()?;
-    let format = CborFormat::<T>::new();
     let mut shards = Vec::new();
     for (n, chunk) in records.chunks(shard_records.max(1)).enumerate() {
-        let mut encoded = Vec::with_capacity(chunk.len());
-        for (i, r) in chunk.iter().enumerate() {
-            let mut out = Vec::new();
-            format.encode(r, &mut out).map_err(|source| Error::Decode {
-                index: (n * shard_records.max(1) + i) as u64,
-                source,
-            })?;
-            encoded.push(out);
-        }
-        let meta = ShardMetadata::new(format.name(), "documents");
-        shards.push(
-            root.write_shard(work_id, n as u64, meta, &encoded, staging.path())
-                .await?,
-        );
+        shards.push(write_cbor_shard(root, work_id, n as u64, chunk, staging.path()).await?);
     }
     let request = PublishRequest {
         dataset_id: dataset_id.to_owned(),

@@ -41,6 +41,19 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A record could not be encoded (serde → CBOR) while writing a shard.
+    #[error("cannot encode record {index} of shard {work_id}/{shard}: {source}")]
+    Encode {
+        /// The writer's work id.
+        work_id: String,
+        /// The shard number.
+        shard: u64,
+        /// The record's index inside the shard.
+        index: u64,
+        /// The encoder's error.
+        #[source]
+        source: BoxError,
+    },
     /// A record source (the loader's [`RecordSource`](crate::loader::RecordSource)) failed
     /// to fetch records.
     #[error("cannot fetch records from {source_name}: {source}")]

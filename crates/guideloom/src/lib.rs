@@ -7,6 +7,8 @@
 //! - [`Dataset`] (sync; owns a tokio runtime) and [`AsyncDataset`]: open any root URI and
 //!   read records by index, in order, by range, typed through serde, with annotations and
 //!   snapshot selection.
+//! - [`Publisher`] (sync; owns a tokio runtime): write shards of serde records, publish
+//!   snapshots and annotation sets without async code.
 //! - [`Loader`]: the training-loop reader — deterministic shuffle from `(seed, epoch)`,
 //!   batches, worker threads, bounded prefetch, ranks, O(1) resume. See [`loader`] and
 //!   `docs/loader.md`.
@@ -34,6 +36,7 @@ pub mod loader;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 pub mod order;
+pub mod publisher;
 
 /// Byte-range IO (`guideloom-io`): reader and backend traits, local backends and, behind
 /// features, HTTP and object-store backends and the conformance kit.
@@ -61,6 +64,7 @@ pub use loader::{
     RecordSource,
 };
 pub use order::ShuffleMode;
+pub use publisher::Publisher;
 
 pub use guideloom_format::{
     CborFormat, DocumentStorage, Format, RawFormat, ReadOptions, ShardMetadata, StreamStorage,
@@ -70,6 +74,6 @@ pub use guideloom_format::{
 pub use guideloom_io::MmapIo;
 pub use guideloom_io::{AsyncReader, Backend, Location, PreadIo, SeekIo, SyncReader};
 pub use guideloom_publish::{
-    AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, ShardRef,
-    Snapshot, StorageOptions,
+    AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
+    Root, ShardRef, Snapshot, StorageOptions,
 };

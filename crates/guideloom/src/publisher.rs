@@ -1,0 +1,268 @@
+//! Writing and publishing datasets without async code: [`Publisher`].
+//!
+//! A training-pipeline author who produces records in plain threads writes shards, publishes
+//! them as a snapshot, and annotates it, all through blocking calls. [`Publisher`] owns a
+//! small tokio runtime (like [`Dataset`]) and drives guideloom-publish's async root
+//! operations on it: [`Root::write_shard`], [`Root::publish`] and
+//! [`Root::publish_annotations`]. The guarantees are theirs (create-only shards, one
+//! totally ordered log entry per snapshot, compare-and-swap catalog updates), see
+//! `docs/publication.md`.
+//!
+//! ```
+//! # fn main() -> guideloom::Result<()> {
+//! use guideloom::{PublishMode, Publisher};
+//! # let tmp = tempfile::tempdir().unwrap();
+//! # let root = tmp.path().join("captions");
+//! # let root = root.to_str().unwrap();
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct Caption {
+//!     id: u64,
+//!     text: String,
+//! }
+//!
+//! let publisher = Publisher::open(root)?; // a path, file://, s3://..., memory://
+//! let mut shards = Vec::new();
+//! for (n, chunk) in (0..10u64).collect::<Vec<_>>().chunks(4).enumerate() {
+//!     let records: Vec<Caption> =
+//!         chunk.iter().map(|&id| Caption { id, text: format!("caption {id}") }).collect();
+//!     shards.push(publisher.write_shard("worker-0", n as u64, &records)?); // CBOR records
+//! }
+//! let snapshot = publisher.publish("captions", "v1", shards, PublishMode::Full)?;
+//! assert_eq!(snapshot.total_records(), 10);
+//! let quality: Vec<f32> = (0..10).map(|i| i as f32 / 10.0).collect();
+//! publisher.publish_annotations("quality", "v1", &snapshot, &quality)?;
+//!
+//! let ds = publisher.dataset()?; // read it back (the latest snapshot)
+//! let third: Caption = ds.get_as(3)?;
+//! assert_eq!(third.text, "caption 3");
+//! assert_eq!(ds.annotation::<f32>("quality", 5)?, 0.5);
+//! # Ok(()) }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use guideloom_format::{ReadOptions, ShardMetadata};
+use guideloom_publish::{
+    AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root,
+    ShardRef, Snapshot, StorageOptions,
+};
+use serde::Serialize;
+
+use crate::dataset::{AsyncDataset, Dataset, DatasetOptions, new_runtime, resolve_root};
+use crate::error::{Error, Result};
+
+/// The record format name of shards written by [`Publisher::write_shard`] (the same as
+/// [`CborFormat`](guideloom_format::CborFormat)'s).
+pub const CBOR_FORMAT: &str = "cbor";
+
+/// Encodes `records` as CBOR (one item per record, as [`CborFormat`] does), naming the
+/// record at fault in the error.
+///
+/// [`CborFormat`]: guideloom_format::CborFormat
+pub fn encode_cbor<T: Serialize>(work_id: &str, shard: u64, records: &[T]) -> Result<Vec<Vec<u8>>> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut out = Vec::new();
+            ciborium::into_writer(r, &mut out).map_err(|e| Error::Encode {
+                work_id: work_id.to_owned(),
+                shard,
+                index: i as u64,
+                source: Box::new(e),
+            })?;
+            Ok(out)
+        })
+        .collect()
+}
+
+/// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), staging the
+/// shard file under `staging_dir`. The async piece behind [`Publisher::write_shard`] and
+/// [`publish_cbor`](crate::dataset::publish_cbor).
+pub async fn write_cbor_shard<T: Serialize>(
+    root: &Root,
+    work_id: &str,
+    n: u64,
+    records: &[T],
+    staging_dir: &std::path::Path,
+) -> Result<ShardRef> {
+    let encoded = encode_cbor(work_id, n, records)?;
+    let meta = ShardMetadata::new(CBOR_FORMAT, "documents");
+    Ok(root
+        .write_shard(work_id, n, meta, &encoded, staging_dir)
+        .await?)
+}
+
+/// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
+///
+/// Call it from plain threads: calling its methods from inside an async task panics (tokio
+/// forbids blocking a runtime thread); use [`Root`]'s async methods there
+/// ([`Publisher::root`]).
+#[derive(Debug, Clone)]
+pub struct Publisher {
+    uri: String,
+    root: Root,
+    runtime: Arc<tokio::runtime::Runtime>,
+    staging: PathBuf,
+    retry: RetryPolicy,
+}
+
+impl Publisher {
+    /// Opens the root at `uri` for writing (a local path, `file://`, `memory://`, `s3://`
+    /// with feature `s3`). A local directory is created by the first write.
+    pub fn open(uri: &str) -> Result<Self> {
+        Self::open_with(uri, StorageOptions::default())
+    }
+
+    /// Opens the root at `uri` with storage `options` (e.g. `mount: true` for a local path
+    /// that is a mounted bucket, or S3 endpoint settings).
+    pub fn open_with(uri: &str, options: StorageOptions) -> Result<Self> {
+        Self::open_in(uri, options, None)
+    }
+
+    /// Like [`open_with`](Self::open_with), resolving `uri` through `registry` instead of
+    /// [`Registry::global`].
+    pub fn open_in(
+        uri: &str,
+        options: StorageOptions,
+        registry: Option<Arc<Registry>>,
+    ) -> Result<Self> {
+        let dataset_options = DatasetOptions {
+            storage: options,
+            registry,
+            ..DatasetOptions::default()
+        };
+        let root = resolve_root(uri, &dataset_options)?;
+        Ok(Publisher {
+            uri: uri.to_owned(),
+            root,
+            runtime: Arc::new(new_runtime()?),
+            staging: std::env::temp_dir(),
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    /// Stages shard files under `dir` before their upload (default: the system's temporary
+    /// directory). Each shard gets its own fresh subdirectory, removed afterwards.
+    pub fn staging_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.staging = dir.into();
+        self
+    }
+
+    /// Bounds the compare-and-swap retries of annotation publication.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The root (for its async API).
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// Writes `records` (any serde type) as CBOR shard `n` of worker `work_id`, create-only
+    /// at `shards/<work_id>/<n>.glm`. Returns the reference to pass to
+    /// [`publish`](Self::publish). Re-writing identical bytes succeeds; different bytes
+    /// under the same key are a publication collision.
+    pub fn write_shard<T: Serialize>(
+        &self,
+        work_id: &str,
+        n: u64,
+        records: &[T],
+    ) -> Result<ShardRef> {
+        self.runtime.block_on(write_cbor_shard(
+            &self.root,
+            work_id,
+            n,
+            records,
+            &self.staging,
+        ))
+    }
+
+    /// Writes already encoded records (raw bytes) as shard `n` of `work_id`, with
+    /// `metadata` naming their format (e.g. `ShardMetadata::new("raw", "documents")`).
+    pub fn write_raw_shard<I, R>(
+        &self,
+        work_id: &str,
+        n: u64,
+        metadata: ShardMetadata,
+        records: I,
+    ) -> Result<ShardRef>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        Ok(self.runtime.block_on(self.root.write_shard(
+            work_id,
+            n,
+            metadata,
+            records,
+            &self.staging,
+        ))?)
+    }
+
+    /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:
+    /// [`PublishMode::Full`] makes them the whole snapshot, [`PublishMode::Append`] extends
+    /// the latest snapshot with them. Default [`PublicationOptions`].
+    pub fn publish(
+        &self,
+        dataset_id: &str,
+        snapshot_id: &str,
+        shards: Vec<ShardRef>,
+        mode: PublishMode,
+    ) -> Result<Snapshot> {
+        let request = PublishRequest {
+            dataset_id: dataset_id.to_owned(),
+            snapshot_id: snapshot_id.to_owned(),
+            shards,
+            mode,
+        };
+        self.publish_request(&request, &PublicationOptions::default())
+    }
+
+    /// Publishes `request` with `options` (e.g. record-count verification).
+    pub fn publish_request(
+        &self,
+        request: &PublishRequest,
+        options: &PublicationOptions,
+    ) -> Result<Snapshot> {
+        Ok(self.runtime.block_on(self.root.publish(request, options))?)
+    }
+
+    /// Publishes annotation set `set` at `version` for `snapshot`: one value per record, in
+    /// record order. Refused on a declared mounted bucket (publish annotations through the
+    /// `s3://` root of the same dataset).
+    pub fn publish_annotations<T: Serialize>(
+        &self,
+        set: &str,
+        version: &str,
+        snapshot: &Snapshot,
+        values: &[T],
+    ) -> Result<AnnotationEntry> {
+        Ok(self.runtime.block_on(self.root.publish_annotations(
+            set,
+            version,
+            snapshot,
+            values,
+            &self.retry,
+        ))?)
+    }
+
+    /// The latest snapshot.
+    pub fn latest(&self) -> Result<Snapshot> {
+        Ok(self.runtime.block_on(self.root.latest())?)
+    }
+
+    /// A [`Dataset`] over the latest snapshot, sharing this publisher's runtime.
+    pub fn dataset(&self) -> Result<Dataset> {
+        let snapshot = self.latest()?;
+        let inner = AsyncDataset::from_snapshot(
+            &self.uri,
+            self.root.clone(),
+            snapshot,
+            ReadOptions::default(),
+        );
+        Ok(Dataset::from_parts(inner, Arc::clone(&self.runtime)))
+    }
+}
