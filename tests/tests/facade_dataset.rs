@@ -9,7 +9,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
 use guideloom::loader::{Loader, LoaderOptions};
 use guideloom::publish::{RetryPolicy, S3Options, StorageOptions};
-use guideloom::{AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, RecordSource};
+use guideloom::{
+    AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, PublishMode, Publisher, RecordSource,
+    ShardMetadata,
+};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Sample {
@@ -188,10 +191,135 @@ fn declared_mount_reads_but_refuses_annotation_writes() {
     assert_eq!(ds.get_as::<Sample>(8).unwrap().text, "m 8");
 }
 
+/// A dataset published into a directory that nginx serves, opened by its `http://` URL:
+/// latest and by id, get/get_many/iteration/annotations, and writes refused (read-only).
 #[test]
-fn http_roots_are_refused_with_a_typed_unsupported_error() {
-    let err = Dataset::open("http://127.0.0.1:9/ds/").unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+fn http_root_served_by_nginx_all_read_paths() {
+    let Some((url, served_root)) = guideloom_tests::nginx("http_root_served_by_nginx") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("facade-http");
+    let dir = served_root.join(&subdir);
+    let _served = Served(dir.clone());
+    let publisher = Publisher::open(dir.to_str().unwrap()).unwrap();
+    let shards = [0..8u64, 8..19]
+        .into_iter()
+        .enumerate()
+        .map(|(n, ids)| {
+            let records: Vec<Sample> = ids
+                .map(|id| Sample {
+                    id,
+                    text: format!("web {id}"),
+                })
+                .collect();
+            publisher.write_shard("w", n as u64, &records).unwrap()
+        })
+        .collect();
+    let snap = publisher
+        .publish("web", "s1", shards, PublishMode::Full)
+        .unwrap();
+    let labels: Vec<u64> = (0..19).map(|i| i * 10).collect();
+    publisher
+        .publish_annotations("labels", "v1", &snap, &labels)
+        .unwrap();
+
+    let uri = format!("{url}{subdir}");
+    let ds = Dataset::open(&uri).unwrap();
+    assert!(ds.as_async().is_remote());
+    assert_eq!(ds.snapshot().id(), "s1");
+    assert_eq!(ds.len(), 19);
+    assert_eq!(ds.shard_bounds(), &[0, 8, 19]);
+    assert_eq!(ds.get_as::<Sample>(12).unwrap().text, "web 12");
+    let many = ds.get_many(&[18, 0, 9]).unwrap();
+    assert_eq!(many[0], ds.get(18).unwrap());
+    let ids: Vec<u64> = ds.iter_as::<Sample>().map(|s| s.unwrap().id).collect();
+    assert_eq!(ids, (0..19).collect::<Vec<_>>());
+    assert_eq!(ds.annotation::<u64>("labels", 7).unwrap(), 70);
+    assert!(matches!(
+        ds.get(19),
+        Err(Error::OutOfRange { index: 19, len: 19 })
+    ));
+    let by_id = Dataset::open_with(&uri, DatasetOptions::default().snapshot("s1")).unwrap();
+    assert_eq!(by_id.get(3).unwrap(), ds.get(3).unwrap());
+    // Read-only: publishing through the URL is refused before any write.
+    let web = Publisher::open(&uri).unwrap();
+    let err = web.write_shard("w2", 0, &samples(1, "x")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Publish(guideloom::publish::Error::ReadOnlyRoot { .. })
+        ),
+        "{err:?}"
+    );
+}
+
+/// Removes a published subdirectory of the nginx root whatever the outcome.
+struct Served(std::path::PathBuf);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The sync Publisher: raw shards, append mode, a declared mount refusing annotations with a
+/// typed error, and an unencodable record naming its place.
+#[test]
+fn sync_publisher_raw_append_mount_and_encode_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("ds");
+    let uri = uri.to_str().unwrap();
+    let publisher = Publisher::open_with(
+        uri,
+        StorageOptions {
+            mount: true,
+            ..StorageOptions::default()
+        },
+    )
+    .unwrap();
+    let raw = |n: u64, from: u64, to: u64| {
+        publisher
+            .write_raw_shard(
+                "raw",
+                n,
+                ShardMetadata::new("raw", "documents"),
+                (from..to).map(|i| format!("r{i}").into_bytes()),
+            )
+            .unwrap()
+    };
+    let s1 = publisher
+        .publish("raw", "s1", vec![raw(0, 0, 3)], PublishMode::Full)
+        .unwrap();
+    assert_eq!(s1.total_records(), 3);
+    let s2 = publisher
+        .publish("raw", "s2", vec![raw(1, 3, 5)], PublishMode::Append)
+        .unwrap();
+    assert_eq!(s2.total_records(), 5);
+    assert_eq!(publisher.latest().unwrap().id(), "s2");
+    let ds = publisher.dataset().unwrap();
+    assert_eq!(&ds.get(4).unwrap()[..], b"r4");
+    let err = publisher
+        .publish_annotations("l", "v1", &s2, &[1u8; 5])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Publish(guideloom::publish::Error::MountedBucketCannotAnnotate { .. })
+        ),
+        "{err:?}"
+    );
+    // A record whose Serialize fails is an Encode error naming the shard and record.
+    struct Bad;
+    impl serde::Serialize for Bad {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no"))
+        }
+    }
+    let err = publisher.write_shard("bad", 0, &[Bad]).unwrap_err();
+    assert!(
+        matches!(&err, Error::Encode { shard: 0, index: 0, work_id, .. } if work_id == "bad"),
+        "{err:?}"
+    );
 }
 
 #[test]

@@ -85,19 +85,9 @@ impl DatasetOptions {
 }
 
 /// Resolves `uri` to a [`Root`] with the registry of `options`. `http(s)://` base URLs are
-/// refused with [`Error::Unsupported`]: read-only HTTP roots need a root store over
-/// `HttpIo` that the publish crate does not provide yet.
+/// read-only roots (feature `http`; without it they are refused with
+/// `guideloom_publish::Error::Unsupported`).
 pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
-    let lower = uri.to_ascii_lowercase();
-    if lower.starts_with("http://") || lower.starts_with("https://") {
-        return Err(Error::Unsupported {
-            what: format!(
-                "{uri}: read-only http(s) dataset roots are not available yet (guideloom-publish \
-                 has no HTTP root store); read shards over HTTP with \
-                 guideloom::format::DocumentStorage and guideloom::io::http::HttpIo instead"
-            ),
-        });
-    }
     let root = match &options.registry {
         Some(r) => r.resolve(uri, &options.storage)?,
         None => Registry::global().resolve(uri, &options.storage)?,
@@ -329,8 +319,8 @@ pub fn new_runtime() -> Result<tokio::runtime::Runtime> {
 
 impl Dataset {
     /// Opens the latest snapshot of the root at `uri` (a local path, `file://`,
-    /// `memory://`, `s3://` with feature `s3`, or a declared mount through
-    /// [`DatasetOptions::storage`]).
+    /// `memory://`, `s3://` with feature `s3`, a read-only `http(s)://` base URL with
+    /// feature `http`, or a declared mount through [`DatasetOptions::storage`]).
     pub fn open(uri: &str) -> Result<Self> {
         Self::open_with(uri, DatasetOptions::default())
     }
