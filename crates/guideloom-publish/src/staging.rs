@@ -26,7 +26,7 @@
 //!   a SHA-256 checksum, its hash; the staged shard's footer must give the reference's record
 //!   count; record CRCs are checked on read. A corrupt or truncated download is a typed error
 //!   ([`Error::Verification`], [`Error::Read`] or [`Error::Corrupt`]) naming the shard, and is
-//!   not kept.
+//!   not kept (a shard whose records fail their CRC is dropped once no reader holds it).
 //! - **Local reads.** Reads from the staged file go through guideloom-io's `PreadIo`
 //!   ([`PreadIo::open_file_async`]), on tokio's blocking pool.
 //!
@@ -224,6 +224,17 @@ impl Stager {
             }
         }
         result
+    }
+
+    /// Drops the staged copy of `key` unless someone still holds it (a shard whose records
+    /// failed their checks is not kept for the next reader).
+    pub(crate) fn discard(&self, key: &str) {
+        let mut state = self.lock();
+        if state.slots.get(key).is_some_and(Slot::evictable)
+            && let Some(slot) = state.slots.remove(key)
+        {
+            state.stats.staged_bytes -= slot.size;
+        }
     }
 
     /// Finds or reserves the slot of `reference` under the budget.
@@ -441,10 +452,16 @@ impl<'a> Scan<'a> {
             }
             count += 1;
         }
-        let records = shard
-            .read_run(first, count)
-            .await
-            .map_err(|e| Error::corrupt(staged.key(), e.to_string()))?;
+        let records = match shard.read_run(first, count).await {
+            Ok(records) => records,
+            Err(e) => {
+                let key = staged.key().to_owned();
+                drop(staged);
+                self.current = None;
+                self.stager.discard(&key);
+                return Err(Error::corrupt(key, e.to_string()));
+            }
+        };
         self.next += count;
         Ok(Some(records))
     }
