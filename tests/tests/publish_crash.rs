@@ -9,7 +9,7 @@
 //! What it measures is printed (`--nocapture`): where the kills landed, and how many
 //! temporary files and staging directories the crashes left behind (nothing cleans them).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -27,8 +27,13 @@ use guideloom_tests::crash;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// Kill delays are drawn from `0..MAX_DELAY_US` after the writer announced its first phase.
-const MAX_DELAY_US: u64 = 12_000;
+/// Kill delays are drawn from `0..MAX_DELAY_US` after the writer announced the targeted
+/// phase of its first or second iteration.
+const MAX_DELAY_US: u64 = 4_000;
+
+/// The phases targeted in turn (`annotate` is never announced on a mount: there the kill
+/// follows the end of the first iteration instead).
+const TARGETS: [&str; 3] = ["shard", "publish", "annotate"];
 
 /// xorshift64*: the delays are the same on every run of a given seed.
 struct Rng(u64);
@@ -62,12 +67,22 @@ struct Report {
     killed_in: BTreeMap<String, u32>,
     /// Iterations completed by the writers, summed.
     completed: u64,
-    /// `.`-prefixed temporary files left in the root after the last kill.
+    /// `.`-prefixed temporary files (`.tmp`; not the catalog's lock file) in the root after
+    /// the last kill.
     temp_files: usize,
     /// Staging directories (`.guideloom-shard-*`) left after the last kill.
     staging_dirs: usize,
     /// Snapshots published in all.
     snapshots: usize,
+    /// Objects found incomplete or invalid under their final names (a mount only; on a
+    /// local root any is a failure), each with why.
+    partial: BTreeSet<String>,
+    /// Publications cut between claim and commit, commit and pointer, values and catalog
+    /// (see [`interrupted`]).
+    interrupted: [usize; 3],
+    /// Why the loop stopped early (a mount only): the writer failed by itself, or the
+    /// dataset could no longer be opened.
+    blocked: Option<String>,
 }
 
 fn open_root(dir: &Path, kind: &str) -> Root {
@@ -109,9 +124,23 @@ fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
             .spawn()
             .unwrap();
         let mut out = BufReader::new(child.stdout.take().unwrap());
-        // The first marker: the writer is past its start-up, the kill lands in the work.
+        // Wait for the start of the targeted phase of the first iteration (taking turns), then
+        // a random delay: the kills land in every phase whatever the machine's load.
+        let turn = usize::try_from(it).unwrap();
+        let phase = match TARGETS[turn % TARGETS.len()] {
+            "annotate" if kind == "mount" => "done",
+            t => t,
+        };
+        // Iteration 0 or 1 in turn: 1 publishes in append mode.
+        let target = format!("{phase} {}", (turn / TARGETS.len()) % 2);
         let mut text = String::new();
-        out.read_line(&mut text).unwrap();
+        loop {
+            let before = text.len();
+            let n = out.read_line(&mut text).unwrap();
+            if n == 0 || text[before..].trim_end() == target {
+                break;
+            }
+        }
         std::thread::sleep(Duration::from_micros(rng.next() % MAX_DELAY_US));
         let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
         kill(pid, Signal::SIGKILL).unwrap();
@@ -124,27 +153,72 @@ fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
             .unwrap()
             .read_to_string(&mut err)
             .unwrap();
-        assert_eq!(
-            status.signal(),
-            Some(Signal::SIGKILL as i32),
-            "{kind} run {tag}: the writer ended on its own ({status}) before the kill: {err}\n\
-             markers: {text}"
-        );
+        if status.signal() != Some(Signal::SIGKILL as i32) {
+            let why = format!("run {tag}: the writer ended on its own ({status}): {err}");
+            assert!(kind == "mount", "{kind} {why}\nmarkers: {text}");
+            report.blocked = Some(why);
+            break;
+        }
         let markers = parse_markers(&text);
         let (phase, _) = markers.last().cloned().expect("a first marker");
         *report.killed_in.entry(phase).or_default() += 1;
         report.completed += markers.iter().filter(|(p, _)| p == "done").count() as u64;
         let context = format!("{kind} run {tag} (markers {markers:?})");
-        check_objects(&root_dir, &context);
-        rt.block_on(check_dataset(&root, &tag, &markers, &mut state, &context));
+        let bad = check_objects(&root_dir, &context);
+        assert!(kind == "mount" || bad.is_empty(), "{context}: {bad:#?}");
+        report.partial.extend(bad);
+        if let Err(e) = rt.block_on(check_dataset(&root, &tag, &markers, &mut state, &context)) {
+            assert!(kind == "mount", "{context}: {e}");
+            report.blocked = Some(format!("{context}: {e}"));
+            break;
+        }
         report.temp_files = walk(&root_dir)
             .iter()
-            .filter(|(key, _)| file_name(key).starts_with('.'))
+            .filter(|(key, _)| file_name(key).starts_with('.') && key.ends_with(".tmp"))
             .count();
         report.staging_dirs = check_staging(&staging, &context);
     }
     report.snapshots = state.verified.len();
+    report.interrupted = interrupted(&root_dir);
     report
+}
+
+/// Evidence of where publications were cut: claims with no log entry (killed between claim
+/// and commit), log entries with no pointer (between commit and pointer), values files no
+/// catalog entry names (between values and catalog).
+fn interrupted(root_dir: &Path) -> [usize; 3] {
+    let keys: BTreeSet<String> = walk(root_dir).into_iter().map(|(k, _)| k).collect();
+    let mut committed = BTreeSet::new();
+    for key in keys.iter().filter(|k| k.starts_with("log/")) {
+        let body = std::fs::read(root_dir.join(key)).unwrap();
+        if let Ok(m) = Manifest::parse(key, &body, crash::DATASET) {
+            committed.insert(m.snapshot_id);
+        }
+    }
+    let id = |key: &str, prefix: &str| {
+        key.strip_prefix(prefix)
+            .and_then(|k| k.strip_suffix(".json"))
+            .map(str::to_owned)
+    };
+    let claims = keys.iter().filter_map(|k| id(k, "claims/"));
+    let pointers: BTreeSet<String> = keys.iter().filter_map(|k| id(k, "snapshots/")).collect();
+    let catalog = std::fs::read(root_dir.join("annotations/catalog.json"))
+        .ok()
+        .and_then(|b| Catalog::parse(&b, crash::DATASET).ok())
+        .map(|c| {
+            c.entries
+                .into_iter()
+                .map(|e| e.key)
+                .collect::<BTreeSet<_>>()
+        })
+        .unwrap_or_default();
+    [
+        claims.filter(|c| !committed.contains(c)).count(),
+        committed.iter().filter(|c| !pointers.contains(*c)).count(),
+        keys.iter()
+            .filter(|k| k.ends_with("values.jsonl") && !catalog.contains(*k))
+            .count(),
+    ]
 }
 
 fn parse_markers(text: &str) -> Vec<(String, u64)> {
@@ -201,8 +275,10 @@ fn check_staging(staging: &Path, context: &str) -> usize {
 }
 
 /// Every file in the root: a temporary or lock file of the local store (`.`-prefixed, next
-/// to its final name), or a complete, valid object of the layout.
-fn check_objects(root_dir: &Path, context: &str) {
+/// to its final name), or a complete, valid object of the layout. Returns the objects that
+/// are not (each with why).
+fn check_objects(root_dir: &Path, context: &str) -> Vec<String> {
+    let mut bad = Vec::new();
     let files = walk(root_dir);
     let bodies: BTreeMap<&str, Vec<u8>> = files
         .iter()
@@ -217,85 +293,113 @@ fn check_objects(root_dir: &Path, context: &str) {
             continue;
         }
         let body = &bodies[key.as_str()];
-        let ctx = format!("{context}: {key}");
-        check_object(key, body, &bodies, &ctx);
+        if let Err(e) = check_object(key, body, &bodies, key) {
+            bad.push(e);
+        }
     }
+    bad
 }
 
-fn check_object(key: &str, body: &[u8], all: &BTreeMap<&str, Vec<u8>>, ctx: &str) {
+/// `Err` with `msg` unless `cond`.
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if cond { Ok(()) } else { Err(msg()) }
+}
+
+fn check_object(
+    key: &str,
+    body: &[u8],
+    all: &BTreeMap<&str, Vec<u8>>,
+    ctx: &str,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{ctx}: {e}");
     let parts: Vec<&str> = key.split('/').collect();
     match parts.as_slice() {
         ["dataset.json"] => {
-            let identity = DatasetIdentity::parse(body).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            assert_eq!(identity.dataset_id, crash::DATASET, "{ctx}");
+            let identity = DatasetIdentity::parse(body).map_err(|e| err(&e))?;
+            ensure(identity.dataset_id == crash::DATASET, || {
+                err(&identity.dataset_id)
+            })
         }
         ["shards", work_id, "00000000.glm"] => {
-            let k = crash::iteration_of(work_id).expect("a writer's work id");
+            let k = crash::iteration_of(work_id).ok_or_else(|| err(&"not a writer's work id"))?;
             let shard =
                 SyncShard::open(MemReader::new(key, body.to_vec()), &ReadOptions::default())
-                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            assert_eq!(shard.len(), crash::record_count(k), "{ctx}");
+                    .map_err(|e| err(&e))?;
+            ensure(shard.len() == crash::record_count(k), || err(&shard.len()))?;
             for j in 0..shard.len() {
-                let got = shard.read(j).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                assert_eq!(&got[..], crash::record(work_id, j).as_slice(), "{ctx}");
+                let got = shard.read(j).map_err(|e| err(&e))?;
+                ensure(got[..] == crash::record(work_id, j), || {
+                    err(&format!("record {j}"))
+                })?;
             }
+            Ok(())
         }
         ["log", _] => {
-            let seq = parse_log_key(key).unwrap_or_else(|| panic!("{ctx}: not a log key"));
-            let m =
-                Manifest::parse(key, body, crash::DATASET).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            assert_eq!(m.seq, seq, "{ctx}");
+            let seq = parse_log_key(key).ok_or_else(|| err(&"not a log key"))?;
+            let m = Manifest::parse(key, body, crash::DATASET).map_err(|e| err(&e))?;
+            ensure(m.seq == seq, || err(&format!("seq {}", m.seq)))?;
             for s in &m.shards {
                 let shard = all
                     .get(s.key.as_str())
-                    .unwrap_or_else(|| panic!("{ctx}: shard {} missing", s.key));
-                assert_eq!(shard.len() as u64, s.size, "{ctx}: size of {}", s.key);
+                    .ok_or_else(|| err(&format!("{} missing", s.key)))?;
+                ensure(shard.len() as u64 == s.size, || {
+                    err(&format!("size of {}", s.key))
+                })?;
             }
+            Ok(())
         }
         ["snapshots", name] => {
-            let id = name.strip_suffix(".json").expect("a .json pointer");
-            let p = SnapshotPointer::parse(key, body, id).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let id = name
+                .strip_suffix(".json")
+                .ok_or_else(|| err(&"not .json"))?;
+            let p = SnapshotPointer::parse(key, body, id).map_err(|e| err(&e))?;
             let entry = all
                 .get(p.log_key.as_str())
-                .unwrap_or_else(|| panic!("{ctx}: log entry {} missing", p.log_key));
-            assert_eq!(entry.len() as u64, p.log_size, "{ctx}");
-            assert_eq!(sha256_hex(entry), p.log_sha256, "{ctx}");
+                .ok_or_else(|| err(&format!("log entry {} missing", p.log_key)))?;
+            ensure(entry.len() as u64 == p.log_size, || err(&"log size"))?;
+            ensure(sha256_hex(entry) == p.log_sha256, || err(&"log sha256"))
         }
         ["claims", name] => {
-            let id = name.strip_suffix(".json").expect("a .json claim");
-            let claim: Claim =
-                serde_json::from_slice(body).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            assert_eq!(claim.snapshot_id, id, "{ctx}");
-            assert_eq!(claim.dataset_id, crash::DATASET, "{ctx}");
+            let id = name
+                .strip_suffix(".json")
+                .ok_or_else(|| err(&"not .json"))?;
+            let claim: Claim = serde_json::from_slice(body).map_err(|e| err(&e))?;
+            ensure(
+                claim.snapshot_id == id && claim.dataset_id == crash::DATASET,
+                || err(&format!("{claim:?}")),
+            )
         }
         ["annotations", "catalog.json"] => {
-            let catalog =
-                Catalog::parse(body, crash::DATASET).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let catalog = Catalog::parse(body, crash::DATASET).map_err(|e| err(&e))?;
             for entry in &catalog.entries {
                 let values = all
                     .get(entry.key.as_str())
-                    .unwrap_or_else(|| panic!("{ctx}: values {} missing", entry.key));
-                assert_eq!(values.len() as u64, entry.size, "{ctx}");
-                assert_eq!(sha256_hex(values), entry.sha256, "{ctx}");
-                assert_eq!(jsonl_lines(values, ctx), entry.value_count, "{ctx}");
+                    .ok_or_else(|| err(&format!("values {} missing", entry.key)))?;
+                ensure(values.len() as u64 == entry.size, || err(&"values size"))?;
+                ensure(sha256_hex(values) == entry.sha256, || err(&"values sha256"))?;
+                let lines = jsonl_lines(values).map_err(|e| err(&e))?;
+                ensure(lines == entry.value_count, || err(&"value count"))?;
             }
+            Ok(())
         }
+        // Also when no catalog entry names it (killed before the catalog update).
         ["annotations", _set, _version, "values.jsonl"] => {
-            // Also when no catalog entry names it (killed before the catalog update).
-            jsonl_lines(body, ctx);
+            jsonl_lines(body).map(drop).map_err(|e| err(&e))
         }
-        _ => panic!("{ctx}: not an object of the layout"),
+        _ => Err(err(&"not an object of the layout")),
     }
 }
 
 /// Checks that `body` is complete JSONL of strings; returns its line count.
-fn jsonl_lines(body: &[u8], ctx: &str) -> u64 {
-    assert!(body.is_empty() || body.ends_with(b"\n"), "{ctx}: cut short");
-    let text = std::str::from_utf8(body).unwrap();
+fn jsonl_lines(body: &[u8]) -> Result<u64, String> {
+    ensure(body.is_empty() || body.ends_with(b"\n"), || {
+        "cut short".into()
+    })?;
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
     for line in text.lines() {
-        serde_json::from_str::<String>(line).unwrap_or_else(|e| panic!("{ctx}: {line:?}: {e}"));
+        serde_json::from_str::<String>(line).map_err(|e| format!("{line:?}: {e}"))?;
     }
-    text.lines().count() as u64
+    Ok(text.lines().count() as u64)
 }
 
 /// The records of `snapshot`, as the writer made them (from its shards' work ids).
@@ -317,16 +421,16 @@ async fn check_dataset(
     markers: &[(String, u64)],
     state: &mut State,
     context: &str,
-) {
+) -> Result<(), String> {
     let latest = match root.latest().await {
         Ok(s) => Some(s),
         Err(e) if e.is_not_found() => None,
-        Err(e) => panic!("{context}: latest: {e}"),
+        Err(e) => return Err(format!("latest: {e}")),
     };
     let snapshots = root
         .snapshots()
         .await
-        .unwrap_or_else(|e| panic!("{context}: {e}"));
+        .map_err(|e| format!("snapshots: {e}"))?;
     assert_eq!(
         latest.as_ref().map(Snapshot::seq),
         snapshots.iter().map(Snapshot::seq).max(),
@@ -369,13 +473,16 @@ async fn check_dataset(
         if state.verified.contains(s.id()) {
             continue;
         }
-        let by_id = root.snapshot(s.id()).await;
-        assert_eq!(by_id.as_ref().ok(), Some(s), "{context}: {by_id:?}");
+        let by_id = root
+            .snapshot(s.id())
+            .await
+            .map_err(|e| format!("snapshot {}: {e}", s.id()))?;
+        assert_eq!(&by_id, s, "{context}");
         for shard in s.shards() {
             let facts = FooterInspector
                 .inspect(&**root.store(), shard)
                 .await
-                .unwrap_or_else(|e| panic!("{context}: {}: {e}", shard.key));
+                .map_err(|e| format!("footer of {}: {e}", shard.key))?;
             assert_eq!(facts.record_count, shard.record_count, "{context}");
             assert_eq!(facts.checksum, shard.checksum, "{context}: {}", shard.key);
         }
@@ -385,20 +492,25 @@ async fn check_dataset(
         let got = reader
             .get_many(&indices)
             .await
-            .unwrap_or_else(|e| panic!("{context}: reading {}: {e}", s.id()));
+            .map_err(|e| format!("reading {}: {e}", s.id()))?;
         let got: Vec<Vec<u8>> = got.iter().map(|b| b.to_vec()).collect();
         assert_eq!(got, want, "{context}: records of {}", s.id());
         state.verified.insert(s.id().to_owned());
     }
     state.latest = latest.map(|s| (s.seq(), s.id().to_owned()));
-    check_annotations(root, &snapshots, state, context).await;
+    check_annotations(root, &snapshots, state, context).await
 }
 
-async fn check_annotations(root: &Root, snapshots: &[Snapshot], state: &mut State, context: &str) {
+async fn check_annotations(
+    root: &Root,
+    snapshots: &[Snapshot],
+    state: &mut State,
+    context: &str,
+) -> Result<(), String> {
     let catalog = match root.catalog().await {
         Ok(c) => c,
-        Err(e) if e.is_not_found() => return,
-        Err(e) => panic!("{context}: catalog: {e}"),
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(format!("catalog: {e}")),
     };
     for entry in &catalog.entries {
         if !state.annotated.insert(entry.set.clone()) {
@@ -411,17 +523,18 @@ async fn check_annotations(root: &Root, snapshots: &[Snapshot], state: &mut Stat
         let set = root
             .annotations(&entry.set, Some(&entry.version), snapshot, false)
             .await
-            .unwrap_or_else(|e| panic!("{context}: {}: {e}", entry.set));
+            .map_err(|e| format!("annotation set {}: {e}", entry.set))?;
         for i in 0..snapshot.total_records() {
             let v: String = set.get(i).unwrap();
             assert_eq!(v, crash::annotation_value(snapshot.id(), i), "{context}");
         }
     }
+    Ok(())
 }
 
 #[test]
 fn sigkill_at_random_points_leaves_a_local_root_consistent() {
-    let report = crash_loop("local", 60, 0x5eed_0001);
+    let report = crash_loop("local", 90, 0x5eed_0001);
     println!("local root: {report:?}");
     // The kills must have landed in the publication steps, not only between them.
     for phase in ["shard", "publish", "annotate"] {
@@ -430,5 +543,12 @@ fn sigkill_at_random_points_leaves_a_local_root_consistent() {
             "no kill during {phase}: {report:?}"
         );
     }
+    assert!(report.snapshots > 0, "{report:?}");
+}
+
+#[test]
+fn sigkill_on_a_declared_mount() {
+    let report = crash_loop("mount", 90, 0x5eed_0002);
+    println!("declared mount: {report:?}");
     assert!(report.snapshots > 0, "{report:?}");
 }
