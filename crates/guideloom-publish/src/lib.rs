@@ -53,6 +53,7 @@ pub mod manifest;
 pub mod publish;
 pub mod reader;
 pub mod registry;
+mod seqlog;
 pub mod shards;
 pub mod staging;
 pub mod store;

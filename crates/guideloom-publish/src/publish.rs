@@ -16,12 +16,11 @@ use crate::key::{check_key, check_name, nonce, sha256_hex};
 use crate::manifest::{
     CLAIM_FORMAT, CONTROL_VERSION, Checksum, Claim, DATASET_KEY, DatasetIdentity, LOG_PREFIX,
     MANIFEST_FORMAT, MAX_CONTROL_OBJECT_BYTES, MAX_SHARDS, Manifest, POINTER_FORMAT, PublishMode,
-    ShardRef, SnapshotPointer, check_shards, claim_key, log_key, parse_log_key, pointer_key,
-    shard_key, to_json,
+    ShardRef, SnapshotPointer, check_shards, claim_key, log_key, pointer_key, shard_key, to_json,
 };
 use crate::registry::{Registry, StorageOptions};
 use crate::staging::Stager;
-use crate::store::{ObjectInfo, RetryPolicy, RootStore, Written, create_object};
+use crate::store::{RetryPolicy, RootStore, Written, create_object};
 
 /// Concurrent HEADs (and inspections) while verifying shards.
 pub const VERIFY_CONCURRENCY: usize = 16;
@@ -491,140 +490,6 @@ impl Root {
             Bytes::from(to_json(&pointer)),
         )
         .await
-    }
-
-    /// All log entries, sorted by sequence number (keys in `log/` that are not log entries
-    /// are ignored). On a store that cannot list, the entries `1..=latest` found by
-    /// [`probe_latest`](Self::probe_latest) (sizes unknown: `None`).
-    async fn log_entries(&self) -> Result<Vec<(u64, Option<u64>)>> {
-        if !self.store.capabilities().list {
-            return Ok(match self.probe_latest().await? {
-                None => Vec::new(),
-                Some((latest, info)) => (1..latest)
-                    .map(|seq| (seq, None))
-                    .chain(std::iter::once((latest, Some(info.size))))
-                    .collect(),
-            });
-        }
-        let mut entries: Vec<(u64, Option<u64>)> = self
-            .store
-            .list(LOG_PREFIX)
-            .await?
-            .into_iter()
-            .filter_map(|info| parse_log_key(&info.key).map(|seq| (seq, Some(info.size))))
-            .collect();
-        entries.sort_by_key(|(seq, _)| *seq);
-        Ok(entries)
-    }
-
-    async fn latest_log_entry(&self) -> Result<Option<(u64, ObjectInfo)>> {
-        if !self.store.capabilities().list {
-            return self.probe_latest().await;
-        }
-        Ok(self
-            .store
-            .list(LOG_PREFIX)
-            .await?
-            .into_iter()
-            .filter_map(|info| parse_log_key(&info.key).map(|seq| (seq, info)))
-            .max_by_key(|(seq, _)| *seq))
-    }
-
-    /// HEADs `log/<seq>`: its metadata, or `None` if absent.
-    async fn head_log(&self, seq: u64) -> Result<Option<ObjectInfo>> {
-        match self.store.head(&log_key(seq)).await {
-            Ok(info) => Ok(Some(info)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The latest log entry without listing, by HEAD requests only.
-    ///
-    /// Log sequence numbers are dense from 1: `commit` creates `log/<n+1>` only after
-    /// reading that `log/<n>` exists, entries are create-only and never deleted, and a
-    /// publisher that crashes after its claim has taken no number (the number is chosen at
-    /// the commit, which is the one create of the log entry). So "entry `s` exists" is true
-    /// for `s <= latest` and false above, and the latest is found by exponential probing
-    /// (HEAD 1, 2, 4, ... until one is absent) and a binary search between the last present
-    /// and the first absent power of two: `2 * (floor(log2 n) + 1)` HEADs for latest `n`
-    /// (2 for `n = 1`, 14 for `n = 100`), 1 HEAD when nothing is published.
-    ///
-    /// If entries were deleted by hand (a gap), the answer is still an entry that exists and
-    /// whose successor does not — possibly one before the gap — never a missing one.
-    async fn probe_latest(&self) -> Result<Option<(u64, ObjectInfo)>> {
-        let span =
-            info_span!("probe_log", root = %self.store.describe(), heads = tracing::field::Empty);
-        async {
-            let mut heads = 1u32;
-            let Some(first) = self.head_log(1).await? else {
-                tracing::Span::current().record("heads", heads);
-                return Ok(None);
-            };
-            // Invariant: `lo` exists (with `lo_info`), `hi` does not.
-            let (mut lo, mut lo_info) = (1u64, first);
-            let mut hi = loop {
-                let Some(next) = lo.checked_mul(2) else {
-                    return Err(Error::corrupt(LOG_PREFIX, "sequence numbers exhausted"));
-                };
-                heads += 1;
-                match self.head_log(next).await? {
-                    Some(info) => (lo, lo_info) = (next, info),
-                    None => break next,
-                }
-            };
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                heads += 1;
-                match self.head_log(mid).await? {
-                    Some(info) => (lo, lo_info) = (mid, info),
-                    None => hi = mid,
-                }
-            }
-            tracing::Span::current().record("heads", heads);
-            debug!(latest = lo, heads, "probed the log");
-            Ok(Some((lo, lo_info)))
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// GETs and validates log entry `seq`; its size must be `expected_size` when known (from
-    /// a listing, a HEAD or a pointer), and at most [`MAX_CONTROL_OBJECT_BYTES`] always.
-    async fn read_log_entry(&self, seq: u64, expected_size: Option<u64>) -> Result<Snapshot> {
-        let key = log_key(seq);
-        if expected_size.is_some_and(|s| s > MAX_CONTROL_OBJECT_BYTES) {
-            return Err(Error::corrupt(
-                &key,
-                "log entry larger than any manifest may be",
-            ));
-        }
-        let dataset_id = self.identity().await?.dataset_id;
-        let obj = self.store.get(&key).await?;
-        let size = obj.body.len() as u64;
-        if let Some(expected) = expected_size
-            && size != expected
-        {
-            return Err(Error::Verification {
-                key,
-                what: "size",
-                expected: expected.to_string(),
-                actual: size.to_string(),
-            });
-        }
-        if size > MAX_CONTROL_OBJECT_BYTES {
-            return Err(Error::corrupt(
-                &key,
-                "log entry larger than any manifest may be",
-            ));
-        }
-        let manifest = Manifest::parse(&key, &obj.body, &dataset_id)?;
-        Ok(Snapshot {
-            manifest,
-            log_key: key,
-            log_size: size,
-            log_sha256: sha256_hex(&obj.body),
-        })
     }
 
     /// Opens the latest snapshot: LIST `log/`, GET the highest entry (size checked against
