@@ -6,9 +6,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Sharded datasets of records: write, publish, inspect, read, verify, annotate, benchmark.
 ///
-/// ROOT is a local directory, `file:///abs/path` or `s3://bucket/prefix`. S3-compatible
+/// ROOT is a local directory, `file:///abs/path`, `s3://bucket/prefix`, or (read-only: info,
+/// get, cat, verify) an `http(s)://` base URL where a root is served. S3-compatible
 /// endpoints come from the standard AWS environment variables (AWS_ENDPOINT_URL, AWS_REGION,
-/// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+/// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). `--mount` declares that a
+/// local ROOT is a mounted bucket (e.g. Mountpoint for S3).
 #[derive(Debug, Parser)]
 #[command(name = "guideloom", version, propagate_version = true)]
 pub(crate) struct Cli {
@@ -31,6 +33,11 @@ pub(crate) struct Global {
     /// S3: allow a plain `http://` endpoint.
     #[arg(long, global = true)]
     pub(crate) s3_allow_http: bool,
+    /// The local ROOT is a mounted bucket (Mountpoint for S3 or similar): shards and
+    /// snapshots are written create-only with sequential writes; annotations are refused
+    /// (publish them through the bucket's s3:// root).
+    #[arg(long, global = true)]
+    pub(crate) mount: bool,
 }
 
 /// Record format of `write`.

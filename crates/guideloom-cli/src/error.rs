@@ -18,6 +18,15 @@ pub(crate) enum CliError {
         #[source]
         source: Box<guideloom_publish::Error>,
     },
+    /// Reading through the facade's dataset failed in a way the other variants do not cover.
+    #[error("{root}: {source}")]
+    Dataset {
+        /// The root.
+        root: String,
+        /// The facade's error.
+        #[source]
+        source: Box<guideloom::Error>,
+    },
     /// Reading a shard failed (corrupt, truncated, wrong format).
     #[error("{root}: shard {key}: {source}")]
     Shard {

@@ -1,16 +1,16 @@
 //! Opening roots, selecting snapshots, and reading published records.
+//!
+//! Records are read through the facade's [`AsyncDataset`] (guideloom-publish's
+//! `SnapshotReader` underneath): each shard is opened once per command (one tail read), then
+//! a record is one ranged read.
 
-use std::ops::Range;
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use guideloom_format::{AsyncShard, ReadOptions};
-use guideloom_io::{AsyncReader, Backend, PreadIo};
+use guideloom::AsyncDataset;
+use guideloom_format::ReadOptions;
 use guideloom_publish::store::RootStore;
 use guideloom_publish::{
-    Registry, Root, RootUri, S3Addressing, S3Options, ShardRef, Snapshot, StorageOptions,
+    Registry, Root, RootUri, S3Addressing, S3Options, Snapshot, StorageOptions,
 };
 
 use crate::cli::Global;
@@ -72,8 +72,17 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
             "no such dataset root (directory does not exist)",
         ));
     }
+    if global.mount && !matches!(uri, RootUri::Local(_)) {
+        return Err(CliError::argument(
+            "--mount",
+            format!(
+                "{arg} is not a local path: only a local directory can be a declared mounted bucket"
+            ),
+        ));
+    }
     let options = StorageOptions {
         s3: s3_options(global)?,
+        mount: global.mount,
         ..StorageOptions::default()
     };
     let root = Registry::global()
@@ -105,14 +114,6 @@ impl OpenRoot {
         self.root.store()
     }
 
-    /// The local directory of a local root.
-    pub(crate) fn local_dir(&self) -> Option<&PathBuf> {
-        match &self.uri {
-            RootUri::Local(p) => Some(p),
-            _ => None,
-        }
-    }
-
     /// The latest snapshot, or `id`.
     pub(crate) async fn snapshot(&self, id: Option<&str>) -> Result<Snapshot> {
         match id {
@@ -126,201 +127,59 @@ impl OpenRoot {
         }
     }
 
-    /// A reader of shard `shard`: `pread` for local roots, ranged GETs through the root's
-    /// store otherwise. The size is the reference's; a local file of another size is an
-    /// error naming the shard.
-    pub(crate) async fn reader(&self, shard: &ShardRef) -> Result<Box<dyn AsyncReader>> {
-        if let Some(dir) = self.local_dir() {
-            let path = dir.join(&shard.key);
-            let reader = PreadIo::new()
-                .open_async(&path)
-                .await
-                .map_err(|e| CliError::io(format!("{}: shard {}", self.name, shard.key), e))?;
-            return Ok(reader);
-        }
-        Ok(Box::new(StoreReader {
-            store: Arc::clone(self.store()),
-            key: shard.key.clone(),
-            size: shard.size,
-        }))
-    }
-
-    /// Opens `shard` (one tail read), checking that it holds the records its reference says.
-    pub(crate) async fn open_shard(
-        &self,
-        shard: &ShardRef,
-        options: &ReadOptions,
-    ) -> Result<AsyncShard> {
-        let reader = self.reader(shard).await?;
-        let size = reader
-            .size()
-            .await
-            .map_err(|e| CliError::io(format!("{}: shard {}", self.name, shard.key), e))?;
-        if size != shard.size {
-            return Err(CliError::root(
-                &self.name,
-                guideloom_publish::Error::Verification {
-                    key: shard.key.clone(),
-                    what: "size",
-                    expected: shard.size.to_string(),
-                    actual: size.to_string(),
-                },
-            ));
-        }
-        let opened = AsyncShard::open(reader, options)
-            .await
-            .map_err(|e| CliError::shard(&self.name, &shard.key, e))?;
-        if opened.len() != shard.record_count {
-            return Err(CliError::root(
-                &self.name,
-                guideloom_publish::Error::Verification {
-                    key: shard.key.clone(),
-                    what: "record count",
-                    expected: shard.record_count.to_string(),
-                    actual: opened.len().to_string(),
-                },
-            ));
-        }
-        Ok(opened)
-    }
-}
-
-/// An [`AsyncReader`] over one object of a root store (ranged GETs).
-#[derive(Debug)]
-pub(crate) struct StoreReader {
-    store: Arc<dyn RootStore>,
-    key: String,
-    size: u64,
-}
-
-#[async_trait]
-impl AsyncReader for StoreReader {
-    fn location(&self) -> &str {
-        &self.key
-    }
-
-    async fn size(&self) -> guideloom_io::Result<u64> {
-        Ok(self.size)
-    }
-
-    async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
-        let end = offset
-            .checked_add(len)
-            .filter(|end| *end <= self.size)
-            .ok_or_else(|| guideloom_io::Error::OutOfRange {
-                location: self.key.clone(),
-                offset,
-                len,
-                size: self.size,
-            })?;
-        if len == 0 {
-            return Ok(Bytes::new());
-        }
-        let bytes = self
-            .store
-            .get_range(&self.key, offset..end)
-            .await
-            .map_err(|e| guideloom_io::Error::Remote {
-                location: self.key.clone(),
-                message: e.to_string(),
-                retryable: false,
-                source: Some(Box::new(e)),
-            })?;
-        if bytes.len() as u64 != len {
-            return Err(guideloom_io::Error::ShortRead {
-                location: self.key.clone(),
-                offset,
-                requested: len,
-                got: bytes.len() as u64,
-            });
-        }
-        Ok(bytes)
-    }
-
-    async fn close(&self) -> guideloom_io::Result<()> {
-        Ok(())
-    }
-
-    fn close_sync(&self) {}
-}
-
-/// The records of one snapshot, by global index.
-#[derive(Debug)]
-pub(crate) struct Records<'a> {
-    root: &'a OpenRoot,
-    snapshot: &'a Snapshot,
-    /// Start index of each shard, plus the total at the end.
-    starts: Vec<u64>,
-    options: ReadOptions,
-}
-
-impl<'a> Records<'a> {
-    pub(crate) fn new(root: &'a OpenRoot, snapshot: &'a Snapshot, options: ReadOptions) -> Self {
-        let mut starts = Vec::with_capacity(snapshot.shards().len() + 1);
-        let mut total = 0u64;
-        for s in snapshot.shards() {
-            starts.push(total);
-            total += s.record_count;
-        }
-        starts.push(total);
-        Records {
-            root,
+    /// A dataset over `snapshot` of this root (no request until the first read).
+    pub(crate) fn dataset(&self, snapshot: Snapshot) -> AsyncDataset {
+        AsyncDataset::from_snapshot(
+            &self.name,
+            self.root.clone(),
             snapshot,
-            starts,
-            options,
+            ReadOptions::default(),
+        )
+    }
+
+    /// Maps a dataset error to a CLI error naming this root (and `key`, the shard read).
+    pub(crate) fn dataset_err(&self, key: &str, e: guideloom::Error) -> CliError {
+        match e {
+            guideloom::Error::Publish(e) => self.err(e),
+            guideloom::Error::Format(e) => CliError::shard(&self.name, key, e),
+            guideloom::Error::Io(e) => CliError::io(format!("{}: shard {key}", self.name), e),
+            other => CliError::Dataset {
+                root: self.name.clone(),
+                source: Box::new(other),
+            },
         }
     }
 
-    /// Records in the snapshot.
-    pub(crate) fn len(&self) -> u64 {
-        self.starts.last().copied().unwrap_or(0)
-    }
-
-    /// The shard number and the index inside it of global record `index`.
-    pub(crate) fn locate(&self, index: u64) -> Option<(usize, u64)> {
-        if index >= self.len() {
-            return None;
-        }
-        // The last start <= index whose shard is non-empty.
-        let shard = self.starts.partition_point(|s| *s <= index) - 1;
-        Some((shard, index - self.starts[shard]))
-    }
-
-    /// The reference of shard number `n`.
-    pub(crate) fn shard_ref(&self, n: usize) -> &ShardRef {
-        &self.snapshot.shards()[n]
-    }
-
-    /// Opens shard number `n`.
-    pub(crate) async fn open(&self, n: usize) -> Result<AsyncShard> {
-        self.root.open_shard(self.shard_ref(n), &self.options).await
-    }
-
-    /// Global record range of shard `n`.
-    pub(crate) fn shard_range(&self, n: usize) -> Range<u64> {
-        self.starts[n]..self.starts[n + 1]
-    }
-
-    /// Record `index` decoded as JSON.
-    pub(crate) async fn get_json(&self, index: u64) -> Result<serde_json::Value> {
-        let (n, local) = self.locate(index).ok_or_else(|| {
+    /// Record `index` of `dataset` decoded as JSON (one ranged read; the shard's record
+    /// format comes from its footer, read when the shard was opened).
+    pub(crate) async fn get_json(
+        &self,
+        dataset: &AsyncDataset,
+        index: u64,
+    ) -> Result<serde_json::Value> {
+        let snapshot = dataset.snapshot();
+        let (n, _) = dataset.reader().position(index).ok_or_else(|| {
             CliError::argument(
                 "INDEX",
                 format!(
                     "record {index} out of range: snapshot {} has {} records",
-                    self.snapshot.id(),
-                    self.len()
+                    snapshot.id(),
+                    dataset.len()
                 ),
             )
         })?;
-        let shard = self.open(n).await?;
-        let key = &self.shard_ref(n).key;
-        let bytes = shard
-            .read(local)
+        let key = &snapshot.shards()[n].key;
+        let bytes = dataset
+            .get(index)
             .await
-            .map_err(|e| CliError::shard(&self.root.name, key, e))?;
+            .map_err(|e| self.dataset_err(key, e))?;
+        let shard = dataset
+            .reader()
+            .open_shard(n)
+            .await
+            .map_err(|e| self.err(e))?;
         json::record_to_json(&shard.metadata().format, &bytes).map_err(|what| CliError::Record {
-            root: self.root.name.clone(),
+            root: self.name.clone(),
             index,
             key: key.clone(),
             what,

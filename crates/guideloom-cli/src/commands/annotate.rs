@@ -70,6 +70,9 @@ fn read_values(path: &Path, limit: u64) -> Result<Vec<serde_json::Value>> {
 /// Runs `guideloom annotate`.
 pub(crate) async fn run(args: AnnotateArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
+    // A declared mounted bucket (or a read-only root) cannot update the catalog: refuse
+    // before reading the input.
+    root.store().check_cas().map_err(|e| root.err(e))?;
     let started = Instant::now();
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
     let values = read_values(&args.input, snapshot.total_records())?;

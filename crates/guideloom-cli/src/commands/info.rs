@@ -13,11 +13,18 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
     let identity = root.root.identity().await.map_err(|e| root.err(e))?;
     let (published, snapshots) = published_keys(&root).await?;
-    let unpublished: Vec<(String, u64)> = listed_shards(&root, &[])
-        .await?
-        .into_iter()
-        .filter(|(k, _)| !published.contains(k))
-        .collect();
+    // Unpublished shards are found by listing; a root that cannot list (http://) has none
+    // to report.
+    let listable = root.store().capabilities().list;
+    let unpublished: Vec<(String, u64)> = if listable {
+        listed_shards(&root, &[])
+            .await?
+            .into_iter()
+            .filter(|(k, _)| !published.contains(k))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let catalog = root.root.catalog().await.map_err(|e| root.err(e))?;
     let latest_seq = snapshots.last().map(|s| s.seq());
 
@@ -51,8 +58,8 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             "dataset_id": identity.dataset_id,
             "latest": snapshots.last().map(|s| s.id().to_owned()),
             "snapshots": snaps,
-            "unpublished_shards": unpublished.len(),
-            "unpublished_bytes": unpublished.iter().map(|(_, s)| s).sum::<u64>(),
+            "unpublished_shards": listable.then_some(unpublished.len()),
+            "unpublished_bytes": listable.then(|| unpublished.iter().map(|(_, s)| s).sum::<u64>()),
             "annotation_sets": sets,
         }));
     }

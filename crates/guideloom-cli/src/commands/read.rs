@@ -2,14 +2,13 @@
 
 use std::io::Write;
 
-use guideloom_format::ReadOptions;
 use serde_json::json;
 
 use crate::cli::{CatArgs, GetArgs, Global};
 use crate::error::{CliError, Result};
 use crate::json::record_to_json;
 use crate::output;
-use crate::root::{self, Records};
+use crate::root;
 
 /// Records read per request while streaming a shard.
 pub(crate) const RUN: u64 = 4096;
@@ -18,8 +17,9 @@ pub(crate) const RUN: u64 = 4096;
 pub(crate) async fn get(args: GetArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
-    let records = Records::new(&root, &snapshot, ReadOptions::default());
-    let value = records.get_json(args.index).await?;
+    let dataset = root.dataset(snapshot);
+    let value = root.get_json(&dataset, args.index).await?;
+    let snapshot = dataset.snapshot();
     if global.json {
         return output::print_json(&json!({
             "snapshot_id": snapshot.id(),
@@ -34,7 +34,9 @@ pub(crate) async fn get(args: GetArgs, global: &Global) -> Result<()> {
 pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
-    let records = Records::new(&root, &snapshot, ReadOptions::default());
+    let dataset = root.dataset(snapshot.clone());
+    let records = dataset.reader();
+    let bounds = records.shard_starts();
     let end = args.end.unwrap_or(records.len());
     if args.start > end || end > records.len() {
         return Err(CliError::argument(
@@ -54,13 +56,13 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     let bar = output::progress(global.json, Some(end - args.start), "records");
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     for n in 0..snapshot.shards().len() {
-        let range = records.shard_range(n);
+        let range = bounds[n]..bounds[n + 1];
         let (lo, hi) = (range.start.max(args.start), range.end.min(end));
         if lo >= hi {
             continue;
         }
-        let shard = records.open(n).await?;
-        let key = &records.shard_ref(n).key;
+        let shard = records.open_shard(n).await.map_err(|e| root.err(e))?;
+        let key = &snapshot.shards()[n].key;
         let format = shard.metadata().format.clone();
         let mut first = lo;
         while first < hi {

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use guideloom_format::ReadOptions;
-use guideloom_publish::{Checksum, FooterInspector, ShardInspector, ShardRef, Snapshot};
+use guideloom_publish::{
+    Checksum, FooterInspector, ShardInspector, ShardRef, Snapshot, SnapshotReader,
+};
 use serde_json::json;
 
 use crate::cli::{Global, VerifyArgs};
@@ -39,7 +40,17 @@ fn problem(report: &mut Report, object: &str, what: impl Into<String>) {
     });
 }
 
-async fn check_shard(root: &OpenRoot, shard: &ShardRef, deep: bool, report: &mut Report) {
+/// Checks shard number `n` of `reader`'s snapshot (`shard` is its reference): size, footer
+/// checksum, opening (footer, size and record count against the reference) and, `deep`,
+/// every record's CRC32C.
+async fn check_shard(
+    root: &OpenRoot,
+    reader: &SnapshotReader,
+    n: usize,
+    shard: &ShardRef,
+    deep: bool,
+    report: &mut Report,
+) {
     let key = shard.key.as_str();
     match root.store().head(key).await {
         Ok(info) if info.size != shard.size => {
@@ -77,9 +88,9 @@ async fn check_shard(root: &OpenRoot, shard: &ShardRef, deep: bool, report: &mut
             Err(e) => return problem(report, key, e.to_string()),
         }
     }
-    let opened = match root.open_shard(shard, &ReadOptions::default()).await {
+    let opened = match reader.open_shard(n).await {
         Ok(s) => s,
-        Err(e) => return problem(report, key, e.one_line()),
+        Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
     };
     if deep {
         let mut first = 0;
@@ -105,12 +116,17 @@ pub(crate) async fn verify(
         snapshots: snapshots.len(),
         ..Report::default()
     };
-    let mut shards: BTreeMap<&str, &ShardRef> = BTreeMap::new();
-    for s in snapshots {
-        for r in s.shards() {
-            if let Some(prev) = shards.insert(&r.key, r)
-                && prev != r
-            {
+    // One reader per snapshot; each distinct shard is checked once, through the reader
+    // of the first snapshot that references it.
+    let readers: Vec<SnapshotReader> = snapshots
+        .iter()
+        .map(|s| root.root.reader(s.clone()))
+        .collect();
+    let mut shards: BTreeMap<&str, (&ShardRef, usize, usize)> = BTreeMap::new();
+    for (i, s) in snapshots.iter().enumerate() {
+        for (n, r) in s.shards().iter().enumerate() {
+            let first = *shards.entry(&r.key).or_insert((r, i, n));
+            if first.0 != r {
                 problem(
                     &mut report,
                     &r.key,
@@ -123,10 +139,10 @@ pub(crate) async fn verify(
         }
     }
     report.shards = shards.len();
-    report.bytes = shards.values().map(|s| s.size).sum();
+    report.bytes = shards.values().map(|(s, _, _)| s.size).sum();
     let bar = output::progress(json, Some(shards.len() as u64), "shards");
-    for shard in shards.values() {
-        check_shard(root, shard, deep, &mut report).await;
+    for (shard, i, n) in shards.values() {
+        check_shard(root, &readers[*i], *n, shard, deep, &mut report).await;
         bar.inc(1);
     }
     bar.finish_and_clear();
