@@ -9,7 +9,7 @@
 //! | [`get`](RootStore::get) | one suffix `GET` for objects up to [`HTTP_GET_FIRST_BYTES`]; one more ranged `GET` for the rest of a larger object |
 //! | [`get_range`](RootStore::get_range) | one ranged `GET` |
 //! | [`head`](RootStore::head) | one `HEAD` (404/410 is [`Error::NotFound`]) |
-//! | [`open_reader`](RootStore::open_reader) | none: guideloom-io's [`HttpReader`](guideloom_io::http::HttpReader), one ranged `GET` per record read |
+//! | [`open_reader`](RootStore::open_reader) | none: guideloom-io's [`HttpReader`], one ranged `GET` per record read |
 //! | [`list`](RootStore::list) | refused with [`Error::Unsupported`]: HTTP has no listing |
 //! | [`put_create`](RootStore::put_create), [`put_cas`](RootStore::put_cas) | refused with [`Error::ReadOnlyRoot`], no request |
 //!
