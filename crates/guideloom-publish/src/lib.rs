@@ -66,7 +66,9 @@ pub use publish::{
     PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
 };
 pub use reader::SnapshotReader;
-pub use registry::{Registry, S3Addressing, S3Options, S3Retry, StorageOptions};
+pub use registry::{
+    AzureOptions, GcsOptions, Registry, S3Addressing, S3Options, S3Retry, StorageOptions,
+};
 pub use shards::FooterInspector;
 pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::object::EtagStyle;

@@ -16,8 +16,12 @@ use crate::publish::Root;
 use crate::store::{LocalStore, ObjectStoreBucket, RootStore};
 use crate::uri::RootUri;
 
+mod cloud;
+#[cfg(any(feature = "gcs", test))]
+mod generation;
 mod s3;
 
+pub use cloud::{AzureOptions, GcsOptions};
 pub use s3::{S3Addressing, S3Options, S3Retry};
 
 /// Default [`StorageOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
@@ -33,6 +37,10 @@ pub struct StorageOptions {
     pub mount: bool,
     /// How `s3://` roots are built when no store is registered for the bucket.
     pub s3: S3Options,
+    /// How `gs://` roots are built (feature `gcs`) when no store is registered.
+    pub gcs: GcsOptions,
+    /// How `az://` roots are built (feature `azure`) when no store is registered.
+    pub azure: AzureOptions,
     /// Where and how much whole-shard staging (in-order scans) may store.
     pub staging: crate::staging::StagingOptions,
 }
@@ -43,6 +51,8 @@ impl Default for StorageOptions {
             max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
             mount: false,
             s3: S3Options::default(),
+            gcs: GcsOptions::default(),
+            azure: AzureOptions::default(),
             staging: crate::staging::StagingOptions::default(),
         }
     }
@@ -175,16 +185,24 @@ impl Registry {
     ) -> Result<Arc<ObjectStoreBucket>> {
         match scheme {
             "s3" => s3::build_s3(bucket, &options.s3),
+            #[cfg(feature = "gcs")]
+            "gs" => cloud::build_gcs(bucket, &options.gcs),
+            #[cfg(not(feature = "gcs"))]
             "gs" => Err(Error::Unsupported {
                 what: format!(
-                    "gs://{bucket}: built without feature `gcs` (not available yet); register a \
-                     Google Cloud Storage store for this bucket with Registry::register"
+                    "gs://{bucket}: guideloom-publish was built without feature `gcs`; enable \
+                     it, or register a Google Cloud Storage store for this bucket with \
+                     Registry::register"
                 ),
             }),
+            #[cfg(feature = "azure")]
+            _ => cloud::build_azure(bucket, &options.azure),
+            #[cfg(not(feature = "azure"))]
             _ => Err(Error::Unsupported {
                 what: format!(
-                    "{scheme}://{bucket}: built without feature `azure` (not available yet); \
-                     register an Azure store for this container with Registry::register"
+                    "{scheme}://{bucket}: guideloom-publish was built without feature `azure`; \
+                     enable it, or register an Azure store for this container with \
+                     Registry::register"
                 ),
             }),
         }
@@ -219,20 +237,27 @@ mod tests {
         assert!(Arc::ptr_eq(&h1, &h2));
     }
 
+    #[cfg(not(all(feature = "s3", feature = "gcs", feature = "azure")))]
     #[test]
     fn unsupported_schemes_say_which_feature() {
         let reg = Registry::new();
         let opts = StorageOptions::default();
-        let err = reg.resolve_store("gs://b/p", &opts).unwrap_err();
-        assert!(
-            matches!(&err, Error::Unsupported { what } if what.contains("gcs")),
-            "{err}"
-        );
-        let err = reg.resolve_store("az://b/p", &opts).unwrap_err();
-        assert!(
-            matches!(&err, Error::Unsupported { what } if what.contains("azure")),
-            "{err}"
-        );
+        #[cfg(not(feature = "gcs"))]
+        {
+            let err = reg.resolve_store("gs://b/p", &opts).unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported { what } if what.contains("`gcs`")),
+                "{err}"
+            );
+        }
+        #[cfg(not(feature = "azure"))]
+        {
+            let err = reg.resolve_store("az://b/p", &opts).unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported { what } if what.contains("`azure`")),
+                "{err}"
+            );
+        }
         #[cfg(not(feature = "s3"))]
         assert!(matches!(
             reg.resolve_store("s3://b/p", &opts),

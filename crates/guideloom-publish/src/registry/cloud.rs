@@ -1,0 +1,294 @@
+//! `gs://` (feature `gcs`) and `az://` (feature `azure`) roots through object_store's Google
+//! Cloud Storage and Azure Blob Storage clients.
+//!
+//! Both services implement conditional writes natively, and object_store uses them:
+//! create-only is `ifGenerationMatch=0` on GCS and `If-None-Match: *` on Azure; an update is
+//! `If-Match: <etag>` on Azure and a generation match on GCS (see [`EtagCasOnGenerations`]).
+//! The one-time probe of [`ObjectStoreBucket`] still checks both before the first write.
+//!
+//! Credentials come only from each service's standard sources, read by object_store's
+//! `from_env` builders; the library stores none and logs none:
+//! - GCS: `GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_SERVICE_ACCOUNT_PATH` / `GOOGLE_SERVICE_ACCOUNT_KEY`,
+//!   [`GcsOptions::service_account_path`], `GOOGLE_APPLICATION_CREDENTIALS` or the gcloud
+//!   application-default credentials file, else the metadata server (GCE, GKE).
+//! - Azure: `AZURE_STORAGE_ACCOUNT_KEY`, SAS tokens, client secrets, workload identity
+//!   (federated token file), the Azure CLI or managed identity (`AZURE_*` variables).
+//!
+//! No GCS or Azure service runs in this repository's tests: these roots compile and their
+//! configuration is unit-tested (including the GCS generation bridge against an in-memory
+//! store that behaves like GCS), but they are not tested against a live service.
+
+use std::path::PathBuf;
+
+use super::S3Retry;
+
+/// How `gs://` roots are reached when no store is registered for the bucket. Credentials are
+/// never part of this (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcsOptions {
+    /// A service-account JSON key file (`None`: `GOOGLE_SERVICE_ACCOUNT` and the other
+    /// standard sources). A path, not the key itself: nothing secret is held here.
+    pub service_account_path: Option<PathBuf>,
+    /// Base URL of a GCS-compatible server such as an emulator (`None`: Google).
+    pub endpoint: Option<String>,
+    /// Allow a plain `http://` endpoint.
+    pub allow_http: bool,
+    /// Request retries and timeouts (same policy shape as S3's).
+    pub retry: S3Retry,
+}
+
+/// How `az://` roots are reached when no store is registered for the container. Credentials
+/// are never part of this (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AzureOptions {
+    /// The storage account (`None`: `AZURE_STORAGE_ACCOUNT_NAME`). Required unless
+    /// [`AzureOptions::use_emulator`].
+    pub account: Option<String>,
+    /// Blob service URL, e.g. an Azurite instance `http://127.0.0.1:10000/devstoreaccount1`
+    /// (`None`: `https://<account>.blob.core.windows.net`).
+    pub endpoint: Option<String>,
+    /// Use the Azurite emulator: its well-known development account and key at
+    /// `AZURITE_BLOB_STORAGE_URL` (default `http://127.0.0.1:10000`).
+    pub use_emulator: bool,
+    /// Allow a plain `http://` endpoint.
+    pub allow_http: bool,
+    /// Request retries and timeouts (same policy shape as S3's).
+    pub retry: S3Retry,
+}
+
+/// `scheme://user:secret@host/path?sas` → `scheme://host/path`: endpoints go into errors and
+/// logs, userinfo and query strings (SAS tokens) never do.
+#[cfg(any(feature = "gcs", feature = "azure", test))]
+fn describe_endpoint(endpoint: &str) -> String {
+    super::redact_userinfo(endpoint.split(['?', '#']).next().unwrap_or_default())
+}
+
+#[cfg(any(feature = "gcs", feature = "azure"))]
+fn retry_config(retry: &S3Retry) -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        backoff: object_store::BackoffConfig {
+            init_backoff: retry.initial_backoff,
+            max_backoff: retry.max_backoff,
+            base: 2.0,
+        },
+        max_retries: retry.max_retries,
+        retry_timeout: retry.retry_timeout,
+    }
+}
+
+#[cfg(any(feature = "gcs", feature = "azure"))]
+fn client_options(allow_http: bool, retry: &S3Retry) -> object_store::ClientOptions {
+    let client = object_store::ClientOptions::new().with_allow_http(allow_http);
+    match retry.request_timeout {
+        Some(t) => client.with_timeout(t),
+        None => client,
+    }
+}
+
+#[cfg(feature = "gcs")]
+pub(super) use gcs::build_gcs;
+
+#[cfg(feature = "gcs")]
+mod gcs {
+    use std::sync::Arc;
+
+    use object_store::gcp::GoogleCloudStorageBuilder;
+
+    use super::{GcsOptions, client_options, describe_endpoint, retry_config};
+    use crate::error::{Error, Result};
+    use crate::registry::generation::EtagCasOnGenerations;
+    use crate::store::ObjectStoreBucket;
+
+    /// A `gs://bucket` store: `from_env()`, then the options win.
+    pub(in crate::registry) fn build_gcs(
+        bucket: &str,
+        options: &GcsOptions,
+    ) -> Result<Arc<ObjectStoreBucket>> {
+        let mut builder = GoogleCloudStorageBuilder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(retry_config(&options.retry))
+            .with_client_options(client_options(options.allow_http, &options.retry));
+        if let Some(path) = &options.service_account_path {
+            let path = path.to_str().ok_or_else(|| {
+                Error::invalid(format!(
+                    "gs://{bucket}: service account path {} is not UTF-8",
+                    path.display()
+                ))
+            })?;
+            builder = builder.with_service_account_path(path);
+        }
+        if let Some(endpoint) = &options.endpoint {
+            builder = builder.with_base_url(endpoint);
+        }
+        let store = builder
+            .build()
+            .map_err(|e| Error::storage(format!("gs://{bucket}"), "configure", e))?;
+        let endpoint = format!(
+            "gs://{bucket} at {}",
+            options
+                .endpoint
+                .as_deref()
+                .map_or_else(|| "Google Cloud Storage".to_owned(), describe_endpoint)
+        );
+        let store = EtagCasOnGenerations::new(Arc::new(store));
+        Ok(ObjectStoreBucket::new(Arc::new(store), endpoint))
+    }
+}
+
+#[cfg(feature = "azure")]
+pub(super) use azure::build_azure;
+
+#[cfg(feature = "azure")]
+mod azure {
+    use std::sync::Arc;
+
+    use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+
+    use super::{AzureOptions, client_options, describe_endpoint, retry_config};
+    use crate::error::{Error, Result};
+    use crate::store::ObjectStoreBucket;
+
+    /// An `az://container` store: `from_env()`, then the options win.
+    pub(in crate::registry) fn build_azure(
+        container: &str,
+        options: &AzureOptions,
+    ) -> Result<Arc<ObjectStoreBucket>> {
+        let mut builder = MicrosoftAzureBuilder::from_env()
+            .with_container_name(container)
+            .with_retry(retry_config(&options.retry))
+            .with_client_options(client_options(options.allow_http, &options.retry));
+        if let Some(account) = &options.account {
+            builder = builder.with_account(account);
+        }
+        if options.use_emulator {
+            builder = builder.with_use_emulator(true);
+        }
+        if let Some(endpoint) = &options.endpoint {
+            builder = builder.with_endpoint(endpoint.clone());
+        }
+        let account = builder.get_config_value(&AzureConfigKey::AccountName);
+        let emulated = options.use_emulator
+            || builder
+                .get_config_value(&AzureConfigKey::UseEmulator)
+                .is_some_and(|v| v == "true");
+        if account.is_none() && !emulated {
+            return Err(Error::invalid(format!(
+                "az://{container}: no Azure storage account: set AzureOptions::account or \
+                 AZURE_STORAGE_ACCOUNT_NAME (or AzureOptions::use_emulator for Azurite)"
+            )));
+        }
+        let store = builder
+            .build()
+            .map_err(|e| Error::storage(format!("az://{container}"), "configure", e))?;
+        let at = match (&options.endpoint, emulated) {
+            (Some(endpoint), _) => describe_endpoint(endpoint),
+            (None, true) => "the Azurite emulator".to_owned(),
+            (None, false) => format!(
+                "https://{}.blob.core.windows.net",
+                account.as_deref().unwrap_or_default()
+            ),
+        };
+        let endpoint = format!("az://{container} at {at}");
+        Ok(ObjectStoreBucket::new(Arc::new(store), endpoint))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_lose_userinfo_and_sas_tokens() {
+        assert_eq!(
+            describe_endpoint("https://u:p@acct.blob.core.windows.net/c?sv=2024&sig=SECRET"),
+            "https://acct.blob.core.windows.net/c"
+        );
+        assert_eq!(
+            describe_endpoint("http://127.0.0.1:4443"),
+            "http://127.0.0.1:4443"
+        );
+    }
+
+    #[cfg(feature = "gcs")]
+    #[test]
+    fn gcs_builds_from_options_without_network() {
+        use crate::registry::{Registry, StorageOptions};
+        let dir = tempfile::tempdir().unwrap();
+        // The emulator form of a service-account file (fake-gcs-server): no key, no OAuth.
+        let sa = dir.path().join("sa.json");
+        std::fs::write(
+            &sa,
+            r#"{"gcs_base_url": "http://127.0.0.1:1", "disable_oauth": true,
+                "client_email": "", "private_key": "", "private_key_id": ""}"#,
+        )
+        .unwrap();
+        let mut opts = StorageOptions::default();
+        opts.gcs.service_account_path = Some(sa);
+        opts.gcs.endpoint = Some("http://x:secret@127.0.0.1:1".into());
+        opts.gcs.allow_http = true;
+        let store = Registry::new()
+            .resolve_store("gs://bkt/pre", &opts)
+            .unwrap();
+        let d = store.describe();
+        assert!(d.contains("gs://bkt at http://127.0.0.1:1"), "{d}");
+        assert!(!d.contains("secret"), "{d}");
+
+        // A service-account file that does not exist: a configure error naming it.
+        opts.gcs.service_account_path = Some(dir.path().join("missing.json"));
+        let err = Registry::new()
+            .resolve_store("gs://bkt/pre", &opts)
+            .unwrap_err();
+        assert!(
+            matches!(&err, crate::Error::Storage { key, operation: "configure", .. }
+                if key == "gs://bkt")
+                && err.to_string().contains("missing.json"),
+            "{err}"
+        );
+    }
+
+    #[cfg(feature = "azure")]
+    #[test]
+    fn azure_builds_from_options_without_network() {
+        use crate::registry::{Registry, StorageOptions};
+        let mut opts = StorageOptions::default();
+        opts.azure.account = Some("devaccount".into());
+        opts.azure.endpoint = Some("http://127.0.0.1:1/devaccount?sig=SECRET".into());
+        opts.azure.allow_http = true;
+        let store = Registry::new()
+            .resolve_store("az://container/pre", &opts)
+            .unwrap();
+        let d = store.describe();
+        assert!(
+            d.contains("az://container at http://127.0.0.1:1/devaccount"),
+            "{d}"
+        );
+        assert!(!d.contains("SECRET"), "{d}");
+
+        // The emulator needs no account.
+        let emulated = StorageOptions {
+            azure: AzureOptions {
+                use_emulator: true,
+                ..AzureOptions::default()
+            },
+            ..StorageOptions::default()
+        };
+        let store = Registry::new()
+            .resolve_store("azure://c", &emulated)
+            .unwrap();
+        assert!(store.describe().contains("Azurite"), "{}", store.describe());
+
+        // No account anywhere: a typed error naming what to set. (Assumes this process has
+        // no AZURE_STORAGE_ACCOUNT_NAME, as on the CI machines.)
+        if std::env::var_os("AZURE_STORAGE_ACCOUNT_NAME").is_none() {
+            let err = Registry::new()
+                .resolve_store("az://c", &StorageOptions::default())
+                .unwrap_err();
+            assert!(
+                matches!(&err, crate::Error::InvalidArgument { what }
+                    if what.contains("AZURE_STORAGE_ACCOUNT_NAME")
+                        && what.contains("AzureOptions::account")),
+                "{err}"
+            );
+        }
+    }
+}
