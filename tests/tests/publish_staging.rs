@@ -287,6 +287,30 @@ async fn staged_shards_are_reused_across_scans() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_scans_of_one_shard_share_one_download() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, counting) = make_root(dir.path(), 64 << 20);
+    let snapshot = publish(&root, &[300], false).await;
+    let reader = root.reader(snapshot);
+    let scan_all = |range: Range<u64>| {
+        let reader = &reader;
+        async move {
+            let mut scan = reader.scan(range).unwrap();
+            let mut n = 0u64;
+            while let Some(r) = scan.next_record().await {
+                r.unwrap();
+                n += 1;
+            }
+            n
+        }
+    };
+    let (a, b, c) = tokio::join!(scan_all(0..300), scan_all(100..300), scan_all(5..6));
+    assert_eq!((a, b, c), (300, 200, 1));
+    assert_eq!(root.stager().stats().downloads, 1);
+    assert_eq!(counting.total_ranged(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn damaged_downloads_are_typed_errors_and_not_kept() {
     let dir = tempfile::tempdir().unwrap();
     for (sha256, damage) in [

@@ -1,6 +1,7 @@
 //! Dataset roots for guideloom: create-only publication, ordered snapshots and an
 //! etag-compare-and-swap annotation catalog, on a local directory, a declared mounted
-//! bucket, `memory://` and (feature `s3`) `s3://`.
+//! bucket, `memory://` and (feature `s3`) `s3://`; read-only `http(s)://` roots (feature
+//! `http`); whole-shard staging for in-order scans ([`staging`]).
 //!
 //! A root holds (see `docs/publication.md` in the repository for the guarantees and the
 //! tests that prove them):

@@ -263,4 +263,33 @@ mod tests {
         assert_eq!(all.len(), 37);
         assert_eq!(documented_heads(100), 14);
     }
+
+    #[tokio::test]
+    async fn a_hand_made_gap_yields_an_existing_entry_without_a_successor() {
+        let dir = tempfile::tempdir().unwrap();
+        let local: Arc<dyn RootStore> = Arc::new(crate::store::LocalStore::new(dir.path()));
+        let probing = Arc::new(NoList {
+            inner: Arc::clone(&local),
+            heads: AtomicU64::new(0),
+            list: false,
+        });
+        let root = Root::new(probing, StorageOptions::default());
+        for n in 1..=6u64 {
+            let request = PublishRequest {
+                dataset_id: "d".into(),
+                snapshot_id: format!("s{n}"),
+                shards: vec![],
+                mode: PublishMode::Full,
+            };
+            root.publish(&request, &PublicationOptions::default())
+                .await
+                .unwrap();
+        }
+        // Deleting entry 3 by hand: the probe (1, 2, 4, 8 absent, 6, 7 absent) still sees 6.
+        std::fs::remove_file(dir.path().join(log_key(3))).unwrap();
+        assert_eq!(root.latest().await.unwrap().seq(), 6);
+        // Deleting entry 2 too: the probe stops at 1, which exists and has no successor.
+        std::fs::remove_file(dir.path().join(log_key(2))).unwrap();
+        assert_eq!(root.latest().await.unwrap().seq(), 1);
+    }
 }
