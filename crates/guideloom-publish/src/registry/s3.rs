@@ -46,10 +46,27 @@ impl Default for S3Retry {
 }
 
 /// How `s3://` roots are reached. Credentials are never part of this: they come from the
-/// standard AWS chain (environment variables, web identity, container and instance roles).
+/// standard AWS chain (environment variables, web identity, container and instance roles),
+/// and with feature `aws-profile` also from the shared config files and named profiles (see
+/// the `credentials` module in that build, and `docs/publication.md`, "Credentials, profiles and
+/// regions").
+///
+/// ```no_run
+/// use guideloom_publish::{Registry, S3Options, StorageOptions};
+///
+/// // Keys and region of the `analytics` profile (feature `aws-profile`).
+/// let options = StorageOptions {
+///     s3: S3Options { profile: Some("analytics".into()), ..S3Options::default() },
+///     ..StorageOptions::default()
+/// };
+/// let root = Registry::global().resolve("s3://my-datasets/captures", &options)?;
+/// # Ok::<(), guideloom_publish::Error>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct S3Options {
-    /// Region; `None` uses `AWS_REGION` / `AWS_DEFAULT_REGION`, then `us-east-1`.
+    /// Region; `None`: with feature `aws-profile` the profile's or the environment's (see
+    /// `credentials::RegionInputs::pick`), else `AWS_REGION` / `AWS_DEFAULT_REGION`, then
+    /// `us-east-1`.
     pub region: Option<String>,
     /// Endpoint URL of an S3-compatible server (`None`: AWS).
     pub endpoint: Option<String>,
