@@ -167,6 +167,11 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
 
 /// A memory root behind a counting wrapper, staging into `dir` under `budget` bytes.
 fn make_root(dir: &Path, budget: u64) -> (Root, Arc<Counting>) {
+    make_root_chunked(dir, budget, StagingOptions::default().download_chunk_bytes)
+}
+
+/// [`make_root`] downloading in ranged reads of `chunk` bytes.
+fn make_root_chunked(dir: &Path, budget: u64, chunk: u64) -> (Root, Arc<Counting>) {
     let inner = Registry::new()
         .resolve_store(
             &format!("memory://{}", guideloom_tests::unique("staging")),
@@ -178,6 +183,7 @@ fn make_root(dir: &Path, budget: u64) -> (Root, Arc<Counting>) {
         staging: StagingOptions {
             dir: Some(dir.to_owned()),
             budget_bytes: budget,
+            download_chunk_bytes: chunk,
         },
         ..StorageOptions::default()
     };
@@ -284,6 +290,48 @@ async fn staged_shards_are_reused_across_scans() {
     assert_eq!((stats.downloads, stats.evictions), (3, 0), "{stats:?}");
     assert!(stats.reuses >= 5, "{stats:?}");
     assert_eq!(counting.total_ranged(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_shards_download_in_chunks_with_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for sha256 in [true, false] {
+        let (root, counting) = make_root_chunked(dir.path(), 64 << 20, 1000);
+        let snapshot = publish(&root, &[400, 3], sha256).await;
+        let reader = root.reader(snapshot.clone());
+        let before = counting.total_ranged();
+        let mut scan = reader.scan(0..403).unwrap();
+        let mut got = Vec::new();
+        while let Some(batch) = scan.next_batch().await.unwrap() {
+            got.extend(batch);
+        }
+        assert_eq!(got, (0..403).map(record).collect::<Vec<_>>());
+        let chunks: u64 = snapshot
+            .shards()
+            .iter()
+            .map(|s| s.size.div_ceil(1000))
+            .sum();
+        assert!(chunks > 2, "the test needs a multi-chunk shard");
+        assert_eq!(counting.total_ranged() - before, chunks);
+        // A flipped byte in one chunk of a SHA-256-referenced shard is caught at download.
+        if sha256 {
+            let (root, counting) = make_root_chunked(dir.path(), 64 << 20, 1000);
+            let snapshot = publish(&root, &[400], true).await;
+            counting.set_damage(Damage::Flip);
+            let reader = root.reader(snapshot);
+            let err = reader
+                .scan(0..400)
+                .unwrap()
+                .next_record()
+                .await
+                .unwrap()
+                .unwrap_err();
+            assert!(
+                matches!(err, Error::Verification { what: "sha256", .. }),
+                "{err}"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

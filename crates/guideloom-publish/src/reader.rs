@@ -139,7 +139,7 @@ impl SnapshotReader {
 
 impl SnapshotReader {
     /// An in-order scan of records `range` through whole-shard staging: each shard the range
-    /// touches is fetched whole (one request) into an unnamed local file under the root's
+    /// touches is fetched whole (one request per 64 MiB chunk) into an unnamed local file under the root's
     /// [`StagingOptions`](crate::StagingOptions) budget, then read locally in runs (see
     /// [`crate::staging`]). Use it for sequential passes over remote roots; random access
     /// ([`get`](Self::get), [`get_many`](Self::get_many)) reads ranges instead.

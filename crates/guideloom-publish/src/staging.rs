@@ -4,10 +4,11 @@
 //! that reads every record of a shard in order does better by fetching the shard whole, once,
 //! and reading it locally: [`SnapshotReader::scan`] does that through a [`Stager`].
 //!
-//! - **One request per shard.** A shard is fetched with one ranged read of its whole size
-//!   through the root's own store (the store the root was built with: a store the user
-//!   passed is the one that downloads — never a default one). The bytes pass through memory
-//!   once on their way to the file (one shard at a time per download).
+//! - **One request per shard** (per [`StagingOptions::download_chunk_bytes`], 64 MiB by
+//!   default, for larger shards). A shard is fetched with ranged reads through the root's
+//!   own store (the store the root was built with: a store the user passed is the one that
+//!   downloads — never a default one); each chunk is written to the file before the next is
+//!   fetched, so a download holds at most one chunk in memory.
 //! - **Unnamed files.** Each staged shard lives in an unnamed temporary file
 //!   (`tempfile::tempfile_in`: `O_TMPFILE` on Linux, an unlinked file elsewhere on unix) in
 //!   [`StagingOptions::dir`]. No name appears in the directory, and the OS reclaims the
@@ -50,9 +51,9 @@ use tokio::sync::OnceCell;
 use tracing::{Instrument, debug, info_span};
 
 use crate::error::{Error, Result};
-use crate::key::sha256_hex;
 use crate::manifest::{Checksum, ShardRef};
 use crate::store::RootStore;
+use sha2::{Digest, Sha256};
 
 /// Default [`StagingOptions::budget_bytes`]: 4 GiB.
 pub const DEFAULT_STAGING_BUDGET_BYTES: u64 = 4 << 30;
@@ -64,13 +65,25 @@ pub const SCAN_BATCH_BYTES: u64 = 1 << 20;
 /// At most this many records per run of a scan.
 pub const SCAN_BATCH_RECORDS: u64 = 4096;
 
+/// Default [`StagingOptions::download_chunk_bytes`]: 64 MiB.
+pub const DEFAULT_DOWNLOAD_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Lower-case hex of a digest.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Where and how much whole-shard staging may store (a field of
 /// [`StorageOptions`](crate::StorageOptions)).
 ///
 /// ```
 /// use guideloom_publish::{StagingOptions, StorageOptions};
 /// let options = StorageOptions {
-///     staging: StagingOptions { dir: Some("/mnt/nvme/guideloom".into()), budget_bytes: 16 << 30 },
+///     staging: StagingOptions {
+///         dir: Some("/mnt/nvme/guideloom".into()),
+///         budget_bytes: 16 << 30,
+///         ..StagingOptions::default()
+///     },
 ///     ..StorageOptions::default()
 /// };
 /// assert_eq!(options.staging.directory(), std::path::Path::new("/mnt/nvme/guideloom"));
@@ -84,6 +97,10 @@ pub struct StagingOptions {
     /// Most bytes staged at once (default [`DEFAULT_STAGING_BUDGET_BYTES`]). A scan needs at
     /// least its largest shard.
     pub budget_bytes: u64,
+    /// A shard is downloaded in ranged reads of at most this many bytes (default
+    /// [`DEFAULT_DOWNLOAD_CHUNK_BYTES`], 64 MiB), each written to the staging file before the
+    /// next: one request for shards up to this size, and never more than this in memory.
+    pub download_chunk_bytes: u64,
 }
 
 impl Default for StagingOptions {
@@ -91,6 +108,7 @@ impl Default for StagingOptions {
         StagingOptions {
             dir: None,
             budget_bytes: DEFAULT_STAGING_BUDGET_BYTES,
+            download_chunk_bytes: DEFAULT_DOWNLOAD_CHUNK_BYTES,
         }
     }
 }
@@ -285,6 +303,19 @@ impl Stager {
         Ok(cell)
     }
 
+    /// Runs file work on tokio's blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        tokio::task::spawn_blocking(f).await.map_err(|e| {
+            Error::io(
+                self.options.directory(),
+                std::io::Error::other(format!("staging task failed: {e}")),
+            )
+        })?
+    }
+
     async fn download(&self, reference: &ShardRef) -> Result<Arc<StagedShard>> {
         let key = reference.key.clone();
         let size = reference.size;
@@ -294,45 +325,56 @@ impl Stager {
                 let mut state = self.lock();
                 state.stats.downloads += 1;
             }
-            let bytes = self.store.get_range(&key, 0..size).await?;
-            self.lock().stats.downloaded_bytes += bytes.len() as u64;
-            if bytes.len() as u64 != size {
-                return Err(Error::Verification {
-                    key,
-                    what: "size",
-                    expected: size.to_string(),
-                    actual: bytes.len().to_string(),
-                });
-            }
             let want_sha = match &reference.checksum {
                 Some(Checksum::Sha256(hex)) => Some(hex.clone()),
                 _ => None,
             };
             let dir = self.options.directory();
-            let task_key = key.clone();
-            let file = tokio::task::spawn_blocking(move || -> Result<std::fs::File> {
-                if let Some(want) = want_sha {
-                    let got = sha256_hex(&bytes);
-                    if got != want {
-                        return Err(Error::Verification {
-                            key: task_key,
-                            what: "sha256",
-                            expected: want,
-                            actual: got,
-                        });
-                    }
+            let blocking_dir = dir.clone();
+            let mut file = self
+                .blocking(move || {
+                    tempfile::tempfile_in(&blocking_dir).map_err(|e| Error::io(&blocking_dir, e))
+                })
+                .await?;
+            let mut hasher = want_sha.as_ref().map(|_| Sha256::new());
+            let chunk = self.options.download_chunk_bytes.max(1);
+            let mut offset = 0u64;
+            while offset < size {
+                let len = chunk.min(size - offset);
+                let bytes = self.store.get_range(&key, offset..offset + len).await?;
+                self.lock().stats.downloaded_bytes += bytes.len() as u64;
+                if bytes.len() as u64 != len {
+                    return Err(Error::Verification {
+                        key,
+                        what: "size",
+                        expected: size.to_string(),
+                        actual: (offset + bytes.len() as u64).to_string(),
+                    });
                 }
-                let mut file = tempfile::tempfile_in(&dir).map_err(|e| Error::io(&dir, e))?;
-                file.write_all(&bytes).map_err(|e| Error::io(&dir, e))?;
-                Ok(file)
-            })
-            .await
-            .map_err(|e| {
-                Error::io(
-                    self.options.directory(),
-                    std::io::Error::other(format!("staging task failed: {e}")),
-                )
-            })??;
+                let write_dir = dir.clone();
+                (file, hasher) = self
+                    .blocking(move || {
+                        if let Some(h) = hasher.as_mut() {
+                            h.update(&bytes);
+                        }
+                        file.write_all(&bytes)
+                            .map_err(|e| Error::io(&write_dir, e))?;
+                        Ok((file, hasher))
+                    })
+                    .await?;
+                offset += len;
+            }
+            if let (Some(want), Some(h)) = (want_sha, hasher) {
+                let got = hex(&h.finalize());
+                if got != want {
+                    return Err(Error::Verification {
+                        key,
+                        what: "sha256",
+                        expected: want,
+                        actual: got,
+                    });
+                }
+            }
             let location = format!("staged copy of {}/{key}", self.store.describe());
             let reader = PreadIo::new()
                 .open_file_async(file, &location)
