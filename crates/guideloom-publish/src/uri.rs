@@ -185,6 +185,27 @@ mod tests {
     }
 
     #[test]
+    fn http_roots_resolve_with_the_feature_and_name_it_without() {
+        let resolved = crate::Registry::new()
+            .resolve_store("http://u:pw@127.0.0.1:9/ds?t=s", &Default::default());
+        #[cfg(feature = "http")]
+        {
+            let store = resolved.unwrap();
+            assert!(!store.capabilities().list);
+            assert_eq!(store.describe(), "http://127.0.0.1:9/ds/?<redacted>");
+        }
+        #[cfg(not(feature = "http"))]
+        {
+            let err = resolved.unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported { what } if what.contains("feature `http`")
+                    && !what.contains("pw") && !what.contains("t=s")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn rejects_bad_uris() {
         for bad in [
             "",
