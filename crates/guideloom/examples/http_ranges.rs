@@ -1,6 +1,8 @@
 //! Reading a dataset over HTTP by byte ranges: shards written into the directory an HTTP
 //! origin (nginx) serves are read through `HttpIo`: one tail read per shard to open it, one
-//! ranged GET per record, coalesced ranges for batches. Prints the request counts.
+//! ranged GET per record, coalesced ranges for batches. Prints the request counts. Then a
+//! published dataset in the same directory is opened by its `http://` URL as a read-only
+//! root (`Dataset::open`, feature `http`).
 //!
 //! Needs `GUIDELOOM_NGINX_URL` (the origin's base URL, trailing slash) and
 //! `GUIDELOOM_NGINX_ROOT` (the directory it serves). Without them it prints "skipped: ..."
@@ -49,9 +51,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Read back over HTTP; the served directory is removed whatever the outcome.
-    let outcome = read_over_http(&base, &name, shards.len());
+    let outcome = read_over_http(&base, &name, shards.len())
+        .and_then(|()| dataset_over_http(&base, &name, &dir));
     std::fs::remove_dir_all(&dir)?;
     outcome
+}
+
+/// Publishes a dataset root under `dir/dataset` (sync `Publisher`) and reads it back as a
+/// read-only `http://` root.
+fn dataset_over_http(
+    base: &str,
+    name: &str,
+    dir: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = dir.join("dataset");
+    let publisher = guideloom::Publisher::open(root.to_str().ok_or("non-UTF-8 path")?)?;
+    let shards = (0..3u64)
+        .map(|n| {
+            let texts: Vec<String> = (n * 40..n * 40 + 40).map(|i| format!("doc {i}")).collect();
+            publisher.write_shard("web", n, &texts)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    publisher.publish("web", "v1", shards, guideloom::PublishMode::Full)?;
+    let url = format!("{}/{name}/dataset", base.trim_end_matches('/'));
+    let ds = guideloom::Dataset::open(&url)?;
+    let doc: String = ds.get_as(77)?;
+    assert_eq!(doc, "doc 77");
+    let batch = ds.get_many(&[119, 0, 40])?;
+    println!(
+        "dataset over {url}: snapshot {}, {} records; record 77 = {doc:?}; get_many of 3 \
+         records in 3 shards: {} bytes",
+        ds.snapshot().id(),
+        ds.len(),
+        batch.iter().map(|b| b.len()).sum::<usize>()
+    );
+    Ok(())
 }
 
 fn read_over_http(base: &str, name: &str, shards: usize) -> Result<(), Box<dyn std::error::Error>> {

@@ -3,9 +3,8 @@
 //!
 //! `cargo run -p guideloom --example quickstart`
 
-use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
 use guideloom::loader::{Loader, LoaderOptions};
-use guideloom::{CborFormat, Dataset, DatasetOptions};
+use guideloom::{CborFormat, Dataset, PublishMode, Publisher};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Sample {
@@ -25,12 +24,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             label: u8::try_from(i % 10).unwrap_or(0),
         })
         .collect();
-    let runtime = new_runtime()?;
-    let snapshot = runtime.block_on(async {
-        let root = resolve_root(root, &DatasetOptions::default())?;
-        publish_cbor(&root, "captures", "v1", &records, 250, "writer-0").await
-    })?;
-    drop(runtime);
+    // Publisher is synchronous (it owns a small runtime): no async code here.
+    let publisher = Publisher::open(root)?;
+    let shards = records
+        .chunks(250)
+        .zip(0u64..)
+        .map(|(chunk, n)| publisher.write_shard("writer-0", n, chunk))
+        .collect::<Result<Vec<_>, _>>()?;
+    let snapshot = publisher.publish("captures", "v1", shards, PublishMode::Full)?;
     println!(
         "published snapshot {} with {} records in {} shards under {root}",
         snapshot.id(),
