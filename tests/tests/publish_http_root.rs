@@ -78,6 +78,13 @@ async fn http_root_reads_what_a_local_root_published() {
     publish(&local, "second", vec![b], PublishMode::Append).await;
     publish(&local, "third", vec![c], PublishMode::Append).await;
 
+    let third = local.latest().await.unwrap();
+    let labels: Vec<u64> = (0..100).map(|i| i * 3).collect();
+    local
+        .publish_annotations("labels", "v1", &third, &labels, &RetryPolicy::default())
+        .await
+        .unwrap();
+
     let base = format!("{url}{subdir}");
     let store = Arc::new(HttpRootStore::new(&base).unwrap());
     let root = Root::new(store.clone(), StorageOptions::default());
@@ -151,6 +158,13 @@ async fn http_root_reads_what_a_local_root_published() {
     let want: Vec<Vec<u8>> = (0..100).map(record).collect();
     assert_eq!(scanned, want);
     assert_eq!(requests(&store) - before, 3, "one GET per shard");
+
+    // Annotations published on the local root read back over HTTP.
+    let set = root
+        .annotations("labels", None, &latest, false)
+        .await
+        .unwrap();
+    assert_eq!(set.get::<u64>(99).unwrap(), 297);
 
     // The registry resolves the same URL to an HTTP root.
     let resolved = Registry::new()
