@@ -10,6 +10,8 @@
 //! This binary mutates the process environment, so it holds exactly ONE test: nextest runs it
 //! in its own process, and under `cargo test` no other test thread of this binary exists.
 
+use std::path::{Path, PathBuf};
+
 use bytes::Bytes;
 use guideloom_publish::credentials::{AwsChain, RegionSource};
 use guideloom_publish::{
@@ -36,6 +38,34 @@ fn set_env(key: &str, value: Option<&str>) {
             None => std::env::remove_var(key),
         }
     }
+}
+
+/// A profile whose `credential_process` prints credentials expiring `valid_secs` from now and
+/// counts its invocations in a file: the config section and the counter's path.
+fn process_profile(dir: &Path, name: &str, valid_secs: u64) -> (String, PathBuf) {
+    let counter = dir.join(format!("{name}.count"));
+    let script = dir.join(format!("{name}.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "echo fetched >> '{counter}'\n\
+             exp=$(date -u -d \"@$(( $(date +%s) + {valid_secs} ))\" +%Y-%m-%dT%H:%M:%SZ)\n\
+             printf '{{\"Version\": 1, \"AccessKeyId\": \"AKIDPROCESS\", \
+             \"SecretAccessKey\": \"process-secret\", \"SessionToken\": \"process-token\", \
+             \"Expiration\": \"%s\"}}\\n' \"$exp\"\n",
+            counter = counter.display()
+        ),
+    )
+    .unwrap();
+    let section = format!(
+        "[profile {name}]\nregion = {PROFILE_REGION}\ncredential_process = /bin/sh {}\n",
+        script.display()
+    );
+    (section, counter)
+}
+
+fn invocations(counter: &Path) -> usize {
+    std::fs::read_to_string(counter).map_or(0, |s| s.lines().count())
 }
 
 fn options(endpoint: &str, profile: Option<&str>) -> StorageOptions {
@@ -80,10 +110,13 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config");
     let credentials = dir.path().join("credentials");
+    let (long_lived, long_count) = process_profile(dir.path(), "process-long", 3600);
+    let (short_lived, short_count) = process_profile(dir.path(), "process-short", 60);
     std::fs::write(
         &config,
         format!(
-            "[profile {PROFILE}]\nregion = {PROFILE_REGION}\n\n[default]\nregion = us-west-1\n"
+            "[profile {PROFILE}]\nregion = {PROFILE_REGION}\n\n[default]\nregion = us-west-1\n\n\
+             {long_lived}\n{short_lived}"
         ),
     )
     .unwrap();
@@ -170,6 +203,40 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     assert!(described.contains(PROFILE), "{described}");
     runtime.block_on(publish_and_read_back(&root, "named profile"));
 
+    // Refresh, end to end through aws-config's credential_process provider: credentials valid
+    // for an hour are fetched once for a whole publish; credentials expiring inside the
+    // refresh window (60 s < 5 min) are fetched again for every request.
+    let process_prefix = unique("aws-profile-process");
+    let root = Registry::new()
+        .resolve(
+            &format!("s3://{}/{process_prefix}/long", moto.bucket),
+            &options(&moto.endpoint, Some("process-long")),
+        )
+        .unwrap();
+    runtime.block_on(publish_and_read_back(&root, "credential_process, 1 h"));
+    assert_eq!(
+        invocations(&long_count),
+        1,
+        "one fetch for the whole publish"
+    );
+    let root = Registry::new()
+        .resolve(
+            &format!("s3://{}/{process_prefix}/short", moto.bucket),
+            &options(&moto.endpoint, Some("process-short")),
+        )
+        .unwrap();
+    runtime.block_on(publish_and_read_back(&root, "credential_process, 60 s"));
+    println!(
+        "credential_process fetches: valid 1 h: {}, valid 60 s: {}",
+        invocations(&long_count),
+        invocations(&short_count)
+    );
+    assert!(
+        invocations(&short_count) >= 5,
+        "expiring credentials are refetched per request: {} fetches",
+        invocations(&short_count)
+    );
+
     // The ambient profile (AWS_PROFILE) through the default chain: its keys sign, but the
     // environment's region beats the ambient profile's, as in the AWS CLI.
     set_env("AWS_PROFILE", Some(PROFILE));
@@ -199,7 +266,7 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     runtime.block_on(async {
         use futures::TryStreamExt;
         use object_store::ObjectStoreExt;
-        for prefix in [named_prefix, ambient_prefix] {
+        for prefix in [named_prefix, ambient_prefix, process_prefix] {
             let prefix = object_store::path::Path::from(prefix);
             let listed: Vec<_> = moto.store.list(Some(&prefix)).try_collect().await.unwrap();
             assert!(!listed.is_empty(), "{prefix}: the test wrote objects");
