@@ -262,6 +262,24 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     let root = Registry::new().resolve(&uri, &ambient).unwrap();
     runtime.block_on(publish_and_read_back(&root, "ambient profile"));
 
+    // Unparsable shared config files: fatal for a named profile, ignored (with a warning) for
+    // the ambient one, as in the AWS SDKs.
+    let broken = dir.path().join("broken-config");
+    std::fs::write(&broken, "this line is outside any [profile] section\n").unwrap();
+    set_env("AWS_CONFIG_FILE", Some(broken.to_str().unwrap()));
+    set_env("AWS_PROFILE", None);
+    set_env("AWS_REGION", Some(ENV_REGION));
+    let err = AwsChain::resolve(&named.s3).unwrap_err();
+    assert!(
+        matches!(&err, Error::AwsProfile { profile, source: Some(_), .. } if profile == PROFILE),
+        "{err}"
+    );
+    let region = AwsChain::resolve(&ambient.s3).unwrap().region.unwrap();
+    assert_eq!(
+        (region.region.as_str(), region.source),
+        (ENV_REGION, RegionSource::Environment)
+    );
+
     // Clean up what this test wrote to the shared bucket.
     runtime.block_on(async {
         use futures::TryStreamExt;

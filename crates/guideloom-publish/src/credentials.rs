@@ -39,7 +39,7 @@ use aws_types::os_shim_internal::{Env, Fs};
 use object_store::CredentialProvider;
 use object_store::aws::AwsCredential;
 use tokio::sync::{Mutex, OnceCell};
-use tracing::{Instrument, debug, info_span};
+use tracing::{Instrument, debug, info_span, warn};
 
 use crate::error::{Error, Result};
 use crate::registry::S3Options;
@@ -156,8 +156,9 @@ fn searched_files() -> String {
 /// `default`) from the shared config files.
 ///
 /// A named profile that does not exist is an [`Error::AwsProfile`] naming it and the files
-/// searched; a missing ambient profile is `Ok(None)` (the default chain then tries its other
-/// sources). Files that cannot be parsed are an error either way, as in the AWS SDKs.
+/// searched, and so are files that cannot be read or parsed. For the ambient profile both are
+/// `Ok(None)` (unparsable files with a warning), as in the AWS SDKs: the default chain then
+/// tries its other sources.
 pub fn load_profile(named: Option<&str>) -> Result<Option<AwsProfile>> {
     let fs = Fs::real();
     let env = Env::real();
@@ -177,13 +178,21 @@ pub fn load_profile(named: Option<&str>) -> Result<Option<AwsProfile>> {
                 source: None,
             });
         }
-        Some(Err(e)) => {
-            return Err(Error::AwsProfile {
-                profile: named.unwrap_or("(ambient)").to_owned(),
-                what: format!("could not load {}", searched_files()),
-                source: Some(Box::new(e)),
-            });
-        }
+        Some(Err(e)) => match named {
+            Some(name) => {
+                return Err(Error::AwsProfile {
+                    profile: name.to_owned(),
+                    what: format!("could not load {}", searched_files()),
+                    source: Some(Box::new(e)),
+                });
+            }
+            // As the AWS SDKs do for the ambient profile: warn and go on with the other
+            // sources (environment, web identity, roles) rather than fail every root.
+            None => {
+                warn!(files = %searched_files(), error = %e, "ignoring unreadable shared AWS config files");
+                return Ok(None);
+            }
+        },
     };
     let selected = set.selected_profile().to_owned();
     match set.get_profile(&selected) {
