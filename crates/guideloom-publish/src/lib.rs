@@ -74,7 +74,7 @@ pub use shards::FooterInspector;
 pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::object::EtagStyle;
 pub use store::{
-    CasOutcome, CreateOutcome, Etag, LocalStore, Object, ObjectInfo, ObjectStoreBucket,
+    CasOutcome, CreateOutcome, Etag, LocalReads, LocalStore, Object, ObjectInfo, ObjectStoreBucket,
     ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities, Written, cas_update, create_object,
 };
 pub use uri::RootUri;

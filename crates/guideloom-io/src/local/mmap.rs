@@ -68,13 +68,45 @@ impl MmapIo {
         Self::default()
     }
 
+    /// A synchronous reader mapping an already-open `file` (for example one a caller opened
+    /// once to check its identity). `location` names it in errors. The mapping is made now;
+    /// the file handle is not needed afterwards and is dropped.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use guideloom_io::{MmapIo, SyncReader};
+    /// let mut file = tempfile::tempfile().unwrap();
+    /// file.write_all(b"hello, world").unwrap();
+    /// let reader = MmapIo::new().open_file(file, "published shard").unwrap();
+    /// assert_eq!(&reader.read(7, 5).unwrap()[..], b"world");
+    /// ```
+    pub fn open_file(&self, file: std::fs::File, location: &str) -> Result<Box<dyn SyncReader>> {
+        Ok(Box::new(Self::map_reader(&file, location.to_owned())?))
+    }
+
+    /// The async face of [`open_file`](MmapIo::open_file). Reads of a mapping answer inline
+    /// (no blocking-pool hand-off); call this from a blocking context or accept that mapping
+    /// is one `mmap` system call.
+    pub fn open_file_async(
+        &self,
+        file: std::fs::File,
+        location: &str,
+    ) -> Result<Box<dyn AsyncReader>> {
+        Ok(Box::new(Self::map_reader(&file, location.to_owned())?))
+    }
+
     fn open_reader(path: &Path) -> Result<MmapReader> {
         let location = describe(path);
-        let (file, size) = open_file(path, &location)?;
+        let (file, _) = open_file(path, &location)?;
+        Self::map_reader(&file, location)
+    }
+
+    fn map_reader(file: &std::fs::File, location: String) -> Result<MmapReader> {
+        let size = file.metadata().map_err(|e| Error::io(&location, e))?.len();
         let data = if size == 0 {
             Bytes::new()
         } else {
-            let map = map_file(&file).map_err(|e| Error::io(&location, e))?;
+            let map = map_file(file).map_err(|e| Error::io(&location, e))?;
             Bytes::from_owner(map)
         };
         // The mapping's length is authoritative: the file could have changed since `stat`.

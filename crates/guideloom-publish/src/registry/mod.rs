@@ -13,7 +13,7 @@ use object_store::ObjectStore;
 
 use crate::error::{Error, Result};
 use crate::publish::Root;
-use crate::store::{LocalStore, ObjectStoreBucket, RootStore};
+use crate::store::{LocalReads, LocalStore, ObjectStoreBucket, RootStore};
 use crate::uri::RootUri;
 
 mod cloud;
@@ -43,6 +43,9 @@ pub struct StorageOptions {
     pub azure: AzureOptions,
     /// Where and how much whole-shard staging (in-order scans) may store.
     pub staging: crate::staging::StagingOptions,
+    /// How local and mounted roots read shards (default: mmap on a local root, pread on a
+    /// declared mount).
+    pub local_reads: LocalReads,
 }
 
 impl Default for StorageOptions {
@@ -54,6 +57,7 @@ impl Default for StorageOptions {
             gcs: GcsOptions::default(),
             azure: AzureOptions::default(),
             staging: crate::staging::StagingOptions::default(),
+            local_reads: LocalReads::Auto,
         }
     }
 }
@@ -134,9 +138,9 @@ impl Registry {
         }
         match parsed {
             RootUri::Local(path) => Ok(if options.mount {
-                Arc::new(LocalStore::mounted(path))
+                Arc::new(LocalStore::mounted(path).with_reads(options.local_reads))
             } else {
-                Arc::new(LocalStore::new(path))
+                Arc::new(LocalStore::new(path).with_reads(options.local_reads))
             }),
             RootUri::Memory { name, prefix } => {
                 let handle = {

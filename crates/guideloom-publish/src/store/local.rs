@@ -24,19 +24,37 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tracing::{Instrument, debug, info_span};
 
-use super::{
-    CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities,
-    StoreRangeReader,
-};
+use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities};
 use crate::error::{Error, Result};
 use crate::key::{nonce, sha256_hex};
-use guideloom_io::AsyncReader;
+use guideloom_io::{AsyncReader, MmapIo, PreadIo};
+
+/// How [`LocalStore::open_reader`] reads published objects (shards).
+///
+/// Either way the file is opened once per reader, not once per read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LocalReads {
+    /// The default: [`Mmap`](LocalReads::Mmap) on a local root, [`Pread`](LocalReads::Pread)
+    /// on a declared mounted bucket (a FUSE mount pages over the network; `pread` keeps the
+    /// request sizes explicit).
+    #[default]
+    Auto,
+    /// Map the file (guideloom-io's `MmapIo`): records are zero-copy slices and async reads
+    /// answer inline, with no blocking-pool hand-off. Published objects are create-only and
+    /// never rewritten; truncating one by hand while it is mapped raises SIGBUS (see
+    /// `MmapIo`'s `# Risks`).
+    Mmap,
+    /// Positioned reads of one open file (guideloom-io's `PreadIo`), each run on tokio's
+    /// blocking pool.
+    Pread,
+}
 
 /// A root in a local directory, or a declared mounted bucket.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
     mounted: bool,
+    reads: LocalReads,
 }
 
 impl LocalStore {
@@ -45,6 +63,7 @@ impl LocalStore {
         LocalStore {
             root: root.into(),
             mounted: false,
+            reads: LocalReads::Auto,
         }
     }
 
@@ -53,6 +72,22 @@ impl LocalStore {
         LocalStore {
             root: root.into(),
             mounted: true,
+            reads: LocalReads::Auto,
+        }
+    }
+
+    /// Chooses how readers read published objects.
+    pub fn with_reads(mut self, reads: LocalReads) -> Self {
+        self.reads = reads;
+        self
+    }
+
+    /// How readers read published objects, with [`LocalReads::Auto`] resolved.
+    pub fn reads(&self) -> LocalReads {
+        match self.reads {
+            LocalReads::Auto if self.mounted => LocalReads::Pread,
+            LocalReads::Auto => LocalReads::Mmap,
+            other => other,
         }
     }
 
@@ -421,7 +456,30 @@ impl RootStore for LocalStore {
     }
 
     async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
-        Ok(Box::new(StoreRangeReader::new(self.clone(), key, size)))
+        let path = self.path(key);
+        let key = key.to_owned();
+        let reads = self.reads();
+        // One open (and, for mmap, one mapping) per reader; reads then cost one `pread` or
+        // one slice.
+        blocking(move || {
+            let file = File::open(&path).map_err(|e| not_found_or(&key, &path, e))?;
+            let actual = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+            if actual != size {
+                return Err(Error::Verification {
+                    key,
+                    what: "size",
+                    expected: size.to_string(),
+                    actual: actual.to_string(),
+                });
+            }
+            let location = path.display().to_string();
+            let reader = match reads {
+                LocalReads::Pread => PreadIo::new().open_file_async(file, &location),
+                _ => MmapIo::new().open_file_async(file, &location),
+            };
+            reader.map_err(|source| Error::Read { key, source })
+        })
+        .await
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
@@ -437,5 +495,45 @@ impl RootStore for LocalStore {
             Ok(out)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readers_open_once_in_every_mode_and_check_the_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = Bytes::from((0..=255u8).cycle().take(10_000).collect::<Vec<u8>>());
+        let base = LocalStore::new(dir.path());
+        base.put_create("shards/w/0.glm", body.clone())
+            .await
+            .unwrap();
+        assert_eq!(base.reads(), LocalReads::Mmap);
+        assert_eq!(LocalStore::mounted(dir.path()).reads(), LocalReads::Pread);
+        for reads in [LocalReads::Auto, LocalReads::Mmap, LocalReads::Pread] {
+            let store = LocalStore::new(dir.path()).with_reads(reads);
+            let reader = store.open_reader("shards/w/0.glm", 10_000).await.unwrap();
+            assert_eq!(reader.size().await.unwrap(), 10_000);
+            assert_eq!(reader.read(100, 50).await.unwrap(), body.slice(100..150));
+            // The file is open: removing its name does not break the reader.
+            if reads == LocalReads::Pread {
+                std::fs::remove_file(dir.path().join("shards/w/0.glm")).unwrap();
+                assert_eq!(reader.read(9_990, 10).await.unwrap(), body.slice(9_990..));
+                std::fs::write(dir.path().join("shards/w/0.glm"), &body).unwrap();
+            }
+            assert!(reader.read(9_995, 10).await.is_err(), "past the end");
+            let wrong = store
+                .open_reader("shards/w/0.glm", 9_999)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&wrong, Error::Verification { key, what: "size", .. } if key == "shards/w/0.glm"),
+                "{wrong:?}"
+            );
+            let missing = store.open_reader("shards/w/1.glm", 10).await.unwrap_err();
+            assert!(missing.is_not_found(), "{missing:?}");
+        }
     }
 }

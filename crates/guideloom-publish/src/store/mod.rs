@@ -23,7 +23,7 @@ pub mod object;
 
 #[cfg(feature = "http")]
 pub use http::HttpRootStore;
-pub use local::LocalStore;
+pub use local::{LocalReads, LocalStore};
 pub use object::{ObjectStoreBucket, ObjectStoreRoot};
 
 /// An opaque entity tag identifying one version of an object, as the store reports it.
