@@ -4,14 +4,17 @@
 //! Local roots: `SeekIo`, `PreadIo`, `MmapIo` (sync shard readers, record CRCs off so the
 //! comparison is IO against IO), against raw `pread` of the same record ranges and a plain
 //! sequential read of the same files. `s3://` roots: `ObjectStoreIo` against raw
-//! object_store ranged GETs of the same ranges and whole-object GETs. Each figure is the
-//! median of three rounds.
+//! object_store ranged GETs of the same ranges and whole-object GETs. Both kinds also get a
+//! `dataset (get)` row: the same random records read by global index through the facade's
+//! dataset (guideloom-publish's `SnapshotReader`, the path of `guideloom get`), beside the
+//! same raw ceiling. Each figure is the median of three rounds.
 
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use guideloom::AsyncDataset;
 use guideloom_format::{AsyncShard, ReadOptions, SyncShard};
 use guideloom_io::objstore::ObjectStoreIo;
 use guideloom_io::{Backend, MmapIo, PreadIo, SeekIo, SyncReader};
@@ -297,6 +300,51 @@ async fn s3_rows(
     ])
 }
 
+/// Random reads of `picks` by global index through the facade's dataset (shards opened
+/// before timing, record CRCs off), beside `random`'s raw ceiling.
+async fn dataset_row(
+    root: &OpenRoot,
+    snapshot: &Snapshot,
+    picks: &[(usize, u64)],
+    random: &Row,
+) -> Result<Row> {
+    let dataset = AsyncDataset::from_snapshot(
+        &root.name,
+        root.root.clone(),
+        snapshot.clone(),
+        ReadOptions::default().verify_records(false),
+    );
+    let starts = dataset.reader().shard_starts();
+    let indices: Vec<u64> = picks.iter().map(|(n, i)| starts[*n] + i).collect();
+    for n in 0..snapshot.shards().len() {
+        dataset
+            .reader()
+            .open_shard(n)
+            .await
+            .map_err(|e| root.err(e))?;
+    }
+    let mut took = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        for ((n, _), &i) in picks.iter().zip(&indices) {
+            dataset
+                .get(i)
+                .await
+                .map_err(|e| root.dataset_err(&snapshot.shards()[*n].key, e))?;
+        }
+        took.push(t.elapsed());
+    }
+    Ok(Row {
+        backend: "dataset (get)".into(),
+        pattern: "random",
+        bytes: random.bytes,
+        records: random.records,
+        took: median(took),
+        ceiling: random.ceiling,
+        ceiling_took: random.ceiling_took,
+    })
+}
+
 /// Runs `guideloom bench`.
 pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
@@ -308,11 +356,12 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
         ));
     }
     let picks = picks(&snapshot, args.reads.max(1), args.seed);
-    let rows = match &root.uri {
+    let mut rows = match &root.uri {
         RootUri::Local(dir) => {
             let dir = dir.clone();
             let snap = snapshot.clone();
-            tokio::task::spawn_blocking(move || local_rows(&dir, &snap, &picks))
+            let local_picks = picks.clone();
+            tokio::task::spawn_blocking(move || local_rows(&dir, &snap, &local_picks))
                 .await
                 .map_err(|e| {
                     CliError::argument("bench", format!("benchmark thread failed: {e}"))
@@ -330,6 +379,10 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
             ));
         }
     };
+    if let Some(random) = rows.iter().find(|r| r.pattern == "random") {
+        let row = dataset_row(&root, &snapshot, &picks, random).await?;
+        rows.push(row);
+    }
     if global.json {
         return output::print_json(&json!({
             "root": root.name,
