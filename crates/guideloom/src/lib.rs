@@ -13,7 +13,8 @@
 //!   batches, worker threads, bounded prefetch, ranks, O(1) resume. See [`loader`] and
 //!   `docs/loader.md`.
 //!
-//! Features: `mmap` (default) for [`io::MmapIo`]; `http` for `io::http::HttpIo`;
+//! Features: `mmap` (default) for [`io::MmapIo`]; `http` for `io::http::HttpIo` and read-only
+//! `http(s)://` dataset roots;
 //! `object-store` for `io::objstore::ObjectStoreIo`; `s3` for `s3://` roots; `blocking` for
 //! `io::blocking::BlockingIo`; `conformance` for the IO conformance kit.
 #![cfg_attr(docsrs, feature(doc_cfg))]
