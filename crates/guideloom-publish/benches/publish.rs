@@ -42,8 +42,6 @@
 //! `GUIDELOOM_BENCH_WARMUP_SECS` (0.3), `GUIDELOOM_BENCH_SAMPLES` (20; the publish and open
 //! groups take 10 samples of one iteration each).
 
-#[path = "publish/counting.rs"]
-mod counting;
 #[path = "publish/economy.rs"]
 mod economy;
 #[path = "publish/target.rs"]

@@ -74,8 +74,9 @@ pub use shards::FooterInspector;
 pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::object::EtagStyle;
 pub use store::{
-    CasOutcome, CreateOutcome, Etag, LocalReads, LocalStore, Object, ObjectInfo, ObjectStoreBucket,
-    ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities, Written, cas_update, create_object,
+    CasOutcome, CountingStore, Counts, CreateOutcome, Etag, LocalReads, LocalStore, Object,
+    ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities,
+    Written, cas_update, create_object,
 };
 pub use uri::RootUri;
 

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use guideloom_publish::{PublicationOptions, Root, Sha256Inspector};
 use tokio::runtime::Runtime;
 
-use crate::counting::{CountingStore, Counts};
 use crate::target::{DATASET, RECORDS, SHARDS, Target};
 use crate::{Published, open_first_record, publication, publish, upload};
+use guideloom_publish::{CountingStore, Counts};
 
 /// Random gets counted in the steady-state row.
 const GETS: u64 = 64;
@@ -34,14 +34,14 @@ impl<'a> Meter<'a> {
         Meter {
             t,
             store,
-            counts: store.snapshot(),
+            counts: store.counts(),
             http: t.http_requests(),
         }
     }
 
     /// The counts since `start` (or the last `lap`), and the bucket requests.
     fn lap(&mut self) -> (Counts, Option<u64>) {
-        let now = self.store.snapshot();
+        let now = self.store.counts();
         let http = self.t.http_requests();
         let delta = now - self.counts;
         let http_delta = http.zip(self.http).map(|(a, b)| a - b);

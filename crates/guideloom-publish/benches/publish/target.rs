@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use tokio::runtime::Runtime;
 
-use crate::counting::CountingStore;
+use guideloom_publish::CountingStore;
 
 /// Shards per publication.
 pub(crate) const SHARDS: u64 = 16;

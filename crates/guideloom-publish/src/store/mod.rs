@@ -16,11 +16,13 @@ use tracing::{Instrument, debug, info_span, warn};
 use crate::error::{Error, Result};
 use crate::key::sha256_hex;
 
+pub mod counting;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod local;
 pub mod object;
 
+pub use counting::{CountingStore, Counts};
 #[cfg(feature = "http")]
 pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};

@@ -1,44 +1,67 @@
-//! A [`RootStore`] wrapper that counts every operation by kind, and the bytes moved, for
-//! the publication benchmarks' request tables.
+//! A [`RootStore`] wrapper that counts every operation by kind, and the bytes moved: the
+//! root-level counterpart of guideloom-io's `CountingReader`, for request budgets in tests,
+//! benchmarks and dashboards.
 //!
 //! Readers handed out by [`RootStore::open_reader`] are wrapped too, so record reads (which
 //! on object stores bypass the store's own methods and go through the IO layer) are counted
 //! as `reader_reads`: one per `read`, per `read_tail` and per range of `read_ranges`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> guideloom_publish::Result<()> {
+//! use std::sync::Arc;
+//! use bytes::Bytes;
+//! use guideloom_publish::{CountingStore, Registry, Root, RootStore, StorageOptions};
+//!
+//! let store = Registry::new().resolve_store("memory://counted", &StorageOptions::default())?;
+//! let counting = CountingStore::new(store);
+//! let root = Root::new(Arc::new(counting.clone()), StorageOptions::default());
+//! root.upload_shard("w", 0, Bytes::from_static(b"shard bytes"), 1).await?;
+//! let counts = counting.counts();
+//! assert_eq!((counts.put_create, counts.bytes_out), (1, 11));
+//! assert_eq!(counts.requests(), 1);
+//! # Ok(()) }
+//! ```
 
 use std::fmt;
 use std::ops::{Range, Sub};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities};
+use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_io::{AsyncReader, Tail};
-use guideloom_publish::{
-    CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, Result, RootStore, StoreCapabilities,
-};
 
-/// Operation counts and bytes, as a plain copy (see [`CountingStore::snapshot`]).
+/// Operation counts and bytes, as a plain copy (see [`CountingStore::counts`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) put_create: u64,
-    pub(crate) put_cas: u64,
-    pub(crate) get: u64,
-    pub(crate) get_range: u64,
-    pub(crate) head: u64,
-    pub(crate) list: u64,
+pub struct Counts {
+    /// Create-only puts.
+    pub put_create: u64,
+    /// Conditional updates.
+    pub put_cas: u64,
+    /// Whole-object gets.
+    pub get: u64,
+    /// Ranged gets through the store.
+    pub get_range: u64,
+    /// HEADs.
+    pub head: u64,
+    /// Listings (one call; a store may page internally).
+    pub list: u64,
     /// Readers opened (no request by contract).
-    pub(crate) open_reader: u64,
+    pub open_reader: u64,
     /// Reads through opened readers: `read`, `read_tail`, each range of `read_ranges`.
-    pub(crate) reader_reads: u64,
+    pub reader_reads: u64,
     /// Bytes received: object bodies, ranges, reader reads.
-    pub(crate) bytes_in: u64,
+    pub bytes_in: u64,
     /// Bytes sent in puts.
-    pub(crate) bytes_out: u64,
+    pub bytes_out: u64,
 }
 
 impl Counts {
     /// Operations that are requests on an object store (opening a reader is not).
-    pub(crate) fn requests(&self) -> u64 {
+    pub fn requests(&self) -> u64 {
         self.put_create
             + self.put_cas
             + self.get
@@ -49,6 +72,7 @@ impl Counts {
     }
 }
 
+/// The counts between two readings: `after - before`.
 impl Sub for Counts {
     type Output = Counts;
 
@@ -88,7 +112,7 @@ fn bump(counter: &AtomicU64, by: u64) {
 
 /// Counts each [`RootStore`] method called on `inner` (successful or not).
 #[derive(Clone)]
-pub(crate) struct CountingStore {
+pub struct CountingStore {
     inner: Arc<dyn RootStore>,
     counters: Arc<Counters>,
 }
@@ -97,13 +121,14 @@ impl fmt::Debug for CountingStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CountingStore")
             .field("inner", &self.inner.describe())
-            .field("counts", &self.snapshot())
+            .field("counts", &self.counts())
             .finish()
     }
 }
 
 impl CountingStore {
-    pub(crate) fn new(inner: Arc<dyn RootStore>) -> CountingStore {
+    /// Wraps `inner`; all counts start at zero. Clones share the counters.
+    pub fn new(inner: Arc<dyn RootStore>) -> CountingStore {
         CountingStore {
             inner,
             counters: Arc::default(),
@@ -111,7 +136,7 @@ impl CountingStore {
     }
 
     /// The counts so far.
-    pub(crate) fn snapshot(&self) -> Counts {
+    pub fn counts(&self) -> Counts {
         let c = &*self.counters;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Counts {
@@ -234,5 +259,51 @@ impl AsyncReader for CountingReader {
 
     fn close_sync(&self) {
         self.inner.close_sync();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::LocalStore;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn counts_every_operation_and_reader_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CountingStore::new(Arc::new(LocalStore::new(dir.path())));
+        let before = store.counts();
+        store
+            .put_create("a/x", Bytes::from_static(b"0123456789"))
+            .await
+            .unwrap();
+        store
+            .put_cas("c", Bytes::from_static(b"v1"), None)
+            .await
+            .unwrap();
+        assert_eq!(store.get("a/x").await.unwrap().body.len(), 10);
+        assert!(store.get("missing").await.is_err());
+        assert_eq!(&store.get_range("a/x", 2..5).await.unwrap()[..], b"234");
+        store.head("a/x").await.unwrap();
+        assert_eq!(store.list("a").await.unwrap().len(), 1);
+        let reader = store.open_reader("a/x", 10).await.unwrap();
+        reader.read(0, 4).await.unwrap();
+        reader.read_ranges(&[0..1, 5..7]).await.unwrap();
+        reader.read_tail(3).await.unwrap();
+        let c = store.counts() - before;
+        let expected = Counts {
+            put_create: 1,
+            put_cas: 1,
+            get: 2,
+            get_range: 1,
+            head: 1,
+            list: 1,
+            open_reader: 1,
+            reader_reads: 4,
+            bytes_in: 10 + 3 + 4 + 3 + 3,
+            bytes_out: 12,
+        };
+        assert_eq!(c, expected);
+        assert_eq!(c.requests(), 11, "opening a reader is not a request");
+        assert!(format!("{store:?}").contains("CountingStore"));
     }
 }
