@@ -1,0 +1,362 @@
+//! Real servers on loopback for the server-backed tests: nginx (HTTP range origin) and moto (S3).
+//!
+//! Everything lives under `.xtask/servers/<name>/` (gitignored): generated config, logs, the PID
+//! of the process we started, and for nginx the directory it serves. `ci` and `bench` start the
+//! servers in their own process group so a Ctrl-C reaches them too, and stop them through
+//! [`Servers`]' `Drop` whatever happens; `servers up` starts them detached for a human, and
+//! `servers down` stops them by the recorded PID.
+//!
+//! The contract with the tests is the environment in [`Servers::env`] (see the README).
+//!
+//! Layout: this file holds the server kinds, [`Servers`] and the `servers` command; `session`
+//! the on-disk state (session directories, PID/port files, `env.sh`); `process` spawning,
+//! readiness polling and signal escalation; `nginx`, `moto` and `ceph` one server kind each.
+
+mod ceph;
+mod moto;
+mod nginx;
+mod process;
+mod session;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+use ceph::start_ceph;
+use moto::start_moto;
+use nginx::start_nginx;
+use process::Proc;
+use session::{
+    clean_stale_sessions, env_script, pid_file, servers_dir, session_dir, session_env,
+    session_owner, status_line, stop_recorded, write_env_file, xtask_alive,
+};
+
+/// The bucket created on moto for the tests.
+pub(crate) const BUCKET: &str = "guideloom-test";
+
+/// Variables removed from the tests' environment: this machine sets `AWS_CA_BUNDLE`, and a
+/// profile, session token or endpoint override from the host would redirect or break requests.
+pub(crate) const ENV_REMOVE: &[&str] = &[
+    "AWS_CA_BUNDLE",
+    "AWS_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+];
+
+/// How long a server may take to answer after it was started.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Attempts at starting a server when its freshly picked port was taken in between.
+const PORT_ATTEMPTS: u32 = 3;
+
+/// `cargo xtask servers <action>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    Up,
+    Down,
+    Status,
+}
+
+impl Action {
+    pub(crate) fn parse(word: &str) -> Option<Action> {
+        match word {
+            "up" | "start" => Some(Action::Up),
+            "down" | "stop" => Some(Action::Down),
+            "status" => Some(Action::Status),
+            _ => None,
+        }
+    }
+}
+
+/// The servers this module knows how to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Nginx,
+    Moto,
+    /// A one-node Ceph RADOS Gateway (mon + memstore OSD + radosgw). Started by `ci` unless
+    /// `GUIDELOOM_XTASK_CEPH=0`; opt-in elsewhere: `servers up ceph`, or
+    /// `GUIDELOOM_XTASK_CEPH=1` for `bench` and a bare `servers up`.
+    Ceph,
+}
+
+impl Kind {
+    /// Every server, in start order.
+    pub(crate) const ALL: [Kind; 3] = [Kind::Nginx, Kind::Moto, Kind::Ceph];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Nginx => "nginx",
+            Kind::Moto => "moto",
+            Kind::Ceph => "ceph",
+        }
+    }
+
+    pub(crate) fn parse(word: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == word)
+    }
+
+    fn state_dir(self, session: &Path) -> PathBuf {
+        session.join(self.name())
+    }
+}
+
+/// The servers `bench` and a bare `servers up` start: nginx and moto, plus Ceph RGW when
+/// `GUIDELOOM_XTASK_CEPH=1`.
+pub(crate) fn default_kinds() -> Vec<Kind> {
+    kinds_with_ceph(ceph_setting().as_deref(), false)
+}
+
+/// The servers `ci` starts: nginx, moto and Ceph RGW, unless `GUIDELOOM_XTASK_CEPH=0`.
+/// (Measured here: about 18 s from start to a ready RGW user, about 140 MB resident; the
+/// first run also installs 123 Debian packages, 54 s. See the testing section of the README.)
+pub(crate) fn ci_kinds() -> Vec<Kind> {
+    kinds_with_ceph(ceph_setting().as_deref(), true)
+}
+
+fn ceph_setting() -> Option<String> {
+    std::env::var("GUIDELOOM_XTASK_CEPH").ok()
+}
+
+/// nginx and moto, plus Ceph when `setting` is `1`, or when it is not `0` and `by_default`.
+fn kinds_with_ceph(setting: Option<&str>, by_default: bool) -> Vec<Kind> {
+    let mut kinds = vec![Kind::Nginx, Kind::Moto];
+    let ceph = match setting {
+        Some("1") => true,
+        Some("0") => false,
+        _ => by_default,
+    };
+    if ceph {
+        kinds.push(Kind::Ceph);
+    }
+    kinds
+}
+
+/// One server that answered: its processes (in start order) and its variables.
+#[derive(Debug)]
+struct Running {
+    kind: Kind,
+    procs: Vec<Proc>,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Running {
+    fn pids(&self) -> String {
+        self.procs
+            .iter()
+            .map(|p| p.pid.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Servers started by this process. Dropping it stops them (unless [`Servers::detach`]ed).
+#[derive(Debug)]
+pub(crate) struct Servers {
+    session: PathBuf,
+    running: Vec<Running>,
+}
+
+impl Servers {
+    /// Starts the `kinds` servers, first stopping any left over from an earlier run.
+    ///
+    /// `detach`: start them in a new process group so they outlive this process and a Ctrl-C in
+    /// its terminal (`servers up`); otherwise they share our process group and die with us.
+    pub(crate) fn start(root: &Path, kinds: &[Kind], detach: bool) -> Result<Servers> {
+        clean_stale_sessions(root)?;
+        let session = session_dir(root, detach);
+        let mut servers = Servers {
+            session: session.clone(),
+            running: Vec::new(),
+        };
+        for &kind in kinds {
+            stop_recorded(&session, kind)?;
+            let started = Instant::now();
+            // On error `servers` is dropped here, stopping those already started.
+            let running = match kind {
+                Kind::Nginx => start_nginx(&session, detach)?,
+                Kind::Moto => start_moto(root, &session, detach)?,
+                Kind::Ceph => start_ceph(root, &session, detach)?,
+            };
+            println!(
+                "[servers] {} ready (pid {}) in {:.1}s: {}",
+                kind.name(),
+                running.pids(),
+                started.elapsed().as_secs_f64(),
+                running
+                    .env
+                    .first()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .unwrap_or_default()
+            );
+            servers.running.push(running);
+        }
+        write_env_file(&session, &servers.running)?;
+        Ok(servers)
+    }
+
+    /// The variables the tests read (see the module docs), including dummy AWS credentials.
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
+        self.running.iter().flat_map(|r| r.env.clone()).collect()
+    }
+
+    /// Whether a `kind` server was started by this value.
+    pub(crate) fn has(&self, kind: Kind) -> bool {
+        self.running.iter().any(|r| r.kind == kind)
+    }
+
+    /// Sets [`Servers::env`] on `cmd` and removes [`ENV_REMOVE`].
+    pub(crate) fn apply(&self, cmd: &mut Command) {
+        for name in ENV_REMOVE {
+            cmd.env_remove(name);
+        }
+        cmd.envs(self.env());
+    }
+
+    /// Stops every server (all are tried even if one fails) and forgets them.
+    pub(crate) fn stop(&mut self) -> Result<()> {
+        if self.running.is_empty() {
+            return Ok(());
+        }
+        let mut problems = Vec::new();
+        while let Some(mut running) = self.running.pop() {
+            let kind = running.kind;
+            let pids = running.pids();
+            let before = problems.len();
+            while let Some(mut proc) = running.procs.pop() {
+                if let Err(err) = proc.stop() {
+                    problems.push(err.to_string());
+                }
+            }
+            if problems.len() == before {
+                let _ = std::fs::remove_file(pid_file(&self.session, kind));
+                println!("[servers] {} stopped (pid {pids})", kind.name());
+            }
+        }
+        let _ = std::fs::remove_file(self.session.join("env.sh"));
+        if problems.is_empty() {
+            // A run's state (logs, the files tests wrote for nginx) goes with its servers.
+            if session_owner(&self.session).is_some() {
+                let _ = std::fs::remove_dir_all(&self.session);
+            }
+            Ok(())
+        } else {
+            Err(Error::Check {
+                check: "stopping servers".into(),
+                problems,
+            })
+        }
+    }
+
+    /// Leaves the servers running after this value is gone (`servers up`).
+    fn detach(mut self) {
+        self.running.clear();
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        if let Err(err) = self.stop() {
+            eprintln!("[servers] {err}");
+        }
+    }
+}
+
+/// `cargo xtask servers up|down|status [SERVER]...`: `kinds` empty means the default set for
+/// `up` and every server for `down` and `status`.
+pub(crate) fn cli(root: &Path, action: Action, kinds: &[Kind]) -> Result<()> {
+    let chosen = |default: Vec<Kind>| {
+        if kinds.is_empty() {
+            default
+        } else {
+            kinds.to_vec()
+        }
+    };
+    let up = session_dir(root, true);
+    match action {
+        Action::Up => {
+            let servers = Servers::start(root, &chosen(default_kinds()), true)?;
+            let env_sh = up.join("env.sh");
+            let shown = env_sh.strip_prefix(root).unwrap_or(&env_sh).display();
+            println!("[servers] environment for the tests (also in {shown}):");
+            print!("{}", env_script(&session_env(&up, &servers.running)));
+            println!(
+                "[servers] `source {shown}`, then `cargo test`; stop them with `cargo xtask servers down`"
+            );
+            servers.detach();
+            Ok(())
+        }
+        Action::Down => {
+            clean_stale_sessions(root)?;
+            for kind in chosen(Kind::ALL.to_vec()) {
+                if !stop_recorded(&up, kind)? {
+                    println!("[servers] {}: not running", kind.name());
+                }
+            }
+            // `servers down ceph` keeps nginx and moto (and their variables) running.
+            if session_env(&up, &[]).is_empty() {
+                let _ = std::fs::remove_file(up.join("env.sh"));
+            } else {
+                write_env_file(&up, &[])?;
+            }
+            Ok(())
+        }
+        Action::Status => {
+            for kind in chosen(Kind::ALL.to_vec()) {
+                println!("[servers] {}", status_line(&up, kind));
+            }
+            let runs = std::fs::read_dir(servers_dir(root))
+                .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_else(|_| Vec::new());
+            for dir in runs {
+                if let Some(owner) = session_owner(&dir).filter(|&pid| xtask_alive(pid)) {
+                    for kind in Kind::ALL {
+                        let line = status_line(&dir, kind);
+                        if !line.ends_with("not running") {
+                            println!("[servers] {line} (for the xtask run, pid {owner})");
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::moto::moto_env;
+    use super::nginx::nginx_env;
+    use super::*;
+
+    #[test]
+    fn ceph_is_on_by_default_only_in_ci_and_both_switches_work() {
+        let ceph = |kinds: Vec<Kind>| kinds.contains(&Kind::Ceph);
+        assert!(ceph(kinds_with_ceph(None, true)));
+        assert!(!ceph(kinds_with_ceph(Some("0"), true)));
+        assert!(ceph(kinds_with_ceph(Some(""), true)));
+        assert!(!ceph(kinds_with_ceph(None, false)));
+        assert!(ceph(kinds_with_ceph(Some("1"), false)));
+        assert!(!ceph(kinds_with_ceph(Some("yes"), false)));
+        assert_eq!(kinds_with_ceph(Some("0"), true), [Kind::Nginx, Kind::Moto]);
+    }
+
+    #[test]
+    fn server_env_is_the_test_contract() {
+        let nginx = nginx_env(8080, Path::new("/srv/root"));
+        assert_eq!(
+            nginx,
+            [
+                ("GUIDELOOM_NGINX_URL", "http://127.0.0.1:8080/".to_owned()),
+                ("GUIDELOOM_NGINX_ROOT", "/srv/root".to_owned()),
+            ]
+        );
+        let moto: std::collections::HashMap<_, _> = moto_env(9000).into_iter().collect();
+        assert_eq!(moto["GUIDELOOM_S3_ENDPOINT"], "http://127.0.0.1:9000");
+        assert_eq!(moto["GUIDELOOM_S3_BUCKET"], BUCKET);
+        assert_eq!(moto["AWS_ACCESS_KEY_ID"], "test");
+        assert_eq!(moto["AWS_SECRET_ACCESS_KEY"], "test");
+        assert_eq!(moto["AWS_REGION"], "us-east-1");
+    }
+}
