@@ -77,4 +77,4 @@ pub use storage::stream::{AsyncStreamReader, StreamReader, StreamStorage, Stream
 pub use storage::stream_meta::{
     AsyncStreamWithMetaReader, StreamWithMetaReader, StreamWithMetaStorage, StreamWithMetaWriter,
 };
-pub use writer::{ShardInfo, ShardWriter};
+pub use writer::{ShardEncoder, ShardInfo, ShardWriter};

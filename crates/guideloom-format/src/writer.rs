@@ -27,7 +27,120 @@ pub struct ShardInfo {
     pub size: u64,
 }
 
-/// Writes one shard.
+/// Encodes one shard into any [`Write`] sink: header, streamed payloads, then (at
+/// [`finish`](ShardEncoder::finish)) index, metadata and footer. Memory stays O(index)
+/// (12 bytes per record) whatever the payload size; the sink sees each byte once, in order.
+///
+/// [`ShardWriter`] is this encoder over a temporary file that is then published under a final
+/// name. Use the encoder directly to build a shard in memory (`Vec<u8>`) or in an unnamed
+/// temporary file that needs no cleanup after a crash.
+///
+/// ```
+/// use guideloom_format::{MemReader, ReadOptions, ShardEncoder, ShardMetadata, SyncShard};
+///
+/// let mut encoder = ShardEncoder::new(Vec::new(), ShardMetadata::new("raw", "documents"))?;
+/// encoder.append(b"first")?;
+/// encoder.append(b"second")?;
+/// let (bytes, records) = encoder.finish()?;
+/// assert_eq!(records, 2);
+/// let shard = SyncShard::open(MemReader::new("in memory", bytes), &ReadOptions::default())?;
+/// assert_eq!(&shard.read(1)?[..], b"second");
+/// # Ok::<(), guideloom_format::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ShardEncoder<W: Write> {
+    /// Names the destination in errors.
+    label: PathBuf,
+    out: W,
+    pos: u64,
+    index: Vec<u8>,
+    count: u64,
+    metadata: ShardMetadata,
+}
+
+impl<W: Write> ShardEncoder<W> {
+    /// Starts a shard in `out` with `metadata` (its `records` field is set at finish);
+    /// writes the header now.
+    pub fn new(out: W, metadata: ShardMetadata) -> Result<Self> {
+        Self::labelled(out, metadata, PathBuf::from("<shard encoder>"))
+    }
+
+    fn labelled(mut out: W, metadata: ShardMetadata, label: PathBuf) -> Result<Self> {
+        out.write_all(&header_bytes())
+            .map_err(|e| Error::write("write", &label, e))?;
+        Ok(ShardEncoder {
+            label,
+            out,
+            pos: HEADER_LEN,
+            index: Vec::new(),
+            count: 0,
+            metadata,
+        })
+    }
+
+    /// Appends one record's payload; returns its local record number.
+    pub fn append(&mut self, payload: &[u8]) -> Result<u64> {
+        if self.count >= MAX_RECORDS {
+            return Err(Error::InvalidArgument {
+                message: format!("a shard holds at most {MAX_RECORDS} records"),
+            });
+        }
+        self.out
+            .write_all(payload)
+            .map_err(|e| Error::write("write", &self.label, e))?;
+        self.pos += payload.len() as u64;
+        self.index
+            .extend_from_slice(&encode_entry(self.pos, crc32c(payload)));
+        self.count += 1;
+        Ok(self.count - 1)
+    }
+
+    /// Records appended so far.
+    pub fn records(&self) -> u64 {
+        self.count
+    }
+
+    /// Payload bytes appended so far.
+    pub fn data_len(&self) -> u64 {
+        self.pos - HEADER_LEN
+    }
+
+    /// The size the shard would have if finished now, excluding metadata.
+    pub fn approx_size(&self) -> u64 {
+        self.pos + self.count * INDEX_ENTRY_LEN
+    }
+
+    /// Writes index, metadata and footer, flushes, and returns the sink with the number of
+    /// records. The encoded size is the number of bytes the sink received.
+    pub fn finish(self) -> Result<(W, u64)> {
+        let (out, count, _) = self.finish_sized()?;
+        Ok((out, count))
+    }
+
+    /// [`finish`](Self::finish), also returning the encoded size.
+    fn finish_sized(self) -> Result<(W, u64, u64)> {
+        let ShardEncoder {
+            label,
+            mut out,
+            pos,
+            index,
+            count,
+            mut metadata,
+        } = self;
+        let io = |e| Error::write("write", &label, e);
+        metadata.records = count;
+        let meta = metadata.encode()?;
+        let footer = Footer::new(pos, &index, &meta, count);
+        out.write_all(&index).map_err(io)?;
+        out.write_all(&meta).map_err(io)?;
+        out.write_all(&footer.encode()).map_err(io)?;
+        out.flush().map_err(io)?;
+        let size = pos + index.len() as u64 + meta.len() as u64 + crate::spec::FOOTER_LEN;
+        Ok((out, count, size))
+    }
+}
+
+/// Writes one shard file.
 ///
 /// Payloads are streamed to a temporary file in the destination directory (named
 /// `.<final name>.<random>.tmp`), so memory stays O(index) whatever the shard size.
@@ -38,11 +151,7 @@ pub struct ShardInfo {
 #[derive(Debug)]
 pub struct ShardWriter {
     final_path: PathBuf,
-    file: BufWriter<NamedTempFile>,
-    pos: u64,
-    index: Vec<u8>,
-    count: u64,
-    metadata: ShardMetadata,
+    encoder: ShardEncoder<BufWriter<NamedTempFile>>,
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -70,49 +179,32 @@ impl ShardWriter {
             .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(|e| Error::write("create a temporary file in", dir, e))?;
-        let mut file = BufWriter::with_capacity(WRITE_BUFFER, tmp);
-        file.write_all(&header_bytes())
-            .map_err(|e| Error::write("write", &final_path, e))?;
+        let file = BufWriter::with_capacity(WRITE_BUFFER, tmp);
+        let encoder = ShardEncoder::labelled(file, metadata, final_path.clone())?;
         Ok(ShardWriter {
             final_path,
-            file,
-            pos: HEADER_LEN,
-            index: Vec::new(),
-            count: 0,
-            metadata,
+            encoder,
         })
     }
 
     /// Appends one record's payload; returns its local record number.
     pub fn append(&mut self, payload: &[u8]) -> Result<u64> {
-        if self.count >= MAX_RECORDS {
-            return Err(Error::InvalidArgument {
-                message: format!("a shard holds at most {MAX_RECORDS} records"),
-            });
-        }
-        self.file
-            .write_all(payload)
-            .map_err(|e| Error::write("write", &self.final_path, e))?;
-        self.pos += payload.len() as u64;
-        self.index
-            .extend_from_slice(&encode_entry(self.pos, crc32c(payload)));
-        self.count += 1;
-        Ok(self.count - 1)
+        self.encoder.append(payload)
     }
 
     /// Records appended so far.
     pub fn records(&self) -> u64 {
-        self.count
+        self.encoder.records()
     }
 
     /// Payload bytes appended so far.
     pub fn data_len(&self) -> u64 {
-        self.pos - HEADER_LEN
+        self.encoder.data_len()
     }
 
     /// The size the shard would have if finished now, excluding metadata.
     pub fn approx_size(&self) -> u64 {
-        self.pos + self.count * INDEX_ENTRY_LEN
+        self.encoder.approx_size()
     }
 
     /// The final path.
@@ -124,20 +216,10 @@ impl ShardWriter {
     pub fn finish(self) -> Result<ShardInfo> {
         let ShardWriter {
             final_path,
-            mut file,
-            pos,
-            index,
-            count,
-            mut metadata,
+            encoder,
         } = self;
         let io = |op, e| Error::write(op, &final_path, e);
-        metadata.records = count;
-        let meta = metadata.encode()?;
-        let footer = Footer::new(pos, &index, &meta, count);
-        file.write_all(&index).map_err(|e| io("write", e))?;
-        file.write_all(&meta).map_err(|e| io("write", e))?;
-        file.write_all(&footer.encode())
-            .map_err(|e| io("write", e))?;
+        let (file, count, size) = encoder.finish_sized()?;
         let tmp = file.into_inner().map_err(|e| io("write", e.into_error()))?;
         tmp.as_file().sync_all().map_err(|e| io("fsync", e))?;
         match tmp.persist_noclobber(&final_path) {
@@ -151,12 +233,77 @@ impl ShardWriter {
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| Error::write("fsync directory", dir, e))?;
-        let size = pos + index.len() as u64 + meta.len() as u64 + crate::spec::FOOTER_LEN;
         tracing::debug!(path = %final_path.display(), records = count, size, "published shard");
         Ok(ShardInfo {
             path: final_path,
             records: count,
             size,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn meta() -> ShardMetadata {
+        ShardMetadata::new("raw", "documents")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// The in-memory encoder and the file writer produce the same bytes.
+        #[test]
+        fn encoder_bytes_equal_the_published_file(
+            records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..40)
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("shard-000000.glm");
+            let mut writer = ShardWriter::create(&path, meta()).unwrap();
+            let mut encoder = ShardEncoder::new(Vec::new(), meta()).unwrap();
+            for r in &records {
+                prop_assert_eq!(writer.append(r).unwrap(), encoder.append(r).unwrap());
+            }
+            prop_assert_eq!(writer.approx_size(), encoder.approx_size());
+            let info = writer.finish().unwrap();
+            let (bytes, count) = encoder.finish().unwrap();
+            prop_assert_eq!(count, records.len() as u64);
+            prop_assert_eq!(info.size, bytes.len() as u64);
+            prop_assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        }
+    }
+
+    /// A sink that fails after `budget` bytes, like a full disk.
+    struct Full {
+        budget: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if buf.len() > self.budget {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "no space left",
+                ));
+            }
+            self.budget -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_sink_is_a_typed_write_error() {
+        let mut encoder = ShardEncoder::new(Full { budget: 40 }, meta()).unwrap();
+        let err = encoder.append(&[7u8; 100]).unwrap_err();
+        assert!(
+            matches!(&err, Error::Write { source, .. } if source.kind() == std::io::ErrorKind::StorageFull),
+            "{err:?}"
+        );
+        let encoder = ShardEncoder::new(Full { budget: 20 }, meta()).unwrap();
+        assert!(matches!(encoder.finish(), Err(Error::Write { .. })));
     }
 }

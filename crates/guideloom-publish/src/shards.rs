@@ -1,12 +1,13 @@
 //! Shards in the native format (`guideloom-format`): writing one into a root, and checking
 //! published shards by their footers.
 
+use std::io::{BufWriter, Read, Seek};
 use std::path::Path;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_format::spec::FOOTER_LEN;
-use guideloom_format::{Footer, ShardMetadata, ShardWriter};
+use guideloom_format::{Footer, ShardEncoder, ShardMetadata};
 use tracing::{Instrument, info_span};
 
 use crate::error::{BoxError, Error, Result};
@@ -56,8 +57,8 @@ impl ShardInspector for FooterInspector {
 
 impl Root {
     /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`:
-    /// the shard is built in a temporary directory under `staging_dir` (deleted afterwards),
-    /// checked against `max_encoded_shard_bytes` before any request, then uploaded
+    /// the shard is encoded into an unnamed temporary file in `staging_dir` (nothing to clean
+    /// up, even after a crash; no fsync, since it is read straight back), checked against `max_encoded_shard_bytes` before any request, then uploaded
     /// create-only to `shards/<work_id>/<index>.glm`. The reference carries the record count
     /// and the footer CRC, so `verify_record_counts` with [`FooterInspector`] costs one
     /// 64-byte ranged read per shard.
@@ -78,28 +79,36 @@ impl Root {
     {
         check_name("work id", work_id)?;
         let key = shard_key(work_id, index);
-        let tmp = tempfile::Builder::new()
-            .prefix(".guideloom-shard-")
-            .tempdir_in(staging_dir)
-            .map_err(|e| Error::io(staging_dir, e))?;
-        let path = tmp.path().join("shard.glm");
-        let mut writer = ShardWriter::create(&path, metadata).map_err(|e| format_error(&key, e))?;
+        // The shard is encoded into an unnamed temporary file in `staging_dir`: memory stays
+        // O(index) while records stream in, and a crash leaves nothing behind (the OS reclaims
+        // a file without a name). No fsync: the bytes are read back for the PUT at once.
+        let staged = tempfile::tempfile_in(staging_dir).map_err(|e| Error::io(staging_dir, e))?;
+        let mut encoder = ShardEncoder::new(BufWriter::with_capacity(1 << 20, staged), metadata)
+            .map_err(|e| format_error(&key, e))?;
         for r in records {
-            writer
+            encoder
                 .append(r.as_ref())
                 .map_err(|e| format_error(&key, e))?;
         }
-        let info = writer.finish().map_err(|e| format_error(&key, e))?;
+        let (buffered, records) = encoder.finish().map_err(|e| format_error(&key, e))?;
+        let mut file = buffered
+            .into_inner()
+            .map_err(|e| Error::io(staging_dir, e.into_error()))?;
+        let encoded = file
+            .stream_position()
+            .map_err(|e| Error::io(staging_dir, e))?;
         let limit = self.options().max_encoded_shard_bytes;
-        if info.size > limit {
+        if encoded > limit {
             return Err(Error::ShardTooLarge {
                 key,
-                size: info.size,
+                size: encoded,
                 limit,
             });
         }
-        let body = std::fs::read(&info.path).map_err(|e| Error::io(&info.path, e))?;
-        drop(tmp);
+        let mut body = Vec::with_capacity(usize::try_from(encoded).unwrap_or(0));
+        file.rewind()
+            .and_then(|()| file.read_to_end(&mut body))
+            .map_err(|e| Error::io(staging_dir, e))?;
         let size = body.len() as u64;
         if size < FOOTER_LEN {
             return Err(Error::corrupt(
@@ -116,7 +125,7 @@ impl Root {
         Ok(ShardRef {
             key,
             size,
-            record_count: info.records,
+            record_count: records,
             checksum: facts.checksum,
         })
     }
