@@ -1,0 +1,306 @@
+//! One epoch in progress: the worker threads that fetch and decode batches, the bounded
+//! prefetch window that holds them back, and the [`Epoch`] iterator that delivers batches in
+//! order (or as they come) and tracks the resumable position.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+
+use super::{Batch, DecodeFn, EpochPlan, Loader, LoaderState, RecordSource};
+
+impl<T: Send + 'static> Loader<T> {
+    pub(super) fn start(&self, plan: EpochPlan) -> Result<Epoch<T>> {
+        let plan = Arc::new(plan);
+        let total = plan.rank_batches();
+        let window = (self.options.prefetch + self.options.workers) as u64;
+        let ctrl = Arc::new(Control {
+            state: Mutex::new(Ctrl {
+                next_claim: 0,
+                delivered: 0,
+                cancelled: false,
+            }),
+            changed: Condvar::new(),
+        });
+        let (tx, rx) = channel();
+        let mut epoch = Epoch {
+            plan: Arc::clone(&plan),
+            ctrl: Arc::clone(&ctrl),
+            rx: Some(rx),
+            threads: Vec::new(),
+            total,
+            delivered: 0,
+            prefix: 0,
+            done_beyond_prefix: BTreeSet::new(),
+            reorder: BTreeMap::new(),
+            ordered: self.options.ordered,
+            finished: false,
+            ended: false,
+        };
+        let workers = self
+            .options
+            .workers
+            .min(usize::try_from(total).unwrap_or(usize::MAX));
+        for w in 0..workers {
+            let job = Worker {
+                plan: Arc::clone(&plan),
+                ctrl: Arc::clone(&ctrl),
+                tx: tx.clone(),
+                source: Arc::clone(&self.source),
+                decode: Arc::clone(&self.decode),
+                total,
+                window,
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("guideloom-loader-{w}"))
+                .spawn(move || job.run())
+                .map_err(|source| Error::Runtime { source })?;
+            epoch.threads.push(handle);
+        }
+        Ok(epoch)
+    }
+}
+
+struct Control {
+    state: Mutex<Ctrl>,
+    changed: Condvar,
+}
+
+struct Ctrl {
+    next_claim: u64,
+    delivered: u64,
+    cancelled: bool,
+}
+
+impl Control {
+    fn lock(&self) -> MutexGuard<'_, Ctrl> {
+        // A panic never happens while the lock is held (user code runs outside it).
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+type Msg<T> = (u64, Result<Batch<T>>);
+
+struct Worker<T> {
+    plan: Arc<EpochPlan>,
+    ctrl: Arc<Control>,
+    tx: Sender<Msg<T>>,
+    source: Arc<dyn RecordSource>,
+    decode: Arc<DecodeFn<T>>,
+    total: u64,
+    window: u64,
+}
+
+impl<T> Worker<T> {
+    fn run(self) {
+        loop {
+            let k = {
+                let mut g = self.ctrl.lock();
+                loop {
+                    if g.cancelled || g.next_claim >= self.total {
+                        return;
+                    }
+                    if g.next_claim < g.delivered + self.window {
+                        break;
+                    }
+                    g = self.ctrl.changed.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                g.next_claim += 1;
+                g.next_claim - 1
+            };
+            let result = catch_unwind(AssertUnwindSafe(|| self.build(k))).unwrap_or_else(|p| {
+                let message = p
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic payload".to_owned());
+                Err(Error::WorkerPanic { batch: k, message })
+            });
+            if self.tx.send((k, result)).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn build(&self, k: u64) -> Result<Batch<T>> {
+        let indices = self.plan.batch_records(k);
+        let bytes = self.source.get_many(&indices)?;
+        if bytes.len() != indices.len() {
+            return Err(Error::fetch(
+                self.source.name(),
+                format!(
+                    "get_many returned {} records for {} indices",
+                    bytes.len(),
+                    indices.len()
+                ),
+            ));
+        }
+        let records = indices
+            .iter()
+            .zip(bytes)
+            .map(|(&index, b)| {
+                (self.decode)(index, b).map_err(|source| Error::Decode { index, source })
+            })
+            .collect::<Result<Vec<T>>>()?;
+        Ok(Batch {
+            epoch: self.plan.epoch,
+            batch: self.plan.global_batch(k),
+            indices,
+            records,
+        })
+    }
+}
+
+/// One epoch in progress: an iterator of batches. Dropping it stops and joins its workers
+/// (a worker inside a fetch finishes that fetch first).
+///
+/// After an error (fetch, decode, worker panic) the iterator yields that error once and
+/// then ends; its [`state`](Epoch::state) still points at the failed batch, so resuming
+/// retries it.
+pub struct Epoch<T> {
+    plan: Arc<EpochPlan>,
+    ctrl: Arc<Control>,
+    rx: Option<Receiver<Msg<T>>>,
+    threads: Vec<JoinHandle<()>>,
+    total: u64,
+    delivered: u64,
+    prefix: u64,
+    done_beyond_prefix: BTreeSet<u64>,
+    reorder: BTreeMap<u64, Result<Batch<T>>>,
+    ordered: bool,
+    finished: bool,
+    ended: bool,
+}
+
+impl<T> fmt::Debug for Epoch<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Epoch")
+            .field("epoch", &self.plan.epoch)
+            .field("batches", &self.total)
+            .field("delivered", &self.delivered)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Epoch<T> {
+    /// The plan this epoch follows.
+    pub fn plan(&self) -> &EpochPlan {
+        &self.plan
+    }
+
+    /// Batches this rank has still to deliver.
+    pub fn remaining(&self) -> u64 {
+        self.total - self.delivered
+    }
+
+    /// The resumable position: everything before it has been delivered. With unordered
+    /// delivery it is the end of the contiguous prefix of delivered batches (batches
+    /// delivered beyond a gap are delivered again after a resume).
+    ///
+    /// Ranks agree on it at every step (every rank has called `next` the same number of
+    /// times): after `s` steps it is `min(start + s * world_size * batch_size, end)`. A rank
+    /// whose `next` has returned `None` reports the end of the epoch.
+    pub fn state(&self) -> LoaderState {
+        if self.ended {
+            self.plan.state_after(u64::MAX)
+        } else {
+            self.plan.state_after(self.prefix)
+        }
+    }
+
+    fn mark_delivered(&mut self, k: u64) {
+        self.delivered += 1;
+        if k == self.prefix {
+            self.prefix += 1;
+            while self.done_beyond_prefix.remove(&self.prefix) {
+                self.prefix += 1;
+            }
+        } else {
+            self.done_beyond_prefix.insert(k);
+        }
+        let mut g = self.ctrl.lock();
+        g.delivered = self.delivered;
+        drop(g);
+        self.ctrl.changed.notify_all();
+    }
+
+    fn stop(&mut self) {
+        self.finished = true;
+        self.ctrl.lock().cancelled = true;
+        self.ctrl.changed.notify_all();
+    }
+}
+
+impl<T> Iterator for Epoch<T> {
+    type Item = Result<Batch<T>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if self.delivered >= self.total {
+            self.finished = true;
+            self.ended = true;
+            return None;
+        }
+        let rx = self.rx.as_ref()?;
+        let (k, result) = if self.ordered {
+            let want = self.prefix;
+            loop {
+                if let Some(r) = self.reorder.remove(&want) {
+                    break (want, r);
+                }
+                match rx.recv() {
+                    Ok((k, r)) => {
+                        self.reorder.insert(k, r);
+                    }
+                    Err(_) => {
+                        self.stop();
+                        return Some(Err(Error::WorkersGone { batch: want }));
+                    }
+                }
+            }
+        } else {
+            match rx.recv() {
+                Ok(m) => m,
+                Err(_) => {
+                    self.stop();
+                    return Some(Err(Error::WorkersGone { batch: self.prefix }));
+                }
+            }
+        };
+        match result {
+            Ok(batch) => {
+                self.mark_delivered(k);
+                Some(Ok(batch))
+            }
+            Err(e) => {
+                self.stop();
+                Some(Err(e))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.finished {
+            return (0, Some(0));
+        }
+        let r = usize::try_from(self.remaining()).unwrap_or(usize::MAX);
+        (0, Some(r))
+    }
+}
+
+impl<T> Drop for Epoch<T> {
+    fn drop(&mut self) {
+        self.stop();
+        self.rx = None;
+        for t in self.threads.drain(..) {
+            // A worker's panic is caught inside it; join errors cannot carry anything new.
+            let _ = t.join();
+        }
+    }
+}
