@@ -144,3 +144,13 @@ pub async fn publish(root: &Root, snapshot_id: &str, shards: Vec<ShardRef>) -> S
     .await
     .unwrap()
 }
+
+/// Runs `f` to completion on a fresh two-worker multi-thread runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
