@@ -70,8 +70,11 @@ struct Report {
     /// `.`-prefixed temporary files (`.tmp`; not the catalog's lock file) in the root after
     /// the last kill.
     temp_files: usize,
-    /// Staging directories (`.guideloom-shard-*`) left after the last kill.
+    /// Entries left in the staging directory after the last kill (`write_shard` encodes into
+    /// unnamed temporary files, so none are expected).
     staging_dirs: usize,
+    /// Temporary files `Root::sweep_temporaries` removed once every writer was dead.
+    swept: usize,
     /// Snapshots published in all.
     snapshots: usize,
     /// Objects found incomplete or invalid under their final names (a mount only; on a
@@ -180,6 +183,27 @@ fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
     }
     report.snapshots = state.verified.len();
     report.interrupted = interrupted(&root_dir);
+    // Every writer is dead now: a sweep removes every temporary file, and nothing else.
+    let swept = rt
+        .block_on(root.sweep_temporaries(std::time::Duration::ZERO))
+        .unwrap();
+    report.swept = swept.removed.len();
+    let left: Vec<String> = walk(&root_dir)
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.ends_with(".tmp"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{kind}: temporaries left after the sweep: {left:?}"
+    );
+    if kind == "local" {
+        assert_eq!(swept.removed.len(), report.temp_files, "{swept:?}");
+        let bad = check_objects(&root_dir, "after the sweep");
+        assert!(bad.is_empty(), "after the sweep: {bad:#?}");
+        rt.block_on(root.latest())
+            .expect("the dataset opens after the sweep");
+    }
     report
 }
 
@@ -544,11 +568,27 @@ fn sigkill_at_random_points_leaves_a_local_root_consistent() {
         );
     }
     assert!(report.snapshots > 0, "{report:?}");
+    assert_eq!(
+        report.staging_dirs, 0,
+        "write_shard stages in unnamed files: {report:?}"
+    );
 }
 
 #[test]
 fn sigkill_on_a_declared_mount() {
     let report = crash_loop("mount", 90, 0x5eed_0002);
     println!("declared mount: {report:?}");
-    assert!(report.snapshots > 0, "{report:?}");
+    // A mount has no atomic writes: a kill can leave a control object partial under its final
+    // name (documented). Readers skip an incomplete newest log entry and scan past a partial
+    // pointer; what still stops the loop is a partial `dataset.json` (the root's identity,
+    // written once) or an append whose parent entry stays incomplete. Wrong records are never
+    // read (checked on every iteration).
+    if let Some(why) = &report.blocked {
+        assert!(
+            why.contains("dataset.json") || why.contains("log/"),
+            "blocked by something other than a documented partial object: {report:?}"
+        );
+    } else {
+        assert!(report.snapshots > 0, "{report:?}");
+    }
 }

@@ -76,7 +76,7 @@ pub use store::object::EtagStyle;
 pub use store::{
     CasOutcome, CountingStore, Counts, CreateOutcome, Etag, LocalReads, LocalStore, Object,
     ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities,
-    Written, cas_update, create_object,
+    Sweep, Written, cas_update, create_object,
 };
 pub use uri::RootUri;
 

@@ -129,6 +129,10 @@ pub struct Root {
     stager: Arc<std::sync::OnceLock<Stager>>,
 }
 
+/// How many incomplete newest log entries [`Root::latest`] skips on a store without atomic
+/// writes before it reports the newest one's error.
+pub const MAX_INCOMPLETE_SKIPPED: u64 = 16;
+
 impl Root {
     /// A root on an explicit store (never replaced by a registry default).
     pub fn new(store: Arc<dyn RootStore>, options: StorageOptions) -> Self {
@@ -156,6 +160,17 @@ impl Root {
     /// The store.
     pub fn store(&self) -> &Arc<dyn RootStore> {
         &self.store
+    }
+
+    /// Removes temporary files that crashed writers left in this root (local roots only; see
+    /// [`RootStore::sweep_temporaries`]): `.…tmp` files at least `min_age` old whose writer
+    /// process is gone. Safe beside running writers of this host; with writers on other
+    /// hosts sharing the directory, pick a `min_age` longer than any write.
+    pub async fn sweep_temporaries(&self, min_age: std::time::Duration) -> Result<crate::Sweep> {
+        self.store
+            .sweep_temporaries(min_age)
+            .instrument(info_span!("sweep_temporaries", root = %self.store.describe()))
+            .await
     }
 
     /// The options.
@@ -509,10 +524,45 @@ impl Root {
                 .ok_or_else(|| Error::NotFound {
                     key: format!("{LOG_PREFIX}/"),
                 })?;
-            self.read_log_entry(seq, Some(info.size)).await
+            match self.read_log_entry(seq, Some(info.size)).await {
+                Err(e @ (Error::Corrupt { .. } | Error::Verification { .. }))
+                    if !self.store.capabilities().atomic_writes =>
+                {
+                    self.latest_complete_before(seq, e).await
+                }
+                other => other,
+            }
         }
         .instrument(info_span!("open_latest", root = %self.store.describe()))
         .await
+    }
+
+    /// On a store without atomic writes (a declared mount), the newest log entry can be
+    /// incomplete: still being written, or left by a killed writer. Such an entry is not
+    /// committed, so the latest snapshot is the newest complete entry below it (at most
+    /// [`MAX_INCOMPLETE_SKIPPED`] entries are skipped; then the first error stands).
+    async fn latest_complete_before(&self, seq: u64, first: Error) -> Result<Snapshot> {
+        let lowest = seq.saturating_sub(MAX_INCOMPLETE_SKIPPED).max(1);
+        for older in (lowest..seq).rev() {
+            let Some(info) = self.head_log(older).await? else {
+                continue;
+            };
+            match self.read_log_entry(older, Some(info.size)).await {
+                Ok(snapshot) => {
+                    tracing::warn!(
+                        skipped = seq - older,
+                        newest = seq,
+                        error = %first,
+                        "newest log entries incomplete (mount: in flight or a killed writer); \
+                         opening the newest complete one"
+                    );
+                    return Ok(snapshot);
+                }
+                Err(Error::Corrupt { .. } | Error::Verification { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(first)
     }
 
     /// Opens the snapshot `snapshot_id`: GET its pointer, GET the log entry it names and
@@ -524,7 +574,15 @@ impl Root {
         async {
             let pkey = pointer_key(snapshot_id);
             let pointer = match self.store.get(&pkey).await {
-                Ok(obj) => SnapshotPointer::parse(&pkey, &obj.body, snapshot_id)?,
+                Ok(obj) => match SnapshotPointer::parse(&pkey, &obj.body, snapshot_id) {
+                    Ok(pointer) => pointer,
+                    // On a declared mount a killed publisher can leave the pointer partial;
+                    // the log entry it would name is the commit point, so scan for it.
+                    Err(Error::Corrupt { .. }) if !self.store.capabilities().atomic_writes => {
+                        return self.scan_for(snapshot_id).await;
+                    }
+                    Err(e) => return Err(e),
+                },
                 Err(e) if e.is_not_found() => return self.scan_for(snapshot_id).await,
                 Err(e) => return Err(e),
             };
@@ -573,7 +631,19 @@ impl Root {
             .into_iter()
             .map(|(seq, size)| self.read_log_entry(seq, size).boxed())
             .collect();
-        futures::stream::iter(reads).buffered(8).try_collect().await
+        let read: Vec<Result<Snapshot>> = futures::stream::iter(reads).buffered(8).collect().await;
+        // On a store without atomic writes (a declared mount) an incomplete entry is one still
+        // being written or left by a killed writer: not committed, so not listed.
+        let skip_incomplete = !self.store.capabilities().atomic_writes;
+        let mut out = Vec::with_capacity(read.len());
+        for r in read {
+            match r {
+                Ok(s) => out.push(s),
+                Err(Error::Corrupt { .. } | Error::Verification { .. }) if skip_incomplete => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 }
 

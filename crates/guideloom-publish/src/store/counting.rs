@@ -212,6 +212,10 @@ impl RootStore for CountingStore {
         bump(&self.counters.list, 1);
         self.inner.list(prefix).await
     }
+
+    async fn sweep_temporaries(&self, min_age: std::time::Duration) -> Result<super::Sweep> {
+        self.inner.sweep_temporaries(min_age).await
+    }
 }
 
 /// A reader of a [`CountingStore`], counting into the store's counters.

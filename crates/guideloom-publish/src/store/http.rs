@@ -137,6 +137,7 @@ impl RootStore for HttpRootStore {
         StoreCapabilities {
             compare_and_swap: false,
             create_only_across_hosts: false,
+            atomic_writes: true,
             list: false,
         }
     }

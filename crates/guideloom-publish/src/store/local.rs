@@ -378,6 +378,7 @@ impl RootStore for LocalStore {
         StoreCapabilities {
             compare_and_swap: !self.mounted && cfg!(unix),
             create_only_across_hosts: !self.mounted,
+            atomic_writes: !self.mounted,
             list: true,
         }
     }
@@ -480,6 +481,14 @@ impl RootStore for LocalStore {
             reader.map_err(|source| Error::Read { key, source })
         })
         .await
+    }
+
+    async fn sweep_temporaries(&self, min_age: std::time::Duration) -> Result<super::Sweep> {
+        if self.mounted {
+            return Ok(super::Sweep::default());
+        }
+        let root = self.root.clone();
+        blocking(move || super::sweep::sweep_dir(&root, min_age)).await
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {

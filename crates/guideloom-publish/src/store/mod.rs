@@ -21,12 +21,14 @@ pub mod counting;
 pub mod http;
 pub mod local;
 pub mod object;
+pub mod sweep;
 
 pub use counting::{CountingStore, Counts};
 #[cfg(feature = "http")]
 pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};
 pub use object::{ObjectStoreBucket, ObjectStoreRoot};
+pub use sweep::Sweep;
 
 /// An opaque entity tag identifying one version of an object, as the store reports it.
 ///
@@ -89,6 +91,11 @@ pub struct StoreCapabilities {
     /// hosts exclude each other. `false` for a declared mounted bucket, where the mount's
     /// own lookup does the check.
     pub create_only_across_hosts: bool,
+    /// An object appears whole or not at all. `false` on a declared mounted bucket, where a
+    /// create-only write is an exclusive create followed by sequential writes: a reader can
+    /// see an object while it is written, and a killed writer leaves it partial (readers then
+    /// skip an incomplete newest log entry, see [`Root::latest`](crate::Root::latest)).
+    pub atomic_writes: bool,
     /// [`RootStore::list`] works. Without it (`http(s)://` roots), the latest snapshot is
     /// found by probing log entries with HEAD requests (see [`Root::latest`](crate::Root::latest)).
     pub list: bool,
@@ -148,6 +155,15 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     /// `log/...`), recursively, in no particular order. Stores that cannot list report
     /// [`StoreCapabilities::list`] `false` and answer [`Error::Unsupported`].
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
+
+    /// Removes temporary files that crashed writers left, when the store has any: on a local
+    /// root, `.…tmp` files at least `min_age` old whose writer process no longer runs (see
+    /// [`sweep`]). Object stores and declared mounts have none (an upload either lands whole
+    /// or not at all; a mount writes final names directly): the default does nothing.
+    async fn sweep_temporaries(&self, min_age: Duration) -> Result<Sweep> {
+        let _ = min_age;
+        Ok(Sweep::default())
+    }
 }
 
 #[async_trait]
@@ -184,6 +200,9 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         (**self).list(prefix).await
+    }
+    async fn sweep_temporaries(&self, min_age: Duration) -> Result<Sweep> {
+        (**self).sweep_temporaries(min_age).await
     }
 }
 

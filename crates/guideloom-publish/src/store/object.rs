@@ -329,6 +329,7 @@ impl RootStore for ObjectStoreRoot {
         StoreCapabilities {
             compare_and_swap: true,
             create_only_across_hosts: true,
+            atomic_writes: true,
             list: true,
         }
     }
