@@ -36,6 +36,18 @@ pub mod loader;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+/// `docs/http.md`'s Rust examples, run (or, where they need a server, compiled) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/http.md")]
+pub struct HttpDoctests;
+/// `docs/object-store.md`'s Rust examples, run (or, where they need S3, compiled) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/object-store.md")]
+pub struct ObjectStoreDoctests;
+/// `docs/publication.md`'s Rust examples, run (or, where they need S3, compiled) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/publication.md")]
+pub struct PublicationDoctests;
 pub mod order;
 pub mod publisher;
 
