@@ -3,7 +3,8 @@
 //! A local root writes each object to `.<final name>.<pid>.<nonce>.tmp` beside its final name,
 //! then hard-links it into place and unlinks the temporary name. A writer killed in between
 //! (SIGKILL, power loss, OOM) leaves the temporary file behind: listings and readers ignore it,
-//! but it takes space. [`sweep_dir`] removes those whose writer is gone.
+//! but it takes space. [`RootStore::sweep_temporaries`](super::RootStore::sweep_temporaries)
+//! removes those whose writer is gone.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
