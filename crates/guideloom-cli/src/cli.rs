@@ -33,6 +33,11 @@ pub(crate) struct Global {
     /// S3: allow a plain `http://` endpoint.
     #[arg(long, global = true)]
     pub(crate) s3_allow_http: bool,
+    /// S3: sign with this profile of the shared AWS config and credentials files (its keys
+    /// and region win over AWS_ACCESS_KEY_ID / AWS_REGION). Default: AWS_PROFILE, then the
+    /// standard chain.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) s3_profile: Option<String>,
     /// The local ROOT is a mounted bucket (Mountpoint for S3 or similar): shards and
     /// snapshots are written create-only with sequential writes; annotations are refused
     /// (publish them through the bucket's s3:// root).

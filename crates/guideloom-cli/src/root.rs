@@ -51,10 +51,16 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
         S3Addressing::VirtualHosted
     };
     Ok(S3Options {
-        region,
+        // A named profile's region wins over the environment's (resolved by the AWS chain).
+        region: if global.s3_profile.is_some() {
+            None
+        } else {
+            region
+        },
         endpoint,
         addressing,
         allow_http: global.s3_allow_http,
+        profile: global.s3_profile.clone(),
         ..S3Options::default()
     })
 }

@@ -604,6 +604,47 @@ fn s3_round_trip() {
         &env,
     )));
     assert_eq!(v["rows"][0]["backend"], "object_store");
+
+    // `--s3-profile`: keys from a profile in temporary shared files sign the requests, with no
+    // key in the environment; an unknown profile is a one-line error naming it.
+    let config = tmp.path().join("aws-config");
+    let credentials = tmp.path().join("aws-credentials");
+    std::fs::write(&config, "[profile gl-cli]\nregion = us-east-1\n").unwrap();
+    std::fs::write(
+        &credentials,
+        "[gl-cli]\naws_access_key_id = profilekey\naws_secret_access_key = profilesecret\n",
+    )
+    .unwrap();
+    let profile_info = |profile: &str| {
+        Command::new(BIN)
+            .args([
+                "info",
+                &root,
+                "--json",
+                "--s3-allow-http",
+                "--s3-profile",
+                profile,
+            ])
+            .env("AWS_ENDPOINT_URL", &endpoint)
+            .env("AWS_CONFIG_FILE", &config)
+            .env("AWS_SHARED_CREDENTIALS_FILE", &credentials)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .output()
+            .expect("run guideloom")
+    };
+    let v = json(&ok(profile_info("gl-cli")));
+    assert!(
+        v["snapshots"].as_array().is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
+    let err = fails(profile_info("no-such-profile"));
+    assert!(err.contains("no-such-profile"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]
