@@ -56,6 +56,7 @@ pub mod reader;
 pub mod registry;
 mod seqlog;
 pub mod shards;
+pub mod snapshots;
 pub mod staging;
 pub mod store;
 pub mod uri;
