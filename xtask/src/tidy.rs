@@ -6,7 +6,10 @@
 //! - **A light IO core.** `guideloom-io`'s default build pulls in none of [`IO_FORBIDDEN`]: a
 //!   backend author who wants only the traits must not compile an HTTP stack.
 //! - **Manifests.** Every crate under `crates/` lives in a folder named after its package, has a
-//!   description, opts into the workspace lints (`[lints] workspace = true`) and has a layer.
+//!   description, opts into the workspace lints (`[lints] workspace = true`) and has a layer
+//!   (or is one of the [`DEV_LEAVES`]).
+//! - **Dev-only leaves.** A crate of [`DEV_LEAVES`] (the bench harness) depends on no layer
+//!   crate, and layer crates use it only as a dev-dependency, so it bends no layer order.
 //!
 //! Also runs as a test (`cargo test -p xtask`), so a plain test run catches a violation too.
 
@@ -26,6 +29,10 @@ pub(crate) const LAYERS: &[&str] = &[
     "guideloom-cli",
 ];
 
+/// Internal helper crates outside [`LAYERS`]: they depend on no layer crate, and a layer crate
+/// may use them only as dev-dependencies (its benches and tests), never in its library.
+pub(crate) const DEV_LEAVES: &[&str] = &["guideloom-benchkit"];
+
 /// Packages `guideloom-io` must not pull in with default features.
 pub(crate) const IO_FORBIDDEN: &[&str] = &["hyper", "object_store"];
 
@@ -35,6 +42,8 @@ struct Package {
     name: String,
     manifest: std::path::PathBuf,
     description: Option<String>,
+    /// Direct dependencies: `(name, kind)`, kind `None` for normal ones.
+    deps: Vec<(String, Option<String>)>,
 }
 
 /// Runs every check; returns one line per check passed, or every problem found.
@@ -44,6 +53,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
 
     check_manifests(root, &packages, &mut report, &mut problems);
+    check_dev_leaves(&packages, &mut report, &mut problems);
     let names: BTreeSet<&str> = packages.iter().map(|p| p.name.as_str()).collect();
     check_layering(root, &names, &mut report, &mut problems)?;
     if names.contains("guideloom-io") {
@@ -77,6 +87,18 @@ fn workspace_packages(root: &Path) -> Result<Vec<Package>> {
                 .map(str::trim)
                 .filter(|d| !d.is_empty())
                 .map(str::to_owned),
+            deps: p["dependencies"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|d| {
+                    (
+                        d["name"].as_str().unwrap_or_default().to_owned(),
+                        d["kind"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect(),
         })
         .collect();
     Ok(packages)
@@ -116,7 +138,7 @@ fn check_manifests(
             )),
             Err(e) => problems.push(format!("{name}: cannot read Cargo.toml: {e}")),
         }
-        if !LAYERS.contains(&name.as_str()) {
+        if !LAYERS.contains(&name.as_str()) && !DEV_LEAVES.contains(&name.as_str()) {
             problems.push(format!(
                 "{name}: not in the layer order; add it to LAYERS in xtask/src/tidy.rs \
                  and to docs/ARCHITECTURE.md"
@@ -125,6 +147,54 @@ fn check_manifests(
     }
     report.push(format!(
         "manifests: {checked} crate(s) under crates/ named after their folder, described, on workspace lints"
+    ));
+}
+
+/// Problems with `package`'s direct dependencies on [`DEV_LEAVES`] and [`LAYERS`]: a dev leaf
+/// may depend on no layer crate (nor another leaf), a layer crate on a leaf only as a
+/// dev-dependency. Direct edges suffice: only workspace crates can depend on a leaf, and each
+/// is checked itself.
+fn dev_leaf_violations(package: &str, deps: &[(String, Option<String>)]) -> Vec<String> {
+    let is_leaf = DEV_LEAVES.contains(&package);
+    let is_layer = LAYERS.contains(&package);
+    deps.iter()
+        .filter_map(|(dep, kind)| {
+            let dep_is_leaf = DEV_LEAVES.contains(&dep.as_str());
+            let dep_is_layer = LAYERS.contains(&dep.as_str());
+            if is_leaf && (dep_is_layer || dep_is_leaf) {
+                Some(format!(
+                    "dev leaf: {package} depends on {dep}; it must depend on no guideloom crate"
+                ))
+            } else if is_layer && dep_is_leaf && kind.as_deref() != Some("dev") {
+                Some(format!(
+                    "dev leaf: {package} depends on {dep} as a {} dependency; only \
+                     [dev-dependencies] may use it",
+                    kind.as_deref().unwrap_or("normal")
+                ))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn check_dev_leaves(packages: &[Package], report: &mut Vec<String>, problems: &mut Vec<String>) {
+    let mut users = Vec::new();
+    for package in packages {
+        problems.extend(dev_leaf_violations(&package.name, &package.deps));
+        if LAYERS.contains(&package.name.as_str())
+            && package
+                .deps
+                .iter()
+                .any(|(d, _)| DEV_LEAVES.contains(&d.as_str()))
+        {
+            users.push(package.name.as_str());
+        }
+    }
+    report.push(format!(
+        "dev leaves: [{}] depend on no guideloom crate; used as dev-dependency only by [{}]",
+        DEV_LEAVES.join(", "),
+        users.join(", ")
     ));
 }
 
@@ -305,6 +375,33 @@ mod tests {
         let facade = LAYERS.iter().position(|c| *c == "guideloom").unwrap();
         let (_, problems) = layer_violations(facade, &set(&["guideloom-cli", "guideloom-io"]));
         assert_eq!(problems.len(), 1, "{problems:?}");
+    }
+
+    fn deps(list: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+        list.iter()
+            .map(|(n, k)| ((*n).to_owned(), k.map(str::to_owned)))
+            .collect()
+    }
+
+    #[test]
+    fn dev_leaves_stay_dev_only_leaves() {
+        let leaf = DEV_LEAVES[0];
+        assert!(
+            dev_leaf_violations(leaf, &deps(&[("criterion", None), ("rand", None)])).is_empty()
+        );
+        let p = dev_leaf_violations(leaf, &deps(&[("guideloom-io", Some("dev"))]));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("must depend on no guideloom crate"));
+
+        let ok = deps(&[("guideloom-io", None), (leaf, Some("dev"))]);
+        assert!(dev_leaf_violations("guideloom-format", &ok).is_empty());
+        for kind in [None, Some("build")] {
+            let p = dev_leaf_violations("guideloom-format", &deps(&[(leaf, kind)]));
+            assert_eq!(p.len(), 1, "{kind:?}: {p:?}");
+            assert!(p[0].contains("only [dev-dependencies]"));
+        }
+        // Crates outside the layers (xtask, the integration tests) are not constrained here.
+        assert!(dev_leaf_violations("guideloom-tests", &deps(&[(leaf, None)])).is_empty());
     }
 
     #[test]
