@@ -28,6 +28,16 @@ pub fn touch(bytes: &[u8]) -> u64 {
     pages + bytes.last().map_or(0, |&b| u64::from(b))
 }
 
+/// [`touch`] over every buffer of a batch, summed.
+///
+/// ```
+/// let batch = vec![vec![1u8, 2], vec![3u8]];
+/// assert_eq!(guideloom_benchkit::touch_all(&batch), (1 + 2) + (3 + 3));
+/// ```
+pub fn touch_all<B: AsRef<[u8]>>(bufs: &[B]) -> u64 {
+    bufs.iter().map(|b| touch(b.as_ref())).sum()
+}
+
 /// The ceiling read: raw `pread` (`FileExt::read_exact_at`) of `range` into a **fresh**
 /// `Vec`, as a reader hands out an owned buffer per read.
 ///

@@ -8,11 +8,12 @@
 //! way:
 //! - [`settings`]: criterion settings from the `GUIDELOOM_BENCH_*` knobs, and the [`Clock`]
 //!   chosen by `GUIDELOOM_BENCH_CLOCK` (`wall` or `cpu`);
-//! - [`touch`], [`pread`], [`warm_file`], [`warm_dir`], [`files`], [`BenchDir`]: the shared
+//! - [`touch`], [`touch_all`], [`pread`], [`warm_file`], [`warm_dir`], [`files`], [`BenchDir`]: the shared
 //!   consumer, the raw-`pread` ceiling read, page-cache warming and where bench files go;
 //! - [`write_random_file`], [`random_bytes`], [`record_range`], [`random_records`],
 //!   [`random_indices`]: seeded fixtures and the random sequences benches cycle through;
-//! - [`write_counts`]: request-count tables for `cargo xtask bench`'s report.
+//! - [`write_counts`]: request-count tables for `cargo xtask bench`'s report;
+//! - [`multi_thread_runtime`]: the 2-worker tokio runtime of the async benches.
 
 mod clock;
 mod counts;
@@ -23,7 +24,7 @@ pub use clock::Clock;
 pub use counts::{COUNTS_DIR_ENV, write_counts, write_counts_to};
 #[cfg(unix)]
 pub use files::pread;
-pub use files::{BenchDir, CHUNK, PAGE, files, touch, warm_dir, warm_file};
+pub use files::{BenchDir, CHUNK, PAGE, files, touch, touch_all, warm_dir, warm_file};
 pub use fixture::{random_bytes, random_indices, random_records, record_range, write_random_file};
 
 use std::time::Duration;
@@ -97,6 +98,19 @@ pub fn wall_config() -> Criterion {
     settings(Criterion::default())
 }
 
+/// The runtime of the benches that drive async readers over the network or a thread pool:
+/// multi-threaded with 2 workers (the bench machines have 2 cores), every driver enabled.
+///
+/// # Panics
+/// If the runtime cannot be built.
+pub fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +127,18 @@ mod tests {
         assert_eq!(positive_f64(Some("inf"), 1.5), 1.5);
         assert_eq!(positive_f64(Some("NaN"), 1.5), 1.5);
         assert_eq!(positive_f64(None, 1.5), 1.5);
+    }
+
+    #[test]
+    fn runtime_runs_spawned_tasks_on_its_workers() {
+        let rt = multi_thread_runtime();
+        let caller = std::thread::current().id();
+        let worker = rt.block_on(async {
+            tokio::spawn(async { std::thread::current().id() })
+                .await
+                .unwrap()
+        });
+        assert_ne!(worker, caller, "a spawned task runs on a worker thread");
     }
 
     #[test]

@@ -35,7 +35,8 @@
 //! # Knobs (environment)
 //! As the IO bench: `GUIDELOOM_BENCH_FILE_MIB` (64), `GUIDELOOM_BENCH_MEASURE_SECS` (1.5),
 //! `GUIDELOOM_BENCH_WARMUP_SECS` (0.3), `GUIDELOOM_BENCH_SAMPLES` (20), `GUIDELOOM_BENCH_DIR`,
-//! `GUIDELOOM_BENCH_CLOCK` (`wall` or `cpu`).
+//! `GUIDELOOM_BENCH_CLOCK` (`wall` or `cpu`), read by `guideloom-benchkit` with the clock, the
+//! ceiling `pread` and the shared consumer.
 
 #[cfg(unix)]
 mod unix {
@@ -43,21 +44,21 @@ mod unix {
     use std::hint::black_box;
     use std::io::{BufWriter, Read, Write};
     use std::ops::Range;
-    use std::os::unix::fs::FileExt;
     use std::path::{Path, PathBuf};
-    use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::{Duration, Instant};
 
     use bytes::Bytes;
-    use criterion::measurement::{Measurement, ValueFormatter, WallTime};
     use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput};
+    use guideloom_benchkit::{
+        BenchDir, CHUNK, Clock, env_u64, files, pread, random_bytes, random_indices, touch,
+        touch_all, us, warm_dir as warm,
+    };
     use guideloom_format::{
         DocumentReader, DocumentStorage, RawFormat, ReadOptions, StreamReader, StreamStorage,
         WriterOptions,
     };
     use guideloom_io::local::{MmapIo, PreadIo};
-    use nix::time::{ClockId, clock_gettime};
     use rand::rngs::StdRng;
     use rand::{Rng, RngCore, SeedableRng};
 
@@ -65,140 +66,15 @@ mod unix {
     const BATCH: usize = 64;
     /// Length of the random index sequence every random bench cycles through.
     const SEQUENCE: usize = 1 << 14;
-    /// Buffer of the sequential-read ceiling.
-    const CHUNK: usize = 4 << 20;
     /// Payload written per `write` iteration.
     const WRITE_BYTES: u64 = 16 << 20;
     /// Elements per stream slice.
     const SLICE: u64 = 2048;
 
-    /// `n` as an index; bench files are far below `usize::MAX` on every target we run.
-    fn us(n: u64) -> usize {
-        usize::try_from(n).expect("size fits in usize")
-    }
-
-    fn env_u64(name: &str, default: u64) -> u64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|v: &u64| *v > 0)
-            .unwrap_or(default)
-    }
-
-    fn env_f64(name: &str, default: f64) -> f64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|v: &f64| v.is_finite() && *v > 0.0)
-            .unwrap_or(default)
-    }
-
-    /// Criterion settings sized for a 2-core machine; overridable by env and CLI flags.
-    pub(crate) fn config() -> Criterion<Clock> {
-        let samples = us(env_u64("GUIDELOOM_BENCH_SAMPLES", 20).max(10));
-        let clock = match std::env::var("GUIDELOOM_BENCH_CLOCK").as_deref() {
-            Ok("cpu") => Clock::ProcessCpu,
-            Ok("wall") | Err(_) => Clock::Wall,
-            Ok(other) => panic!("GUIDELOOM_BENCH_CLOCK={other:?}: expected `wall` or `cpu`"),
-        };
-        Criterion::default()
-            .with_measurement(clock)
-            .sample_size(samples)
-            .measurement_time(Duration::from_secs_f64(env_f64(
-                "GUIDELOOM_BENCH_MEASURE_SECS",
-                1.5,
-            )))
-            .warm_up_time(Duration::from_secs_f64(env_f64(
-                "GUIDELOOM_BENCH_WARMUP_SECS",
-                0.3,
-            )))
-    }
-
-    /// Wall time (default) or the whole process's CPU time (`GUIDELOOM_BENCH_CLOCK=cpu`);
-    /// the same clock as the IO bench (see `crates/guideloom-io/benches/io.rs`).
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) enum Clock {
-        Wall,
-        ProcessCpu,
-    }
-
-    static WALL: WallTime = WallTime;
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-
-    impl Clock {
-        fn now(self) -> Duration {
-            match self {
-                Clock::Wall => EPOCH.get_or_init(Instant::now).elapsed(),
-                Clock::ProcessCpu => clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID)
-                    .expect("process CPU clock")
-                    .into(),
-            }
-        }
-    }
-
-    impl Measurement for Clock {
-        type Intermediate = Duration;
-        type Value = Duration;
-
-        fn start(&self) -> Duration {
-            self.now()
-        }
-
-        fn end(&self, start: Duration) -> Duration {
-            self.now().saturating_sub(start)
-        }
-
-        fn add(&self, a: &Duration, b: &Duration) -> Duration {
-            *a + *b
-        }
-
-        fn zero(&self) -> Duration {
-            Duration::ZERO
-        }
-
-        fn to_f64(&self, value: &Duration) -> f64 {
-            WALL.to_f64(value)
-        }
-
-        fn formatter(&self) -> &dyn ValueFormatter {
-            WALL.formatter()
-        }
-    }
-
-    /// The consumer every bench shares: one byte per 4 KiB page plus the last byte.
-    fn touch(bytes: &[u8]) -> u64 {
-        let pages: u64 = bytes.iter().step_by(4096).map(|&b| u64::from(b)).sum();
-        pages + bytes.last().map_or(0, |&b| u64::from(b))
-    }
-
-    /// Reads every file under `dir` sequentially so it is in the page cache.
-    fn warm(dir: &Path) {
-        let mut buf = vec![0u8; CHUNK];
-        for path in files(dir) {
-            let mut file = File::open(&path).expect("open shard");
-            while file.read(&mut buf).expect("warm shard") > 0 {}
-        }
-    }
-
-    /// The files of a storage directory, in name order.
-    fn files(dir: &Path) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-            .expect("list storage dir")
-            .map(|e| e.expect("dir entry").path())
-            .filter(|p| p.is_file())
-            .collect();
-        out.sort();
-        out
-    }
-
     /// Deterministic payloads, `count` records of `record` bytes.
     fn payloads(record: u64, count: u64) -> impl Iterator<Item = Bytes> {
         let mut rng = StdRng::seed_from_u64(record);
-        (0..count).map(move |_| {
-            let mut buf = vec![0u8; us(record)];
-            rng.fill_bytes(&mut buf);
-            Bytes::from(buf)
-        })
+        (0..count).map(move |_| Bytes::from(random_bytes(&mut rng, us(record))))
     }
 
     type Docs<B> = DocumentStorage<RawFormat, B>;
@@ -230,7 +106,7 @@ mod unix {
             let reader = storage.sync_reader().expect("reader");
             assert_eq!(reader.len(), count);
             let mut rng = StdRng::seed_from_u64(record ^ 0x5eed);
-            let indices: Vec<u64> = (0..SEQUENCE).map(|_| rng.random_range(0..count)).collect();
+            let indices = random_indices(&mut rng, count, SEQUENCE);
             let ranges = indices.iter().map(|&i| locate_record(&reader, i)).collect();
             let files = files(&dir)
                 .iter()
@@ -270,11 +146,7 @@ mod unix {
         /// The ceiling's read of sequence position `k`: the record's bytes by raw `pread`.
         fn pread(&self, k: usize) -> Vec<u8> {
             let (f, r) = &self.ranges[k];
-            let mut buf = vec![0u8; us(r.end - r.start)];
-            self.files[*f]
-                .read_exact_at(&mut buf, r.start)
-                .expect("pread");
-            buf
+            pread(&self.files[*f], r.clone())
         }
 
         fn group<'c>(
@@ -390,7 +262,7 @@ mod unix {
             b.iter(|| {
                 at = (at + BATCH) % (SEQUENCE - BATCH);
                 let out: Vec<Vec<u8>> = (at..at + BATCH).map(|k| d.pread(k)).collect();
-                black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                black_box(touch_all(&out));
                 out
             })
         });
@@ -404,7 +276,7 @@ mod unix {
                     let out = reader
                         .read_many(&d.indices[at..at + BATCH])
                         .expect("read_many");
-                    black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                    black_box(touch_all(&out));
                     out
                 })
             });
@@ -573,10 +445,8 @@ mod unix {
         }
 
         fn pread(&self, k: usize) -> Vec<u8> {
-            let mut buf = vec![0u8; us(SLICE * 4)];
             let at = self.data_start + self.offsets[k] * 4;
-            self.file.read_exact_at(&mut buf, at).expect("pread");
-            buf
+            pread(&self.file, at..at + SLICE * 4)
         }
     }
 
@@ -612,32 +482,26 @@ mod unix {
     /// All format groups.
     pub(crate) fn storages(c: &mut Criterion<Clock>) {
         let file_mib = env_u64("GUIDELOOM_BENCH_FILE_MIB", 64);
-        let tmp;
-        let root = match std::env::var_os("GUIDELOOM_BENCH_DIR") {
-            Some(dir) => PathBuf::from(dir).join("format"),
-            None => {
-                tmp = tempfile::tempdir().expect("temp dir");
-                tmp.path().to_path_buf()
-            }
-        };
-        let _ = std::fs::remove_dir_all(&root);
+        let dir = BenchDir::from_env(Some("format"));
+        let root = dir.path();
+        let _ = std::fs::remove_dir_all(root);
         for (label, record) in [("1KiB", 1024), ("256KiB", 256 * 1024)] {
-            let d = DocSet::create(&root, label, record, file_mib);
+            let d = DocSet::create(root, label, record, file_mib);
             random_read(c, &d);
             random_read_2threads(c, &d);
             read_many(c, &d);
             iterate(c, &d);
-            write(c, &root, label, record);
+            write(c, root, label, record);
             let _ = std::fs::remove_dir_all(&d.dir);
         }
-        let s = StreamSet::create(&root, file_mib);
+        let s = StreamSet::create(root, file_mib);
         stream_slices(c, &s);
-        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(root);
     }
 
     criterion::criterion_group! {
         name = format;
-        config = config();
+        config = guideloom_benchkit::config();
         targets = storages
     }
 }

@@ -45,25 +45,27 @@
 //! `GUIDELOOM_BENCH_CLOCK` (`wall`, the default, or `cpu`: the process's CPU time, for ratios
 //! that survive a machine busy with other work).
 //! Criterion's own flags (after `--`) override the first three.
+//! The knobs, the clock, the ceiling `pread` and the fixture helpers are `guideloom-benchkit`'s,
+//! shared by every bench.
 
 #[cfg(unix)]
 mod unix {
     use std::fs::File;
     use std::hint::black_box;
-    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::io::{Read, Seek, SeekFrom};
     use std::ops::Range;
     use std::os::unix::fs::FileExt;
     use std::path::{Path, PathBuf};
-    use std::sync::OnceLock;
-    use std::time::{Duration, Instant};
 
-    use criterion::measurement::{Measurement, ValueFormatter, WallTime};
     use criterion::{BenchmarkGroup, Criterion, Throughput};
+    use guideloom_benchkit::{
+        BenchDir, Clock, env_u64, pread, random_records, touch, touch_all, us, warm_file,
+        write_random_file,
+    };
     use guideloom_io::local::{PreadIo, SeekIo};
     use guideloom_io::{AsyncReader, Backend, SyncReader};
-    use nix::time::{ClockId, clock_gettime};
+    use rand::SeedableRng;
     use rand::rngs::StdRng;
-    use rand::{Rng, RngCore, SeedableRng};
     use tokio::runtime::Runtime;
 
     /// Bytes before the first record (a shard header stands there).
@@ -74,103 +76,6 @@ mod unix {
     const CHUNK: u64 = 4 * 1024 * 1024;
     /// Length of the random record sequence every random bench cycles through.
     const SEQUENCE: usize = 1 << 14;
-
-    /// `n` as an index; bench files are far below `usize::MAX` on every target we run.
-    fn us(n: u64) -> usize {
-        usize::try_from(n).expect("size fits in usize")
-    }
-
-    fn env_u64(name: &str, default: u64) -> u64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|v: &u64| *v > 0)
-            .unwrap_or(default)
-    }
-
-    fn env_f64(name: &str, default: f64) -> f64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|v: &f64| v.is_finite() && *v > 0.0)
-            .unwrap_or(default)
-    }
-
-    /// Criterion settings sized for a 2-core machine; overridable by env and CLI flags.
-    pub(crate) fn config() -> Criterion<Clock> {
-        let samples = us(env_u64("GUIDELOOM_BENCH_SAMPLES", 20).max(10));
-        let clock = match std::env::var("GUIDELOOM_BENCH_CLOCK").as_deref() {
-            Ok("cpu") => Clock::ProcessCpu,
-            Ok("wall") | Err(_) => Clock::Wall,
-            Ok(other) => panic!("GUIDELOOM_BENCH_CLOCK={other:?}: expected `wall` or `cpu`"),
-        };
-        Criterion::default()
-            .with_measurement(clock)
-            .sample_size(samples)
-            .measurement_time(Duration::from_secs_f64(env_f64(
-                "GUIDELOOM_BENCH_MEASURE_SECS",
-                1.5,
-            )))
-            .warm_up_time(Duration::from_secs_f64(env_f64(
-                "GUIDELOOM_BENCH_WARMUP_SECS",
-                0.3,
-            )))
-    }
-
-    /// What a bench's time means: wall time (the default), or the CPU time of the whole
-    /// process (all threads, user + system) with `GUIDELOOM_BENCH_CLOCK=cpu`.
-    ///
-    /// The CPU clock keeps ratios meaningful on a machine busy with other work (time spent
-    /// descheduled is not counted); it also leaves out time a thread waits for another, so for
-    /// async readers it gives the CPU cost of the hand-off, not its latency.
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) enum Clock {
-        Wall,
-        ProcessCpu,
-    }
-
-    static WALL: WallTime = WallTime;
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-
-    impl Clock {
-        fn now(self) -> Duration {
-            match self {
-                Clock::Wall => EPOCH.get_or_init(Instant::now).elapsed(),
-                Clock::ProcessCpu => clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID)
-                    .expect("process CPU clock")
-                    .into(),
-            }
-        }
-    }
-
-    impl Measurement for Clock {
-        type Intermediate = Duration;
-        type Value = Duration;
-
-        fn start(&self) -> Duration {
-            self.now()
-        }
-
-        fn end(&self, start: Duration) -> Duration {
-            self.now().saturating_sub(start)
-        }
-
-        fn add(&self, a: &Duration, b: &Duration) -> Duration {
-            *a + *b
-        }
-
-        fn zero(&self) -> Duration {
-            Duration::ZERO
-        }
-
-        fn to_f64(&self, value: &Duration) -> f64 {
-            WALL.to_f64(value)
-        }
-
-        fn formatter(&self) -> &dyn ValueFormatter {
-            WALL.formatter()
-        }
-    }
 
     /// One bench file: fixed-size records after a header, and a seeded random record sequence.
     struct Dataset {
@@ -189,22 +94,9 @@ mod unix {
             let size = HEADER + count * record;
             let path = dir.join(format!("records-{label}.bin"));
             let mut rng = StdRng::seed_from_u64(record);
-            let mut file = File::create(&path).expect("create bench file");
-            let mut chunk = vec![0u8; 1 << 20];
-            let mut left = size;
-            while left > 0 {
-                let n = us(left.min(chunk.len() as u64));
-                rng.fill_bytes(&mut chunk[..n]);
-                file.write_all(&chunk[..n]).expect("write bench file");
-                left -= n as u64;
-            }
-            file.sync_all().expect("sync bench file");
-            let ranges = (0..SEQUENCE)
-                .map(|_| {
-                    let start = HEADER + rng.random_range(0..count) * record;
-                    start..start + record
-                })
-                .collect();
+            write_random_file(&path, size, &mut rng);
+            // Drawn after the contents, from the same generator.
+            let ranges = random_records(&mut rng, HEADER, record, count, SEQUENCE);
             Dataset {
                 label,
                 record,
@@ -216,9 +108,7 @@ mod unix {
 
         /// Reads the whole file sequentially so it is in the page cache.
         fn warm(&self) {
-            let mut file = File::open(&self.path).expect("open bench file");
-            let mut buf = vec![0u8; us(CHUNK)];
-            while file.read(&mut buf).expect("warm bench file") > 0 {}
+            warm_file(&self.path);
         }
 
         fn group<'c>(
@@ -321,8 +211,7 @@ mod unix {
             .block_on(r#async.read_ranges(batch))
             .expect("async read_ranges");
         for (i, r) in batch.iter().enumerate() {
-            let mut want = vec![0u8; us(r.end - r.start)];
-            file.read_exact_at(&mut want, r.start).expect("pread");
+            let want = pread(&file, r.clone());
             let one = sync.read(r.start, r.end - r.start).expect("sync read");
             let one_async = rt
                 .block_on(r#async.read(r.start, r.end - r.start))
@@ -343,13 +232,6 @@ mod unix {
             .expect("tokio runtime")
     }
 
-    /// The consumer every bench shares: one byte per 4 KiB page plus the last byte, so a
-    /// zero-copy reader cannot win by never touching what it hands out.
-    fn touch(bytes: &[u8]) -> u64 {
-        let pages: u64 = bytes.iter().step_by(4096).map(|&b| u64::from(b)).sum();
-        pages + bytes.last().map_or(0, |&b| u64::from(b))
-    }
-
     fn random_single(c: &mut Criterion<Clock>, data: &Dataset, subjects: &[Subject], rt: &Runtime) {
         let file = File::open(&data.path).expect("open bench file");
         let map = Map::new(&data.path);
@@ -361,8 +243,7 @@ mod unix {
             let mut cur = Cursor::new(&data.ranges);
             b.iter(|| {
                 let (off, len) = cur.next_one();
-                let mut buf = vec![0u8; us(len)];
-                file.read_exact_at(&mut buf, off).expect("pread");
+                let buf = pread(&file, off..off + len);
                 black_box(touch(&buf));
                 buf
             })
@@ -432,13 +313,9 @@ mod unix {
                 let out: Vec<Vec<u8>> = cur
                     .next_batch()
                     .iter()
-                    .map(|r| {
-                        let mut buf = vec![0u8; us(r.end - r.start)];
-                        file.read_exact_at(&mut buf, r.start).expect("pread");
-                        buf
-                    })
+                    .map(|r| pread(&file, r.clone()))
                     .collect();
-                black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                black_box(touch_all(&out));
                 out
             })
         });
@@ -465,7 +342,7 @@ mod unix {
                     .iter()
                     .map(|r| map.slice(r.start, r.end - r.start).to_vec())
                     .collect();
-                black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                black_box(touch_all(&out));
                 out
             })
         });
@@ -476,7 +353,7 @@ mod unix {
                 let mut cur = Cursor::new(&data.ranges);
                 b.iter(|| {
                     let out = readers.sync.read_ranges(cur.next_batch()).expect("read");
-                    black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                    black_box(touch_all(&out));
                     out
                 })
             });
@@ -491,7 +368,7 @@ mod unix {
                         .iter()
                         .map(|r| readers.sync.read(r.start, r.end - r.start).expect("read"))
                         .collect();
-                    black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                    black_box(touch_all(&out));
                     out
                 })
             });
@@ -503,7 +380,7 @@ mod unix {
                     let out = rt
                         .block_on(readers.r#async.read_ranges(batch))
                         .expect("read");
-                    black_box(out.iter().map(|b| touch(b)).sum::<u64>());
+                    black_box(touch_all(&out));
                     out
                 })
             });
@@ -526,9 +403,7 @@ mod unix {
             b.iter(|| {
                 let mut sum = 0;
                 for &(off, len) in &chunks {
-                    let mut buf = vec![0u8; us(len)];
-                    file.read_exact_at(&mut buf, off).expect("pread");
-                    sum += touch(&buf);
+                    sum += touch(&pread(&file, off..off + len));
                 }
                 black_box(sum)
             })
@@ -596,17 +471,10 @@ mod unix {
     /// All IO groups: per file, random single, random batched and sequential reads.
     pub(crate) fn local(c: &mut Criterion<Clock>) {
         let file_mib = env_u64("GUIDELOOM_BENCH_FILE_MIB", 64);
-        let tmp;
-        let dir = match std::env::var_os("GUIDELOOM_BENCH_DIR") {
-            Some(dir) => PathBuf::from(dir),
-            None => {
-                tmp = tempfile::tempdir().expect("temp dir");
-                tmp.path().to_path_buf()
-            }
-        };
+        let dir = BenchDir::from_env(None);
         let datasets = [
-            Dataset::create(&dir, "1KiB", 1024, file_mib),
-            Dataset::create(&dir, "256KiB", 256 * 1024, file_mib),
+            Dataset::create(dir.path(), "1KiB", 1024, file_mib),
+            Dataset::create(dir.path(), "256KiB", 256 * 1024, file_mib),
         ];
         let subjects = subjects();
         let rt = runtime();
@@ -622,7 +490,7 @@ mod unix {
 
     criterion::criterion_group! {
         name = io;
-        config = config();
+        config = guideloom_benchkit::config();
         targets = local
     }
 }

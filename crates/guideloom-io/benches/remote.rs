@@ -25,19 +25,18 @@
 use std::fs::File;
 use std::hint::black_box;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
+use guideloom_benchkit::{pread, random_bytes, random_records, record_range, us};
 use guideloom_io::http::{HttpIo, HttpPath};
 use guideloom_io::objstore::ObjectStoreIo;
 use guideloom_io::{AsyncReader, Backend, RequestStats, StatsSnapshot};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
 use tokio::runtime::Runtime;
 
 const HEADER: u64 = 16;
@@ -49,31 +48,6 @@ const TAIL: u64 = 64 * 1024;
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn env_num(name: &str, default: f64) -> f64 {
-    var(name)
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &f64| v.is_finite() && *v > 0.0)
-        .unwrap_or(default)
-}
-
-/// Criterion settings sized for a 2-core machine; overridable by env and CLI flags.
-fn config() -> Criterion {
-    let samples = var("GUIDELOOM_BENCH_SAMPLES")
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(20)
-        .max(10);
-    Criterion::default()
-        .sample_size(samples)
-        .measurement_time(Duration::from_secs_f64(env_num(
-            "GUIDELOOM_BENCH_MEASURE_SECS",
-            1.5,
-        )))
-        .warm_up_time(Duration::from_secs_f64(env_num(
-            "GUIDELOOM_BENCH_WARMUP_SECS",
-            0.3,
-        )))
 }
 
 /// Opens a fresh reader of the bench object.
@@ -95,8 +69,7 @@ struct Setup {
 }
 
 fn record(i: u64) -> Range<u64> {
-    let start = HEADER + i * RECORD;
-    start..start + RECORD
+    record_range(HEADER, RECORD, i)
 }
 
 fn setup(rt: &Runtime) -> Result<Setup, String> {
@@ -113,8 +86,7 @@ fn setup(rt: &Runtime) -> Result<Setup, String> {
     };
     let name = format!("bench-remote-{}.bin", std::process::id());
     let size = HEADER + RECORDS * RECORD;
-    let mut data = vec![0u8; usize::try_from(size).map_err(|e| e.to_string())?];
-    StdRng::seed_from_u64(7).fill_bytes(&mut data);
+    let data = random_bytes(&mut StdRng::seed_from_u64(7), us(size));
     let local = PathBuf::from(root).join(&name);
     std::fs::write(&local, &data).map_err(|e| format!("{}: {e}", local.display()))?;
 
@@ -136,10 +108,13 @@ fn setup(rt: &Runtime) -> Result<Setup, String> {
     let http = HttpIo::new(&url).map_err(|e| e.to_string())?;
     let http_path = HttpPath::new(&name).map_err(|e| e.to_string())?;
     let s3 = ObjectStoreIo::new(store);
-    let mut rng = StdRng::seed_from_u64(11);
-    let random = (0..SEQUENCE)
-        .map(|_| record(rng.random_range(0..RECORDS)))
-        .collect();
+    let random = random_records(
+        &mut StdRng::seed_from_u64(11),
+        HEADER,
+        RECORD,
+        RECORDS,
+        SEQUENCE,
+    );
     let remotes = vec![
         Remote {
             id: "http_async",
@@ -209,12 +184,7 @@ fn op(
 /// The ceiling's operation: raw local pread of the same ranges into fresh buffers.
 fn ceiling(file: &File, rs: &[Range<u64>]) -> u64 {
     rs.iter()
-        .map(|r| {
-            let mut buf = vec![0u8; usize::try_from(r.end - r.start).expect("small range")];
-            file.read_exact_at(&mut buf, r.start).expect("pread");
-            black_box(&buf);
-            buf.len() as u64
-        })
+        .map(|r| black_box(pread(file, r.clone())).len() as u64)
         .sum()
 }
 
@@ -300,11 +270,7 @@ fn bench(c: &mut Criterion, rt: &Runtime, s: &Setup) {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = guideloom_benchkit::multi_thread_runtime();
     let s = match setup(&rt) {
         Ok(s) => s,
         Err(reason) => {
@@ -312,7 +278,7 @@ fn main() {
             return;
         }
     };
-    let mut c = config().configure_from_args();
+    let mut c = guideloom_benchkit::wall_config().configure_from_args();
     bench(&mut c, &rt, &s);
     c.final_summary();
     println!("{}", economy(&rt, &s));

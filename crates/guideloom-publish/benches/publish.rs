@@ -50,52 +50,25 @@ mod target;
 use std::fs::File;
 use std::hint::black_box;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, SamplingMode, Throughput};
+use guideloom_benchkit::{pread, random_indices};
 use guideloom_format::{AsyncShard, ReadOptions};
 use guideloom_io::{AsyncReader, Backend, PreadIo};
 use guideloom_publish::{
     FooterInspector, PublicationOptions, PublishMode, PublishRequest, Root, ShardRef, Snapshot,
 };
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use tokio::runtime::Runtime;
 
 use crate::target::{DATASET, RECORD, RECORDS, SHARDS, Target};
 
 /// Length of the random record sequence.
 const SEQUENCE: usize = 4096;
-
-fn env_num(name: &str, default: f64) -> f64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &f64| v.is_finite() && *v > 0.0)
-        .unwrap_or(default)
-}
-
-/// Criterion settings sized for a 2-core machine; overridable by env and CLI flags.
-fn config() -> Criterion {
-    let samples = std::env::var("GUIDELOOM_BENCH_SAMPLES")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(20)
-        .max(10);
-    Criterion::default()
-        .sample_size(samples)
-        .measurement_time(Duration::from_secs_f64(env_num(
-            "GUIDELOOM_BENCH_MEASURE_SECS",
-            1.5,
-        )))
-        .warm_up_time(Duration::from_secs_f64(env_num(
-            "GUIDELOOM_BENCH_WARMUP_SECS",
-            0.3,
-        )))
-}
 
 /// Publication options without and with footer verification.
 pub(crate) fn publication(verify: bool) -> PublicationOptions {
@@ -221,10 +194,11 @@ impl Published {
             }
         }
         assert_eq!(ranges.len() as u64, SHARDS * RECORDS);
-        let mut rng = StdRng::seed_from_u64(17);
-        let sequence = (0..SEQUENCE)
-            .map(|_| rng.random_range(0..ranges.len() as u64))
-            .collect();
+        let sequence = random_indices(
+            &mut StdRng::seed_from_u64(17),
+            ranges.len() as u64,
+            SEQUENCE,
+        );
         Published {
             sub,
             snapshot,
@@ -265,12 +239,6 @@ fn raw_open(rt: &Runtime, t: &Target, p: &Published) -> u64 {
         }
     };
     (log.len() + tail.len() + rec.len()) as u64
-}
-
-fn pread(file: &File, r: Range<u64>) -> Vec<u8> {
-    let mut buf = vec![0u8; usize::try_from(r.end - r.start).expect("small range")];
-    file.read_exact_at(&mut buf, r.start).expect("pread");
-    buf
 }
 
 /// `Registry::resolve` → `latest()` → `reader(snapshot).get(0)`.
@@ -375,13 +343,9 @@ fn run(c: &mut Criterion, rt: &Runtime, t: &Target, shards: &[Bytes]) -> economy
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = guideloom_benchkit::multi_thread_runtime();
     let shards = target::encode_shards();
-    let mut c = config().configure_from_args();
+    let mut c = guideloom_benchkit::wall_config().configure_from_args();
     let mut tables = Vec::new();
 
     let local = Target::local();

@@ -175,11 +175,5 @@ pub(crate) fn emit(parts: &[Economy]) {
         out.push_str(&p.notes);
     }
     println!("\n{out}");
-    if let Some(dir) = std::env::var_os("GUIDELOOM_BENCH_COUNTS_DIR") {
-        let dir = std::path::PathBuf::from(dir);
-        let path = dir.join("publish.md");
-        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &out)) {
-            println!("note: could not write {}: {e}", path.display());
-        }
-    }
+    guideloom_benchkit::write_counts("publish", &out);
 }
