@@ -3,48 +3,12 @@
 //! nginx test server (`GUIDELOOM_NGINX_URL` / `GUIDELOOM_NGINX_ROOT`; skipped when unset,
 //! a failure under `GUIDELOOM_CI=1`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_guideloom");
-
-fn guideloom(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run guideloom")
-}
-
-/// Asserts success and returns stdout.
-#[track_caller]
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "expected success, got {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-/// Asserts exit status 1 with exactly one `error: ` line on stderr; returns it.
-#[track_caller]
-fn fails(o: Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "one line on stderr: {err:?}");
-    assert!(err.starts_with("error: "), "{err}");
-    err
-}
-
-#[track_caller]
-fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use common::{fails, guideloom, json, ok};
 
 /// Writes 50 CBOR records (`{"i": N, "text": "row N"}`) into `root` as several shards and
 /// publishes them as snapshot `s1` of dataset `d`; `extra` goes before the subcommand.

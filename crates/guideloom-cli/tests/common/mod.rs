@@ -1,0 +1,84 @@
+//! Helpers shared by the CLI integration tests (`cli.rs`, `cli_checks.rs`, `cli_roots.rs`):
+//! running the real `guideloom` binary and checking its output.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_guideloom");
+
+pub fn guideloom(args: &[&str]) -> Output {
+    guideloom_env(args, &[])
+}
+
+pub fn guideloom_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run guideloom")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+#[track_caller]
+pub fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "expected success, got {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Asserts exit status 1 with exactly one line on stderr; returns that line.
+#[track_caller]
+pub fn fails(o: Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line on stderr: {err:?}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    err
+}
+
+#[track_caller]
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// `n` caption-like records with ids `prefix-i`.
+pub fn write_jsonl(path: &Path, prefix: &str, n: usize) {
+    let mut f = std::fs::File::create(path).unwrap();
+    for i in 0..n {
+        let rec = serde_json::json!({
+            "id": format!("{prefix}-{i}"),
+            "text": format!("caption number {i} of {prefix}"),
+            "tokens": (0..u32::try_from(i % 13).unwrap()).collect::<Vec<_>>(),
+        });
+        writeln!(f, "{rec}").unwrap();
+    }
+}
