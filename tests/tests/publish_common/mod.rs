@@ -145,6 +145,14 @@ pub async fn publish(root: &Root, snapshot_id: &str, shards: Vec<ShardRef>) -> S
     .unwrap()
 }
 
+/// A fresh current-thread runtime (the fault-injection and request-count tests).
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Runs `f` to completion on a fresh two-worker multi-thread runtime.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()
