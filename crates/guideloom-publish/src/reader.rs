@@ -6,6 +6,7 @@
 
 use bytes::Bytes;
 use guideloom_format::{AsyncShard, ReadOptions};
+use guideloom_io::AsyncReader;
 use tokio::sync::OnceCell;
 use tracing::{Instrument, info_span};
 
@@ -27,6 +28,40 @@ pub struct SnapshotReader {
 
 fn format_error(key: &str, e: guideloom_format::Error) -> Error {
     Error::corrupt(key, e.to_string())
+}
+
+/// Opens a shard over `reader` with one tail read and checks it against the manifest's
+/// reference: the object's size and the footer's record count. Shared by random access
+/// ([`SnapshotReader`]) and staging ([`crate::staging`]).
+pub(crate) async fn open_checked(
+    reader: Box<dyn AsyncReader>,
+    reference: &ShardRef,
+    options: &ReadOptions,
+) -> Result<AsyncShard> {
+    let shard = AsyncShard::open(reader, options)
+        .await
+        .map_err(|e| format_error(&reference.key, e))?;
+    let size = shard.reader().size().await.map_err(|source| Error::Read {
+        key: reference.key.clone(),
+        source,
+    })?;
+    if size != reference.size {
+        return Err(Error::Verification {
+            key: reference.key.clone(),
+            what: "size",
+            expected: reference.size.to_string(),
+            actual: size.to_string(),
+        });
+    }
+    if shard.len() != reference.record_count {
+        return Err(Error::Verification {
+            key: reference.key.clone(),
+            what: "record count",
+            expected: reference.record_count.to_string(),
+            actual: shard.len().to_string(),
+        });
+    }
+    Ok(shard)
 }
 
 impl SnapshotReader {
@@ -67,30 +102,7 @@ impl SnapshotReader {
                     .store()
                     .open_reader(&reference.key, reference.size)
                     .await?;
-                let shard = AsyncShard::open(reader, &self.options)
-                    .await
-                    .map_err(|e| format_error(&reference.key, e))?;
-                let size = shard.reader().size().await.map_err(|source| Error::Read {
-                    key: reference.key.clone(),
-                    source,
-                })?;
-                if size != reference.size {
-                    return Err(Error::Verification {
-                        key: reference.key.clone(),
-                        what: "size",
-                        expected: reference.size.to_string(),
-                        actual: size.to_string(),
-                    });
-                }
-                if shard.len() != reference.record_count {
-                    return Err(Error::Verification {
-                        key: reference.key.clone(),
-                        what: "record count",
-                        expected: reference.record_count.to_string(),
-                        actual: shard.len().to_string(),
-                    });
-                }
-                Ok(shard)
+                open_checked(reader, reference, &self.options).await
             })
             .instrument(info_span!("open_shard", key = %reference.key))
             .await

@@ -51,7 +51,9 @@ use tokio::sync::OnceCell;
 use tracing::{Instrument, debug, info_span};
 
 use crate::error::{Error, Result};
+use crate::key::hex;
 use crate::manifest::{Checksum, ShardRef};
+use crate::reader::open_checked;
 use crate::store::RootStore;
 use sha2::{Digest, Sha256};
 
@@ -67,11 +69,6 @@ pub const SCAN_BATCH_RECORDS: u64 = 4096;
 
 /// Default [`StagingOptions::download_chunk_bytes`]: 64 MiB.
 pub const DEFAULT_DOWNLOAD_CHUNK_BYTES: u64 = 64 << 20;
-
-/// Lower-case hex of a digest.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Where and how much whole-shard staging may store (a field of
 /// [`StorageOptions`](crate::StorageOptions)).
@@ -382,17 +379,7 @@ impl Stager {
                     key: key.clone(),
                     source,
                 })?;
-            let shard = AsyncShard::open(reader, &self.read_options)
-                .await
-                .map_err(|e| Error::corrupt(&key, e.to_string()))?;
-            if shard.len() != reference.record_count {
-                return Err(Error::Verification {
-                    key,
-                    what: "record count",
-                    expected: reference.record_count.to_string(),
-                    actual: shard.len().to_string(),
-                });
-            }
+            let shard = open_checked(reader, reference, &self.read_options).await?;
             debug!("staged");
             Ok(Arc::new(StagedShard { key, size, shard }))
         }

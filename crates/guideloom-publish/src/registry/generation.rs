@@ -23,6 +23,8 @@ use object_store::{
     UpdateVersion,
 };
 
+use crate::store::bare_etag;
+
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct EtagCasOnGenerations {
@@ -42,7 +44,8 @@ impl fmt::Display for EtagCasOnGenerations {
 }
 
 fn same_etag(a: &str, b: &str) -> bool {
-    let bare = |s: &str| s.trim_start_matches("W/").trim_matches('"').to_owned();
+    // Weak or strong, quoted or not: the same version.
+    let bare = |e: &str| bare_etag(e.strip_prefix("W/").unwrap_or(e)).to_owned();
     bare(a) == bare(b)
 }
 

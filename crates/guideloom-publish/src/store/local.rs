@@ -269,10 +269,32 @@ fn read_range(key: &str, path: &Path, range: Range<u64>) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The regular files under `dir` whose keys (`prefix/…`) have no `.`-prefixed component:
+/// temporary and lock files are not objects.
 fn list_dir(dir: &Path, prefix: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
+    walk(dir, prefix, &mut |key, _, meta| {
+        if meta.is_file() && !key.split('/').any(|c| c.starts_with('.')) {
+            out.push(ObjectInfo {
+                key: key.to_owned(),
+                size: meta.len(),
+                etag: None,
+            });
+        }
+        Ok(())
+    })
+}
+
+/// Calls `f(key, path, metadata)` for every non-directory entry under `dir`, recursively;
+/// keys are `/`-joined below `prefix`. Symbolic links are not followed; a missing `dir`, or
+/// an entry that vanishes during the walk, is skipped.
+pub(super) fn walk(
+    dir: &Path,
+    prefix: &str,
+    f: &mut dyn FnMut(&str, &Path, &std::fs::Metadata) -> Result<()>,
+) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(dir, e)),
     };
     for entry in entries {
@@ -280,27 +302,21 @@ fn list_dir(dir: &Path, prefix: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
-        if name.starts_with('.') {
-            continue; // temporary and lock files
-        }
-        let key = if prefix.is_empty() {
-            name.clone()
+        let rel = if prefix.is_empty() {
+            name
         } else {
             format!("{prefix}/{name}")
         };
-        let ft = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
-        if ft.is_dir() {
-            list_dir(&entry.path(), &key, out)?;
-        } else if ft.is_file() {
-            let size = entry
-                .metadata()
-                .map_err(|e| Error::io(entry.path(), e))?
-                .len();
-            out.push(ObjectInfo {
-                key,
-                size,
-                etag: None,
-            });
+        let path = entry.path();
+        let meta = match entry.metadata() {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        if meta.is_dir() {
+            walk(&path, &rel, f)?;
+        } else {
+            f(&rel, &path, &meta)?;
         }
     }
     Ok(())

@@ -37,6 +37,21 @@ pub use sweep::Sweep;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Etag(pub String);
 
+impl Etag {
+    /// The tag without HTTP's surrounding quotes (`"abc"` → `abc`): the form Ceph RGW 16
+    /// accepts in `If-Match`.
+    pub fn bare(&self) -> &str {
+        bare_etag(&self.0)
+    }
+}
+
+/// See [`Etag::bare`].
+pub(crate) fn bare_etag(etag: &str) -> &str {
+    etag.strip_prefix('"')
+        .and_then(|e| e.strip_suffix('"'))
+        .unwrap_or(etag)
+}
+
 impl std::fmt::Display for Etag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

@@ -210,7 +210,7 @@ impl ObjectStoreBucket {
         match self.put(path, b"c", update(Some(etag.clone()))).await {
             Ok(_) => {}
             Err(OsError::Precondition { .. }) => {
-                let bare = unquote(&etag);
+                let bare = super::bare_etag(&etag);
                 if bare == etag {
                     return refused(
                         "a conditional update (If-Match) with the current etag was rejected: \
@@ -235,7 +235,7 @@ impl ObjectStoreBucket {
         }
         let stale = match style {
             EtagStyle::AsReturned => etag.clone(),
-            EtagStyle::Unquoted => unquote(&etag).to_owned(),
+            EtagStyle::Unquoted => super::bare_etag(&etag).to_owned(),
         };
         match self.put(path, b"d", update(Some(stale))).await {
             Err(OsError::Precondition { .. }) => {}
@@ -263,12 +263,6 @@ impl ObjectStoreBucket {
         }
         Ok(Verdict::Safe(style))
     }
-}
-
-fn unquote(etag: &str) -> &str {
-    etag.strip_prefix('"')
-        .and_then(|e| e.strip_suffix('"'))
-        .unwrap_or(etag)
 }
 
 /// A root at a prefix of an [`ObjectStoreBucket`].
@@ -362,7 +356,7 @@ impl RootStore for ObjectStoreRoot {
             Some(etag) => {
                 let e_tag = match style {
                     EtagStyle::AsReturned => etag.0.clone(),
-                    EtagStyle::Unquoted => unquote(&etag.0).to_owned(),
+                    EtagStyle::Unquoted => super::bare_etag(&etag.0).to_owned(),
                 };
                 PutMode::Update(UpdateVersion {
                     e_tag: Some(e_tag),

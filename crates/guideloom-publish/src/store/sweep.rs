@@ -64,7 +64,7 @@ fn may_be_running(pid: Option<i32>) -> bool {
 pub(crate) fn sweep_dir(root: &Path, min_age: Duration) -> Result<Sweep> {
     let mut sweep = Sweep::default();
     let now = SystemTime::now();
-    walk(root, "", &mut |rel, path, meta| {
+    super::local::walk(root, "", &mut |rel, path, meta| {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         if !(name.starts_with('.') && name.ends_with(".tmp") && meta.is_file()) {
             return Ok(());
@@ -92,41 +92,6 @@ pub(crate) fn sweep_dir(root: &Path, min_age: Duration) -> Result<Sweep> {
     sweep.removed.sort();
     tracing::info!(root = %root.display(), removed = sweep.removed.len(), bytes = sweep.bytes, kept = sweep.kept, "swept temporaries");
     Ok(sweep)
-}
-
-fn walk(
-    dir: &Path,
-    prefix: &str,
-    f: &mut dyn FnMut(&str, &Path, &std::fs::Metadata) -> Result<()>,
-) -> Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        let rel = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        let path = entry.path();
-        let meta = match entry.metadata() {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        if meta.is_dir() {
-            walk(&path, &rel, f)?;
-        } else {
-            f(&rel, &path, &meta)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
