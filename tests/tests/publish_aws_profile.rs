@@ -97,7 +97,7 @@ async fn publish_and_read_back(root: &Root, tag: &str) {
         .unwrap();
     assert_eq!(root.latest().await.unwrap(), snapshot);
     assert_eq!(snapshot.total_records(), 2);
-    let read = root.store().get(&shard.key).await.unwrap();
+    let read = root.store().get(&shard.key, shard.size).await.unwrap();
     assert_eq!(read.body, body, "{tag}: the shard reads back byte for byte");
 }
 

@@ -258,7 +258,10 @@ fn ambiguous_create_with_other_bytes_is_a_collision() {
             matches!(&err, Error::PublicationCollision { key } if key == "c.bin"),
             "{err}"
         );
-        assert_eq!(store.get("c.bin").await.unwrap().body.as_ref(), b"theirs");
+        assert_eq!(
+            store.get("c.bin", 1 << 20).await.unwrap().body.as_ref(),
+            b"theirs"
+        );
 
         // Nothing landed: the original (ambiguous) error is returned, not a guess.
         faulty.inject("d.bin", Fault::TimeoutWithoutLanding);
@@ -333,9 +336,11 @@ fn probe_refuses_a_store_that_ignores_conditions() {
             matches!(err, Error::ConditionalWritesUnsupported { .. }),
             "{err}"
         );
-        let err = cas_update(&**root.store(), "k", &fast_retry(), |_| Ok(Some(vec![1])))
-            .await
-            .unwrap_err();
+        let err = cas_update(&**root.store(), "k", 1 << 20, &fast_retry(), |_| {
+            Ok(Some(vec![1]))
+        })
+        .await
+        .unwrap_err();
         assert!(
             matches!(err, Error::ConditionalWritesUnsupported { .. }),
             "{err}"
@@ -360,14 +365,14 @@ fn probe_learns_to_unquote_etags_for_ceph_like_stores() {
         let (root, bucket) = root_on(Arc::new(TestStore::new(Kind::CephLike)), "ceph-like");
         assert_eq!(bucket.probe("ds").await.unwrap(), EtagStyle::Unquoted);
         for _ in 0..5 {
-            cas_update(&**root.store(), "counter", &fast_retry(), |cur| {
+            cas_update(&**root.store(), "counter", 1 << 20, &fast_retry(), |cur| {
                 let n = cur.map_or(0, |b| b.len());
                 Ok(Some(vec![b'x'; n + 1]))
             })
             .await
             .unwrap();
         }
-        assert_eq!(root.store().get("counter").await.unwrap().body.len(), 5);
+        assert_eq!(root.store().get("counter", 1 << 20).await.unwrap().body.len(), 5);
 
         let (_, plain) = root_on(Arc::new(InMemory::new()), "memory");
         assert_eq!(plain.probe("").await.unwrap(), EtagStyle::AsReturned);

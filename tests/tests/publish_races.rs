@@ -216,6 +216,7 @@ fn cas_counter_race_ends_at_n_times_m() {
             let err = block_on(cas_update(
                 &**fx.root.store(),
                 "counters/c",
+                1 << 20,
                 &fast_retry(),
                 |_| Ok(Some(b"1".to_vec())),
             ))
@@ -228,18 +229,26 @@ fn cas_counter_race_ends_at_n_times_m() {
         }
         race(&fx, N, |_, root| async move {
             for _ in 0..M {
-                cas_update(&**root.store(), "counters/c", &fast_retry(), |cur| {
-                    let n: u64 = match cur {
-                        None => 0,
-                        Some(b) => std::str::from_utf8(b).unwrap().parse().unwrap(),
-                    };
-                    Ok(Some((n + 1).to_string().into_bytes()))
-                })
+                cas_update(
+                    &**root.store(),
+                    "counters/c",
+                    1 << 20,
+                    &fast_retry(),
+                    |cur| {
+                        let n: u64 = match cur {
+                            None => 0,
+                            Some(b) => std::str::from_utf8(b).unwrap().parse().unwrap(),
+                        };
+                        Ok(Some((n + 1).to_string().into_bytes()))
+                    },
+                )
                 .await
                 .unwrap();
             }
         });
-        let body = block_on(fx.root.store().get("counters/c")).unwrap().body;
+        let body = block_on(fx.root.store().get("counters/c", 1 << 20))
+            .unwrap()
+            .body;
         assert_eq!(
             std::str::from_utf8(&body).unwrap(),
             (N as u64 * M).to_string(),

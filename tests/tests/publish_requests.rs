@@ -216,7 +216,7 @@ fn probe_refuses_a_fake_s3_that_ignores_conditional_headers() {
         // deleted probe was ever written.
         assert!(
             root.store()
-                .get("dataset.json")
+                .get("dataset.json", 1 << 16)
                 .await
                 .unwrap_err()
                 .is_not_found()

@@ -84,10 +84,17 @@ fn rgw_rejects_quoted_etags_and_the_probe_learns_unquoted() {
 
         // Compare-and-swap through the root now works: create, then two updates.
         for want in ["1", "2", "3"] {
-            let body = cas_update(&**fx.root.store(), "counters/c", &fast_retry(), |cur| {
-                let n: u64 = cur.map_or(0, |b| std::str::from_utf8(b).unwrap().parse().unwrap());
-                Ok(Some((n + 1).to_string().into_bytes()))
-            })
+            let body = cas_update(
+                &**fx.root.store(),
+                "counters/c",
+                1 << 20,
+                &fast_retry(),
+                |cur| {
+                    let n: u64 =
+                        cur.map_or(0, |b| std::str::from_utf8(b).unwrap().parse().unwrap());
+                    Ok(Some((n + 1).to_string().into_bytes()))
+                },
+            )
             .await
             .unwrap();
             assert_eq!(&body[..], want.as_bytes());
@@ -137,7 +144,7 @@ fn rgw_sixteen_large_creates_of_one_key_have_one_winner() {
             .collect();
         assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
         // The stored object is the winner's, whole.
-        let body = rt.block_on(root.get(&key)).unwrap().body;
+        let body = rt.block_on(root.get(&key, SIZE as u64)).unwrap().body;
         assert_eq!(body.len(), SIZE);
         let fill = u8::try_from(winners[0]).unwrap();
         assert!(body.iter().all(|&b| b == fill), "round {round}: mixed body");

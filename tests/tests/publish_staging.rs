@@ -72,8 +72,8 @@ impl RootStore for Counting {
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         self.inner.put_cas(key, body, expected).await
     }
-    async fn get(&self, key: &str) -> Result<Object> {
-        self.inner.get(key).await
+    async fn get(&self, key: &str, limit: u64) -> Result<Object> {
+        self.inner.get(key, limit).await
     }
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         *self
@@ -137,7 +137,7 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
                 )
                 .await
                 .unwrap();
-            let body = scratch.store().get(&r.key).await.unwrap().body;
+            let body = scratch.store().get(&r.key, r.size).await.unwrap().body;
             root.upload_shard(&work_id, 0, body, r.record_count)
                 .await
                 .unwrap()

@@ -13,7 +13,7 @@ use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
 use crate::key::{check_name, sha256_hex};
-use crate::manifest::{CONTROL_VERSION, MAX_CONTROL_OBJECT_BYTES, parse_json, to_json};
+use crate::manifest::{CONTROL_VERSION, MAX_CATALOG_BYTES, parse_json, to_json};
 use crate::publish::{Root, Snapshot};
 use crate::store::{RetryPolicy, cas_update, create_object};
 
@@ -162,7 +162,7 @@ impl Root {
     /// Reads the catalog (an empty one if none exists yet).
     pub async fn catalog(&self) -> Result<Catalog> {
         let dataset_id = self.identity().await?.dataset_id;
-        match self.store().get(CATALOG_KEY).await {
+        match self.store().get(CATALOG_KEY, MAX_CATALOG_BYTES).await {
             Ok(obj) => Catalog::parse(&obj.body, &dataset_id),
             Err(e) if e.is_not_found() => Ok(Catalog::empty(&dataset_id)),
             Err(e) => Err(e),
@@ -220,23 +220,29 @@ impl Root {
             };
             create_object(&**self.store(), &key, Bytes::from(body)).await?;
             let dataset_id = identity.dataset_id.clone();
-            cas_update(&**self.store(), CATALOG_KEY, retry, |current| {
-                let mut catalog = match current {
-                    Some(body) => Catalog::parse(body, &dataset_id)?,
-                    None => Catalog::empty(&dataset_id),
-                };
-                if let Some(existing) = catalog.find(set, Some(version)) {
-                    return if *existing == entry {
-                        Ok(None) // already there (ours landed earlier)
-                    } else {
-                        Err(Error::PublicationCollision {
-                            key: format!("{CATALOG_KEY}#{set}/{version}"),
-                        })
+            cas_update(
+                &**self.store(),
+                CATALOG_KEY,
+                MAX_CATALOG_BYTES,
+                retry,
+                |current| {
+                    let mut catalog = match current {
+                        Some(body) => Catalog::parse(body, &dataset_id)?,
+                        None => Catalog::empty(&dataset_id),
                     };
-                }
-                catalog.entries.push(entry.clone());
-                Ok(Some(to_json(&catalog)))
-            })
+                    if let Some(existing) = catalog.find(set, Some(version)) {
+                        return if *existing == entry {
+                            Ok(None) // already there (ours landed earlier)
+                        } else {
+                            Err(Error::PublicationCollision {
+                                key: format!("{CATALOG_KEY}#{set}/{version}"),
+                            })
+                        };
+                    }
+                    catalog.entries.push(entry.clone());
+                    Ok(Some(to_json(&catalog)))
+                },
+            )
             .await?;
             Ok(entry)
         }
@@ -287,10 +293,27 @@ impl Root {
                 what: format!("annotation values format {:?}", entry.format),
             });
         }
-        if entry.size > MAX_VALUES_BYTES.max(MAX_CONTROL_OBJECT_BYTES) {
-            return Err(Error::corrupt(&entry.key, "values object too large"));
+        if entry.size > MAX_VALUES_BYTES {
+            return Err(Error::TooLarge {
+                key: entry.key.clone(),
+                limit: MAX_VALUES_BYTES,
+                size: Some(entry.size),
+            });
         }
-        let obj = self.store().get(&entry.key).await?;
+        // Bounded by the catalog's reference: a values object larger than its entry says is
+        // refused before its body is read.
+        let obj = match self.store().get(&entry.key, entry.size).await {
+            Err(Error::TooLarge { size, .. }) => {
+                return Err(Error::Verification {
+                    key: entry.key.clone(),
+                    what: "size",
+                    expected: entry.size.to_string(),
+                    actual: size
+                        .map_or_else(|| format!("more than {}", entry.size), |s| s.to_string()),
+                });
+            }
+            other => other?,
+        };
         if obj.body.len() as u64 != entry.size {
             return Err(Error::Verification {
                 key: entry.key.clone(),

@@ -144,6 +144,43 @@ pub enum Error {
         /// Bytes of staged shards that readers hold and that cannot be evicted.
         held: u64,
     },
+    /// An object is larger than the reference that points at it allows, or than the
+    /// documented cap for its kind (control objects, annotation values). Refused before its
+    /// body is read: a hostile root cannot make a reader allocate more than the cap.
+    #[error("{key} is {} bytes, above the {limit}-byte limit for it", size_text(*size, *limit))]
+    TooLarge {
+        /// The object (relative to the root).
+        key: String,
+        /// The largest size accepted.
+        limit: u64,
+        /// Its size, when the store announced one (`None`: it kept sending past the limit).
+        size: Option<u64>,
+    },
+    /// A local root found something other than a regular file or a real directory where it
+    /// reads or writes: a symbolic link (local roots never follow links beneath the root
+    /// directory unless opted in with `StorageOptions::follow_symlinks`), a FIFO, a device
+    /// or a socket. Refused at once, without opening it for I/O.
+    #[error("refusing {}: it is {kind}, and a local root opens only {expected} (never through a symbolic link)", path.display())]
+    RefusedFile {
+        /// The entry refused.
+        path: PathBuf,
+        /// What it is (`"a symbolic link"`, `"a FIFO"`, `"a character device"`, ...).
+        kind: &'static str,
+        /// What was expected there (`"regular files"`, `"real directories"`).
+        expected: &'static str,
+    },
+    /// The file system holding `dir` is full (ENOSPC) or over quota (EDQUOT): nothing was
+    /// published under a final name; free space and retry the same request.
+    #[error("no space left on the file system holding {} (while writing {}): {source}", dir.display(), path.display())]
+    DiskFull {
+        /// The directory whose file system is full.
+        dir: PathBuf,
+        /// The file being written.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The operation or root kind is not available in this build or on this store.
     #[error("unsupported: {what}")]
     Unsupported {
@@ -207,13 +244,33 @@ pub enum Error {
     },
 }
 
+fn size_text(size: Option<u64>, limit: u64) -> String {
+    match size {
+        Some(size) => size.to_string(),
+        None => format!("more than {limit}"),
+    }
+}
+
+fn is_disk_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
 impl Error {
-    /// Builds an [`Error::Io`].
+    /// Builds an [`Error::Io`], or [`Error::DiskFull`] naming the directory when the OS
+    /// error is ENOSPC or EDQUOT.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
+        let path = path.into();
+        if is_disk_full(&source) {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| path.clone(), PathBuf::from);
+            return Error::DiskFull { dir, path, source };
         }
+        Error::Io { path, source }
     }
 
     /// Builds an [`Error::Storage`].

@@ -28,8 +28,20 @@ pub const MAX_SHARD_BYTES: u64 = 1 << 48;
 pub const MAX_RECORDS: u64 = 1 << 48;
 /// Most shards one snapshot may reference.
 pub const MAX_SHARDS: usize = 10_000_000;
-/// Largest control object (manifest, pointer, catalog) a reader downloads: 512 MiB.
+/// Largest control object of any kind a reader downloads: 512 MiB (a manifest; the other
+/// kinds have smaller caps of their own, below).
 pub const MAX_CONTROL_OBJECT_BYTES: u64 = 512 << 20;
+/// Largest log entry (manifest) a reader downloads: [`MAX_CONTROL_OBJECT_BYTES`]. A listing,
+/// HEAD or pointer that gives the entry's size bounds the read more tightly.
+pub const MAX_MANIFEST_BYTES: u64 = MAX_CONTROL_OBJECT_BYTES;
+/// Largest `dataset.json` a reader downloads: 64 KiB (this crate writes ~150 bytes).
+pub const MAX_IDENTITY_BYTES: u64 = 64 << 10;
+/// Largest snapshot pointer a reader downloads: 64 KiB (this crate writes ~300 bytes).
+pub const MAX_POINTER_BYTES: u64 = 64 << 10;
+/// Largest claim a reader downloads: 64 KiB (this crate writes ~250 bytes).
+pub const MAX_CLAIM_BYTES: u64 = 64 << 10;
+/// Largest annotation catalog a reader downloads: 64 MiB (about 150 000 entries).
+pub const MAX_CATALOG_BYTES: u64 = 64 << 20;
 
 /// Key of the identity object.
 pub const DATASET_KEY: &str = "dataset.json";

@@ -15,8 +15,9 @@ use crate::error::{Error, Result};
 use crate::key::{check_key, check_name, nonce, sha256_hex};
 use crate::manifest::{
     CLAIM_FORMAT, CONTROL_VERSION, Checksum, Claim, DATASET_KEY, DatasetIdentity, LOG_PREFIX,
-    MANIFEST_FORMAT, MAX_CONTROL_OBJECT_BYTES, MAX_SHARDS, Manifest, POINTER_FORMAT, PublishMode,
-    ShardRef, SnapshotPointer, check_shards, claim_key, log_key, pointer_key, shard_key, to_json,
+    MANIFEST_FORMAT, MAX_CONTROL_OBJECT_BYTES, MAX_IDENTITY_BYTES, MAX_SHARDS, Manifest,
+    POINTER_FORMAT, PublishMode, ShardRef, SnapshotPointer, check_shards, claim_key, log_key,
+    pointer_key, shard_key, to_json,
 };
 use crate::registry::{Registry, StorageOptions};
 use crate::staging::Stager;
@@ -51,7 +52,7 @@ pub struct Sha256Inspector;
 #[async_trait]
 impl ShardInspector for Sha256Inspector {
     async fn inspect(&self, store: &dyn RootStore, shard: &ShardRef) -> Result<ShardFacts> {
-        let obj = store.get(&shard.key).await?;
+        let obj = store.get(&shard.key, shard.size).await?;
         Ok(ShardFacts {
             record_count: shard.record_count,
             checksum: Some(Checksum::Sha256(sha256_hex(&obj.body))),
@@ -179,7 +180,7 @@ impl Root {
     pub async fn identity(&self) -> Result<DatasetIdentity> {
         self.identity
             .get_or_try_init(|| async {
-                let obj = self.store.get(DATASET_KEY).await?;
+                let obj = self.store.get(DATASET_KEY, MAX_IDENTITY_BYTES).await?;
                 DatasetIdentity::parse(&obj.body)
             })
             .await
@@ -204,7 +205,7 @@ impl Root {
             }
             // Someone else created it (perhaps with other formatting): compare ids.
             Err(Error::PublicationCollision { .. }) => {
-                let obj = self.store.get(DATASET_KEY).await?;
+                let obj = self.store.get(DATASET_KEY, MAX_IDENTITY_BYTES).await?;
                 check_identity(DatasetIdentity::parse(&obj.body)?, dataset_id)
             }
             Err(e) => Err(e),

@@ -5,7 +5,7 @@ use tracing::{Instrument, debug, info_span};
 
 use crate::error::{Error, Result};
 use crate::key::sha256_hex;
-use crate::manifest::{LOG_PREFIX, MAX_CONTROL_OBJECT_BYTES, Manifest, log_key, parse_log_key};
+use crate::manifest::{LOG_PREFIX, MAX_MANIFEST_BYTES, Manifest, log_key, parse_log_key};
 use crate::publish::{Root, Snapshot};
 use crate::store::ObjectInfo;
 
@@ -107,21 +107,36 @@ impl Root {
     }
 
     /// GETs and validates log entry `seq`; its size must be `expected_size` when known (from
-    /// a listing, a HEAD or a pointer), and at most [`MAX_CONTROL_OBJECT_BYTES`] always.
+    /// a listing, a HEAD or a pointer), and at most [`MAX_MANIFEST_BYTES`] always; the read is
+    /// bounded by that size before it is made.
     pub(crate) async fn read_log_entry(
         &self,
         seq: u64,
         expected_size: Option<u64>,
     ) -> Result<Snapshot> {
         let key = log_key(seq);
-        if expected_size.is_some_and(|s| s > MAX_CONTROL_OBJECT_BYTES) {
-            return Err(Error::corrupt(
-                &key,
-                "log entry larger than any manifest may be",
-            ));
+        if expected_size.is_some_and(|s| s > MAX_MANIFEST_BYTES) {
+            return Err(Error::TooLarge {
+                key,
+                limit: MAX_MANIFEST_BYTES,
+                size: expected_size,
+            });
         }
         let dataset_id = self.identity().await?.dataset_id;
-        let obj = self.store().get(&key).await?;
+        // Bounded by the size the reference gives (a listing, a HEAD, a pointer): an entry
+        // that grew or lies is refused without reading past it.
+        let limit = expected_size.unwrap_or(MAX_MANIFEST_BYTES);
+        let obj = match self.store().get(&key, limit).await {
+            Err(Error::TooLarge { size, .. }) if expected_size.is_some() => {
+                return Err(Error::Verification {
+                    key,
+                    what: "size",
+                    expected: limit.to_string(),
+                    actual: size.map_or_else(|| format!("more than {limit}"), |s| s.to_string()),
+                });
+            }
+            other => other?,
+        };
         let size = obj.body.len() as u64;
         if let Some(expected) = expected_size
             && size != expected
@@ -132,12 +147,6 @@ impl Root {
                 expected: expected.to_string(),
                 actual: size.to_string(),
             });
-        }
-        if size > MAX_CONTROL_OBJECT_BYTES {
-            return Err(Error::corrupt(
-                &key,
-                "log entry larger than any manifest may be",
-            ));
         }
         let manifest = Manifest::parse(&key, &obj.body, &dataset_id)?;
         Ok(Snapshot {
@@ -195,8 +204,8 @@ mod tests {
         ) -> Result<CasOutcome> {
             self.inner.put_cas(key, body, expected).await
         }
-        async fn get(&self, key: &str) -> Result<Object> {
-            self.inner.get(key).await
+        async fn get(&self, key: &str, limit: u64) -> Result<Object> {
+            self.inner.get(key, limit).await
         }
         async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
             self.inner.get_range(key, range).await

@@ -8,7 +8,7 @@ use tracing::{Instrument, debug, info_span};
 
 use crate::error::{Error, Result};
 use crate::key::check_name;
-use crate::manifest::{LOG_PREFIX, SnapshotPointer, pointer_key};
+use crate::manifest::{LOG_PREFIX, MAX_POINTER_BYTES, SnapshotPointer, pointer_key};
 use crate::publish::{Root, Snapshot};
 
 /// How many incomplete newest log entries [`Root::latest`] skips on a store without atomic
@@ -82,7 +82,7 @@ impl Root {
         check_name("snapshot id", snapshot_id)?;
         async {
             let pkey = pointer_key(snapshot_id);
-            let pointer = match self.store().get(&pkey).await {
+            let pointer = match self.store().get(&pkey, MAX_POINTER_BYTES).await {
                 Ok(obj) => match SnapshotPointer::parse(&pkey, &obj.body, snapshot_id) {
                     Ok(pointer) => pointer,
                     // On a declared mount a killed publisher can leave the pointer partial;

@@ -46,6 +46,11 @@ pub struct StorageOptions {
     /// How local and mounted roots read shards (default: mmap on a local root, pread on a
     /// declared mount).
     pub local_reads: LocalReads,
+    /// Local and mounted roots follow symbolic links beneath the root directory (default
+    /// `false`: a link is refused with [`Error::RefusedFile`], so a root can never make a
+    /// reader read, or a writer write, outside its directory). Opt in only for roots whose
+    /// every link you control.
+    pub follow_symlinks: bool,
 }
 
 impl Default for StorageOptions {
@@ -58,6 +63,7 @@ impl Default for StorageOptions {
             azure: AzureOptions::default(),
             staging: crate::staging::StagingOptions::default(),
             local_reads: LocalReads::Auto,
+            follow_symlinks: false,
         }
     }
 }
@@ -138,9 +144,17 @@ impl Registry {
         }
         match parsed {
             RootUri::Local(path) => Ok(if options.mount {
-                Arc::new(LocalStore::mounted(path).with_reads(options.local_reads))
+                Arc::new(
+                    LocalStore::mounted(path)
+                        .with_reads(options.local_reads)
+                        .with_follow_symlinks(options.follow_symlinks),
+                )
             } else {
-                Arc::new(LocalStore::new(path).with_reads(options.local_reads))
+                Arc::new(
+                    LocalStore::new(path)
+                        .with_reads(options.local_reads)
+                        .with_follow_symlinks(options.follow_symlinks),
+                )
             }),
             RootUri::Memory { name, prefix } => {
                 let handle = {

@@ -168,6 +168,10 @@ impl RootStore for CountingStore {
         self.inner.check_cas()
     }
 
+    fn check_writable(&self) -> Result<()> {
+        self.inner.check_writable()
+    }
+
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
         bump(&self.counters.put_create, 1);
         bump(&self.counters.bytes_out, body.len() as u64);
@@ -180,9 +184,9 @@ impl RootStore for CountingStore {
         self.inner.put_cas(key, body, expected).await
     }
 
-    async fn get(&self, key: &str) -> Result<Object> {
+    async fn get(&self, key: &str, limit: u64) -> Result<Object> {
         bump(&self.counters.get, 1);
-        let obj = self.inner.get(key).await?;
+        let obj = self.inner.get(key, limit).await?;
         bump(&self.counters.bytes_in, obj.body.len() as u64);
         Ok(obj)
     }
@@ -284,8 +288,8 @@ mod tests {
             .put_cas("c", Bytes::from_static(b"v1"), None)
             .await
             .unwrap();
-        assert_eq!(store.get("a/x").await.unwrap().body.len(), 10);
-        assert!(store.get("missing").await.is_err());
+        assert_eq!(store.get("a/x", 1024).await.unwrap().body.len(), 10);
+        assert!(store.get("missing", 1024).await.is_err());
         assert_eq!(&store.get_range("a/x", 2..5).await.unwrap()[..], b"234");
         store.head("a/x").await.unwrap();
         assert_eq!(store.list("a").await.unwrap().len(), 1);

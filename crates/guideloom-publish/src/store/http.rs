@@ -163,13 +163,22 @@ impl RootStore for HttpRootStore {
         Err(self.read_only())
     }
 
-    async fn get(&self, key: &str) -> Result<Object> {
+    async fn get(&self, key: &str, limit: u64) -> Result<Object> {
         let reader = self.reader(key)?;
         async {
+            // The suffix read asks for no more than the limit allows, and reveals the size:
+            // a larger object is refused before the rest of it is requested.
             let tail = reader
-                .read_tail(HTTP_GET_FIRST_BYTES)
+                .read_tail(HTTP_GET_FIRST_BYTES.min(limit.max(1)))
                 .await
                 .map_err(|e| read_error(key, e))?;
+            if tail.size > limit {
+                return Err(Error::TooLarge {
+                    key: key.to_owned(),
+                    limit,
+                    size: Some(tail.size),
+                });
+            }
             let rest = tail.size - tail.bytes.len() as u64;
             let body = if rest == 0 {
                 tail.bytes

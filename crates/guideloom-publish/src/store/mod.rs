@@ -5,7 +5,6 @@
 use std::fmt::Debug;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -152,8 +151,13 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     /// the object does not exist).
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome>;
 
-    /// Reads a whole object. A missing object is [`Error::NotFound`].
-    async fn get(&self, key: &str) -> Result<Object>;
+    /// Reads a whole object of at most `limit` bytes. A missing object is
+    /// [`Error::NotFound`]; a larger one is [`Error::TooLarge`], refused **before** its body
+    /// is read when the store knows the size (a local `fstat`, a response's announced
+    /// length), and after at most `limit + 1` bytes otherwise. Callers pass the size the
+    /// reference pointing at the object gives, or the documented cap of its kind
+    /// ([`crate::manifest`]): no object a root holds can make a reader allocate more.
+    async fn get(&self, key: &str, limit: u64) -> Result<Object>;
 
     /// Reads `range` of an object; exactly `range.end - range.start` bytes or an error.
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
@@ -201,8 +205,8 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         (**self).put_cas(key, body, expected).await
     }
-    async fn get(&self, key: &str) -> Result<Object> {
-        (**self).get(key).await
+    async fn get(&self, key: &str, limit: u64) -> Result<Object> {
+        (**self).get(key, limit).await
     }
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         (**self).get_range(key, range).await
@@ -218,95 +222,6 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
     async fn sweep_temporaries(&self, min_age: Duration) -> Result<Sweep> {
         (**self).sweep_temporaries(min_age).await
-    }
-}
-
-/// An [`AsyncReader`] over any cloneable [`RootStore`]'s ranged gets, for an object of known
-/// size. Used by roots that have no better reader of their own.
-#[derive(Debug)]
-pub struct StoreRangeReader<S> {
-    store: S,
-    key: String,
-    location: String,
-    size: u64,
-    closed: AtomicBool,
-}
-
-impl<S: RootStore> StoreRangeReader<S> {
-    /// A reader of `key` (of `size` bytes) in `store`.
-    pub fn new(store: S, key: &str, size: u64) -> Self {
-        let location = format!("{}/{key}", store.describe());
-        StoreRangeReader {
-            store,
-            key: key.to_owned(),
-            location,
-            size,
-            closed: AtomicBool::new(false),
-        }
-    }
-}
-
-fn to_io_error(location: &str, e: Error) -> guideloom_io::Error {
-    match e {
-        Error::NotFound { .. } => guideloom_io::Error::NotFound {
-            location: location.to_owned(),
-            source: Some(Box::new(e)),
-        },
-        Error::Read { source, .. } => source,
-        other => guideloom_io::Error::Remote {
-            location: location.to_owned(),
-            message: other.to_string(),
-            retryable: other.is_ambiguous(),
-            source: Some(Box::new(other)),
-        },
-    }
-}
-
-#[async_trait]
-impl<S: RootStore> AsyncReader for StoreRangeReader<S> {
-    fn location(&self) -> &str {
-        &self.location
-    }
-
-    async fn size(&self) -> guideloom_io::Result<u64> {
-        self.check_open()?;
-        Ok(self.size)
-    }
-
-    async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
-        self.check_open()?;
-        guideloom_io::error::check_range(&self.location, offset, len, self.size)?;
-        if len == 0 {
-            return Ok(Bytes::new());
-        }
-        let bytes = self
-            .store
-            .get_range(&self.key, offset..offset + len)
-            .await
-            .map_err(|e| to_io_error(&self.location, e))?;
-        guideloom_io::error::check_len(&self.location, offset, len, bytes.len())?;
-        Ok(bytes)
-    }
-
-    async fn close(&self) -> guideloom_io::Result<()> {
-        self.closed.store(true, Ordering::Relaxed);
-        Ok(())
-    }
-
-    fn close_sync(&self) {
-        self.closed.store(true, Ordering::Relaxed);
-    }
-}
-
-impl<S> StoreRangeReader<S> {
-    fn check_open(&self) -> guideloom_io::Result<()> {
-        if self.closed.load(Ordering::Relaxed) {
-            Err(guideloom_io::Error::Closed {
-                location: self.location.clone(),
-            })
-        } else {
-            Ok(())
-        }
     }
 }
 
@@ -404,7 +319,12 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
                 Err(e) => return Err(original.unwrap_or(e)),
             }
         }
-        match store.get(key).await {
+        // An existing object larger than ours cannot hold our bytes: a collision, found
+        // without reading more than our own size.
+        match store.get(key, body.len() as u64).await {
+            Err(Error::TooLarge { .. }) => Err(Error::PublicationCollision {
+                key: key.to_owned(),
+            }),
             Ok(existing) => {
                 if sha256_hex(&existing.body) == sha256_hex(&body) {
                     debug!("object holds our bytes: the earlier attempt landed");
@@ -430,6 +350,7 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
 
 /// Read–modify–compare-and-swap–retry on `key`.
 ///
+/// The current content is read bounded by `limit` ([`Error::TooLarge`] above it).
 /// `change` gets the current content (`None` if absent) and returns the new content, or
 /// `Ok(None)` when nothing needs writing (for example because the change is already
 /// there — which also resolves an update whose success was reported as an error). On a
@@ -440,6 +361,7 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
 pub async fn cas_update<F>(
     store: &dyn RootStore,
     key: &str,
+    limit: u64,
     policy: &RetryPolicy,
     mut change: F,
 ) -> Result<Bytes>
@@ -451,7 +373,7 @@ where
     async {
         let attempts = policy.max_attempts.max(1);
         for attempt in 1..=attempts {
-            let current = match store.get(key).await {
+            let current = match store.get(key, limit).await {
                 Ok(obj) => Some(obj),
                 Err(e) if e.is_not_found() => None,
                 Err(e) => return Err(e),

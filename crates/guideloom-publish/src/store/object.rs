@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::TryStreamExt;
 use guideloom_io::AsyncReader;
 use guideloom_io::objstore::ObjectStoreIo;
@@ -385,7 +385,7 @@ impl RootStore for ObjectStoreRoot {
         }
     }
 
-    async fn get(&self, key: &str) -> Result<Object> {
+    async fn get(&self, key: &str, limit: u64) -> Result<Object> {
         let path = self.path(key)?;
         self.bucket.count();
         async {
@@ -395,12 +395,38 @@ impl RootStore for ObjectStoreRoot {
                 .get(&path)
                 .await
                 .map_err(|e| Self::map_err(key, "get", e))?;
+            // Refused on the announced size, before the body is read (dropping the response
+            // closes its stream).
+            if res.meta.size > limit {
+                return Err(Error::TooLarge {
+                    key: key.to_owned(),
+                    limit,
+                    size: Some(res.meta.size),
+                });
+            }
             let etag = res.meta.e_tag.clone().map(Etag);
-            let body = res
-                .bytes()
+            let announced = res.meta.size;
+            let mut body = BytesMut::with_capacity(usize::try_from(announced).unwrap_or(0));
+            let mut stream = res.into_stream();
+            // A store that sends more than it announced is cut off at the limit.
+            while let Some(chunk) = stream
+                .try_next()
                 .await
-                .map_err(|e| Self::map_err(key, "get", e))?;
-            Ok(Object { body, etag })
+                .map_err(|e| Self::map_err(key, "get", e))?
+            {
+                if (body.len() + chunk.len()) as u64 > limit {
+                    return Err(Error::TooLarge {
+                        key: key.to_owned(),
+                        limit,
+                        size: None,
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Object {
+                body: body.freeze(),
+                etag,
+            })
         }
         .instrument(self.span("get", key))
         .await

@@ -6,10 +6,7 @@
 //! but it takes space. [`RootStore::sweep_temporaries`](super::RootStore::sweep_temporaries)
 //! removes those whose writer is gone.
 
-use std::path::Path;
 use std::time::{Duration, SystemTime};
-
-use crate::error::{Error, Result};
 
 /// What [`RootStore::sweep_temporaries`](super::RootStore::sweep_temporaries) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -57,41 +54,18 @@ fn may_be_running(pid: Option<i32>) -> bool {
     }
 }
 
-/// Removes the `.…tmp` files under `root` that are at least `min_age` old and whose writer
-/// (by the PID in the name) no longer runs on this host. Lock files and objects are never
-/// touched. With several hosts writing one shared directory, choose a `min_age` longer than
-/// any write takes: a PID from another host is not checked here.
-pub(crate) fn sweep_dir(root: &Path, min_age: Duration) -> Result<Sweep> {
-    let mut sweep = Sweep::default();
-    let now = SystemTime::now();
-    super::local::walk(root, "", &mut |rel, path, meta| {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        if !(name.starts_with('.') && name.ends_with(".tmp") && meta.is_file()) {
-            return Ok(());
-        }
-        let age = meta
-            .modified()
-            .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .unwrap_or_default();
-        if age < min_age || may_be_running(writer_pid(name)) {
-            sweep.kept += 1;
-            return Ok(());
-        }
-        match std::fs::remove_file(path) {
-            Ok(()) => {
-                sweep.bytes += meta.len();
-                sweep.removed.push(rel.to_owned());
-            }
-            // Another sweeper (or the writer's own cleanup) got there first.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(path, e)),
-        }
-        Ok(())
-    })?;
-    sweep.removed.sort();
-    tracing::info!(root = %root.display(), removed = sweep.removed.len(), bytes = sweep.bytes, kept = sweep.kept, "swept temporaries");
-    Ok(sweep)
+/// Whether the temporary file `name` (last modified at `modified`) may be removed: at least
+/// `min_age` old at `now`, and its writer (by the PID in the name) no longer runs on this
+/// host. With several hosts writing one shared directory, choose a `min_age` longer than any
+/// write takes: a PID from another host is not checked here.
+pub(crate) fn removable(
+    name: &str,
+    modified: SystemTime,
+    now: SystemTime,
+    min_age: Duration,
+) -> bool {
+    let age = now.duration_since(modified).unwrap_or_default();
+    age >= min_age && !may_be_running(writer_pid(name))
 }
 
 #[cfg(test)]
@@ -107,8 +81,9 @@ mod tests {
         assert_eq!(writer_pid("0.glm"), None);
     }
 
-    #[test]
-    fn only_old_temporaries_of_dead_writers_go() {
+    #[tokio::test]
+    async fn only_old_temporaries_of_dead_writers_go() {
+        use crate::store::{LocalStore, RootStore};
         let dir = tempfile::tempdir().unwrap();
         let shards = dir.path().join("shards/w");
         std::fs::create_dir_all(&shards).unwrap();
@@ -119,9 +94,13 @@ mod tests {
             std::fs::write(shards.join(name), b"12345").unwrap();
         }
         // Too young for a one-hour minimum age: nothing goes.
-        let young = sweep_dir(dir.path(), Duration::from_secs(3600)).unwrap();
+        let store = LocalStore::new(dir.path());
+        let young = store
+            .sweep_temporaries(Duration::from_secs(3600))
+            .await
+            .unwrap();
         assert_eq!((young.removed.len(), young.kept), (0, 2));
-        let swept = sweep_dir(dir.path(), Duration::ZERO).unwrap();
+        let swept = store.sweep_temporaries(Duration::ZERO).await.unwrap();
         assert_eq!(swept.removed, vec![format!("shards/w/{dead}")]);
         assert_eq!((swept.bytes, swept.kept), (5, 1));
         for kept in [live.as_str(), "0.glm", ".catalog.json.lock"] {

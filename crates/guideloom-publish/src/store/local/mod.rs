@@ -1,0 +1,299 @@
+//! Local-directory roots and declared mounted buckets.
+//!
+//! **Local root** (`LocalStore::new`): a create-only write goes to a temporary file in the
+//! final directory, is fsynced, then hard-linked to its final name (`EEXIST` = the object
+//! exists), the temporary name is unlinked and the directory fsynced. Nothing partial ever
+//! appears under a final name, and a crash leaves at most a `.`-prefixed temporary file that
+//! listings ignore. The mutable catalog is updated under an exclusive `flock` on a `.`-prefixed
+//! lock file beside it, with the SHA-256 of the content as its etag, and replaced by
+//! `rename` of a fsynced temporary file.
+//!
+//! **Declared mounted bucket** (`LocalStore::mounted`): mounts such as Mountpoint for S3 have
+//! no hard links, no locks, no rename and no directory fsync. A create-only write opens the
+//! final name with `O_CREAT | O_EXCL` and writes it sequentially, then fsyncs the file (which
+//! is when such a mount uploads). The exclusive create is checked only by the mount's own
+//! lookup, not by the bucket: two hosts can both succeed. Compare-and-swap is refused with
+//! [`Error::MountedBucketCannotAnnotate`].
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tracing::{Instrument, debug, info_span};
+
+use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities};
+use crate::error::{Error, Result};
+use guideloom_io::AsyncReader;
+
+#[cfg(unix)]
+mod beneath;
+#[cfg_attr(not(unix), path = "unsupported.rs")]
+mod ops;
+
+/// Largest object a local compare-and-swap reads to compute the current etag (the catalog's
+/// cap, [`MAX_CATALOG_BYTES`](crate::manifest::MAX_CATALOG_BYTES)).
+const MAX_CAS_OBJECT_BYTES: u64 = crate::manifest::MAX_CATALOG_BYTES;
+
+/// How [`LocalStore::open_reader`] reads published objects (shards).
+///
+/// Either way the file is opened once per reader, not once per read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LocalReads {
+    /// The default: [`Mmap`](LocalReads::Mmap) on a local root, [`Pread`](LocalReads::Pread)
+    /// on a declared mounted bucket (a FUSE mount pages over the network; `pread` keeps the
+    /// request sizes explicit).
+    #[default]
+    Auto,
+    /// Map the file (guideloom-io's `MmapIo`): records are zero-copy slices and async reads
+    /// answer inline, with no blocking-pool hand-off. Published objects are create-only and
+    /// never rewritten; truncating one by hand while it is mapped raises SIGBUS (see
+    /// `MmapIo`'s `# Risks`).
+    Mmap,
+    /// Positioned reads of one open file (guideloom-io's `PreadIo`), each run on tokio's
+    /// blocking pool.
+    Pread,
+}
+
+/// A root in a local directory, or a declared mounted bucket.
+///
+/// **Confinement.** The root directory is opened by the path given; everything beneath it is
+/// resolved one component at a time relative to its parent's descriptor with `O_NOFOLLOW`
+/// (unix), so no read or write goes through a symbolic link or outside the directory, and a
+/// link swapped in concurrently is refused rather than followed. Only regular files are
+/// opened: a FIFO, device or socket where an object should be is refused at once with
+/// [`Error::RefusedFile`], before it is opened. Listings skip such entries. Following links
+/// beneath the root is an explicit opt-in ([`with_follow_symlinks`](Self::with_follow_symlinks),
+/// `StorageOptions::follow_symlinks`), for roots whose every link you trust.
+///
+/// Local roots need a unix platform; elsewhere every operation answers
+/// [`Error::Unsupported`].
+#[derive(Debug, Clone)]
+pub struct LocalStore {
+    root: PathBuf,
+    mounted: bool,
+    reads: LocalReads,
+    follow_symlinks: bool,
+}
+
+impl LocalStore {
+    /// A local-directory root (created on first write if missing).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        LocalStore {
+            root: root.into(),
+            mounted: false,
+            reads: LocalReads::Auto,
+            follow_symlinks: false,
+        }
+    }
+
+    /// A declared mounted bucket at `root`: exclusive create and sequential writes only.
+    pub fn mounted(root: impl Into<PathBuf>) -> Self {
+        LocalStore {
+            mounted: true,
+            ..LocalStore::new(root)
+        }
+    }
+
+    /// Chooses how readers read published objects.
+    pub fn with_reads(mut self, reads: LocalReads) -> Self {
+        self.reads = reads;
+        self
+    }
+
+    /// Follows symbolic links beneath the root (default `false`: a link is refused with
+    /// [`Error::RefusedFile`]). Only for roots whose every link you control: a link can make
+    /// a reader read, and a writer write, outside the root. Non-regular files are refused
+    /// either way.
+    pub fn with_follow_symlinks(mut self, follow: bool) -> Self {
+        self.follow_symlinks = follow;
+        self
+    }
+
+    /// How readers read published objects, with [`LocalReads::Auto`] resolved.
+    pub fn reads(&self) -> LocalReads {
+        match self.reads {
+            LocalReads::Auto if self.mounted => LocalReads::Pread,
+            LocalReads::Auto => LocalReads::Mmap,
+            other => other,
+        }
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether this is a declared mounted bucket.
+    pub fn is_mounted(&self) -> bool {
+        self.mounted
+    }
+
+    /// Whether symbolic links beneath the root are followed.
+    pub fn follows_symlinks(&self) -> bool {
+        self.follow_symlinks
+    }
+
+    fn at(&self, key: &str) -> ops::At {
+        ops::At {
+            root: self.root.clone(),
+            key: key.to_owned(),
+            follow: self.follow_symlinks,
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(Error::Unsupported {
+            what: format!("blocking file task failed: {e}"),
+        }),
+    }
+}
+
+#[async_trait]
+impl RootStore for LocalStore {
+    fn describe(&self) -> String {
+        if self.mounted {
+            format!("mounted bucket at {}", self.root.display())
+        } else {
+            format!("file://{}", self.root.display())
+        }
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        StoreCapabilities {
+            compare_and_swap: !self.mounted && cfg!(unix),
+            create_only_across_hosts: !self.mounted,
+            atomic_writes: !self.mounted,
+            list: true,
+        }
+    }
+
+    fn check_cas(&self) -> Result<()> {
+        if self.mounted {
+            Err(Error::MountedBucketCannotAnnotate {
+                root: self.root.display().to_string(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
+        let at = self.at(key);
+        let mounted = self.mounted;
+        let span = info_span!("local_put_create", key, mounted, size = body.len());
+        blocking(move || {
+            if mounted {
+                ops::create_exclusive(&at, &body)
+            } else {
+                ops::create_linked(&at, &body)
+            }
+        })
+        .instrument(span)
+        .await
+    }
+
+    async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
+        self.check_cas()?;
+        let at = self.at(key);
+        let expected = expected.cloned();
+        debug!(key, "local compare-and-swap");
+        blocking(move || ops::cas_locked(&at, &body, expected.as_ref(), MAX_CAS_OBJECT_BYTES)).await
+    }
+
+    async fn get(&self, key: &str, limit: u64) -> Result<Object> {
+        let at = self.at(key);
+        blocking(move || {
+            let body = ops::read_whole(&at, limit)?;
+            let etag = Some(Etag(crate::key::sha256_hex(&body)));
+            Ok(Object {
+                body: Bytes::from(body),
+                etag,
+            })
+        })
+        .await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        let at = self.at(key);
+        blocking(move || ops::read_range(&at, range).map(Bytes::from)).await
+    }
+
+    async fn head(&self, key: &str) -> Result<ObjectInfo> {
+        let at = self.at(key);
+        blocking(move || {
+            let size = ops::regular_size(&at)?;
+            Ok(ObjectInfo {
+                key: at.key,
+                size,
+                etag: None,
+            })
+        })
+        .await
+    }
+
+    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
+        let at = self.at(key);
+        let reads = self.reads();
+        // One open (and, for mmap, one mapping) per reader; reads then cost one `pread` or
+        // one slice.
+        blocking(move || ops::open_reader(&at, size, reads)).await
+    }
+
+    async fn sweep_temporaries(&self, min_age: Duration) -> Result<super::Sweep> {
+        if self.mounted {
+            return Ok(super::Sweep::default());
+        }
+        let at = self.at("");
+        blocking(move || ops::sweep(&at, min_age)).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let at = self.at(prefix);
+        blocking(move || ops::list(&at)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readers_open_once_in_every_mode_and_check_the_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = Bytes::from((0..=255u8).cycle().take(10_000).collect::<Vec<u8>>());
+        let base = LocalStore::new(dir.path());
+        base.put_create("shards/w/0.glm", body.clone())
+            .await
+            .unwrap();
+        assert_eq!(base.reads(), LocalReads::Mmap);
+        assert_eq!(LocalStore::mounted(dir.path()).reads(), LocalReads::Pread);
+        for reads in [LocalReads::Auto, LocalReads::Mmap, LocalReads::Pread] {
+            let store = LocalStore::new(dir.path()).with_reads(reads);
+            let reader = store.open_reader("shards/w/0.glm", 10_000).await.unwrap();
+            assert_eq!(reader.size().await.unwrap(), 10_000);
+            assert_eq!(reader.read(100, 50).await.unwrap(), body.slice(100..150));
+            // The file is open: removing its name does not break the reader.
+            if reads == LocalReads::Pread {
+                std::fs::remove_file(dir.path().join("shards/w/0.glm")).unwrap();
+                assert_eq!(reader.read(9_990, 10).await.unwrap(), body.slice(9_990..));
+                std::fs::write(dir.path().join("shards/w/0.glm"), &body).unwrap();
+            }
+            assert!(reader.read(9_995, 10).await.is_err(), "past the end");
+            let wrong = store
+                .open_reader("shards/w/0.glm", 9_999)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&wrong, Error::Verification { key, what: "size", .. } if key == "shards/w/0.glm"),
+                "{wrong:?}"
+            );
+            let missing = store.open_reader("shards/w/1.glm", 10).await.unwrap_err();
+            assert!(missing.is_not_found(), "{missing:?}");
+        }
+    }
+}
