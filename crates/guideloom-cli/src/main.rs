@@ -7,6 +7,7 @@
 mod cli;
 mod commands;
 mod error;
+mod input;
 mod json;
 mod output;
 mod root;

@@ -156,13 +156,14 @@ impl OpenRoot {
         }
     }
 
-    /// Record `index` of `dataset` decoded as JSON (one ranged read; the shard's record
-    /// format comes from its footer, read when the shard was opened).
-    pub(crate) async fn get_json(
+    /// Record `index` of `dataset` as its exact JSON text (one ranged read; the shard's
+    /// record format comes from its footer, read when the shard was opened). A record JSON
+    /// cannot carry is an error naming it.
+    pub(crate) async fn get_json_text(
         &self,
         dataset: &AsyncDataset,
         index: u64,
-    ) -> Result<serde_json::Value> {
+    ) -> Result<Vec<u8>> {
         let snapshot = dataset.snapshot();
         let (n, _) = dataset.reader().position(index).ok_or_else(|| {
             CliError::argument(
@@ -184,11 +185,35 @@ impl OpenRoot {
             .open_shard(n)
             .await
             .map_err(|e| self.err(e))?;
-        json::record_to_json(&shard.metadata().format, &bytes).map_err(|what| CliError::Record {
+        let mut text = Vec::new();
+        json::record_json(&shard.metadata().format, &bytes, &mut text).map_err(|e| {
+            CliError::Record {
+                root: self.name.clone(),
+                index,
+                key: key.clone(),
+                what: e.to_string(),
+            }
+        })?;
+        Ok(text)
+    }
+
+    /// Record `index` as a `serde_json::Value`, for checking fields (see
+    /// [`json::record_to_json`]: never print it, print [`Self::get_json_text`]).
+    pub(crate) async fn get_json(
+        &self,
+        dataset: &AsyncDataset,
+        index: u64,
+    ) -> Result<serde_json::Value> {
+        let text = self.get_json_text(dataset, index).await?;
+        serde_json::from_slice(&text).map_err(|e| CliError::Record {
             root: self.name.clone(),
             index,
-            key: key.clone(),
-            what,
+            key: dataset
+                .reader()
+                .position(index)
+                .map(|(n, _)| dataset.snapshot().shards()[n].key.clone())
+                .unwrap_or_default(),
+            what: format!("its JSON text does not parse back: {e}"),
         })
     }
 }

@@ -4,11 +4,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use guideloom_publish::{AnnotationEntry, RetryPolicy, Snapshot};
+use serde::Serialize;
 use serde_json::json;
+use serde_json::value::RawValue;
 
 use crate::cli::{AnnotateArgs, Global};
-use crate::commands::write::{numbered_lines, open_input, parse_json_line};
 use crate::error::{CliError, Result};
+use crate::input::{Lines, MAX_ANNOTATION_LINE, open_input};
+use crate::json::check_json;
 use crate::output;
 use crate::root::{self, OpenRoot};
 
@@ -26,12 +29,14 @@ pub(crate) async fn next_version(root: &OpenRoot, set: &str) -> Result<String> {
 }
 
 /// Publishes `values` as `set`/`version` on `snapshot`; a count mismatch names both counts.
-pub(crate) async fn annotate(
+/// Each value is written as its serialization by serde_json: pass [`RawValue`]s to publish
+/// exact input text.
+pub(crate) async fn annotate<T: Serialize>(
     root: &OpenRoot,
     snapshot: &Snapshot,
     set: &str,
     version: &str,
-    values: &[serde_json::Value],
+    values: &[T],
     input: &str,
 ) -> Result<AnnotationEntry> {
     if values.len() as u64 != snapshot.total_records() {
@@ -51,14 +56,32 @@ pub(crate) async fn annotate(
         .map_err(|e| root.err(e))
 }
 
-fn read_values(path: &Path, limit: u64) -> Result<Vec<serde_json::Value>> {
+/// Reads one value per non-blank line, at most `limit` + 1 of them (one more than needed
+/// tells the input is too long without reading it all). Each line is checked with the rules
+/// of `write` (exact numbers, no duplicate keys, no lone surrogates; see [`check_json`])
+/// and kept as its exact text, so the published values are the input's bytes.
+fn read_values(path: &Path, limit: u64) -> Result<Vec<Box<RawValue>>> {
     let mut values = Vec::new();
-    for item in numbered_lines(open_input(path)?, path.to_path_buf()) {
-        let (n, line) = item?;
-        if line.trim().is_empty() {
+    let mut lines = Lines::new(
+        open_input(path)?,
+        path,
+        MAX_ANNOTATION_LINE,
+        "the 64 MiB cap on one annotation value",
+    );
+    while let Some((n, line)) = lines.next_line()? {
+        let text = line.trim_matches([' ', '\t', '\r']);
+        if text.is_empty() {
             continue;
         }
-        values.push(parse_json_line(path, n, &line)?);
+        let refuse = |what: String| CliError::Input {
+            path: path.to_path_buf(),
+            line: n,
+            what,
+        };
+        check_json(text.as_bytes()).map_err(|e| refuse(e.to_string()))?;
+        let value = RawValue::from_string(text.to_owned())
+            .map_err(|e| refuse(format!("malformed JSON: {e}")))?;
+        values.push(value);
         // Stop early (bounded memory) once the input is certainly too long.
         if values.len() as u64 > limit {
             break;

@@ -198,7 +198,7 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
             &work_id,
             "cbor",
             SHARD_BYTES,
-            write::jsonl_records(path)?,
+            crate::input::jsonl_records(path, usize::try_from(SHARD_BYTES).unwrap_or(usize::MAX))?,
             &bar,
         )
         .await?;

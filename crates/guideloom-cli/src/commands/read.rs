@@ -1,33 +1,47 @@
 //! `guideloom get` and `guideloom cat`.
+//!
+//! Records print as their exact JSON text (see [`crate::json`]); the `--json` wrappers embed
+//! that text as it is, so nothing is re-parsed or reordered on the way out.
 
 use std::io::Write;
 
-use serde_json::json;
-
 use crate::cli::{CatArgs, GetArgs, Global};
 use crate::error::{CliError, Result};
-use crate::json::record_to_json;
+use crate::json::{json_string, record_json};
 use crate::output;
 use crate::root;
 
 /// Records read per request while streaming a shard.
 pub(crate) const RUN: u64 = 4096;
 
+/// `get --json`: the snapshot id, the index and the record's exact text, pretty-printed like
+/// the other commands' documents.
+fn get_document(snapshot_id: &str, index: u64, record: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(record.len() + 64);
+    out.extend_from_slice(b"{\n  \"snapshot_id\": ");
+    json_string(snapshot_id, &mut out);
+    out.extend_from_slice(format!(",\n  \"index\": {index},\n  \"record\": ").as_bytes());
+    out.extend_from_slice(record);
+    out.extend_from_slice(b"\n}\n");
+    out
+}
+
 /// Runs `guideloom get`.
 pub(crate) async fn get(args: GetArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
     let dataset = root.dataset(snapshot);
-    let value = root.get_json(&dataset, args.index).await?;
-    let snapshot = dataset.snapshot();
-    if global.json {
-        return output::print_json(&json!({
-            "snapshot_id": snapshot.id(),
-            "index": args.index,
-            "record": value,
-        }));
-    }
-    output::line(&value.to_string())
+    let mut text = root.get_json_text(&dataset, args.index).await?;
+    let text = if global.json {
+        get_document(dataset.snapshot().id(), args.index, &text)
+    } else {
+        text.push(b'\n');
+        text
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(&text)
+        .and_then(|()| out.flush())
+        .map_err(|source| CliError::Output { source })
 }
 
 /// Runs `guideloom cat`.
@@ -55,6 +69,7 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     }
     let bar = output::progress(global.json, Some(end - args.start), "records");
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut line = Vec::new();
     for n in 0..snapshot.shards().len() {
         let range = bounds[n]..bounds[n + 1];
         let (lo, hi) = (range.start.max(args.start), range.end.min(end));
@@ -72,20 +87,21 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
                 .await
                 .map_err(|e| CliError::shard(&root.name, key, e))?;
             for (i, bytes) in (first..).zip(run) {
-                let value = record_to_json(&format, &bytes).map_err(|what| CliError::Record {
+                line.clear();
+                if global.json {
+                    line.extend_from_slice(format!("{{\"index\":{i},\"record\":").as_bytes());
+                }
+                record_json(&format, &bytes, &mut line).map_err(|e| CliError::Record {
                     root: root.name.clone(),
                     index: i,
                     key: key.clone(),
-                    what,
+                    what: e.to_string(),
                 })?;
-                let line = if global.json {
-                    json!({"index": i, "record": value})
-                } else {
-                    value
-                };
-                serde_json::to_writer(&mut out, &line)
-                    .map_err(|e| CliError::Output { source: e.into() })?;
-                out.write_all(b"\n")
+                if global.json {
+                    line.push(b'}');
+                }
+                line.push(b'\n');
+                out.write_all(&line)
                     .map_err(|source| CliError::Output { source })?;
             }
             bar.inc(count);
@@ -94,4 +110,19 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     }
     bar.finish_and_clear();
     out.flush().map_err(|source| CliError::Output { source })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn get_document_embeds_the_exact_record() {
+        let doc = super::get_document("s\"1", 7, br#"{"b":1,"a":1e300}"#);
+        let text = String::from_utf8(doc).unwrap();
+        assert_eq!(
+            text,
+            "{\n  \"snapshot_id\": \"s\\\"1\",\n  \"index\": 7,\n  \"record\": {\"b\":1,\"a\":1e300}\n}\n"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["index"], 7);
+    }
 }

@@ -1,7 +1,6 @@
 //! `guideloom write`: records in, shards out (create-only, under `shards/<work_id>/`).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use guideloom_format::ShardMetadata;
@@ -12,7 +11,7 @@ use serde_json::json;
 
 use crate::cli::{Global, RecordFormat, WriteArgs};
 use crate::error::{CliError, Result};
-use crate::json::json_to_cbor;
+use crate::input::{RawDir, jsonl_records, skipped_line};
 use crate::output;
 use crate::root::{self, OpenRoot};
 
@@ -141,105 +140,12 @@ async fn flush(
     Ok(())
 }
 
-/// Reads JSON Lines from `path` (`-`: stdin), one CBOR record per non-blank line; a line
-/// that is not JSON is an error naming the file and line.
-pub(crate) fn jsonl_records(
-    path: &Path,
-) -> Result<impl Iterator<Item = Result<(String, Vec<u8>)>>> {
-    let reader = open_input(path)?;
-    let path = path.to_path_buf();
-    Ok(
-        numbered_lines(reader, path.clone()).filter_map(move |item| {
-            let (line_no, line) = match item {
-                Ok(x) => x,
-                Err(e) => return Some(Err(e)),
-            };
-            if line.trim().is_empty() {
-                return None;
-            }
-            Some(parse_json_line(&path, line_no, &line).and_then(|value| {
-                let mut buf = Vec::new();
-                json_to_cbor(&value, &mut buf).map_err(|what| CliError::Input {
-                    path: path.clone(),
-                    line: line_no,
-                    what,
-                })?;
-                Ok((format!("{}:{line_no}", path.display()), buf))
-            }))
-        }),
-    )
-}
-
-/// Opens an input file, or stdin for `-`.
-pub(crate) fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
-    if path == Path::new("-") {
-        return Ok(Box::new(BufReader::new(std::io::stdin())));
-    }
-    let file = std::fs::File::open(path).map_err(|e| CliError::file(path, e))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
-}
-
-/// Lines with 1-based numbers; a read error or invalid UTF-8 names the line.
-pub(crate) fn numbered_lines(
-    reader: Box<dyn BufRead>,
-    path: PathBuf,
-) -> impl Iterator<Item = Result<(u64, String)>> {
-    reader.lines().zip(1u64..).map(move |(line, n)| match line {
-        Ok(l) => Ok((n, l)),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(CliError::Input {
-            path: path.clone(),
-            line: n,
-            what: "not valid UTF-8".into(),
-        }),
-        Err(e) => Err(CliError::file(&path, e)),
-    })
-}
-
-/// Parses one line as JSON, naming the file and line on failure.
-pub(crate) fn parse_json_line(path: &Path, line: u64, text: &str) -> Result<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| {
-        let mut what = e.to_string();
-        if let Some(at) = what.rfind(" at line ") {
-            what.truncate(at);
-        }
-        CliError::Input {
-            path: path.to_path_buf(),
-            line,
-            what: format!("malformed JSON at column {}: {what}", e.column()),
-        }
-    })
-}
-
-/// The files of a directory, sorted by name, one raw record each.
-fn raw_records(dir: &Path) -> Result<impl Iterator<Item = Result<(String, Vec<u8>)>>> {
-    if !dir.is_dir() {
-        return Err(CliError::argument(
-            dir.display().to_string(),
-            "--format raw takes a directory of files (one record per file)",
-        ));
-    }
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| CliError::file(dir, e))? {
-        let entry = entry.map_err(|e| CliError::file(dir, e))?;
-        let ft = entry
-            .file_type()
-            .map_err(|e| CliError::file(entry.path(), e))?;
-        if ft.is_file() {
-            files.push(entry.path());
-        }
-    }
-    files.sort();
-    Ok(files.into_iter().map(|p| {
-        let bytes = std::fs::read(&p).map_err(|e| CliError::file(&p, e))?;
-        Ok((p.display().to_string(), bytes))
-    }))
-}
-
 /// Runs `guideloom write`.
 pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, false)?;
     let started = Instant::now();
     let bar = output::progress(global.json, None, "records");
+    let mut skipped: Vec<String> = Vec::new();
     let written = match args.format {
         RecordFormat::Cbor => {
             if args.input.is_dir() {
@@ -248,7 +154,8 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
                     "is a directory; --format cbor takes a JSON Lines file (use --format raw for a directory)",
                 ));
             }
-            let records = jsonl_records(&args.input)?;
+            let limit = usize::try_from(args.max_shard_bytes).unwrap_or(usize::MAX);
+            let records = jsonl_records(&args.input, limit)?;
             write_records(
                 &root,
                 &args.work_id,
@@ -260,13 +167,14 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
             .await?
         }
         RecordFormat::Raw => {
-            let records = raw_records(&args.input)?;
+            let dir = RawDir::list(&args.input, args.max_shard_bytes)?;
+            skipped.clone_from(&dir.skipped);
             write_records(
                 &root,
                 &args.work_id,
                 "raw",
                 args.max_shard_bytes,
-                records,
+                dir.records(),
                 &bar,
             )
             .await?
@@ -276,6 +184,9 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
     if global.json {
         let mut v = written.to_json(&root.name, &args.work_id);
         v["seconds"] = json!(started.elapsed().as_secs_f64());
+        if args.format == RecordFormat::Raw {
+            v["skipped"] = json!(skipped);
+        }
         return output::print_json(&v);
     }
     output::line(&format!(
@@ -286,5 +197,9 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
         root.name.trim_end_matches('/'),
         args.work_id,
         output::secs(started.elapsed())
-    ))
+    ))?;
+    match skipped_line(&skipped) {
+        Some(line) => output::line(&line),
+        None => Ok(()),
+    }
 }

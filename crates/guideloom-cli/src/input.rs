@@ -1,0 +1,406 @@
+//! Reading command input with bounded memory: JSON Lines files (or stdin) line by line, and
+//! directories of raw records file by file.
+//!
+//! A line is never held beyond its limit: a longer one is refused naming the file, the line
+//! and the limit after at most `limit + 1` of its bytes were read, and buffers grow with
+//! `try_reserve`, so a failed allocation is an error, never an abort.
+
+use std::collections::TryReserveError;
+use std::fs::File;
+use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{CliError, Result};
+use crate::json::json_to_cbor;
+
+/// The most bytes one annotation value (one input line of `annotate`) may have.
+pub(crate) const MAX_ANNOTATION_LINE: usize = 64 << 20;
+
+/// Makes room for `additional` more bytes in `buf`, growing geometrically but never past
+/// `cap` total capacity (or exactly what is needed, if that is more).
+pub(crate) fn grow_within(
+    buf: &mut Vec<u8>,
+    additional: usize,
+    cap: usize,
+) -> Result<(), TryReserveError> {
+    let needed = buf.len().saturating_add(additional);
+    if needed <= buf.capacity() {
+        return Ok(());
+    }
+    let target = buf
+        .capacity()
+        .saturating_mul(2)
+        .max(4096)
+        .min(cap)
+        .max(needed);
+    buf.try_reserve_exact(target - buf.len())
+}
+
+/// Opens an input file, or stdin for `-`.
+pub(crate) fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(BufReader::with_capacity(
+            1 << 20,
+            std::io::stdin(),
+        )));
+    }
+    let file = File::open(path).map_err(|e| CliError::file(path, e))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
+}
+
+/// The lines of an input, 1-based, each at most `limit` bytes (without its `\n`).
+pub(crate) struct Lines {
+    reader: Box<dyn BufRead>,
+    path: PathBuf,
+    limit: usize,
+    what: String,
+    buf: Vec<u8>,
+    number: u64,
+    done: bool,
+}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lines")
+            .field("path", &self.path)
+            .field("limit", &self.limit)
+            .field("number", &self.number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lines {
+    /// Lines of `reader` (read from `path`, for messages); `what` says where the limit comes
+    /// from in the refusal (e.g. `"--max-shard-bytes 1024"`).
+    pub(crate) fn new(
+        reader: Box<dyn BufRead>,
+        path: &Path,
+        limit: usize,
+        what: impl Into<String>,
+    ) -> Self {
+        Self {
+            reader,
+            path: path.to_path_buf(),
+            limit,
+            what: what.into(),
+            buf: Vec::new(),
+            number: 0,
+            done: false,
+        }
+    }
+
+    fn input_error(&self, what: String) -> CliError {
+        CliError::Input {
+            path: self.path.clone(),
+            line: self.number,
+            what,
+        }
+    }
+
+    /// The next line as text (number, line without `\n`/`\r\n`), or `None` at the end.
+    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &str)>> {
+        if self.done {
+            return Ok(None);
+        }
+        self.buf.clear();
+        self.number += 1;
+        let mut any = false;
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(CliError::file(&self.path, e)),
+            };
+            if chunk.is_empty() {
+                self.done = true;
+                if !any {
+                    return Ok(None);
+                }
+                break;
+            }
+            any = true;
+            let (take, newline) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (i, true),
+                None => (chunk.len(), false),
+            };
+            if self.buf.len() + take > self.limit {
+                return Err(self.input_error(format!(
+                    "line longer than {} bytes ({}): refused without reading the rest of it",
+                    self.limit, self.what
+                )));
+            }
+            if let Err(e) = grow_within(&mut self.buf, take, self.limit) {
+                let len = self.buf.len() + take;
+                return Err(
+                    self.input_error(format!("cannot allocate {len} bytes for the line: {e}"))
+                );
+            }
+            self.buf.extend_from_slice(&chunk[..take]);
+            self.reader.consume(take + usize::from(newline));
+            if newline {
+                break;
+            }
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        match std::str::from_utf8(&self.buf) {
+            Ok(s) => Ok(Some((self.number, s))),
+            Err(e) => Err(self.input_error(format!(
+                "not valid UTF-8 (at byte {} of the line)",
+                e.valid_up_to() + 1
+            ))),
+        }
+    }
+
+    /// The file name and line number, for messages and record origins.
+    pub(crate) fn origin(&self) -> String {
+        format!("{}:{}", self.path.display(), self.number)
+    }
+}
+
+/// Reads JSON Lines from `path` (`-`: stdin), one CBOR record per non-blank line, each line
+/// and each record at most `limit` bytes; a line that is not JSON, or not exactly
+/// representable, is an error naming the file and line.
+pub(crate) fn jsonl_records(
+    path: &Path,
+    limit: usize,
+) -> Result<impl Iterator<Item = Result<(String, Vec<u8>)>>> {
+    let mut lines = Lines::new(
+        open_input(path)?,
+        path,
+        limit,
+        format!("--max-shard-bytes {limit}"),
+    );
+    let mut scratch = Vec::new();
+    Ok(std::iter::from_fn(move || {
+        loop {
+            let (n, line) = match lines.next_line() {
+                Ok(Some(x)) => x,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            scratch.clear();
+            let encoded = json_to_cbor(line.as_bytes(), &mut scratch, limit);
+            return Some(
+                encoded
+                    .map_err(|e| CliError::Input {
+                        path: lines.path.clone(),
+                        line: n,
+                        what: e.to_string(),
+                    })
+                    .and_then(|()| {
+                        let mut record = Vec::new();
+                        record
+                            .try_reserve_exact(scratch.len())
+                            .map_err(|e| CliError::Input {
+                                path: lines.path.clone(),
+                                line: n,
+                                what: format!(
+                                    "cannot allocate {} bytes for the record: {e}",
+                                    scratch.len()
+                                ),
+                            })?;
+                        record.extend_from_slice(&scratch);
+                        Ok((lines.origin(), record))
+                    }),
+            );
+        }
+    }))
+}
+
+/// The files of a raw-record directory, sorted by name, and what was left out.
+#[derive(Debug)]
+pub(crate) struct RawDir {
+    files: Vec<PathBuf>,
+    /// Entries that are not regular files (FIFOs, devices, sockets, symlinks, directories,
+    /// which get a trailing `/`), by name: never opened.
+    pub(crate) skipped: Vec<String>,
+    limit: u64,
+}
+
+impl RawDir {
+    /// Lists `dir`; each file will be read only if it has at most `limit` bytes.
+    pub(crate) fn list(dir: &Path, limit: u64) -> Result<Self> {
+        if !dir.is_dir() {
+            return Err(CliError::argument(
+                dir.display().to_string(),
+                "--format raw takes a directory of files (one record per file)",
+            ));
+        }
+        let mut files = Vec::new();
+        let mut skipped = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| CliError::file(dir, e))? {
+            let entry = entry.map_err(|e| CliError::file(dir, e))?;
+            // The entry's own type: a symlink is a symlink, not what it points at.
+            let ft = entry
+                .file_type()
+                .map_err(|e| CliError::file(entry.path(), e))?;
+            if ft.is_file() {
+                files.push(entry.path());
+            } else {
+                let mut name = entry.file_name().to_string_lossy().into_owned();
+                if ft.is_dir() {
+                    name.push('/');
+                }
+                skipped.push(name);
+            }
+        }
+        files.sort();
+        skipped.sort();
+        Ok(Self {
+            files,
+            skipped,
+            limit,
+        })
+    }
+
+    /// One record per file, in name order.
+    pub(crate) fn records(self) -> impl Iterator<Item = Result<(String, Vec<u8>)>> {
+        let limit = self.limit;
+        self.files
+            .into_iter()
+            .map(move |p| read_bounded(&p, limit).map(|bytes| (p.display().to_string(), bytes)))
+    }
+}
+
+/// `skipped N entries that are not regular files: a, b/`, or `None` when nothing was.
+pub(crate) fn skipped_line(skipped: &[String]) -> Option<String> {
+    (!skipped.is_empty()).then(|| {
+        let one = skipped.len() == 1;
+        format!(
+            "skipped {} {} not regular files: {}",
+            skipped.len(),
+            if one {
+                "entry that is"
+            } else {
+                "entries that are"
+            },
+            skipped.join(", ")
+        )
+    })
+}
+
+/// Reads the regular file `path` whole if it has at most `limit` bytes. It is opened
+/// without following a symlink and without blocking (a FIFO put in its place after the
+/// listing is refused, not waited on), checked to be a regular file, and read through
+/// `take(limit + 1)` so a file that grows meanwhile is still refused, not read whole.
+fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| CliError::file(path, e))?;
+    let meta = file.metadata().map_err(|e| CliError::file(path, e))?;
+    let too_long = |size: u64| {
+        CliError::argument(
+            path.display().to_string(),
+            format!("file of {size} bytes does not fit in a shard of --max-shard-bytes {limit}"),
+        )
+    };
+    if !meta.is_file() {
+        return Err(CliError::argument(
+            path.display().to_string(),
+            "is no longer a regular file (changed after the directory was listed)",
+        ));
+    }
+    if meta.len() > limit {
+        return Err(too_long(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    bytes.try_reserve_exact(size).map_err(|e| {
+        CliError::argument(
+            path.display().to_string(),
+            format!("cannot allocate {size} bytes for the file: {e}"),
+        )
+    })?;
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::file(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_long(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &'static [u8], limit: usize) -> Lines {
+        Lines::new(
+            Box::new(text),
+            Path::new("in.jsonl"),
+            limit,
+            format!("--max-shard-bytes {limit}"),
+        )
+    }
+
+    #[test]
+    fn lines_are_split_numbered_and_bounded() {
+        let mut l = lines(b"ab\r\n\ncdef\nlast", 4);
+        assert_eq!(l.next_line().unwrap(), Some((1, "ab")));
+        assert_eq!(l.next_line().unwrap(), Some((2, "")));
+        assert_eq!(l.next_line().unwrap(), Some((3, "cdef")));
+        assert_eq!(l.next_line().unwrap(), Some((4, "last")));
+        assert_eq!(l.next_line().unwrap(), None);
+        assert_eq!(l.next_line().unwrap(), None);
+
+        let mut l = lines(b"1234\n12345\n", 4);
+        assert_eq!(l.next_line().unwrap(), Some((1, "1234")));
+        let err = l.next_line().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "in.jsonl:2: line longer than 4 bytes (--max-shard-bytes 4): refused without reading \
+             the rest of it"
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_refused_without_being_held() {
+        // A reader that yields 64 KiB chunks forever: the refusal comes after the limit.
+        struct Endless(Vec<u8>);
+        impl Read for Endless {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                Ok(n)
+            }
+        }
+        let reader = BufReader::with_capacity(1 << 16, Endless(vec![b'x'; 1 << 16]));
+        let mut l = Lines::new(Box::new(reader), Path::new("-"), 1 << 20, "the cap");
+        let err = l.next_line().unwrap_err().to_string();
+        assert!(
+            err.starts_with("-:1: line longer than 1048576 bytes"),
+            "{err}"
+        );
+        assert!(l.buf.capacity() <= 1 << 20, "{}", l.buf.capacity());
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_line() {
+        let mut l = lines(b"ok\n\"\xff\"\n", 100);
+        l.next_line().unwrap();
+        let err = l.next_line().unwrap_err().to_string();
+        assert_eq!(err, "in.jsonl:2: not valid UTF-8 (at byte 2 of the line)");
+    }
+
+    #[test]
+    fn growth_stays_within_the_cap() {
+        let mut buf = Vec::new();
+        grow_within(&mut buf, 10, 100).unwrap();
+        assert!(buf.capacity() >= 10 && buf.capacity() <= 4096);
+        buf.extend_from_slice(&[0; 10]);
+        let mut big = vec![0u8; 3000];
+        big.shrink_to_fit();
+        grow_within(&mut big, 1, 3001).unwrap();
+        assert_eq!(big.capacity(), 3001);
+    }
+}
