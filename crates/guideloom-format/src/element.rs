@@ -67,6 +67,32 @@ macro_rules! element {
 element!(u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64",
          i32 => "i32", i64 => "i64", f32 => "f32", f64 => "f64");
 
+/// The element types of the format, by name, with their widths in bytes: a stream shard
+/// whose metadata names anything else is refused when opened.
+pub const ELEMENT_TYPES: [(&str, u64); 8] = [
+    ("u8", 1),
+    ("u16", 2),
+    ("u32", 4),
+    ("u64", 8),
+    ("i32", 4),
+    ("i64", 8),
+    ("f32", 4),
+    ("f64", 8),
+];
+
+/// The width in bytes of the element type `name`, or `None` if the format has no such type.
+///
+/// ```
+/// assert_eq!(guideloom_format::element_width("u32"), Some(4));
+/// assert_eq!(guideloom_format::element_width("u128"), None);
+/// ```
+pub fn element_width(name: &str) -> Option<u64> {
+    ELEMENT_TYPES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, w)| *w)
+}
+
 /// Owner of a decoded, correctly aligned copy (see [`Elements`]).
 struct Aligned<E>(Vec<E>);
 

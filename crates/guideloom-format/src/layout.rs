@@ -179,6 +179,22 @@ pub(crate) fn complete(
     }
     let index = Index::parse(shard, raw_index, footer.index_offset)?;
     let metadata = ShardMetadata::decode(shard, meta, footer.record_count)?;
+    // A stream's records are whole runs of elements, whoever reads them (a typed stream
+    // reader checks again against its own element type).
+    if let Some(width) = metadata
+        .element
+        .as_deref()
+        .and_then(crate::element::element_width)
+        && (0..index.len()).any(|i| {
+            let r = index.range(i);
+            !(r.end - r.start).is_multiple_of(width)
+        })
+    {
+        return Err(Error::layout(
+            shard,
+            "a stream record's length is not a multiple of the element width",
+        ));
+    }
     Ok(Layout {
         shard: shard.to_owned(),
         footer,

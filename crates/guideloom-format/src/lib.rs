@@ -60,7 +60,7 @@ pub mod storage;
 pub mod writer;
 
 pub use discovery::{FileSystemDocument, FileSystemStream, LocalShard, shard_name};
-pub use element::{Element, Elements};
+pub use element::{ELEMENT_TYPES, Element, Elements, element_width};
 pub use error::{Corruption, Error, Result};
 pub use footer::Footer;
 pub use format::{CborFormat, Format, RawFormat};

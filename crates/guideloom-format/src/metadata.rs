@@ -76,8 +76,41 @@ impl ShardMetadata {
         }
     }
 
-    /// Encodes as CBOR, refusing results over [`MAX_METADATA_LEN`].
+    /// Why `kind` and `element` do not form a valid pair (`documents` with no element, or
+    /// `stream` with one of the format's element types), or `None` when they do.
+    fn kind_problem(&self) -> Option<String> {
+        match (self.kind.as_str(), self.element.as_deref()) {
+            (KIND_DOCUMENTS, None) => None,
+            (KIND_DOCUMENTS, Some(e)) => Some(format!(
+                "a documents shard names a stream element type ({e:?})"
+            )),
+            (KIND_STREAM, Some(e)) if crate::element::element_width(e).is_some() => None,
+            (KIND_STREAM, Some(e)) => Some(format!(
+                "stream element type {e:?} is not one of the format's (u8 u16 u32 u64 i32 i64 \
+                 f32 f64)"
+            )),
+            (KIND_STREAM, None) => Some("a stream shard names no element type".to_owned()),
+            (other, _) => Some(format!(
+                "kind {other:?} is neither \"documents\" nor \"stream\""
+            )),
+        }
+    }
+
+    /// Refuses an invalid kind/element pair (see `docs/format.md`): `documents` without an
+    /// element type, or `stream` with one of [`ELEMENT_TYPES`](crate::ELEMENT_TYPES).
+    pub fn validate(&self) -> Result<()> {
+        match self.kind_problem() {
+            None => Ok(()),
+            Some(problem) => Err(Error::InvalidArgument {
+                message: format!("shard metadata: {problem}"),
+            }),
+        }
+    }
+
+    /// Encodes as CBOR, refusing an invalid kind/element pair and results over
+    /// [`MAX_METADATA_LEN`].
     pub fn encode(&self) -> Result<Vec<u8>> {
+        self.validate()?;
         let mut out = Vec::new();
         ciborium::into_writer(self, &mut out).map_err(|e| Error::InvalidArgument {
             message: format!("cannot encode shard metadata: {e}"),
@@ -100,6 +133,9 @@ impl ShardMetadata {
             .map_err(|e| Error::metadata(shard, format!("invalid CBOR: {e}")))?;
         if !rest.is_empty() {
             return Err(Error::metadata(shard, "trailing bytes after the CBOR map"));
+        }
+        if let Some(problem) = meta.kind_problem() {
+            return Err(Error::metadata(shard, problem));
         }
         if meta.records != record_count {
             return Err(Error::metadata(

@@ -66,6 +66,7 @@ impl<W: Write> ShardEncoder<W> {
     }
 
     fn labelled(mut out: W, metadata: ShardMetadata, label: PathBuf) -> Result<Self> {
+        metadata.validate()?;
         out.write_all(&header_bytes())
             .map_err(|e| Error::write("write", &label, e))?;
         Ok(ShardEncoder {

@@ -112,3 +112,91 @@ proptest! {
         check(b.into(), &recs, tail);
     }
 }
+
+/// Rewrites the CBOR metadata of `shard` with `edit` (same length), fixing every checksum,
+/// so the shard is well formed apart from what `edit` says.
+fn with_metadata(shard: &[u8], edit: impl Fn(&mut Vec<u8>)) -> Bytes {
+    use guideloom_format::Footer;
+    use guideloom_format::spec::{FOOTER_LEN, crc32c};
+    let size = shard.len() as u64;
+    let footer_at = usize::try_from(size - FOOTER_LEN).unwrap();
+    let mut footer = Footer::decode("s", &shard[footer_at..], size).unwrap();
+    let at = usize::try_from(footer.metadata_offset).unwrap();
+    let len = usize::try_from(footer.metadata_len).unwrap();
+    let mut meta = shard[at..at + len].to_vec();
+    edit(&mut meta);
+    assert_eq!(meta.len(), len, "the edit must keep the length");
+    footer.metadata_crc = crc32c(&meta);
+    let mut out = shard.to_vec();
+    out[at..at + len].copy_from_slice(&meta);
+    out[footer_at..].copy_from_slice(&footer.encode());
+    Bytes::from(out)
+}
+
+fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+    let i = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("pattern present");
+    bytes[i..i + from.len()].copy_from_slice(to);
+}
+
+#[test]
+fn stream_shards_outside_the_spec_are_refused_whoever_opens_them() {
+    use guideloom_format::metadata::{KIND_STREAM, ShardMetadata};
+    use guideloom_format::{Expected, ShardEncoder};
+    let encode = |records: &[Vec<u8>]| {
+        let mut out = Vec::new();
+        let mut enc = ShardEncoder::new(
+            &mut out,
+            ShardMetadata::new("raw", KIND_STREAM).with_element("u32"),
+        )
+        .unwrap();
+        for r in records {
+            enc.append(r).unwrap();
+        }
+        enc.finish().unwrap();
+        out
+    };
+    let good = encode(&[vec![0u8; 8], vec![1u8; 4]]);
+    let open = |bytes: Bytes| SyncShard::open(MemReader::new("s", bytes), &ReadOptions::default());
+    assert_eq!(open(Bytes::from(good.clone())).unwrap().len(), 2);
+    // An element type the format does not have (same length as "u32", checksums fixed).
+    for (from, to, what) in [
+        (&b"u32"[..], &b"u99"[..], "u99"),
+        (b"u32", b"f16", "f16"),
+        (b"stream", b"blobby", "blobby"),
+    ] {
+        let bad = with_metadata(&good, |m| replace_once(m, from, to));
+        let err = open(bad.clone()).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { .. }) && err.to_string().contains(what),
+            "{what}: {err}"
+        );
+    }
+    // The good shard satisfies a typed reader of its own element type.
+    let expected = Expected::Stream {
+        element: "u32",
+        width: 4,
+    };
+    open(Bytes::from(good.clone()))
+        .unwrap()
+        .expect(&expected)
+        .unwrap();
+    // Records that are not whole elements (a 3-byte record in a u32 stream).
+    let ragged = encode(&[vec![0u8; 4], vec![2u8; 3]]);
+    let err = open(Bytes::from(ragged)).unwrap_err();
+    assert!(
+        err.to_string().contains("multiple of the element width"),
+        "{err}"
+    );
+    // The writer refuses to describe such shards in the first place.
+    let mut sink = Vec::new();
+    assert!(
+        ShardEncoder::new(
+            &mut sink,
+            ShardMetadata::new("raw", KIND_STREAM).with_element("u128")
+        )
+        .is_err()
+    );
+}
