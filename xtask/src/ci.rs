@@ -197,8 +197,9 @@ fn servers_down(ctx: &mut Ctx) -> Result<()> {
 }
 
 /// The environment of the test processes: the servers' addresses and `GUIDELOOM_CI=1`, which
-/// turns a missing server from a skip into a failure — except Ceph RGW when it was left out
-/// (`GUIDELOOM_XTASK_CEPH=0`, passed on so the RGW tests skip).
+/// turns a missing server from a skip into a failure — except Ceph RGW and the mount when
+/// they were left out (`GUIDELOOM_XTASK_CEPH=0`, `GUIDELOOM_XTASK_MOUNT=0`, passed on so
+/// their tests skip).
 fn test_env(ctx: &Ctx, cmd: &mut Command) {
     match &ctx.servers {
         Some(servers) => {
@@ -206,6 +207,9 @@ fn test_env(ctx: &Ctx, cmd: &mut Command) {
             cmd.env("GUIDELOOM_CI", "1");
             if !servers.has(servers::Kind::Ceph) {
                 cmd.env("GUIDELOOM_XTASK_CEPH", "0");
+            }
+            if !servers.has(servers::Kind::Rclone) {
+                cmd.env("GUIDELOOM_XTASK_MOUNT", "0");
             }
         }
         None => {

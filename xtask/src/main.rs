@@ -5,9 +5,10 @@
 //!
 //! ```text
 //! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, doc, servers-up, test, servers-down, deny
-//!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0)
+//!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0
+//!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
 //! cargo xtask tidy                      layering and manifest checks (also run as a #[test])
-//! cargo xtask servers up|down|status    nginx + moto (+ opt-in Ceph RGW) on loopback for tests
+//! cargo xtask servers up|down|status    nginx + moto (+ opt-in Ceph RGW, rclone mount) for tests
 //! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
 //! ```
@@ -32,10 +33,13 @@ usage: cargo xtask <command> [options]
 commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
                                  steps: fmt tidy clippy doc servers-up test servers-down deny
-                                 (servers-up starts Ceph RGW too; GUIDELOOM_XTASK_CEPH=0: not)
+                                 (servers-up starts Ceph RGW and the rclone mount too;
+                                 GUIDELOOM_XTASK_CEPH=0 / GUIDELOOM_XTASK_MOUNT=0: not)
   tidy                           check crate layering and manifests
   servers up|down|status [S]...  start / stop / show the test servers: nginx, moto
-                                 (and ceph, opt-in here: named, or GUIDELOOM_XTASK_CEPH=1)
+                                 (and ceph, opt-in here: named, or GUIDELOOM_XTASK_CEPH=1;
+                                 rclone, a FUSE mount of ceph's or moto's bucket: named,
+                                 or GUIDELOOM_XTASK_MOUNT=1)
   bench [ARGS]...                servers up, `cargo bench --workspace ARGS`, servers down, table
   fuzz [--seconds N] [TARGET]    run each fuzz target (or TARGET) for N seconds (default 30)
   help                           print this text
@@ -131,7 +135,8 @@ impl Command {
             "servers" => {
                 let Some((action, names)) = rest.split_first() else {
                     return Err(usage(
-                        "usage: cargo xtask servers up|down|status [nginx|moto|ceph]...".into(),
+                        "usage: cargo xtask servers up|down|status [nginx|moto|ceph|rclone]..."
+                            .into(),
                     ));
                 };
                 let action = servers::Action::parse(action)

@@ -1,4 +1,5 @@
-//! Real servers on loopback for the server-backed tests: nginx (HTTP range origin) and moto (S3).
+//! Real servers on loopback for the server-backed tests: nginx (HTTP range origin), moto (S3),
+//! Ceph RGW (S3, atomic) and an rclone FUSE mount of an S3 bucket (a real mounted bucket).
 //!
 //! Everything lives under `.xtask/servers/<name>/` (gitignored): generated config, logs, the PID
 //! of the process we started, and for nginx the directory it serves. `ci` and `bench` start the
@@ -10,12 +11,14 @@
 //!
 //! Layout: this file holds the server kinds, [`Servers`] and the `servers` command; `session`
 //! the on-disk state (session directories, PID/port files, `env.sh`); `process` spawning,
-//! readiness polling and signal escalation; `nginx`, `moto` and `ceph` one server kind each.
+//! readiness polling and signal escalation; `nginx`, `moto`, `ceph` and `rclone` one server
+//! kind each.
 
 mod ceph;
 mod moto;
 mod nginx;
 mod process;
+mod rclone;
 mod session;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +31,7 @@ use ceph::start_ceph;
 use moto::start_moto;
 use nginx::start_nginx;
 use process::Proc;
+use rclone::start_rclone;
 use session::{
     clean_stale_sessions, env_script, pid_file, servers_dir, session_dir, session_env,
     session_owner, status_line, stop_recorded, write_env_file, xtask_alive,
@@ -79,17 +83,23 @@ pub(crate) enum Kind {
     /// `GUIDELOOM_XTASK_CEPH=0`; opt-in elsewhere: `servers up ceph`, or
     /// `GUIDELOOM_XTASK_CEPH=1` for `bench` and a bare `servers up`.
     Ceph,
+    /// An `rclone mount` (FUSE, `--vfs-cache-mode off`) of the Ceph RGW bucket, or of moto's
+    /// when Ceph does not run: a real mounted bucket. Started by `ci` unless
+    /// `GUIDELOOM_XTASK_MOUNT=0`; elsewhere `servers up rclone` or `GUIDELOOM_XTASK_MOUNT=1`.
+    Rclone,
 }
 
 impl Kind {
     /// Every server, in start order.
-    pub(crate) const ALL: [Kind; 3] = [Kind::Nginx, Kind::Moto, Kind::Ceph];
+    /// The mount comes after the S3 servers it mounts, and is stopped before them.
+    pub(crate) const ALL: [Kind; 4] = [Kind::Nginx, Kind::Moto, Kind::Ceph, Kind::Rclone];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Nginx => "nginx",
             Kind::Moto => "moto",
             Kind::Ceph => "ceph",
+            Kind::Rclone => "rclone",
         }
     }
 
@@ -100,35 +110,71 @@ impl Kind {
     fn state_dir(self, session: &Path) -> PathBuf {
         session.join(self.name())
     }
+
+    /// What must happen before this kind's processes are signalled: the mount is unmounted
+    /// (the FUSE server must not die under a mounted file system).
+    fn before_stop(self, session: &Path) -> Result<()> {
+        match self {
+            Kind::Rclone => rclone::unmount(&rclone::mount_dir(session)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether `session` may be removed: no mount point lies under it (removing the files of a
+/// live mount would delete objects from its bucket).
+fn removable(session: &Path) -> bool {
+    if rclone::has_mount_under(session) {
+        eprintln!(
+            "[servers] {} still has a mount under it: not removing it",
+            session.display()
+        );
+        false
+    } else {
+        true
+    }
 }
 
 /// The servers `bench` and a bare `servers up` start: nginx and moto, plus Ceph RGW when
-/// `GUIDELOOM_XTASK_CEPH=1`.
+/// `GUIDELOOM_XTASK_CEPH=1` and the rclone mount when `GUIDELOOM_XTASK_MOUNT=1`.
 pub(crate) fn default_kinds() -> Vec<Kind> {
-    kinds_with_ceph(ceph_setting().as_deref(), false)
+    let (ceph, mount) = (
+        setting("GUIDELOOM_XTASK_CEPH"),
+        setting("GUIDELOOM_XTASK_MOUNT"),
+    );
+    kinds_with(ceph.as_deref(), mount.as_deref(), false)
 }
 
-/// The servers `ci` starts: nginx, moto and Ceph RGW, unless `GUIDELOOM_XTASK_CEPH=0`.
+/// The servers `ci` starts: nginx, moto and Ceph RGW, unless `GUIDELOOM_XTASK_CEPH=0`, and
+/// the rclone mount, unless `GUIDELOOM_XTASK_MOUNT=0`.
 /// (Measured here: about 18 s from start to a ready RGW user, about 140 MB resident; the
 /// first run also installs 123 Debian packages, 54 s. See the testing section of the README.)
 pub(crate) fn ci_kinds() -> Vec<Kind> {
-    kinds_with_ceph(ceph_setting().as_deref(), true)
+    let (ceph, mount) = (
+        setting("GUIDELOOM_XTASK_CEPH"),
+        setting("GUIDELOOM_XTASK_MOUNT"),
+    );
+    kinds_with(ceph.as_deref(), mount.as_deref(), true)
 }
 
-fn ceph_setting() -> Option<String> {
-    std::env::var("GUIDELOOM_XTASK_CEPH").ok()
+fn setting(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
-/// nginx and moto, plus Ceph when `setting` is `1`, or when it is not `0` and `by_default`.
-fn kinds_with_ceph(setting: Option<&str>, by_default: bool) -> Vec<Kind> {
-    let mut kinds = vec![Kind::Nginx, Kind::Moto];
-    let ceph = match setting {
+/// nginx and moto, plus Ceph (`ceph`) and the mount (`mount`) each when its setting is `1`,
+/// or when it is not `0` and `by_default`.
+fn kinds_with(ceph: Option<&str>, mount: Option<&str>, by_default: bool) -> Vec<Kind> {
+    let on = |setting: Option<&str>| match setting {
         Some("1") => true,
         Some("0") => false,
         _ => by_default,
     };
-    if ceph {
+    let mut kinds = vec![Kind::Nginx, Kind::Moto];
+    if on(ceph) {
         kinds.push(Kind::Ceph);
+    }
+    if on(mount) {
+        kinds.push(Kind::Rclone);
     }
     kinds
 }
@@ -178,6 +224,9 @@ impl Servers {
                 Kind::Nginx => start_nginx(&session, detach)?,
                 Kind::Moto => start_moto(root, &session, detach)?,
                 Kind::Ceph => start_ceph(root, &session, detach)?,
+                Kind::Rclone => {
+                    start_rclone(&session, detach, &session_env(&session, &servers.running))?
+                }
             };
             println!(
                 "[servers] {} ready (pid {}) in {:.1}s: {}",
@@ -224,6 +273,9 @@ impl Servers {
             let kind = running.kind;
             let pids = running.pids();
             let before = problems.len();
+            if let Err(err) = kind.before_stop(&self.session) {
+                problems.push(err.to_string());
+            }
             while let Some(mut proc) = running.procs.pop() {
                 if let Err(err) = proc.stop() {
                     problems.push(err.to_string());
@@ -237,7 +289,7 @@ impl Servers {
         let _ = std::fs::remove_file(self.session.join("env.sh"));
         if problems.is_empty() {
             // A run's state (logs, the files tests wrote for nginx) goes with its servers.
-            if session_owner(&self.session).is_some() {
+            if session_owner(&self.session).is_some() && removable(&self.session) {
                 let _ = std::fs::remove_dir_all(&self.session);
             }
             Ok(())
@@ -289,7 +341,8 @@ pub(crate) fn cli(root: &Path, action: Action, kinds: &[Kind]) -> Result<()> {
         }
         Action::Down => {
             clean_stale_sessions(root)?;
-            for kind in chosen(Kind::ALL.to_vec()) {
+            // Last started first: the mount goes before the servers it mounts.
+            for kind in chosen(Kind::ALL.to_vec()).into_iter().rev() {
                 if !stop_recorded(&up, kind)? {
                     println!("[servers] {}: not running", kind.name());
                 }
@@ -333,13 +386,36 @@ mod tests {
     #[test]
     fn ceph_is_on_by_default_only_in_ci_and_both_switches_work() {
         let ceph = |kinds: Vec<Kind>| kinds.contains(&Kind::Ceph);
-        assert!(ceph(kinds_with_ceph(None, true)));
-        assert!(!ceph(kinds_with_ceph(Some("0"), true)));
-        assert!(ceph(kinds_with_ceph(Some(""), true)));
-        assert!(!ceph(kinds_with_ceph(None, false)));
-        assert!(ceph(kinds_with_ceph(Some("1"), false)));
-        assert!(!ceph(kinds_with_ceph(Some("yes"), false)));
-        assert_eq!(kinds_with_ceph(Some("0"), true), [Kind::Nginx, Kind::Moto]);
+        assert!(ceph(kinds_with(None, None, true)));
+        assert!(!ceph(kinds_with(Some("0"), None, true)));
+        assert!(ceph(kinds_with(Some(""), None, true)));
+        assert!(!ceph(kinds_with(None, None, false)));
+        assert!(ceph(kinds_with(Some("1"), None, false)));
+        assert!(!ceph(kinds_with(Some("yes"), None, false)));
+        assert_eq!(
+            kinds_with(Some("0"), Some("0"), true),
+            [Kind::Nginx, Kind::Moto]
+        );
+    }
+
+    #[test]
+    fn the_mount_is_on_by_default_only_in_ci_and_comes_last() {
+        let mount = |kinds: Vec<Kind>| kinds.contains(&Kind::Rclone);
+        assert!(mount(kinds_with(None, None, true)));
+        assert!(!mount(kinds_with(None, Some("0"), true)));
+        assert!(!mount(kinds_with(None, None, false)));
+        assert!(mount(kinds_with(None, Some("1"), false)));
+        // Without Ceph the mount still starts (it falls back to moto's bucket).
+        assert_eq!(
+            kinds_with(Some("0"), None, true),
+            [Kind::Nginx, Kind::Moto, Kind::Rclone]
+        );
+        assert_eq!(
+            kinds_with(None, None, true),
+            [Kind::Nginx, Kind::Moto, Kind::Ceph, Kind::Rclone]
+        );
+        assert_eq!(Kind::ALL.last(), Some(&Kind::Rclone));
+        assert_eq!(Kind::parse("rclone"), Some(Kind::Rclone));
     }
 
     #[test]

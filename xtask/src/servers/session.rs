@@ -8,7 +8,8 @@ use super::ceph::ceph_env;
 use super::moto::moto_env;
 use super::nginx::nginx_env;
 use super::process::{Proc, process_alive};
-use super::{ENV_REMOVE, Kind, Running};
+use super::rclone::{is_mounted, mount_dir, mount_status, rclone_env};
+use super::{ENV_REMOVE, Kind, Running, removable};
 use crate::error::Result;
 use crate::http;
 use crate::util;
@@ -57,10 +58,12 @@ pub(super) fn clean_stale_sessions(root: &Path) -> Result<()> {
         if owner == std::process::id() || xtask_alive(owner) {
             continue;
         }
-        for kind in Kind::ALL {
+        for kind in Kind::ALL.into_iter().rev() {
             stop_recorded(&dir, kind)?;
         }
-        let _ = std::fs::remove_dir_all(&dir);
+        if removable(&dir) {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
     Ok(())
 }
@@ -98,10 +101,21 @@ fn recorded_procs(session: &Path, kind: Kind) -> Vec<Proc> {
 }
 
 /// Every process label, as written in PID files.
-const LABELS: &[&str] = &["nginx", "moto_server", "ceph-mon", "ceph-osd", "radosgw"];
+const LABELS: &[&str] = &[
+    "nginx",
+    "moto_server",
+    "ceph-mon",
+    "ceph-osd",
+    "radosgw",
+    "rclone",
+];
 
 /// Stops the processes recorded in `kind`'s PID file, if they run. Returns whether any did.
+///
+/// The mount is unmounted first, also when its process is gone (a killed rclone leaves a
+/// dead mount behind).
 pub(super) fn stop_recorded(session: &Path, kind: Kind) -> Result<bool> {
+    kind.before_stop(session)?;
     let mut procs = recorded_procs(session, kind);
     let stopped = !procs.is_empty();
     while let Some(mut proc) = procs.pop() {
@@ -115,6 +129,14 @@ pub(super) fn stop_recorded(session: &Path, kind: Kind) -> Result<bool> {
 
 pub(super) fn status_line(session: &Path, kind: Kind) -> String {
     let procs = recorded_procs(session, kind);
+    if procs.is_empty() && kind == Kind::Rclone && is_mounted(&mount_dir(session)) {
+        return format!(
+            "{}: not running, but its dead mount remains at {} (`servers up rclone` or \
+             `servers down rclone` unmounts it)",
+            kind.name(),
+            mount_dir(session).display()
+        );
+    }
     if procs.is_empty() {
         return format!("{}: not running", kind.name());
     }
@@ -123,6 +145,13 @@ pub(super) fn status_line(session: &Path, kind: Kind) -> String {
         .map(|p| format!("{} {}", p.label, p.pid))
         .collect::<Vec<_>>()
         .join(", ");
+    if kind == Kind::Rclone {
+        return format!(
+            "{}: running ({pids}), {}",
+            kind.name(),
+            mount_status(session)
+        );
+    }
     let port: Option<u16> = read_number(&port_file(session, kind));
     let answer = port.map_or_else(
         || "no port recorded".to_owned(),
@@ -144,6 +173,9 @@ fn recorded_env(session: &Path, kind: Kind) -> Option<Vec<(&'static str, String)
         Kind::Nginx => nginx_env(port, &kind.state_dir(session).join("root")),
         Kind::Moto => moto_env(port),
         Kind::Ceph => ceph_env(port),
+        // The recorded port is the mounted S3 server's.
+        Kind::Rclone if is_mounted(&mount_dir(session)) => rclone_env(port, &mount_dir(session)),
+        Kind::Rclone => return None,
     })
 }
 
