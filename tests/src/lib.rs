@@ -4,9 +4,11 @@
 //! A test that needs a server calls [`nginx`], [`moto`] or [`rgw`]: without the server's
 //! variables it gets `None` after a printed `skipped: ...` line, except under `GUIDELOOM_CI=1`,
 //! where a missing server is a failure (a panic naming the test and the variables; for RGW
-//! only when CI was not told to leave Ceph out with `GUIDELOOM_XTASK_CEPH=0`).
+//! only when CI was not told to leave Ceph out with `GUIDELOOM_XTASK_CEPH=0`). The rclone
+//! mount of a bucket is [`mount::mount`].
 
 pub mod crash;
+pub mod mount;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,12 +30,12 @@ pub fn unique(tag: &str) -> String {
     )
 }
 
-fn var(name: &str) -> Option<String> {
+pub(crate) fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 /// Skips (prints why, returns `None`) or, under `GUIDELOOM_CI=1`, fails.
-fn missing<T>(test: &str, vars: &str) -> Option<T> {
+pub(crate) fn missing<T>(test: &str, vars: &str) -> Option<T> {
     assert!(
         std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
         "{test}: GUIDELOOM_CI=1 but {vars} are not set"
@@ -78,7 +80,7 @@ pub fn moto(test: &str) -> Option<Moto> {
 
 /// An S3 store for `bucket` at `endpoint` with the dummy credentials from the environment
 /// (default `test`, which the xtask also gives the RGW user) and short retries.
-fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+pub(crate) fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
     let env = |k: &str| var(k).unwrap_or_else(|| "test".to_owned());
     // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
     let store = object_store::aws::AmazonS3Builder::new()
