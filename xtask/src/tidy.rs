@@ -8,8 +8,9 @@
 //! - **Manifests.** Every crate under `crates/` lives in a folder named after its package, has a
 //!   description, opts into the workspace lints (`[lints] workspace = true`) and has a layer
 //!   (or is one of the [`DEV_LEAVES`]).
-//! - **Dev-only leaves.** A crate of [`DEV_LEAVES`] (the bench harness) depends on no layer
-//!   crate, and layer crates use it only as a dev-dependency, so it bends no layer order.
+//! - **Dev-only leaves.** A crate of [`DEV_LEAVES`] (the bench harness, the fault proxy)
+//!   depends on no layer crate, and layer crates use it only as a dev-dependency, so it bends
+//!   no layer order.
 //!
 //! Also runs as a test (`cargo test -p xtask`), so a plain test run catches a violation too.
 
@@ -31,7 +32,7 @@ pub(crate) const LAYERS: &[&str] = &[
 
 /// Internal helper crates outside [`LAYERS`]: they depend on no layer crate, and a layer crate
 /// may use them only as dev-dependencies (its benches and tests), never in its library.
-pub(crate) const DEV_LEAVES: &[&str] = &["guideloom-benchkit"];
+pub(crate) const DEV_LEAVES: &[&str] = &["guideloom-benchkit", "guideloom-faultproxy"];
 
 /// Packages `guideloom-io` must not pull in with default features.
 pub(crate) const IO_FORBIDDEN: &[&str] = &["hyper", "object_store"];
