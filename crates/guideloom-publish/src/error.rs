@@ -87,6 +87,23 @@ pub enum Error {
         /// Attempts made.
         attempts: u32,
     },
+    /// The snapshot log is damaged: entry `missing` does not exist but a later one (`newest`)
+    /// does, so an entry was deleted by hand. Readers all open the entry before the gap
+    /// ([`Root::latest`](crate::Root::latest)); publication is refused rather than build on
+    /// a log whose order is in doubt. Restore the missing entries (or remove the ones after
+    /// the gap) and run `guideloom verify`.
+    #[error(
+        "the snapshot log is damaged: log entry {missing} is missing but entry {newest} exists \
+         (deleted by hand?); readers see snapshot #{} as the latest and publication is refused \
+         until the log is repaired",
+        missing - 1
+    )]
+    LogGap {
+        /// The first missing sequence number.
+        missing: u64,
+        /// The newest entry that exists.
+        newest: u64,
+    },
     /// The store does not honour conditional writes; publishing to it would be unsafe.
     #[error("{endpoint} does not support safe conditional writes: {problem}")]
     ConditionalWritesUnsupported {

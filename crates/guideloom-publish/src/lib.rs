@@ -71,6 +71,7 @@ pub use reader::SnapshotReader;
 pub use registry::{
     AzureOptions, GcsOptions, Registry, S3Addressing, S3Options, S3Retry, StorageOptions,
 };
+pub use seqlog::{AUDIT_WINDOW, LogAudit};
 pub use shards::FooterInspector;
 pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::object::EtagStyle;

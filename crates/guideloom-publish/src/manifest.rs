@@ -315,6 +315,24 @@ pub struct Claim {
     pub nonce: String,
     /// Wall-clock time of the claim (informational only; nothing is ordered by it).
     pub created_at_unix_ms: u64,
+    /// SHA-256 of the publication request (dataset, snapshot id, mode, shards): a retry of
+    /// the same request finds its own claim and resumes; any other request with this
+    /// snapshot id collides. Absent in claims written before it existed (they always
+    /// collide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<String>,
+}
+
+impl Claim {
+    /// Parses and validates a claim read from `key` for `snapshot_id`.
+    pub fn parse(key: &str, body: &[u8], snapshot_id: &str) -> Result<Self> {
+        let c: Claim = parse_json(key, body)?;
+        check_format(key, &c.format, CLAIM_FORMAT, c.version)?;
+        if c.snapshot_id != snapshot_id {
+            return Err(Error::corrupt(key, "claim names another snapshot"));
+        }
+        Ok(c)
+    }
 }
 
 pub(crate) fn parse_json<T: for<'de> Deserialize<'de>>(key: &str, body: &[u8]) -> Result<T> {

@@ -15,13 +15,13 @@ use crate::error::{Error, Result};
 use crate::key::{check_key, check_name, nonce, sha256_hex};
 use crate::manifest::{
     CLAIM_FORMAT, CONTROL_VERSION, Checksum, Claim, DATASET_KEY, DatasetIdentity, LOG_PREFIX,
-    MANIFEST_FORMAT, MAX_CONTROL_OBJECT_BYTES, MAX_IDENTITY_BYTES, MAX_SHARDS, Manifest,
+    MANIFEST_FORMAT, MAX_CLAIM_BYTES, MAX_CONTROL_OBJECT_BYTES, MAX_IDENTITY_BYTES, MAX_SHARDS, Manifest,
     POINTER_FORMAT, PublishMode, ShardRef, SnapshotPointer, check_shards, claim_key, log_key,
     pointer_key, shard_key, to_json,
 };
 use crate::registry::{Registry, StorageOptions};
 use crate::staging::Stager;
-use crate::store::{RetryPolicy, RootStore, Written, create_object};
+use crate::store::{CreateOutcome, RetryPolicy, RootStore, Written, create_object};
 
 /// Concurrent HEADs (and inspections) while verifying shards.
 pub const VERIFY_CONCURRENCY: usize = 16;
@@ -275,14 +275,27 @@ impl Root {
             self.verify_shards(&request.shards, options)
                 .instrument(info_span!("verify_shards"))
                 .await?;
-            let nonce = self
-                .claim(&request.dataset_id, &request.snapshot_id)
+            let claim = self
+                .claim(request)
                 .instrument(info_span!("claim"))
                 .await?;
-            let snapshot = self
-                .commit(request, &nonce, options)
-                .instrument(info_span!("commit"))
-                .await?;
+            // A retry of this same request (after a failure between claim and pointer, or an
+            // ambiguous error) resumes where the first attempt stopped.
+            let committed = if claim.resumed {
+                self.committed_by(request, &claim.nonce)
+                    .instrument(info_span!("resume"))
+                    .await?
+            } else {
+                None
+            };
+            let snapshot = match committed {
+                Some(snapshot) => snapshot,
+                None => {
+                    self.commit(request, &claim.nonce, options)
+                        .instrument(info_span!("commit"))
+                        .await?
+                }
+            };
             self.write_pointer(&snapshot)
                 .instrument(info_span!("pointer"))
                 .await?;
@@ -382,26 +395,82 @@ impl Root {
         Ok(())
     }
 
-    async fn claim(&self, dataset_id: &str, snapshot_id: &str) -> Result<String> {
+    /// Claims the snapshot id for `request` (`claims/<id>.json`, create-only). An existing
+    /// claim by the same request (same digest: a retry after a failure, or our own write
+    /// behind an ambiguous error) is taken over, with its nonce; a claim by any other request
+    /// is [`Error::PublicationCollision`].
+    async fn claim(&self, request: &PublishRequest) -> Result<ClaimOutcome> {
+        let key = claim_key(&request.snapshot_id);
+        let digest = request_digest(request);
         let nonce = nonce();
         let claim = Claim {
             format: CLAIM_FORMAT.to_owned(),
             version: CONTROL_VERSION,
-            snapshot_id: snapshot_id.to_owned(),
-            dataset_id: dataset_id.to_owned(),
+            snapshot_id: request.snapshot_id.clone(),
+            dataset_id: request.dataset_id.clone(),
             nonce: nonce.clone(),
             created_at_unix_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
                 .unwrap_or(0),
+            request_sha256: Some(digest.clone()),
         };
-        create_object(
-            &*self.store,
-            &claim_key(snapshot_id),
-            Bytes::from(to_json(&claim)),
-        )
-        .await?;
-        Ok(nonce)
+        let original = match self.store.put_create(&key, Bytes::from(to_json(&claim))).await {
+            Ok(CreateOutcome::Created) => {
+                return Ok(ClaimOutcome {
+                    nonce,
+                    resumed: false,
+                });
+            }
+            Ok(CreateOutcome::AlreadyExists) => None,
+            Err(e) if e.is_ambiguous() => Some(e),
+            Err(e) => return Err(e),
+        };
+        let existing = match self.store.get(&key, MAX_CLAIM_BYTES).await {
+            // Only "is it ours?" matters: a claim that does not parse (or is too large to be
+            // one of ours) is held by someone else.
+            Ok(obj) => match Claim::parse(&key, &obj.body, &request.snapshot_id) {
+                Ok(claim) => claim,
+                Err(_) => return Err(Error::PublicationCollision { key }),
+            },
+            Err(Error::TooLarge { .. }) => return Err(Error::PublicationCollision { key }),
+            Err(e) if e.is_not_found() => {
+                return Err(original.unwrap_or_else(|| {
+                    Error::corrupt(&key, "reported to exist, but cannot be read back")
+                }));
+            }
+            Err(e) => return Err(original.unwrap_or(e)),
+        };
+        if existing.dataset_id == request.dataset_id
+            && existing.request_sha256.as_deref() == Some(digest.as_str())
+        {
+            debug!(key, "the snapshot id is claimed by this same request: resuming");
+            Ok(ClaimOutcome {
+                nonce: existing.nonce,
+                resumed: true,
+            })
+        } else {
+            Err(Error::PublicationCollision { key })
+        }
+    }
+
+    /// The snapshot a first attempt of `request` (claim nonce `nonce`) already committed to
+    /// the log, if it got that far: by its pointer, else by scanning the log from the newest
+    /// entry.
+    async fn committed_by(&self, request: &PublishRequest, nonce: &str) -> Result<Option<Snapshot>> {
+        match self.snapshot(&request.snapshot_id).await {
+            Ok(snapshot) if snapshot.manifest.claim_nonce == nonce => Ok(Some(snapshot)),
+            Ok(snapshot) => Err(Error::corrupt(
+                &snapshot.log_key,
+                format!(
+                    "holds snapshot {:?} under another claim than the one in {}",
+                    request.snapshot_id,
+                    claim_key(&request.snapshot_id)
+                ),
+            )),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     async fn commit(
@@ -413,7 +482,7 @@ impl Root {
         let policy = &options.commit_retry;
         let attempts = policy.max_attempts.max(1);
         for attempt in 1..=attempts {
-            let latest = self.latest_log_entry().await?;
+            let latest = self.latest_log_entry_for_commit().await?;
             let (parent_seq, mut shards) = match (&latest, request.mode) {
                 (None, _) => (None, Vec::new()),
                 (Some(info), PublishMode::Full) => (Some(info.0), Vec::new()),
@@ -503,6 +572,26 @@ impl Root {
         )
         .await
     }
+}
+
+/// What [`Root::claim`] found.
+#[derive(Debug)]
+struct ClaimOutcome {
+    /// The claim's nonce (recorded in the manifest).
+    nonce: String,
+    /// The claim existed already, made by this same request.
+    resumed: bool,
+}
+
+/// SHA-256 of what identifies a publication request: dataset, snapshot id, mode, shards.
+fn request_digest(request: &PublishRequest) -> String {
+    let identity = serde_json::json!({
+        "dataset_id": request.dataset_id,
+        "snapshot_id": request.snapshot_id,
+        "mode": request.mode,
+        "shards": request.shards,
+    });
+    sha256_hex(identity.to_string().as_bytes())
 }
 
 fn check_identity(id: DatasetIdentity, dataset_id: &str) -> Result<DatasetIdentity> {

@@ -105,6 +105,54 @@ async fn check_shard(
     }
 }
 
+/// Reports gaps in the snapshot log (entries deleted by hand): every reader still opens the
+/// same latest snapshot, the one before the gap, and publication is refused until repaired.
+async fn check_log(root: &OpenRoot, report: &mut Report) {
+    let audit = match root.root.audit_log().await {
+        Ok(audit) => audit,
+        Err(e) => return problem(report, "log/", CliError::root(&root.name, e).one_line()),
+    };
+    let latest = audit
+        .latest
+        .map_or_else(|| "no snapshot".to_owned(), |s| format!("snapshot #{s}"));
+    for gap in &audit.gaps {
+        let missing = if gap.end - gap.start == 1 {
+            format!("entry {} is missing", gap.start)
+        } else {
+            format!("entries {}..={} are missing", gap.start, gap.end - 1)
+        };
+        problem(
+            report,
+            "log/",
+            format!(
+                "{missing} (deleted by hand?): every reader opens {latest} as the latest, and \
+                 publication is refused until the log is repaired"
+            ),
+        );
+    }
+    if !audit.unreachable.is_empty() {
+        problem(
+            report,
+            "log/",
+            format!(
+                "{} entr{} after the gap ({}) are not reachable as the latest snapshot",
+                audit.unreachable.len(),
+                if audit.unreachable.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                },
+                audit
+                    .unreachable
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+}
+
 /// Verifies `snapshots` of `root`.
 pub(crate) async fn verify(
     root: &OpenRoot,
@@ -116,6 +164,7 @@ pub(crate) async fn verify(
         snapshots: snapshots.len(),
         ..Report::default()
     };
+    check_log(root, &mut report).await;
     // One reader per snapshot; each distinct shard is checked once, through the reader
     // of the first snapshot that references it.
     let readers: Vec<SnapshotReader> = snapshots
@@ -136,6 +185,26 @@ pub(crate) async fn verify(
                     ),
                 );
             }
+        }
+    }
+    // Each snapshot's pointer must lead to its log entry (what `--snapshot ID` opens).
+    for s in snapshots {
+        match root.root.snapshot(s.id()).await {
+            Ok(by_id) if by_id == *s => {}
+            Ok(by_id) => problem(
+                &mut report,
+                &format!("snapshots/{}.json", s.id()),
+                format!(
+                    "opens log entry #{} instead of #{} (the pointer is missing or stale)",
+                    by_id.seq(),
+                    s.seq()
+                ),
+            ),
+            Err(e) => problem(
+                &mut report,
+                &format!("snapshots/{}.json", s.id()),
+                CliError::root(&root.name, e).one_line(),
+            ),
         }
     }
     report.shards = shards.len();

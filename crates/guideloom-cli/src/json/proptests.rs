@@ -76,9 +76,21 @@ fn doc() -> impl Strategy<Value = Doc> {
         float().prop_map(Doc::Float),
         text().prop_map(Doc::Str),
     ];
-    leaf.prop_recursive(5, 64, 8, |inner| {
+    let wide = leaf.clone();
+    leaf.prop_recursive(5, 64, 8, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Doc::Arr),
+            // Wide containers: CBOR heads past one byte, key sets past the small list.
+            prop::collection::vec(wide.clone(), 20..40).prop_map(Doc::Arr),
+            prop::collection::vec((text(), wide.clone()), 17..30).prop_map(|entries| {
+                let mut seen = std::collections::HashSet::new();
+                Doc::Obj(
+                    entries
+                        .into_iter()
+                        .filter(|(k, _)| seen.insert(k.clone()))
+                        .collect(),
+                )
+            }),
             prop::collection::vec((text(), inner), 0..8).prop_map(|entries| {
                 let mut seen = std::collections::HashSet::new();
                 Doc::Obj(

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::key::sha256_hex;
 
 pub mod counting;
+pub mod faulty;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod local;
@@ -23,6 +24,7 @@ pub mod object;
 pub mod sweep;
 
 pub use counting::{CountingStore, Counts};
+pub use faulty::FaultyStore;
 #[cfg(feature = "http")]
 pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};

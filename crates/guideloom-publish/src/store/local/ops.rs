@@ -178,9 +178,13 @@ pub(super) fn open_reader(at: &At, size: u64, reads: LocalReads) -> Result<Box<d
     })
 }
 
+/// Writes `body`, fsyncs, and closes the file **checking the close**: a FUSE mount such as
+/// rclone uploads the object when the file is closed (its fsync does nothing), so an upload
+/// that fails surfaces only as an error from `close(2)`, which dropping a `File` discards.
 fn write_synced(path: &std::path::Path, mut file: std::fs::File, body: &[u8]) -> Result<()> {
     file.write_all(body).map_err(|e| Error::io(path, e))?;
-    file.sync_all().map_err(|e| Error::io(path, e))
+    file.sync_all().map_err(|e| Error::io(path, e))?;
+    nix::unistd::close(file).map_err(|e| Error::io(path, std::io::Error::from(e)))
 }
 
 /// Create-only on a local root: a fsynced temporary file hard-linked to the final name

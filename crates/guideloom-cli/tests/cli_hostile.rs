@@ -1,0 +1,256 @@
+//! Hostile roots through the real binary: a damaged log gives every reader the same latest
+//! snapshot and `verify` reports it; FIFOs and links planted in a root fail a command at once,
+//! by name, and nothing is ever read or written outside the root.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::*;
+
+/// A hang detector for commands that must fail at once (not a performance bound).
+const HANG: Duration = Duration::from_secs(60);
+
+/// Runs the binary, killing it (and failing the test) if it has not exited within [`HANG`].
+fn bounded(args: &[&str]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run guideloom");
+    let started = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if started.elapsed() > HANG {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "guideloom {args:?} hung for {HANG:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes `n` records as worker `w` and publishes them as `snapshot`.
+fn publish(root: &str, tmp: &Path, w: &str, snapshot: &str, n: usize) {
+    let input = tmp.join(format!("{w}.jsonl"));
+    write_jsonl(&input, w, n);
+    ok(guideloom(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        w,
+        input.to_str().unwrap(),
+    ]));
+    ok(guideloom(&[
+        "publish",
+        "--root",
+        root,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        snapshot,
+        "--work-id",
+        w,
+    ]));
+}
+
+fn nginx() -> Option<(String, PathBuf)> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    match (var("GUIDELOOM_NGINX_URL"), var("GUIDELOOM_NGINX_ROOT")) {
+        (Some(url), Some(root)) => Some((url, PathBuf::from(root))),
+        _ => {
+            assert!(
+                std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
+                "GUIDELOOM_CI=1 but GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT are not set"
+            );
+            println!("skipped: nginx not configured (GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT)");
+            None
+        }
+    }
+}
+
+/// Removes the published subdirectory of the nginx root whatever the outcome.
+struct Served(PathBuf);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_log_with_a_gap_is_reported_and_every_reader_sees_the_same_latest() {
+    let Some((url, served)) = nginx() else {
+        return;
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let subdir = format!("cli-gap-{}-{nanos}", std::process::id());
+    let dir = served.join(&subdir);
+    let _served = Served(dir.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let local = dir.to_str().unwrap();
+    for (n, w) in ["a", "b", "c", "d"].iter().enumerate() {
+        publish(local, tmp.path(), w, &format!("s{}", n + 1), 5 + n);
+    }
+    let http = format!("{}/{subdir}", url.trim_end_matches('/'));
+    ok(guideloom(&["verify", local]));
+    ok(guideloom(&["verify", &http]));
+    // Delete entry 2 by hand: the local root used to report s4, the HTTP root s1.
+    std::fs::remove_file(dir.join("log/00000000000000000002.json")).unwrap();
+    let local_info = json(&ok(guideloom(&["info", local, "--json"])));
+    let http_info = json(&ok(guideloom(&["info", &http, "--json"])));
+    assert_eq!(local_info["latest"], "s1", "{local_info}");
+    assert_eq!(http_info["latest"], "s1", "{http_info}");
+    let local_rec = json(&ok(guideloom(&["get", local, "0"])));
+    let http_rec = json(&ok(guideloom(&["get", &http, "0"])));
+    assert_eq!(local_rec, http_rec);
+    assert_eq!(local_rec["id"], "a-0");
+    // verify reports the gap, by either way of reaching the root, and fails.
+    for root in [local, http.as_str()] {
+        let out = guideloom(&["verify", root]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{root}: {} / {}",
+            stdout(&out),
+            stderr(&out)
+        );
+        let text = stdout(&out);
+        assert!(
+            text.contains("PROBLEM log/: entry 2 is missing"),
+            "{root}: {text}"
+        );
+        assert!(text.contains("snapshot #1"), "{root}: {text}");
+    }
+    let report = json(&stdout(&guideloom(&["verify", local, "--json"])));
+    assert_eq!(report["sound"], false);
+    // Publishing on a damaged log is refused, naming the missing entry.
+    let input = tmp.path().join("e.jsonl");
+    write_jsonl(&input, "e", 3);
+    ok(guideloom(&[
+        "write",
+        "--root",
+        local,
+        "--work-id",
+        "e",
+        input.to_str().unwrap(),
+    ]));
+    let err = fails(guideloom(&[
+        "publish",
+        "--root",
+        local,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s5",
+        "--work-id",
+        "e",
+    ]));
+    assert!(
+        err.contains("log entry 2 is missing") && err.contains("entry 4 exists"),
+        "{err}"
+    );
+}
+
+#[test]
+fn fifos_and_links_planted_in_a_root_fail_every_command_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let root_s = root.to_str().unwrap().to_owned();
+    publish(&root_s, tmp.path(), "a", "s1", 7);
+    let mkfifo = |p: &Path| {
+        nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    };
+    // The identity, the pointer and a shard, each a FIFO in turn: no command hangs.
+    let shard = root.join("shards/a/00000000.glm");
+    for (victim, commands) in [
+        (root.join("dataset.json"), vec!["info", "get", "verify"]),
+        (root.join("snapshots/s1.json"), vec!["get", "verify"]),
+        (shard.clone(), vec!["get", "verify"]),
+    ] {
+        let saved = std::fs::read(&victim).unwrap();
+        std::fs::remove_file(&victim).unwrap();
+        mkfifo(&victim);
+        for command in commands {
+            let args: Vec<&str> = match command {
+                "get" => vec!["get", &root_s, "0", "--snapshot", "s1"],
+                other => vec![other, &root_s],
+            };
+            let out = bounded(&args);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{args:?}: {} / {}",
+                stdout(&out),
+                stderr(&out)
+            );
+            let text = format!("{}{}", stdout(&out), stderr(&out));
+            assert!(
+                text.contains("FIFO") && text.contains(&victim.display().to_string()),
+                "{args:?}: {text}"
+            );
+        }
+        std::fs::remove_file(&victim).unwrap();
+        std::fs::write(&victim, saved).unwrap();
+    }
+    ok(guideloom(&["verify", &root_s, "--deep"]));
+
+    // A work directory that is a link out of the root: `write` is refused, nothing lands.
+    std::os::unix::fs::symlink(outside.path(), root.join("shards/w9")).unwrap();
+    let input = tmp.path().join("w9.jsonl");
+    write_jsonl(&input, "w9", 4);
+    let err = fails(bounded(&[
+        "write",
+        "--root",
+        &root_s,
+        "--work-id",
+        "w9",
+        input.to_str().unwrap(),
+    ]));
+    assert!(
+        err.contains("symbolic link") && err.contains("shards/w9"),
+        "{err}"
+    );
+    // `annotations/` a link out of the root: values, catalog and lock file stay out of it.
+    std::os::unix::fs::symlink(outside.path(), root.join("annotations")).unwrap();
+    let labels = tmp.path().join("labels.jsonl");
+    std::fs::write(&labels, "1\n2\n3\n4\n5\n6\n7\n").unwrap();
+    let err = fails(bounded(&[
+        "annotate",
+        &root_s,
+        "--name",
+        "labels",
+        labels.to_str().unwrap(),
+    ]));
+    assert!(
+        err.contains("symbolic link") && err.contains("annotations"),
+        "{err}"
+    );
+    // A shard that is a link to a file outside is not read.
+    let copy = outside.path().join("copy.glm");
+    std::fs::copy(&shard, &copy).unwrap();
+    std::fs::remove_file(&shard).unwrap();
+    std::os::unix::fs::symlink(&copy, &shard).unwrap();
+    let err = fails(bounded(&["get", &root_s, "1"]));
+    assert!(err.contains("symbolic link"), "{err}");
+    let listed: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(listed, vec![std::ffi::OsString::from("copy.glm")]);
+}
