@@ -15,9 +15,9 @@ use crate::error::{Error, Result};
 use crate::key::{check_key, check_name, nonce, sha256_hex};
 use crate::manifest::{
     CLAIM_FORMAT, CONTROL_VERSION, Checksum, Claim, DATASET_KEY, DatasetIdentity, LOG_PREFIX,
-    MANIFEST_FORMAT, MAX_CLAIM_BYTES, MAX_CONTROL_OBJECT_BYTES, MAX_IDENTITY_BYTES, MAX_SHARDS, Manifest,
-    POINTER_FORMAT, PublishMode, ShardRef, SnapshotPointer, check_shards, claim_key, log_key,
-    pointer_key, shard_key, to_json,
+    MANIFEST_FORMAT, MAX_CLAIM_BYTES, MAX_CONTROL_OBJECT_BYTES, MAX_IDENTITY_BYTES, MAX_SHARDS,
+    Manifest, POINTER_FORMAT, PublishMode, ShardRef, SnapshotPointer, check_shards, claim_key,
+    log_key, pointer_key, shard_key, to_json,
 };
 use crate::registry::{Registry, StorageOptions};
 use crate::staging::Stager;
@@ -275,10 +275,7 @@ impl Root {
             self.verify_shards(&request.shards, options)
                 .instrument(info_span!("verify_shards"))
                 .await?;
-            let claim = self
-                .claim(request)
-                .instrument(info_span!("claim"))
-                .await?;
+            let claim = self.claim(request).instrument(info_span!("claim")).await?;
             // A retry of this same request (after a failure between claim and pointer, or an
             // ambiguous error) resumes where the first attempt stopped.
             let committed = if claim.resumed {
@@ -415,7 +412,11 @@ impl Root {
                 .unwrap_or(0),
             request_sha256: Some(digest.clone()),
         };
-        let original = match self.store.put_create(&key, Bytes::from(to_json(&claim))).await {
+        let original = match self
+            .store
+            .put_create(&key, Bytes::from(to_json(&claim)))
+            .await
+        {
             Ok(CreateOutcome::Created) => {
                 return Ok(ClaimOutcome {
                     nonce,
@@ -444,7 +445,10 @@ impl Root {
         if existing.dataset_id == request.dataset_id
             && existing.request_sha256.as_deref() == Some(digest.as_str())
         {
-            debug!(key, "the snapshot id is claimed by this same request: resuming");
+            debug!(
+                key,
+                "the snapshot id is claimed by this same request: resuming"
+            );
             Ok(ClaimOutcome {
                 nonce: existing.nonce,
                 resumed: true,
@@ -457,7 +461,11 @@ impl Root {
     /// The snapshot a first attempt of `request` (claim nonce `nonce`) already committed to
     /// the log, if it got that far: by its pointer, else by scanning the log from the newest
     /// entry.
-    async fn committed_by(&self, request: &PublishRequest, nonce: &str) -> Result<Option<Snapshot>> {
+    async fn committed_by(
+        &self,
+        request: &PublishRequest,
+        nonce: &str,
+    ) -> Result<Option<Snapshot>> {
         match self.snapshot(&request.snapshot_id).await {
             Ok(snapshot) if snapshot.manifest.claim_nonce == nonce => Ok(Some(snapshot)),
             Ok(snapshot) => Err(Error::corrupt(

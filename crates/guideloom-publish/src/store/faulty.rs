@@ -184,7 +184,10 @@ impl FaultyStore {
             FaultKind::Transport => Error::storage(
                 key,
                 operation.name(),
-                format!("injected fault: connection reset during {}", operation.name()),
+                format!(
+                    "injected fault: connection reset during {}",
+                    operation.name()
+                ),
             ),
             FaultKind::DiskFull => Error::DiskFull {
                 dir: std::path::PathBuf::from("<faulty store>"),
@@ -243,12 +246,17 @@ impl RootStore for FaultyStore {
     }
 
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
-        self.run(Operation::PutCas, key, self.inner.put_cas(key, body, expected))
-            .await
+        self.run(
+            Operation::PutCas,
+            key,
+            self.inner.put_cas(key, body, expected),
+        )
+        .await
     }
 
     async fn get(&self, key: &str, limit: u64) -> Result<Object> {
-        self.run(Operation::Get, key, self.inner.get(key, limit)).await
+        self.run(Operation::Get, key, self.inner.get(key, limit))
+            .await
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
@@ -261,12 +269,17 @@ impl RootStore for FaultyStore {
     }
 
     async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
-        self.run(Operation::OpenReader, key, self.inner.open_reader(key, size))
-            .await
+        self.run(
+            Operation::OpenReader,
+            key,
+            self.inner.open_reader(key, size),
+        )
+        .await
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        self.run(Operation::List, prefix, self.inner.list(prefix)).await
+        self.run(Operation::List, prefix, self.inner.list(prefix))
+            .await
     }
 
     async fn sweep_temporaries(&self, min_age: Duration) -> Result<super::Sweep> {
