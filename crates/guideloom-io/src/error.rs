@@ -37,6 +37,46 @@ pub enum Error {
         /// Bytes actually received.
         got: u64,
     },
+    /// The backend sent more bytes than the range asked for: a protocol violation (never
+    /// retried), and not a short read.
+    #[error(
+        "overlong read of {location}: the backend sent {} for a range of {requested} bytes at offset {offset}",
+        sent_text(*got)
+    )]
+    LongRead {
+        /// The object read.
+        location: String,
+        /// Start of the requested range (of the first range, for a multi-range request).
+        offset: u64,
+        /// Bytes requested (for a multi-range request: the most its multipart answer may
+        /// hold, part headers included).
+        requested: u64,
+        /// Bytes sent, when known (`None`: the body went on past `requested`).
+        got: Option<u64>,
+    },
+    /// A remote operation ran out of time: its last attempt hit the request or connect
+    /// timeout, or the operation's deadline across retries passed (then `source` is the
+    /// failure of the last attempt, if it was not itself a timeout). Retry-counted.
+    #[error(
+        "timed out: {operation} {location}: {limit} ({attempts} attempt{}, {} in all)",
+        if *attempts == 1 { "" } else { "s" },
+        secs_text(*elapsed)
+    )]
+    Timeout {
+        /// The object read (redacted URL or key).
+        location: String,
+        /// The request, e.g. `"GET bytes=0-99"` or `"HEAD"`.
+        operation: String,
+        /// Which bound ran out.
+        limit: TimeoutKind,
+        /// Attempts made, the first included.
+        attempts: u32,
+        /// Time from the first attempt to giving up.
+        elapsed: std::time::Duration,
+        /// The last attempt's own failure, when the deadline cut the retries short.
+        #[source]
+        source: Option<Box<Error>>,
+    },
     /// The requested range does not lie inside the object.
     #[error("range {offset}+{len} is out of range for {location} of size {size}")]
     OutOfRange {
@@ -95,6 +135,60 @@ pub enum Error {
     },
 }
 
+/// Which time bound an [`Error::Timeout`] ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TimeoutKind {
+    /// The per-attempt request timeout (connect, head and whole body).
+    Request(std::time::Duration),
+    /// The connect timeout.
+    Connect(std::time::Duration),
+    /// The deadline of the whole operation across its attempts.
+    Deadline(std::time::Duration),
+}
+
+impl std::fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeoutKind::Request(d) => {
+                write!(
+                    f,
+                    "no complete answer within the {} request timeout",
+                    secs_text(*d)
+                )
+            }
+            TimeoutKind::Connect(d) => {
+                write!(
+                    f,
+                    "no connection within the {} connect timeout",
+                    secs_text(*d)
+                )
+            }
+            TimeoutKind::Deadline(d) => {
+                write!(f, "the {} operation deadline passed", secs_text(*d))
+            }
+        }
+    }
+}
+
+/// `1.5 s`, `30 s`, `250 ms`.
+fn secs_text(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn sent_text(got: Option<u64>) -> String {
+    match got {
+        Some(n) => format!("{n} bytes"),
+        None => "more bytes than that".to_owned(),
+    }
+}
+
 impl Error {
     /// Builds an [`Error::Io`], mapping `NotFound` OS errors to [`Error::NotFound`].
     pub fn io(location: impl Into<String>, source: std::io::Error) -> Self {
@@ -127,10 +221,17 @@ impl Error {
         matches!(self, Error::NotFound { .. })
     }
 
-    /// Whether retrying the same operation might succeed (transient remote failures).
+    /// `true` for [`Error::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// Whether retrying the same operation might succeed (transient remote failures,
+    /// timeouts).
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Remote { retryable, .. } => *retryable,
+            Error::Timeout { .. } => true,
             Error::Io { source, .. } => matches!(
                 source.kind(),
                 std::io::ErrorKind::Interrupted
@@ -156,16 +257,77 @@ pub fn check_range(location: &str, offset: u64, len: u64, size: u64) -> Result<(
     }
 }
 
-/// Checks that a buffer returned for a read holds exactly `requested` bytes.
+/// Checks that a buffer returned for a read holds exactly `requested` bytes: fewer is
+/// [`Error::ShortRead`], more is [`Error::LongRead`].
 pub fn check_len(location: &str, offset: u64, requested: u64, got: usize) -> Result<()> {
-    if got as u64 == requested {
-        Ok(())
-    } else {
-        Err(Error::ShortRead {
+    wrong_len(location, offset, requested, got as u64).map_or(Ok(()), Err)
+}
+
+/// The error for `got` bytes received where `requested` were asked for, if they differ:
+/// [`Error::ShortRead`] for fewer, [`Error::LongRead`] for more.
+pub(crate) fn wrong_len(location: &str, offset: u64, requested: u64, got: u64) -> Option<Error> {
+    use std::cmp::Ordering;
+    match got.cmp(&requested) {
+        Ordering::Equal => None,
+        Ordering::Less => Some(Error::ShortRead {
             location: location.to_owned(),
             offset,
             requested,
-            got: got as u64,
-        })
+            got,
+        }),
+        Ordering::Greater => Some(Error::LongRead {
+            location: location.to_owned(),
+            offset,
+            requested,
+            got: Some(got),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn lengths_are_short_or_long_never_confused() {
+        assert!(check_len("x", 0, 10, 10).is_ok());
+        let short = check_len("x", 5, 10, 3).unwrap_err();
+        assert!(matches!(short, Error::ShortRead { got: 3, .. }), "{short}");
+        let long = check_len("x", 5, 10, 12).unwrap_err();
+        assert!(
+            matches!(long, Error::LongRead { got: Some(12), .. }),
+            "{long}"
+        );
+        let text = long.to_string();
+        assert!(!text.contains("short"), "{text}");
+        assert!(
+            text.contains("sent 12 bytes for a range of 10 bytes at offset 5"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn timeouts_say_which_bound_and_how_many_attempts() {
+        let e = Error::Timeout {
+            location: "http://h/a".into(),
+            operation: "GET bytes=0-9".into(),
+            limit: TimeoutKind::Request(Duration::from_millis(1500)),
+            attempts: 3,
+            elapsed: Duration::from_millis(4620),
+            source: None,
+        };
+        assert!(e.is_timeout() && e.is_retryable());
+        assert_eq!(
+            e.to_string(),
+            "timed out: GET bytes=0-9 http://h/a: no complete answer within the 1.5 s request \
+             timeout (3 attempts, 4.6 s in all)"
+        );
+        let d = TimeoutKind::Deadline(Duration::from_secs(60)).to_string();
+        assert_eq!(d, "the 60 s operation deadline passed");
+        assert_eq!(
+            TimeoutKind::Connect(Duration::from_millis(250)).to_string(),
+            "no connection within the 250 ms connect timeout"
+        );
     }
 }

@@ -18,6 +18,7 @@ use crate::reader::{AsyncReader, SyncReader, Tail};
 pub struct RequestStats {
     requests: AtomicU64,
     bytes: AtomicU64,
+    retries: AtomicU64,
 }
 
 /// A point-in-time copy of [`RequestStats`].
@@ -27,6 +28,9 @@ pub struct StatsSnapshot {
     pub requests: u64,
     /// Bytes received.
     pub bytes: u64,
+    /// Of [`requests`](Self::requests), the attempts that retried an earlier failed one
+    /// (counted by backends that retry themselves, such as `HttpIo`; 0 elsewhere).
+    pub retries: u64,
 }
 
 impl RequestStats {
@@ -51,11 +55,18 @@ impl RequestStats {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records that the next request is a retry of a failed one (count the request itself
+    /// with [`add_request`](Self::add_request) or [`record`](Self::record)).
+    pub fn add_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The current values.
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             requests: self.requests.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
         }
     }
 
@@ -64,6 +75,7 @@ impl RequestStats {
         StatsSnapshot {
             requests: self.requests.swap(0, Ordering::Relaxed),
             bytes: self.bytes.swap(0, Ordering::Relaxed),
+            retries: self.retries.swap(0, Ordering::Relaxed),
         }
     }
 }

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use guideloom_io::http::{HttpIo, HttpOptions, HttpPath, RetryPolicy};
-use guideloom_io::{AsyncReader, Backend, Error, Location};
+use guideloom_io::{AsyncReader, Backend, Error, Location, TimeoutKind};
 use support::origin::{Mode, Origin};
 
 fn data(n: usize) -> Vec<u8> {
@@ -167,10 +167,19 @@ async fn oversized_multipart_answer_is_refused() {
         .read_ranges(&[0..10, 300_000..300_010, 600_000..600_100])
         .await
         .unwrap_err();
+    // Not a short read: a long one, with the multipart budget as the size asked for.
     assert!(
-        matches!(&e, Error::Remote { message, retryable: false, .. } if message.contains("larger than")),
+        matches!(
+            &e,
+            Error::LongRead {
+                offset: 0,
+                got: Some(_),
+                ..
+            }
+        ),
         "{e}"
     );
+    assert!(!e.to_string().contains("short"), "{e}");
     assert_eq!(origin.requests(), 1);
 }
 
@@ -364,11 +373,26 @@ async fn lying_content_length_is_an_error() {
     let (origin, io, _) = setup(Mode::LongContentLength, 10_000).await;
     let r = io.open_reader(&obj()).unwrap();
     let e = r.read(0, 100).await.unwrap_err();
-    // Content-Length 200 for a 100-byte range: refused before reading, never retried.
+    // Content-Length 200 for a 100-byte range: refused before reading, never retried, and
+    // called what it is (not a short read).
     assert!(
-        matches!(&e, Error::Remote { message, retryable: false, .. } if message.contains("larger than")),
+        matches!(
+            &e,
+            Error::LongRead {
+                offset: 0,
+                requested: 100,
+                got: Some(200),
+                ..
+            }
+        ),
         "{e}"
     );
+    assert!(
+        e.to_string()
+            .contains("sent 200 bytes for a range of 100 bytes at offset 0"),
+        "{e}"
+    );
+    assert!(!e.is_retryable());
     assert_eq!(origin.requests(), 1);
 }
 
@@ -433,9 +457,55 @@ async fn stalled_origin_times_out_with_attempt_count() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&e, Error::Remote { message, retryable: true, .. } if message.contains("timed out") && message.contains("after 2 attempts")),
+        matches!(
+            &e,
+            Error::Timeout {
+                attempts: 2,
+                limit: TimeoutKind::Request(t),
+                source: None,
+                ..
+            } if *t == Duration::from_millis(200)
+        ),
         "{e}"
     );
+    assert!(e.is_retryable() && e.to_string().starts_with("timed out: GET bytes=0-9 "));
+    let stats = io.stats().snapshot();
+    assert_eq!((stats.requests, stats.retries), (2, 1));
+}
+
+#[tokio::test]
+async fn operation_deadline_cuts_an_attempt_short() {
+    // Each attempt may take 10 s, but the read as a whole only 300 ms: one attempt, cut off
+    // by the deadline, and no retry after it.
+    let origin = Origin::start(data(100), Mode::Stall).await;
+    let io = HttpIo::with_options(
+        &origin.base(),
+        fast_options().with_operation_timeout(Duration::from_millis(300)),
+    )
+    .unwrap();
+    let r = io.open_reader(&obj()).unwrap();
+    for e in [
+        r.read(0, 10).await.unwrap_err(),
+        r.read_tail(10).await.map(|_| ()).unwrap_err(),
+        r.read_ranges(&[0..1, 50..60])
+            .await
+            .map(|_| ())
+            .unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                &e,
+                Error::Timeout {
+                    attempts: 1,
+                    limit: TimeoutKind::Deadline(t),
+                    ..
+                } if *t == Duration::from_millis(300)
+            ),
+            "{e}"
+        );
+    }
+    let stats = io.stats().snapshot();
+    assert_eq!((stats.requests, stats.retries), (3, 0));
 }
 
 #[tokio::test]

@@ -26,6 +26,15 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default attempts per request, the first included: 4.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 4;
 
+/// Default deadline of one read across all its attempts and the waits between them: 60 s.
+///
+/// Without it an origin that drips one byte a second holds a read for
+/// [`DEFAULT_MAX_ATTEMPTS`] × [`DEFAULT_REQUEST_TIMEOUT`] plus the backoffs (measured: 121 s
+/// to fail); with it, 60 s: two 30 s attempts. Each attempt still gets the whole request
+/// timeout while the deadline leaves room for it, so a slow but live transfer is not cut
+/// shorter than one attempt allows.
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Default wait before the first retry: 100 ms (doubled per retry, with jitter).
 pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -41,10 +50,11 @@ pub const DEFAULT_POOL_MAX_IDLE_PER_HOST: usize = 32;
 /// Bounded retries with exponential backoff and full jitter.
 ///
 /// Retried: HTTP 5xx and 429, connection failures and resets, bodies cut short by a dropped
-/// connection, and attempts that exceed the request timeout. Never retried: other 4xx
-/// statuses, 200 answers to ranged requests, and protocol violations (wrong Content-Range,
-/// wrong body length). A `Retry-After` header (in seconds) is honoured up to
-/// [`max_backoff`](RetryPolicy::max_backoff).
+/// connection, and attempts that exceed the request (or connect) timeout. Never retried:
+/// other 4xx statuses, 200 answers to ranged requests, and protocol violations (wrong
+/// Content-Range, wrong body length). A `Retry-After` header (in seconds) is honoured up to
+/// [`max_backoff`](RetryPolicy::max_backoff). No retry starts, and no wait runs, past the
+/// operation deadline ([`HttpOptions::with_operation_timeout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
@@ -140,6 +150,7 @@ pub struct HttpOptions {
     pub(crate) max_concurrency: usize,
     pub(crate) request_timeout: Duration,
     pub(crate) connect_timeout: Duration,
+    pub(crate) operation_timeout: Duration,
     pub(crate) retry: RetryPolicy,
     pub(crate) pool_idle_timeout: Duration,
     pub(crate) pool_max_idle_per_host: usize,
@@ -155,6 +166,7 @@ impl Default for HttpOptions {
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             retry: RetryPolicy::default(),
             pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
             pool_max_idle_per_host: DEFAULT_POOL_MAX_IDLE_PER_HOST,
@@ -174,6 +186,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_concurrency", &self.max_concurrency)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("operation_timeout", &self.operation_timeout)
             .field("retry", &self.retry)
             .field("pool_idle_timeout", &self.pool_idle_timeout)
             .field("pool_max_idle_per_host", &self.pool_max_idle_per_host)
@@ -223,6 +236,30 @@ impl HttpOptions {
         self
     }
 
+    /// Deadline of one read (`read`, `read_ranges`, `read_tail`, `size`) across all its
+    /// requests, attempts and the waits between them; default
+    /// [`DEFAULT_OPERATION_TIMEOUT`]. An attempt running when it passes is cut off, and no
+    /// retry starts after it: the read fails with [`Error::Timeout`] (retry-counted, the URL
+    /// redacted). A read therefore ends within this deadline or within
+    /// `max_attempts × request_timeout` plus the backoffs, whichever comes first.
+    /// `Duration::MAX` leaves only the per-attempt bound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use guideloom_io::http::{HttpOptions, RetryPolicy};
+    ///
+    /// // Fail a stalled or dripping origin within 5 s, however many attempts remain.
+    /// let o = HttpOptions::default()
+    ///     .with_request_timeout(Duration::from_secs(2))
+    ///     .with_retry(RetryPolicy::new(4, Duration::from_millis(50), Duration::from_secs(1)))
+    ///     .with_operation_timeout(Duration::from_secs(5));
+    /// assert_eq!(o.operation_timeout(), Duration::from_secs(5));
+    /// ```
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
     /// The retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
@@ -268,6 +305,16 @@ impl HttpOptions {
     /// The per-attempt timeout.
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The deadline of one read across its attempts.
+    pub fn operation_timeout(&self) -> Duration {
+        self.operation_timeout
     }
 
     /// The in-flight request limit of batched reads.

@@ -12,9 +12,9 @@ use http::header::{self, HeaderMap};
 use http::{Method, StatusCode, Uri};
 
 use super::multipart::{self, ContentRange};
-use super::{BodyLimits, Fetched, Inner};
+use super::{BodyLimits, Budget, Call, Fetched, Inner};
 use crate::coalesce::{self, MergedRange};
-use crate::error::{Error, Result, check_range};
+use crate::error::{Error, Result, check_range, wrong_len};
 use crate::reader::{AsyncReader, Tail};
 use crate::stats::RequestStats;
 
@@ -109,17 +109,15 @@ impl HttpReader {
         }
     }
 
-    async fn get(&self, range: &str, limits: BodyLimits) -> Result<Fetched> {
-        self.inner
-            .send(
-                &self.stats,
-                &self.display,
-                Method::GET,
-                &self.uri,
-                Some(range),
-                limits,
-            )
-            .await
+    async fn get(&self, range: &str, limits: BodyLimits, budget: &Budget) -> Result<Fetched> {
+        let call = Call {
+            reader_stats: &self.stats,
+            location: &self.display,
+            range: Some(range),
+            limits,
+            budget,
+        };
+        self.inner.send(Method::GET, &self.uri, call).await
     }
 
     fn content_range(&self, f: &Fetched) -> Result<ContentRange> {
@@ -169,7 +167,7 @@ impl HttpReader {
     }
 
     /// One ranged GET for a non-empty range; only a 206 with exactly that range succeeds.
-    async fn fetch_range(&self, offset: u64, len: u64) -> Result<Bytes> {
+    async fn fetch_range(&self, offset: u64, len: u64, budget: &Budget) -> Result<Bytes> {
         let end = offset.checked_add(len).ok_or_else(|| Error::OutOfRange {
             location: self.display.clone(),
             offset,
@@ -179,9 +177,10 @@ impl HttpReader {
         let limits = BodyLimits {
             partial: to_usize(&self.display, len)?,
             full: None,
+            offset,
         };
         let f = self
-            .get(&format!("bytes={offset}-{}", end - 1), limits)
+            .get(&format!("bytes={offset}-{}", end - 1), limits, budget)
             .await?;
         match f.status {
             StatusCode::PARTIAL_CONTENT => {}
@@ -243,24 +242,19 @@ impl HttpReader {
                 ),
             ));
         }
-        if f.body.len() as u64 != len {
-            return Err(Error::ShortRead {
-                location: self.display.clone(),
-                offset,
-                requested: len,
-                got: f.body.len() as u64,
-            });
+        if let Some(e) = wrong_len(&self.display, offset, len, f.body.len() as u64) {
+            return Err(e);
         }
         Ok(f.body)
     }
 
     /// One buffer per merged range (all non-empty), fetched with single-range requests
     /// under the concurrency limit.
-    async fn fetch_singles(&self, merged: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    async fn fetch_singles(&self, merged: &[Range<u64>], budget: &Budget) -> Result<Vec<Bytes>> {
         let limit = self.inner.options().max_concurrency();
         let mut out: Vec<(usize, Bytes)> = stream::iter(merged.iter().cloned().enumerate())
             .map(|(i, r)| async move {
-                let b = self.fetch_range(r.start, r.end - r.start).await?;
+                let b = self.fetch_range(r.start, r.end - r.start, budget).await?;
                 Ok::<_, Error>((i, b))
             })
             .buffer_unordered(limit)
@@ -272,10 +266,10 @@ impl HttpReader {
 
     /// One multi-range GET for `group` (sorted, disjoint, non-empty ranges); falls back to
     /// single-range requests when the origin does not answer with multipart.
-    async fn fetch_group(&self, group: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    async fn fetch_group(&self, group: &[Range<u64>], budget: &Budget) -> Result<Vec<Bytes>> {
         if group.len() == 1 {
             return Ok(vec![
-                self.fetch_range(group[0].start, group[0].end - group[0].start)
+                self.fetch_range(group[0].start, group[0].end - group[0].start, budget)
                     .await?,
             ]);
         }
@@ -289,15 +283,16 @@ impl HttpReader {
         let limits = BodyLimits {
             partial: limit,
             full: None,
+            offset: group[0].start,
         };
-        let f = self.get(&range_header(group), limits).await?;
+        let f = self.get(&range_header(group), limits, budget).await?;
         match f.status {
             StatusCode::PARTIAL_CONTENT => {}
             StatusCode::OK if self.empty_object(&f) => return Err(self.out_of_range(&f, group)),
             StatusCode::OK => {
                 self.inner
                     .disable_multi_range(&self.display, "HTTP 200 to a multi-range GET");
-                return self.fetch_singles(group).await;
+                return self.fetch_singles(group, budget).await;
             }
             StatusCode::RANGE_NOT_SATISFIABLE => return Err(self.out_of_range(&f, group)),
             _ => return Err(self.inner.status_error(&self.display, &f, "GET")),
@@ -317,13 +312,9 @@ impl HttpReader {
                         "HTTP 206 with Content-Range bytes */N".into(),
                     ));
                 };
-                if f.body.len() as u64 != range.end - range.start {
-                    return Err(Error::ShortRead {
-                        location: self.display.clone(),
-                        offset: range.start,
-                        requested: range.end - range.start,
-                        got: f.body.len() as u64,
-                    });
+                let want = range.end - range.start;
+                if let Some(e) = wrong_len(&self.display, range.start, want, f.body.len() as u64) {
+                    return Err(e);
                 }
                 vec![multipart::Part {
                     range,
@@ -382,7 +373,10 @@ impl HttpReader {
                 "a single-part 206 that does not cover every range",
             );
             let rest: Vec<Range<u64>> = missing.iter().map(|&i| group[i].clone()).collect();
-            for (i, b) in missing.into_iter().zip(self.fetch_singles(&rest).await?) {
+            for (i, b) in missing
+                .into_iter()
+                .zip(self.fetch_singles(&rest, budget).await?)
+            {
                 out[i] = b;
             }
         }
@@ -391,52 +385,43 @@ impl HttpReader {
 
     /// One buffer per merged range (all non-empty): multi-range groups when the origin
     /// supports them, else single-range requests; concurrent under the limit either way.
-    async fn fetch_merged(&self, merged: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    async fn fetch_merged(&self, merged: &[Range<u64>], budget: &Budget) -> Result<Vec<Bytes>> {
         let Some(per_request) = self.inner.multi_range_limit() else {
-            return self.fetch_singles(merged).await;
+            return self.fetch_singles(merged, budget).await;
         };
         if merged.len() <= 1 {
-            return self.fetch_singles(merged).await;
+            return self.fetch_singles(merged, budget).await;
         }
         let limit = self.inner.options().max_concurrency();
-        let mut out: Vec<(usize, Vec<Bytes>)> = stream::iter(
-            merged.chunks(per_request).map(<[_]>::to_vec).enumerate(),
-        )
-        .map(|(i, group)| async move { Ok::<_, Error>((i, self.fetch_group(&group).await?)) })
-        .buffer_unordered(limit)
-        .try_collect()
-        .await?;
+        let mut out: Vec<(usize, Vec<Bytes>)> =
+            stream::iter(merged.chunks(per_request).map(<[_]>::to_vec).enumerate())
+                .map(|(i, group)| async move {
+                    Ok::<_, Error>((i, self.fetch_group(&group, budget).await?))
+                })
+                .buffer_unordered(limit)
+                .try_collect()
+                .await?;
         out.sort_by_key(|(i, _)| *i);
         Ok(out.into_iter().flat_map(|(_, b)| b).collect())
     }
-}
 
-#[async_trait]
-impl AsyncReader for HttpReader {
-    fn location(&self) -> &str {
-        &self.display
-    }
-
-    async fn size(&self) -> Result<u64> {
-        self.check_open()?;
+    /// The size (one HEAD, cached) within `budget`.
+    async fn size_within(&self, budget: &Budget) -> Result<u64> {
         if let Some(s) = self.known_size() {
             return Ok(s);
         }
-        let limits = BodyLimits {
-            partial: 0,
-            full: None,
+        let call = Call {
+            reader_stats: &self.stats,
+            location: &self.display,
+            range: None,
+            limits: BodyLimits {
+                partial: 0,
+                full: None,
+                offset: 0,
+            },
+            budget,
         };
-        let f = self
-            .inner
-            .send(
-                &self.stats,
-                &self.display,
-                Method::HEAD,
-                &self.uri,
-                None,
-                limits,
-            )
-            .await?;
+        let f = self.inner.send(Method::HEAD, &self.uri, call).await?;
         if f.status != StatusCode::OK {
             return Err(self.inner.status_error(&self.display, &f, "HEAD"));
         }
@@ -448,6 +433,18 @@ impl AsyncReader for HttpReader {
         })?;
         Ok(*self.size.get_or_init(|| len))
     }
+}
+
+#[async_trait]
+impl AsyncReader for HttpReader {
+    fn location(&self) -> &str {
+        &self.display
+    }
+
+    async fn size(&self) -> Result<u64> {
+        self.check_open()?;
+        self.size_within(&self.inner.budget()).await
+    }
 
     async fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
         self.check_open()?;
@@ -457,7 +454,7 @@ impl AsyncReader for HttpReader {
         if len == 0 {
             return Ok(Bytes::new());
         }
-        self.fetch_range(offset, len).await
+        self.fetch_range(offset, len, &self.inner.budget()).await
     }
 
     async fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
@@ -471,7 +468,7 @@ impl AsyncReader for HttpReader {
         let (empty, fetched): (Vec<&MergedRange>, Vec<&MergedRange>) =
             plan.iter().partition(|m| m.range.is_empty());
         let want: Vec<Range<u64>> = fetched.iter().map(|m| m.range.clone()).collect();
-        let bufs = self.fetch_merged(&want).await?;
+        let bufs = self.fetch_merged(&want, &self.inner.budget()).await?;
         let mut out: Vec<Option<Bytes>> = vec![None; ranges.len()];
         for (m, buf) in fetched.into_iter().zip(&bufs) {
             coalesce::split(m, buf, ranges, &mut out);
@@ -486,8 +483,9 @@ impl AsyncReader for HttpReader {
 
     async fn read_tail(&self, len: u64) -> Result<Tail> {
         self.check_open()?;
+        let budget = self.inner.budget();
         if len == 0 {
-            let size = self.size().await?;
+            let size = self.size_within(&budget).await?;
             return Ok(Tail {
                 size,
                 bytes: Bytes::new(),
@@ -497,8 +495,9 @@ impl AsyncReader for HttpReader {
         let limits = BodyLimits {
             partial: to_usize(&self.display, len)?,
             full: Some(len),
+            offset: self.known_size().map_or(0, |s| s.saturating_sub(len)),
         };
-        let f = self.get(&format!("bytes=-{len}"), limits).await?;
+        let f = self.get(&format!("bytes=-{len}"), limits, &budget).await?;
         match f.status {
             StatusCode::PARTIAL_CONTENT => {
                 let cr = self.content_range(&f)?;
@@ -519,13 +518,10 @@ impl AsyncReader for HttpReader {
                         ),
                     ));
                 }
-                if f.body.len() as u64 != expected {
-                    return Err(Error::ShortRead {
-                        location: self.display.clone(),
-                        offset: range.start,
-                        requested: expected,
-                        got: f.body.len() as u64,
-                    });
+                if let Some(e) =
+                    wrong_len(&self.display, range.start, expected, f.body.len() as u64)
+                {
+                    return Err(e);
                 }
                 self.learn_size(Some(total));
                 Ok(Tail {

@@ -53,7 +53,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use crate::backend::{Backend, Capabilities, Location};
 use crate::coalesce::{self, CoalescePolicy};
-use crate::error::{Error, Result, check_range};
+use crate::error::{Error, Result, check_range, wrong_len};
 use crate::reader::{AsyncReader, Tail};
 use crate::stats::RequestStats;
 
@@ -333,13 +333,8 @@ impl ObjectStoreReader {
                         size,
                     });
                 }
-                if bytes.len() as u64 != len {
-                    return Err(Error::ShortRead {
-                        location: self.display.clone(),
-                        offset,
-                        requested: len,
-                        got: bytes.len() as u64,
-                    });
+                if let Some(e) = wrong_len(&self.display, offset, len, bytes.len() as u64) {
+                    return Err(e);
                 }
                 Ok(bytes)
             }
@@ -452,13 +447,10 @@ impl AsyncReader for ObjectStoreReader {
                         source: None,
                     });
                 }
-                if bytes.len() as u64 != expected {
-                    return Err(Error::ShortRead {
-                        location: self.display.clone(),
-                        offset: size - expected,
-                        requested: expected,
-                        got: bytes.len() as u64,
-                    });
+                if let Some(e) =
+                    wrong_len(&self.display, size - expected, expected, bytes.len() as u64)
+                {
+                    return Err(e);
                 }
                 Ok(Tail { size, bytes })
             }
