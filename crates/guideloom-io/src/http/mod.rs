@@ -42,6 +42,9 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod multipart;
 mod options;
 mod path;
