@@ -302,7 +302,11 @@ fn a_backend_returning_one_chunk_fails_whole_object() {
         ("whole_object", Flavour::Sync),
         "{err}"
     );
-    assert!(err.message.contains("expected exactly 262157"), "{err}");
+    let large = ConformanceOptions::default().large_size;
+    assert!(
+        err.message.contains(&format!("expected exactly {large}")),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-use super::oracle::{self, Obj};
+use super::chunks;
+use super::oracle::{self, ConcurrentOp, Obj};
 use super::synchronous::{Offered, Run, judge_offer, judge_unsupported_platform, panic_message};
 use super::{
     ConformanceError, ConformanceOptions, ConformanceReport, Fixture, Flavour, create_objects,
@@ -35,6 +36,7 @@ pub(super) async fn run<B, F>(
     backend: &B,
     fixture: &F,
     options: &ConformanceOptions,
+    contents: &oracle::Contents,
 ) -> Result<ConformanceReport, ConformanceError>
 where
     B: Backend + ?Sized,
@@ -56,7 +58,7 @@ where
         return Ok(run.report);
     }
 
-    let objects = create_objects(fixture, Flavour::Async, options)
+    let objects = create_objects(fixture, Flavour::Async, contents)
         .await
         .map_err(|m| run.fail("fixture", m))?;
 
@@ -131,11 +133,13 @@ where
                 &format!("read(0, 1) of `{}`", o.name),
                 r.read(0, 1).await,
                 o.slice(0, 1),
+                0,
             )?;
             oracle::check_bytes(
                 &format!("read({last}, 1) of `{}`", o.name),
                 r.read(last, 1).await,
                 o.slice(last, 1),
+                last,
             )?;
         }
         Ok(())
@@ -151,6 +155,7 @@ where
                     &format!("read({offset}, 0) of `{}`", o.name),
                     r.read(offset, 0).await,
                     &[],
+                    offset,
                 )?;
             }
         }
@@ -166,12 +171,28 @@ where
                 &format!("read(0, {}) of `{}`", o.size(), o.name),
                 r.read(0, o.size()).await,
                 &o.bytes,
+                0,
             )?;
         }
         Ok(())
     }
     .await;
     run.record("whole_object", outcome)?;
+
+    let outcome = async {
+        let r = open(backend, large).await?;
+        for (offset, len) in chunks::boundary_reads(large.size()) {
+            oracle::check_bytes(
+                &format!("read({offset}, {len}) of `large`"),
+                r.read(offset, len).await,
+                large.slice(offset, len),
+                offset,
+            )?;
+        }
+        Ok(())
+    }
+    .await;
+    run.record("chunk_boundaries", outcome)?;
 
     let outcome = async {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x01);
@@ -182,6 +203,7 @@ where
                     &format!("read({offset}, {len}) of `{}`", o.name),
                     r.read(offset, len).await,
                     o.slice(offset, len),
+                    offset,
                 )?;
             }
         }
@@ -300,16 +322,23 @@ where
             .await
             .map_err(|e| format!("close() failed: {e}"))?;
         drop(r);
-        oracle::same("a whole-object buffer read before close", &whole, &o.bytes)?;
+        oracle::same(
+            "a whole-object buffer read before close",
+            &whole,
+            &o.bytes,
+            0,
+        )?;
         oracle::same(
             "a buffer read before close",
             &part,
             o.slice(o.size() / 3, 100),
+            o.size() / 3,
         )?;
         oracle::same(
             "a tail read before close",
             &tail.bytes,
             o.slice(o.size() - 50, 50),
+            o.size() - 50,
         )?;
         oracle::check_batch(&batch, Ok(parts), &o.bytes)
     }
@@ -351,31 +380,28 @@ async fn concurrent(
                         // Let the tasks still short of their quota run (current-thread runtimes).
                         tokio::task::yield_now().await;
                     }
-                    let outcome = if i % 8 == 7 {
-                        let ranges: Vec<_> = (0..3)
-                            .map(|_| {
-                                let (off, len) = oracle::concurrent_read(&mut rng, size);
-                                off..off + len
-                            })
-                            .collect();
-                        let token = overlap.begin();
-                        let got = r.read_ranges(&ranges).await;
-                        overlap.end(token);
-                        oracle::check_batch(&ranges, got, &reference)
-                    } else {
-                        let (off, len) = oracle::concurrent_read(&mut rng, size);
-                        let (a, b) = (oracle::to_usize(off), oracle::to_usize(off + len));
-                        let token = overlap.begin();
-                        let got = r.read(off, len).await;
-                        overlap.end(token);
-                        oracle::check_read(off, len, got, &reference[a..b])
+                    let outcome = match oracle::concurrent_op(&mut rng, size, i) {
+                        ConcurrentOp::Batch(ranges) => {
+                            let token = overlap.begin();
+                            let got = r.read_ranges(&ranges).await;
+                            overlap.end(token);
+                            oracle::check_batch(&ranges, got, &reference)
+                        }
+                        ConcurrentOp::Read(range) => {
+                            let (off, len) = (range.start, range.end - range.start);
+                            let (a, b) = (oracle::to_usize(off), oracle::to_usize(off + len));
+                            let token = overlap.begin();
+                            let got = r.read(off, len).await;
+                            overlap.end(token);
+                            oracle::check_read(off, len, got, &reference[a..b])
+                        }
                     };
                     if let Err(m) = outcome {
                         overlap.stop();
                         return Err(format!(
                             "task {t} of {tasks}, iteration {i} ({} overlapping reads so far): \
                              {m} (concurrent reads on one reader interfere: a shared cursor \
-                             without synchronisation?)",
+                             or buffer without synchronisation?)",
                             overlap.overlaps()
                         ));
                     }

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
 
+use super::chunks;
 use crate::error::Error;
 use crate::reader::Tail;
 
@@ -36,24 +37,36 @@ pub(super) fn to_usize(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
 
-/// The reference contents: name and size of each test object, bytes drawn from `seed`.
-pub(super) fn contents(seed: u64, large_size: usize) -> Vec<(&'static str, Bytes)> {
+/// Name and bytes of each reference object.
+pub(super) type Contents = Vec<(&'static str, Bytes)>;
+
+/// The reference contents: name and size of each test object, bytes drawn from `seed` (the
+/// large one by [`chunks::pseudo_random`], fast enough for many MiB).
+pub(super) fn contents(seed: u64, large_size: usize) -> Contents {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut make = |n: usize| {
         let mut v = vec![0u8; n];
         rng.fill_bytes(&mut v);
         Bytes::from(v)
     };
+    let (one, small) = (make(1), make(4099));
     vec![
         ("empty", Bytes::new()),
-        ("one", make(1)),
-        ("small", make(4099)),
-        ("large", make(large_size.max(2))),
+        ("one", one),
+        ("small", small),
+        (
+            "large",
+            chunks::pseudo_random(rng.next_u64(), large_size.max(2)),
+        ),
     ]
 }
 
+/// Longest "large" random read (about the whole large object of earlier versions):
+/// multi-MiB reads are made deliberately, at the boundaries (see [`chunks`]), not by chance.
+const RANDOM_LONG_CAP: u64 = 256 * 1024;
+
 /// `n` random in-range `(offset, len)` pairs for an object of `size > 0` bytes: tiny, medium,
-/// large, and reads that end exactly at the end of the object.
+/// large (up to 256 KiB), and reads that end exactly at the end of the object.
 pub(super) fn random_reads(rng: &mut StdRng, size: u64, n: usize) -> Vec<(u64, u64)> {
     (0..n).map(|_| random_read(rng, size)).collect()
 }
@@ -70,7 +83,7 @@ fn random_read(rng: &mut StdRng, size: u64) -> (u64, u64) {
             (rng.random_range(0..=size - len), len)
         }
         7..=8 => {
-            let len = rng.random_range(0..=size);
+            let len = rng.random_range(0..=max_len(RANDOM_LONG_CAP));
             (rng.random_range(0..=size - len), len)
         }
         _ => {
@@ -85,6 +98,32 @@ pub(super) fn concurrent_read(rng: &mut StdRng, size: u64) -> (u64, u64) {
     let offset = rng.random_range(0..size);
     let len = rng.random_range(1..=(size - offset).min(4096));
     (offset, len)
+}
+
+/// Iteration `i` of a concurrency worker: a single read or a batch of three, small reads
+/// with one in four across a chunk boundary (while another thread reads the chunk on
+/// either side), as ranges of an object of `size > 0` bytes.
+pub(super) fn concurrent_op(rng: &mut StdRng, size: u64, i: usize) -> ConcurrentOp {
+    let small = |rng: &mut StdRng| {
+        let (off, len) = concurrent_read(rng, size);
+        off..off + len
+    };
+    let crossing = |rng: &mut StdRng| {
+        chunks::crossing_read(rng, size).map_or_else(|| small(rng), |(off, len)| off..off + len)
+    };
+    match i % 8 {
+        7 => ConcurrentOp::Batch(vec![small(rng), crossing(rng), small(rng)]),
+        3 => ConcurrentOp::Read(crossing(rng)),
+        _ => ConcurrentOp::Read(small(rng)),
+    }
+}
+
+/// One operation of a concurrency worker (see [`concurrent_op`]).
+pub(super) enum ConcurrentOp {
+    /// `read(range.start, range.end - range.start)`.
+    Read(Range<u64>),
+    /// `read_ranges(ranges)`.
+    Batch(Vec<Range<u64>>),
 }
 
 /// How many times its quota a worker may read while waiting for the others.
@@ -218,6 +257,7 @@ pub(super) fn range_lists(rng: &mut StdRng, size: u64) -> Vec<Vec<Range<u64>>> {
         scattered.reverse();
         lists.push(scattered);
     }
+    lists.extend(chunks::boundary_range_lists(size));
     lists
 }
 
@@ -233,19 +273,22 @@ pub(super) fn tail_lens(size: u64) -> Vec<u64> {
         size + 1000,
         u64::MAX,
     ];
+    v.extend(chunks::boundary_tail_lens(size));
     v.sort_unstable();
     v.dedup();
     v
 }
 
-/// Compares a read result with the reference; `what` names the call for the message.
+/// Compares a read result with the reference `want`, which starts at object offset `at`;
+/// `what` names the call for the message.
 pub(super) fn check_bytes(
     what: &str,
     got: Result<Bytes, Error>,
     want: &[u8],
+    at: u64,
 ) -> Result<(), String> {
     match got {
-        Ok(b) => same(what, &b, want),
+        Ok(b) => same(what, &b, want, at),
         Err(e) => Err(format!("{what} failed: {e}")),
     }
 }
@@ -259,33 +302,55 @@ pub(super) fn check_read(
 ) -> Result<(), String> {
     match got {
         Ok(b) if b[..] == *want => Ok(()),
-        other => check_bytes(&format!("read({offset}, {len})"), other, want),
+        other => check_bytes(&format!("read({offset}, {len})"), other, want, offset),
     }
 }
 
-/// Compares bytes with the reference, describing the first difference.
-pub(super) fn same(what: &str, got: &[u8], want: &[u8]) -> Result<(), String> {
+/// Compares bytes with the reference `want` (which starts at object offset `at`), byte for
+/// byte, describing where they differ in object offsets.
+pub(super) fn same(what: &str, got: &[u8], want: &[u8], at: u64) -> Result<(), String> {
     if got == want {
         return Ok(());
     }
+    let common = got.len().min(want.len());
+    let differs = |(a, b): (&u8, &u8)| a != b;
+    let first = got[..common].iter().zip(&want[..common]).position(differs);
+    let offset = |i: usize| at + i as u64;
     if got.len() != want.len() {
+        let detail = match first {
+            Some(i) => format!(
+                "and they differ from the expected bytes from object offset {}",
+                offset(i)
+            ),
+            None if got.len() < want.len() => format!(
+                "the bytes it did return are right: the buffer stops early, at object offset {}",
+                offset(got.len())
+            ),
+            None => format!(
+                "the expected bytes, then {} bytes too many",
+                got.len() - want.len()
+            ),
+        };
         return Err(format!(
             "{what} returned {} bytes, expected exactly {} (a short or long buffer is never \
-             allowed: return Error::ShortRead instead)",
+             allowed: return Error::ShortRead instead); {detail}",
             got.len(),
             want.len()
         ));
     }
-    match got.iter().zip(want).position(|(a, b)| a != b) {
-        None => Ok(()),
-        Some(i) => Err(format!(
-            "{what} returned wrong bytes: first difference at byte {i} of {} (got {:#04x}, \
-             expected {:#04x})",
-            want.len(),
-            got[i],
-            want[i]
-        )),
-    }
+    let Some(i) = first else { return Ok(()) };
+    let last = got.iter().zip(want).rposition(differs).unwrap_or(i);
+    let count = got.iter().zip(want).filter(|&p| differs(p)).count();
+    Err(format!(
+        "{what} returned the right length but wrong bytes: {count} of {} bytes differ, the \
+         first at byte {i} (object offset {}: got {:#04x}, expected {:#04x}), the last at \
+         object offset {}",
+        want.len(),
+        offset(i),
+        got[i],
+        want[i],
+        offset(last)
+    ))
 }
 
 /// Compares a batched read with the reference, range by range.
@@ -307,7 +372,7 @@ pub(super) fn check_batch(
     for (i, (r, b)) in ranges.iter().zip(&got).enumerate() {
         let want = &reference[to_usize(r.start)..to_usize(r.end)];
         if b[..] != *want {
-            same(&format!("{}, range #{i} ({r:?})", what()), b, want)?;
+            same(&format!("{}, range #{i} ({r:?})", what()), b, want, r.start)?;
         }
     }
     Ok(())
@@ -328,8 +393,13 @@ pub(super) fn check_tail(
             tail.size
         ));
     }
-    let n = to_usize(len.min(size));
-    same(&what, &tail.bytes, &reference[reference.len() - n..])
+    let n = len.min(size);
+    same(
+        &what,
+        &tail.bytes,
+        &reference[to_usize(size - n)..],
+        size - n,
+    )
 }
 
 /// Expects `OutOfRange` for a read past the end.

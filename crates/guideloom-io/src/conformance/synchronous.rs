@@ -6,7 +6,8 @@ use std::sync::{Barrier, Mutex};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-use super::oracle::{self, Obj};
+use super::chunks;
+use super::oracle::{self, ConcurrentOp, Obj};
 use super::{
     ConformanceError, ConformanceOptions, ConformanceReport, Fixture, Flavour, block_on,
     create_objects,
@@ -127,6 +128,7 @@ pub(super) fn run<B, F>(
     backend: &B,
     fixture: &F,
     options: &ConformanceOptions,
+    contents: &oracle::Contents,
 ) -> Result<ConformanceReport, ConformanceError>
 where
     B: Backend + ?Sized,
@@ -147,7 +149,7 @@ where
         return Ok(run.report);
     }
 
-    let objects = block_on(create_objects(fixture, Flavour::Sync, options))
+    let objects = block_on(create_objects(fixture, Flavour::Sync, contents))
         .map_err(|e| run.fail("fixture", format!("cannot run the fixture: {e}")))?
         .map_err(|m| run.fail("fixture", m))?;
 
@@ -222,11 +224,13 @@ where
                 &format!("read(0, 1) of `{}`", o.name),
                 r.read(0, 1),
                 o.slice(0, 1),
+                0,
             )?;
             oracle::check_bytes(
                 &format!("read({last}, 1) of `{}`", o.name),
                 r.read(last, 1),
                 o.slice(last, 1),
+                last,
             )?;
         }
         Ok(())
@@ -240,6 +244,7 @@ where
                     &format!("read({offset}, 0) of `{}`", o.name),
                     r.read(offset, 0),
                     &[],
+                    offset,
                 )?;
             }
         }
@@ -253,6 +258,20 @@ where
                 &format!("read(0, {}) of `{}`", o.size(), o.name),
                 r.read(0, o.size()),
                 &o.bytes,
+                0,
+            )?;
+        }
+        Ok(())
+    })?;
+
+    run.check("chunk_boundaries", || {
+        let r = open(large)?;
+        for (offset, len) in chunks::boundary_reads(large.size()) {
+            oracle::check_bytes(
+                &format!("read({offset}, {len}) of `large`"),
+                r.read(offset, len),
+                large.slice(offset, len),
+                offset,
             )?;
         }
         Ok(())
@@ -267,6 +286,7 @@ where
                     &format!("read({offset}, {len}) of `{}`", o.name),
                     r.read(offset, len),
                     o.slice(offset, len),
+                    offset,
                 )?;
             }
         }
@@ -360,16 +380,23 @@ where
             .map_err(|e| format!("read_ranges failed: {e}"))?;
         r.close().map_err(|e| format!("close() failed: {e}"))?;
         drop(r);
-        oracle::same("a whole-object buffer read before close", &whole, &o.bytes)?;
+        oracle::same(
+            "a whole-object buffer read before close",
+            &whole,
+            &o.bytes,
+            0,
+        )?;
         oracle::same(
             "a buffer read before close",
             &part,
             o.slice(o.size() / 3, 100),
+            o.size() / 3,
         )?;
         oracle::same(
             "a tail read before close",
             &tail.bytes,
             o.slice(o.size() - 50, 50),
+            o.size() - 50,
         )?;
         oracle::check_batch(&batch, Ok(parts), &o.bytes)
     })?;
@@ -396,28 +423,22 @@ fn concurrent(
                 barrier.wait();
                 let mut i = 0;
                 while overlap.keep_going(i) {
-                    let outcome = if i % 8 == 7 {
-                        let ranges: Vec<_> = (0..3)
-                            .map(|_| {
-                                let (off, len) = oracle::concurrent_read(&mut rng, size);
-                                off..off + len
-                            })
-                            .collect();
-                        let token = overlap.begin();
-                        let got = r.read_ranges(&ranges);
-                        overlap.end(token);
-                        oracle::check_batch(&ranges, got, reference)
-                    } else {
-                        let (off, len) = oracle::concurrent_read(&mut rng, size);
-                        let token = overlap.begin();
-                        let got = r.read(off, len);
-                        overlap.end(token);
-                        oracle::check_read(
-                            off,
-                            len,
-                            got,
-                            &reference[oracle::to_usize(off)..oracle::to_usize(off + len)],
-                        )
+                    let outcome = match oracle::concurrent_op(&mut rng, size, i) {
+                        ConcurrentOp::Batch(ranges) => {
+                            let token = overlap.begin();
+                            let got = r.read_ranges(&ranges);
+                            overlap.end(token);
+                            oracle::check_batch(&ranges, got, reference)
+                        }
+                        ConcurrentOp::Read(range) => {
+                            let (off, len) = (range.start, range.end - range.start);
+                            let token = overlap.begin();
+                            let got = r.read(off, len);
+                            overlap.end(token);
+                            let want =
+                                &reference[oracle::to_usize(off)..oracle::to_usize(off + len)];
+                            oracle::check_read(off, len, got, want)
+                        }
                     };
                     if let Err(m) = outcome {
                         overlap.stop();
@@ -425,7 +446,7 @@ fn concurrent(
                         slot.get_or_insert(format!(
                             "thread {t} of {threads}, iteration {i} ({} overlapping reads so \
                              far): {m} (concurrent reads on one reader interfere: a shared \
-                             cursor without synchronisation?)",
+                             cursor or buffer without synchronisation?)",
                             overlap.overlaps()
                         ));
                         return;
