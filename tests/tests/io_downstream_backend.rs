@@ -3,6 +3,10 @@
 //! its bug. (A kit that cannot fail is worthless.)
 //!
 //! The in-memory backend here is the one `docs/io.md` shows in "Write a custom backend".
+//! The backends that break only on multi-MiB objects are in [`chunked`].
+
+#[path = "io_downstream_backend/chunked.rs"]
+mod chunked;
 
 use std::collections::HashMap;
 use std::fs::File;
