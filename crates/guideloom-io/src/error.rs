@@ -55,28 +55,10 @@ pub enum Error {
         got: Option<u64>,
     },
     /// A remote operation ran out of time: its last attempt hit the request or connect
-    /// timeout, or the operation's deadline across retries passed (then `source` is the
-    /// failure of the last attempt, if it was not itself a timeout). Retry-counted.
-    #[error(
-        "timed out: {operation} {location}: {limit} ({attempts} attempt{}, {} in all)",
-        if *attempts == 1 { "" } else { "s" },
-        secs_text(*elapsed)
-    )]
-    Timeout {
-        /// The object read (redacted URL or key).
-        location: String,
-        /// The request, e.g. `"GET bytes=0-99"` or `"HEAD"`.
-        operation: String,
-        /// Which bound ran out.
-        limit: TimeoutKind,
-        /// Attempts made, the first included.
-        attempts: u32,
-        /// Time from the first attempt to giving up.
-        elapsed: std::time::Duration,
-        /// The last attempt's own failure, when the deadline cut the retries short.
-        #[source]
-        source: Option<Box<Error>>,
-    },
+    /// timeout, or the operation's deadline across retries passed. Retry-counted; the
+    /// details are boxed to keep `Result`s small.
+    #[error(transparent)]
+    Timeout(Box<TimeoutError>),
     /// The requested range does not lie inside the object.
     #[error("range {offset}+{len} is out of range for {location} of size {size}")]
     OutOfRange {
@@ -133,6 +115,31 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+}
+
+/// The details of an [`Error::Timeout`].
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "timed out: {operation} {location}: {limit} ({attempts} attempt{}, {} in all)",
+    if *attempts == 1 { "" } else { "s" },
+    secs_text(*elapsed)
+)]
+#[non_exhaustive]
+pub struct TimeoutError {
+    /// The object read (redacted URL or key).
+    pub location: String,
+    /// The request, e.g. `"GET bytes=0-99"` or `"HEAD"`.
+    pub operation: String,
+    /// Which bound ran out.
+    pub limit: TimeoutKind,
+    /// Attempts made, the first included.
+    pub attempts: u32,
+    /// Time from the first attempt to giving up.
+    pub elapsed: std::time::Duration,
+    /// The last attempt's own failure, when the deadline cut the retries short after a
+    /// failure that was not itself a timeout (a 503, a reset).
+    #[source]
+    pub source: Option<Error>,
 }
 
 /// Which time bound an [`Error::Timeout`] ran into.
@@ -203,6 +210,25 @@ impl Error {
         }
     }
 
+    /// Builds an [`Error::Timeout`].
+    pub fn timeout(
+        location: impl Into<String>,
+        operation: impl Into<String>,
+        limit: TimeoutKind,
+        attempts: u32,
+        elapsed: std::time::Duration,
+        source: Option<Error>,
+    ) -> Self {
+        Error::Timeout(Box::new(TimeoutError {
+            location: location.into(),
+            operation: operation.into(),
+            limit,
+            attempts,
+            elapsed,
+            source,
+        }))
+    }
+
     /// Builds an [`Error::Unsupported`].
     pub fn unsupported(
         backend: &'static str,
@@ -223,7 +249,7 @@ impl Error {
 
     /// `true` for [`Error::Timeout`].
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Timeout { .. })
+        matches!(self, Error::Timeout(_))
     }
 
     /// Whether retrying the same operation might succeed (transient remote failures,
@@ -231,7 +257,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Remote { retryable, .. } => *retryable,
-            Error::Timeout { .. } => true,
+            Error::Timeout(_) => true,
             Error::Io { source, .. } => matches!(
                 source.kind(),
                 std::io::ErrorKind::Interrupted
@@ -290,6 +316,16 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn errors_stay_small() {
+        // Every Result of the crate carries one; the timeout's details are boxed.
+        assert!(
+            std::mem::size_of::<Error>() <= 72,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
+    }
+
+    #[test]
     fn lengths_are_short_or_long_never_confused() {
         assert!(check_len("x", 0, 10, 10).is_ok());
         let short = check_len("x", 5, 10, 3).unwrap_err();
@@ -309,14 +345,14 @@ mod tests {
 
     #[test]
     fn timeouts_say_which_bound_and_how_many_attempts() {
-        let e = Error::Timeout {
-            location: "http://h/a".into(),
-            operation: "GET bytes=0-9".into(),
-            limit: TimeoutKind::Request(Duration::from_millis(1500)),
-            attempts: 3,
-            elapsed: Duration::from_millis(4620),
-            source: None,
-        };
+        let e = Error::timeout(
+            "http://h/a",
+            "GET bytes=0-9",
+            TimeoutKind::Request(Duration::from_millis(1500)),
+            3,
+            Duration::from_millis(4620),
+            None,
+        );
         assert!(e.is_timeout() && e.is_retryable());
         assert_eq!(
             e.to_string(),

@@ -110,7 +110,7 @@ pub mod stats;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
 pub use coalesce::CoalescePolicy;
-pub use error::{BoxError, Error, Result, TimeoutKind};
+pub use error::{BoxError, Error, Result, TimeoutError, TimeoutKind};
 #[cfg(feature = "mmap")]
 pub use local::MmapIo;
 pub use local::{PreadIo, SeekIo};

@@ -3,7 +3,7 @@
 //! Every attempt is bounded by the request timeout, cut to what is left of the operation's
 //! deadline ([`Budget`]); no retry starts, and no backoff runs, past the deadline. The last
 //! failure decides the error: a timeout (of the attempt, the connect or the deadline) is
-//! [`Error::Timeout`] with the attempt count, a body longer than asked is
+//! [`Error::Timeout`] ([`TimeoutError`]: which bound, the attempt count), a body longer than asked is
 //! [`Error::LongRead`], anything else [`Error::Remote`].
 
 use std::error::Error as StdError;
@@ -16,6 +16,8 @@ use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
 use tracing::Instrument;
 
 use super::Inner;
+#[cfg(doc)]
+use crate::error::TimeoutError;
 use crate::error::{BoxError, Error, Result, TimeoutKind};
 use crate::stats::RequestStats;
 
@@ -206,15 +208,16 @@ impl Inner {
         let request_timeout = self.options.request_timeout;
         let started = Instant::now();
         let mut attempt: u32 = 0;
-        let timeout_error =
-            |limit: TimeoutKind, attempts: u32, source: Option<Box<Error>>| Error::Timeout {
-                location: location.to_owned(),
-                operation: operation(&method, range),
+        let timeout_error = |limit: TimeoutKind, attempts: u32, source: Option<Error>| {
+            Error::timeout(
+                location,
+                operation(&method, range),
                 limit,
                 attempts,
-                elapsed: started.elapsed(),
+                started.elapsed(),
                 source,
-            };
+            )
+        };
         loop {
             let remaining = budget.remaining();
             if remaining == Some(Duration::ZERO) {
@@ -323,7 +326,7 @@ impl Inner {
                 // No time for another attempt: the deadline ends the retries.
                 let last = match failed.failure {
                     Failure::TimedOut(_) => None,
-                    _ => Some(Box::new(final_error(failed))),
+                    _ => Some(final_error(failed)),
                 };
                 return Err(timeout_error(
                     TimeoutKind::Deadline(budget.limit),
