@@ -69,7 +69,8 @@ pub use publish::{
 };
 pub use reader::SnapshotReader;
 pub use registry::{
-    AzureOptions, GcsOptions, Registry, S3Addressing, S3Options, S3Retry, StorageOptions,
+    AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
+    StorageOptions,
 };
 pub use seqlog::{AUDIT_WINDOW, LogAudit};
 pub use shards::FooterInspector;

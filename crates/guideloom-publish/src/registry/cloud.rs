@@ -65,24 +65,12 @@ fn describe_endpoint(endpoint: &str) -> String {
 
 #[cfg(any(feature = "gcs", feature = "azure"))]
 fn retry_config(retry: &S3Retry) -> object_store::RetryConfig {
-    object_store::RetryConfig {
-        backoff: object_store::BackoffConfig {
-            init_backoff: retry.initial_backoff,
-            max_backoff: retry.max_backoff,
-            base: 2.0,
-        },
-        max_retries: retry.max_retries,
-        retry_timeout: retry.retry_timeout,
-    }
+    retry.retry_config()
 }
 
 #[cfg(any(feature = "gcs", feature = "azure"))]
 fn client_options(allow_http: bool, retry: &S3Retry) -> object_store::ClientOptions {
-    let client = object_store::ClientOptions::new().with_allow_http(allow_http);
-    match retry.request_timeout {
-        Some(t) => client.with_timeout(t),
-        None => client,
-    }
+    retry.client_options(object_store::ClientOptions::new().with_allow_http(allow_http))
 }
 
 #[cfg(feature = "gcs")]

@@ -19,10 +19,15 @@ use crate::uri::RootUri;
 mod cloud;
 #[cfg(any(feature = "gcs", test))]
 mod generation;
+mod http;
 mod s3;
 
 pub use cloud::{AzureOptions, GcsOptions};
-pub use s3::{S3Addressing, S3Options, S3Retry};
+pub use http::HttpRootOptions;
+pub use s3::{
+    DEFAULT_S3_CONNECT_TIMEOUT, DEFAULT_S3_MAX_RETRIES, DEFAULT_S3_REQUEST_TIMEOUT,
+    DEFAULT_S3_RETRY_TIMEOUT, S3Addressing, S3Options, S3Retry,
+};
 
 /// Default [`StorageOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
 pub const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
@@ -41,6 +46,8 @@ pub struct StorageOptions {
     pub gcs: GcsOptions,
     /// How `az://` roots are built (feature `azure`) when no store is registered.
     pub azure: AzureOptions,
+    /// How `http(s)://` roots are reached (feature `http`): timeouts, attempts, deadline.
+    pub http: HttpRootOptions,
     /// Where and how much whole-shard staging (in-order scans) may store.
     pub staging: crate::staging::StagingOptions,
     /// How local and mounted roots read shards (default: mmap on a local root, pread on a
@@ -61,27 +68,12 @@ impl Default for StorageOptions {
             s3: S3Options::default(),
             gcs: GcsOptions::default(),
             azure: AzureOptions::default(),
+            http: HttpRootOptions::default(),
             staging: crate::staging::StagingOptions::default(),
             local_reads: LocalReads::Auto,
             follow_symlinks: false,
         }
     }
-}
-
-/// A read-only store for an `http(s)://` base URL (feature `http`).
-#[cfg(feature = "http")]
-fn http_store(url: &str) -> Result<Arc<dyn RootStore>> {
-    Ok(Arc::new(crate::store::HttpRootStore::new(url)?))
-}
-
-#[cfg(not(feature = "http"))]
-fn http_store(url: &str) -> Result<Arc<dyn RootStore>> {
-    Err(Error::Unsupported {
-        what: format!(
-            "{}: read-only HTTP roots need guideloom-publish's feature `http`",
-            redact_userinfo(url.split('?').next().unwrap_or(""))
-        ),
-    })
 }
 
 /// Maps `(scheme, bucket)` to object stores.
@@ -183,7 +175,7 @@ impl Registry {
                 self.register_bucket(&scheme, &bucket, Arc::clone(&handle));
                 Ok(Arc::new(handle.root(&prefix)?))
             }
-            RootUri::Http(url) => http_store(&url),
+            RootUri::Http(url) => http::http_store(&url, &options.http),
         }
     }
 

@@ -18,29 +18,84 @@ pub enum S3Addressing {
     VirtualHosted,
 }
 
-/// Retry policy of the S3 client for individual requests.
+/// Default [`S3Retry::request_timeout`]: 30 s per attempt (object_store's own default).
+pub const DEFAULT_S3_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default [`S3Retry::connect_timeout`]: 5 s (object_store's own default).
+pub const DEFAULT_S3_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default [`S3Retry::max_retries`]: 4 retries after the first attempt (object_store's
+/// default is 10).
+pub const DEFAULT_S3_MAX_RETRIES: usize = 4;
+/// Default [`S3Retry::retry_timeout`]: no retry starts 60 s after the first attempt
+/// (object_store's default is 3 minutes).
+pub const DEFAULT_S3_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Retries and timeouts of the object-store client (S3, and the same shape for GCS and
+/// Azure), passed to object_store's `RetryConfig` and `ClientOptions`.
+///
+/// object_store retries 5xx and 429 answers, connection failures, and timeouts of reads
+/// (GET, HEAD; a timed-out PUT is retried only where it is idempotent), and resumes a GET
+/// whose body broke off with a ranged GET. A request therefore ends within about
+/// `(max_retries + 1) × request_timeout` plus backoffs, and no retry starts after
+/// `retry_timeout`: with the defaults, at most about `retry_timeout + request_timeout` =
+/// 90 s. A publication resolves what a failed PUT left behind by reading it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct S3Retry {
-    /// Retries after the first attempt (0 disables retries).
+    /// Retries after the first attempt (0 disables retries): [`DEFAULT_S3_MAX_RETRIES`].
     pub max_retries: usize,
-    /// First backoff.
+    /// First backoff: 100 ms.
     pub initial_backoff: Duration,
-    /// Largest backoff.
+    /// Largest backoff: 5 s.
     pub max_backoff: Duration,
-    /// No retry starts after this long since the first attempt.
+    /// No retry starts after this long since the first attempt:
+    /// [`DEFAULT_S3_RETRY_TIMEOUT`].
     pub retry_timeout: Duration,
-    /// Timeout of one request (`None`: the client's default).
+    /// Timeout of one attempt, from connecting to the end of the body (`None`: no limit):
+    /// [`DEFAULT_S3_REQUEST_TIMEOUT`].
     pub request_timeout: Option<Duration>,
+    /// Timeout of connecting (`None`: no limit): [`DEFAULT_S3_CONNECT_TIMEOUT`].
+    pub connect_timeout: Option<Duration>,
 }
 
 impl Default for S3Retry {
     fn default() -> Self {
         S3Retry {
-            max_retries: 4,
+            max_retries: DEFAULT_S3_MAX_RETRIES,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
-            retry_timeout: Duration::from_secs(60),
-            request_timeout: None,
+            retry_timeout: DEFAULT_S3_RETRY_TIMEOUT,
+            request_timeout: Some(DEFAULT_S3_REQUEST_TIMEOUT),
+            connect_timeout: Some(DEFAULT_S3_CONNECT_TIMEOUT),
+        }
+    }
+}
+
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+impl S3Retry {
+    /// object_store's `RetryConfig` for this policy.
+    pub(crate) fn retry_config(&self) -> object_store::RetryConfig {
+        object_store::RetryConfig {
+            backoff: object_store::BackoffConfig {
+                init_backoff: self.initial_backoff,
+                max_backoff: self.max_backoff,
+                base: 2.0,
+            },
+            max_retries: self.max_retries,
+            retry_timeout: self.retry_timeout,
+        }
+    }
+
+    /// `client` with this policy's timeouts (a `None` disables object_store's default).
+    pub(crate) fn client_options(
+        &self,
+        client: object_store::ClientOptions,
+    ) -> object_store::ClientOptions {
+        let client = match self.request_timeout {
+            Some(t) => client.with_timeout(t),
+            None => client.with_timeout_disabled(),
+        };
+        match self.connect_timeout {
+            Some(t) => client.with_connect_timeout(t),
+            None => client.with_connect_timeout_disabled(),
         }
     }
 }
@@ -74,7 +129,7 @@ pub struct S3Options {
     pub addressing: S3Addressing,
     /// Allow plain `http://` endpoints.
     pub allow_http: bool,
-    /// Request retries and timeouts.
+    /// Request retries and timeouts (bounded by default; see [`S3Retry`]).
     pub retry: S3Retry,
     /// A named profile of the shared AWS config files (`AWS_CONFIG_FILE`,
     /// `AWS_SHARED_CREDENTIALS_FILE`): its credentials (only them) sign the requests and its
@@ -86,8 +141,8 @@ pub struct S3Options {
 
 #[cfg(feature = "s3")]
 pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectStoreBucket>> {
+    use object_store::ClientOptions;
     use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
-    use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 
     #[cfg(not(feature = "aws-profile"))]
     if let Some(profile) = &options.profile {
@@ -103,20 +158,9 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
         .with_bucket_name(bucket)
         .with_conditional_put(S3ConditionalPut::ETagMatch)
         .with_virtual_hosted_style_request(options.addressing == S3Addressing::VirtualHosted)
-        .with_retry(RetryConfig {
-            backoff: BackoffConfig {
-                init_backoff: options.retry.initial_backoff,
-                max_backoff: options.retry.max_backoff,
-                base: 2.0,
-            },
-            max_retries: options.retry.max_retries,
-            retry_timeout: options.retry.retry_timeout,
-        });
-    let mut client = ClientOptions::new().with_allow_http(options.allow_http);
-    if let Some(t) = options.retry.request_timeout {
-        client = client.with_timeout(t);
-    }
-    builder = builder.with_client_options(client);
+        .with_retry(options.retry.retry_config());
+    let client = ClientOptions::new().with_allow_http(options.allow_http);
+    builder = builder.with_client_options(options.retry.client_options(client));
     #[cfg(feature = "aws-profile")]
     let source = {
         // The full AWS chain (profiles included) replaces object_store's own; the region
