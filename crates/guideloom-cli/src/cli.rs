@@ -1,6 +1,7 @@
 //! Command-line syntax (clap derive).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -43,6 +44,33 @@ pub(crate) struct Global {
     /// (publish them through the bucket's s3:// root).
     #[arg(long, global = true)]
     pub(crate) mount: bool,
+    /// Remote roots (http(s)://, s3://): seconds allowed for one request attempt, from
+    /// connecting to the end of the body. Default: 30.
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    pub(crate) timeout: Option<Duration>,
+    /// Remote roots: seconds allowed to connect. Default: 10 (HTTP), 5 (S3).
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    pub(crate) connect_timeout: Option<Duration>,
+    /// Remote roots: retries of a failed attempt (timeouts, resets, HTTP 5xx and 429).
+    /// Default: 3 (HTTP), 4 (S3).
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) retries: Option<u32>,
+    /// Remote roots: seconds after which no retry starts (HTTP: the read itself ends then,
+    /// whatever attempts remain). Default: 60.
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    pub(crate) deadline: Option<Duration>,
+}
+
+/// A positive, finite number of seconds (fractions allowed: `0.5`).
+fn parse_secs(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("{text:?}: the number of seconds must be positive"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// Record format of `write`.

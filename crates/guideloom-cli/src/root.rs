@@ -10,7 +10,8 @@ use guideloom::AsyncDataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::store::RootStore;
 use guideloom_publish::{
-    Registry, Root, RootUri, S3Addressing, S3Options, Snapshot, StorageOptions,
+    HttpRootOptions, Registry, Root, RootUri, S3Addressing, S3Options, S3Retry, Snapshot,
+    StorageOptions,
 };
 
 use crate::cli::Global;
@@ -61,8 +62,46 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
         addressing,
         allow_http: global.s3_allow_http,
         profile: global.s3_profile.clone(),
-        ..S3Options::default()
+        retry: s3_retry(global),
     })
+}
+
+/// The S3 client's retries and timeouts: the defaults, with `--timeout`,
+/// `--connect-timeout`, `--retries` and `--deadline` (object_store's `retry_timeout`) applied.
+pub(crate) fn s3_retry(global: &Global) -> S3Retry {
+    let mut retry = S3Retry::default();
+    if let Some(t) = global.timeout {
+        retry.request_timeout = Some(t);
+    }
+    if let Some(t) = global.connect_timeout {
+        retry.connect_timeout = Some(t);
+    }
+    if let Some(n) = global.retries {
+        retry.max_retries = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(d) = global.deadline {
+        retry.retry_timeout = d;
+    }
+    retry
+}
+
+/// The bounds of `http(s)://` roots: the defaults, with `--timeout`, `--connect-timeout`,
+/// `--retries` (attempts = retries + 1) and `--deadline` (the deadline of one read) applied.
+pub(crate) fn http_options(global: &Global) -> HttpRootOptions {
+    let mut http = HttpRootOptions::default();
+    if let Some(t) = global.timeout {
+        http.request_timeout = t;
+    }
+    if let Some(t) = global.connect_timeout {
+        http.connect_timeout = t;
+    }
+    if let Some(n) = global.retries {
+        http.max_attempts = n.saturating_add(1);
+    }
+    if let Some(d) = global.deadline {
+        http.operation_timeout = d;
+    }
+    http
 }
 
 /// Opens `arg` as a root. With `must_exist`, a local root that is not a directory is an
@@ -88,6 +127,7 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
     }
     let options = StorageOptions {
         s3: s3_options(global)?,
+        http: http_options(global),
         mount: global.mount,
         ..StorageOptions::default()
     };
@@ -215,5 +255,59 @@ impl OpenRoot {
                 .unwrap_or_default(),
             what: format!("its JSON text does not parse back: {e}"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::Cli;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(["guideloom"].iter().chain(args).chain(&["info", "r"]))
+    }
+
+    #[test]
+    fn time_flags_reach_http_and_s3_roots_alike() {
+        let cli = parse(&[
+            "--timeout",
+            "1.5",
+            "--connect-timeout",
+            "0.25",
+            "--retries",
+            "2",
+            "--deadline",
+            "7",
+        ])
+        .unwrap();
+        let http = http_options(&cli.global);
+        assert_eq!(http.request_timeout, Duration::from_millis(1500));
+        assert_eq!(http.connect_timeout, Duration::from_millis(250));
+        assert_eq!(http.max_attempts, 3);
+        assert_eq!(http.operation_timeout, Duration::from_secs(7));
+        let s3 = s3_retry(&cli.global);
+        assert_eq!(s3.request_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(s3.connect_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(s3.max_retries, 2);
+        assert_eq!(s3.retry_timeout, Duration::from_secs(7));
+
+        let none = parse(&[]).unwrap();
+        assert_eq!(http_options(&none.global), HttpRootOptions::default());
+        assert_eq!(s3_retry(&none.global), S3Retry::default());
+    }
+
+    #[test]
+    fn time_flags_must_be_positive_seconds() {
+        for bad in ["0", "-1", "abc", "inf", "NaN"] {
+            let flag = format!("--timeout={bad}");
+            let e = parse(&[&flag]).unwrap_err();
+            assert!(e.to_string().contains("--timeout"), "{bad}: {e}");
+        }
+        assert!(parse(&["--retries=-1"]).is_err());
+        assert!(parse(&["--retries", "0"]).is_ok());
     }
 }
