@@ -146,6 +146,10 @@ pub(crate) struct PublishArgs {
     /// any snapshot.
     #[arg(long = "work-id")]
     pub(crate) work_ids: Vec<String>,
+    /// Also take named work ids whose write did not finish (no completion marker), e.g.
+    /// shards written by the library or another tool. Without it they are refused.
+    #[arg(long, requires = "work_ids")]
+    pub(crate) include_incomplete: bool,
 }
 
 /// `guideloom info`.

@@ -86,6 +86,22 @@ pub(crate) enum CliError {
         /// What is wrong.
         what: String,
     },
+    /// A `write` failed part way: its shards are left without a completion marker, so no
+    /// `publish` takes them unasked.
+    #[error(
+        "{source}; work id {work_id} is incomplete ({shards} shard(s) written, not marked \
+         complete, so publish skips them): fix the input and re-run the same write to resume, \
+         or write under a new work id"
+    )]
+    Incomplete {
+        /// The work id.
+        work_id: String,
+        /// Shards written before the failure.
+        shards: usize,
+        /// What failed.
+        #[source]
+        source: Box<CliError>,
+    },
     /// `verify` found problems (each already printed on its own line).
     #[error("{root}: verification found {count} problem(s)")]
     Unsound {

@@ -11,6 +11,7 @@ mod input;
 mod json;
 mod output;
 mod root;
+mod work;
 
 use std::process::ExitCode;
 

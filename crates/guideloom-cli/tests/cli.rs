@@ -64,7 +64,7 @@ fn round_trip(root: &str, tmp: &Path, extra: &[&str], env: &[(&str, &str)]) {
         "w0",
         a.to_str().unwrap(),
     ]));
-    assert!(err.contains("shards/w0/00000000.glm"), "{err}");
+    assert!(err.contains("shards/w0/complete.json"), "{err}");
     assert!(err.contains("collision"), "{err}");
 
     let p = json(&ok(run(&[

@@ -254,3 +254,114 @@ fn fifos_and_links_planted_in_a_root_fail_every_command_at_once() {
         .collect();
     assert_eq!(listed, vec![std::ffi::OsString::from("copy.glm")]);
 }
+
+/// A failed `write` poisons nothing: its shards are not marked complete, a default `publish`
+/// skips them and says so, naming the work id is refused, and re-running the fixed write
+/// resumes it.
+#[test]
+fn a_failed_write_leaves_nothing_a_later_publish_takes_unasked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let root_s = root.to_str().unwrap().to_owned();
+    // 2 000 records with a bad line at 1 501: about 100 small shards are written first.
+    let good = tmp.path().join("good.jsonl");
+    write_jsonl(&good, "r", 2000);
+    let text = std::fs::read_to_string(&good).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[1500] = "{\"id\": oops}";
+    let bad = tmp.path().join("bad.jsonl");
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let write = |input: &Path| {
+        guideloom(&[
+            "write",
+            "--root",
+            &root_s,
+            "--work-id",
+            "w",
+            "--max-shard-bytes",
+            "2048",
+            input.to_str().unwrap(),
+        ])
+    };
+    let err = fails(write(&bad));
+    assert!(err.contains("bad.jsonl:1501"), "{err}");
+    assert!(
+        err.contains("work id w is incomplete") && err.contains("re-run the same write"),
+        "{err}"
+    );
+    let written = std::fs::read_dir(root.join("shards/w")).unwrap().count();
+    assert!(written > 10, "{written} shards before the bad line");
+    assert!(!root.join("shards/w/complete.json").exists());
+    // Another worker completes; a default publish takes only its shards and names w.
+    publish(&root_s, tmp.path(), "other", "s1", 7);
+    let input = tmp.path().join("third.jsonl");
+    write_jsonl(&input, "t", 5);
+    ok(guideloom(&[
+        "write",
+        "--root",
+        &root_s,
+        "--work-id",
+        "third",
+        input.to_str().unwrap(),
+    ]));
+    let out = ok(guideloom(&[
+        "publish",
+        "--root",
+        &root_s,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s2",
+        "--append",
+    ]));
+    assert!(
+        out.contains("skipped incomplete work id(s) w ("),
+        "the skip is said: {out}"
+    );
+    let info = json(&ok(guideloom(&["info", &root_s, "--json"])));
+    assert_eq!(info["snapshots"][1]["records"], 12, "{info}");
+    assert_eq!(info["incomplete_work_ids"][0]["work_id"], "w", "{info}");
+    // Naming the incomplete work id is refused.
+    let err = fails(guideloom(&[
+        "publish",
+        "--root",
+        &root_s,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s3",
+        "--work-id",
+        "w",
+    ]));
+    assert!(err.contains("work id w is incomplete"), "{err}");
+    // The fixed input resumes the same work id; then it publishes whole, replacing s2.
+    let out = ok(write(&good));
+    assert!(
+        out.contains("resumed the unfinished write of work id w"),
+        "{out}"
+    );
+    assert!(root.join("shards/w/complete.json").is_file());
+    let out = ok(guideloom(&[
+        "publish",
+        "--root",
+        &root_s,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s3",
+        "--work-id",
+        "w",
+    ]));
+    assert!(
+        out.contains("it replaces snapshot s2 (#2, 12 records) as the latest"),
+        "a full publication says what it replaces: {out}"
+    );
+    let info = json(&ok(guideloom(&["info", &root_s, "--json"])));
+    assert_eq!(info["snapshots"][2]["records"], 2000, "{info}");
+    assert_eq!(info["incomplete_work_ids"], serde_json::json!([]), "{info}");
+    let rec = json(&ok(guideloom(&["get", &root_s, "1500"])));
+    assert_eq!(rec["id"], "r-1500");
+    // A finished work id cannot be written again.
+    let err = fails(write(&good));
+    assert!(err.contains("is complete"), "{err}");
+}

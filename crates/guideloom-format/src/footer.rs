@@ -145,9 +145,10 @@ impl Footer {
             .checked_add(self.metadata_len)
             .and_then(|e| e.checked_add(FOOTER_LEN));
         if end != Some(size) {
+            let end = end.map_or_else(|| "beyond 2^64".to_owned(), |e| format!("byte {e}"));
             return Err(Error::layout(
                 shard,
-                format!("sections end at {end:?} but the file has {size} bytes"),
+                format!("sections end at {end} but the file has {size} bytes"),
             ));
         }
         Ok(())

@@ -103,17 +103,11 @@ where
     }
 
     fn encode(&self, record: &T, out: &mut Vec<u8>) -> Result<(), BoxError> {
-        ciborium::into_writer(record, out)?;
-        Ok(())
+        Ok(crate::cbor::encode_into(record, out)?)
     }
 
     fn decode(&self, bytes: Bytes) -> Result<T, BoxError> {
-        let mut rest: &[u8] = &bytes;
-        let value = ciborium::from_reader(&mut rest)?;
-        if !rest.is_empty() {
-            return Err(format!("{} trailing bytes after the CBOR item", rest.len()).into());
-        }
-        Ok(value)
+        Ok(crate::cbor::decode_one(&bytes)?)
     }
 }
 

@@ -45,6 +45,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cbor;
 pub mod discovery;
 pub mod element;
 pub mod error;

@@ -112,7 +112,7 @@ impl ShardMetadata {
     pub fn encode(&self) -> Result<Vec<u8>> {
         self.validate()?;
         let mut out = Vec::new();
-        ciborium::into_writer(self, &mut out).map_err(|e| Error::InvalidArgument {
+        crate::cbor::encode_into(self, &mut out).map_err(|e| Error::InvalidArgument {
             message: format!("cannot encode shard metadata: {e}"),
         })?;
         if out.len() as u64 > MAX_METADATA_LEN {
@@ -128,12 +128,8 @@ impl ShardMetadata {
 
     /// Decodes one CBOR map (no trailing bytes) and checks it against the footer's count.
     pub fn decode(shard: &str, bytes: &[u8], record_count: u64) -> Result<Self> {
-        let mut rest = bytes;
-        let meta: ShardMetadata = ciborium::from_reader(&mut rest)
-            .map_err(|e| Error::metadata(shard, format!("invalid CBOR: {e}")))?;
-        if !rest.is_empty() {
-            return Err(Error::metadata(shard, "trailing bytes after the CBOR map"));
-        }
+        let meta: ShardMetadata = crate::cbor::decode_one(bytes)
+            .map_err(|e| Error::metadata(shard, format!("metadata block: {e}")))?;
         if let Some(problem) = meta.kind_problem() {
             return Err(Error::metadata(shard, problem));
         }

@@ -120,8 +120,8 @@ pub enum Error {
 /// The details of an [`Error::Timeout`].
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "timed out: {operation} {location}: {limit} ({attempts} attempt{}, {} in all)",
-    if *attempts == 1 { "" } else { "s" },
+    "timed out: {operation} {location}: {limit} ({}, {} in all)",
+    attempts_text(*attempts),
     secs_text(*elapsed)
 )]
 #[non_exhaustive]
@@ -132,8 +132,9 @@ pub struct TimeoutError {
     pub operation: String,
     /// Which bound ran out.
     pub limit: TimeoutKind,
-    /// Attempts made, the first included.
-    pub attempts: u32,
+    /// Attempts made, the first included (`None`: the client retried internally and did not
+    /// say; object_store's clients).
+    pub attempts: Option<u32>,
     /// Time from the first attempt to giving up.
     pub elapsed: std::time::Duration,
     /// The last attempt's own failure, when the deadline cut the retries short after a
@@ -152,6 +153,8 @@ pub enum TimeoutKind {
     Connect(std::time::Duration),
     /// The deadline of the whole operation across its attempts.
     Deadline(std::time::Duration),
+    /// The store client's own timeout (object_store's `ClientOptions`, after its retries).
+    Client,
 }
 
 impl std::fmt::Display for TimeoutKind {
@@ -174,6 +177,7 @@ impl std::fmt::Display for TimeoutKind {
             TimeoutKind::Deadline(d) => {
                 write!(f, "the {} operation deadline passed", secs_text(*d))
             }
+            TimeoutKind::Client => f.write_str("the store client's request timeout ran out"),
         }
     }
 }
@@ -186,6 +190,14 @@ fn secs_text(d: std::time::Duration) -> String {
         format!("{} s", d.as_secs())
     } else {
         format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn attempts_text(attempts: Option<u32>) -> String {
+    match attempts {
+        Some(1) => "1 attempt".to_owned(),
+        Some(n) => format!("{n} attempts"),
+        None => "after the client's retries".to_owned(),
     }
 }
 
@@ -215,7 +227,7 @@ impl Error {
         location: impl Into<String>,
         operation: impl Into<String>,
         limit: TimeoutKind,
-        attempts: u32,
+        attempts: Option<u32>,
         elapsed: std::time::Duration,
         source: Option<Error>,
     ) -> Self {
@@ -349,7 +361,7 @@ mod tests {
             "http://h/a",
             "GET bytes=0-9",
             TimeoutKind::Request(Duration::from_millis(1500)),
-            3,
+            Some(3),
             Duration::from_millis(4620),
             None,
         );

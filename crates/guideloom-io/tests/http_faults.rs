@@ -459,7 +459,7 @@ async fn stalled_origin_times_out_with_attempt_count() {
     assert!(
         matches!(
             &e,
-            Error::Timeout(t) if t.attempts == 2
+            Error::Timeout(t) if t.attempts == Some(2)
                 && t.limit == TimeoutKind::Request(Duration::from_millis(200))
                 && t.source.is_none()
         ),
@@ -492,7 +492,7 @@ async fn operation_deadline_cuts_an_attempt_short() {
         assert!(
             matches!(
                 &e,
-                Error::Timeout(t) if t.attempts == 1
+                Error::Timeout(t) if t.attempts == Some(1)
                     && t.limit == TimeoutKind::Deadline(Duration::from_millis(300))
             ),
             "{e}"

@@ -250,6 +250,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A shard could not be opened or read: the format layer's error, whatever part of the
+    /// shard it concerns (footer, index, metadata, a record's checksum) or the transport
+    /// failure beneath it. Match on the source ([`guideloom_format::Error::is_corrupt`]
+    /// tells damage from transport).
+    #[error("shard {key}: {source}")]
+    Shard {
+        /// The shard (relative to the root).
+        key: String,
+        /// The format layer's error.
+        #[source]
+        source: Box<guideloom_format::Error>,
+    },
     /// The byte-range IO layer failed while reading an object.
     #[error("read error on {key}: {source}")]
     Read {

@@ -118,6 +118,15 @@ pub enum Checksum {
     FooterCrc32c(u32),
 }
 
+impl std::fmt::Display for Checksum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Checksum::Sha256(hex) => write!(f, "sha256 {hex}"),
+            Checksum::FooterCrc32c(crc) => write!(f, "footer crc32c {crc:08x}"),
+        }
+    }
+}
+
 /// A reference to one shard inside a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardRef {

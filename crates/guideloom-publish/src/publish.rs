@@ -384,8 +384,8 @@ impl Root {
                 return Err(Error::Verification {
                     key: shard.key.clone(),
                     what: "checksum",
-                    expected: format!("{want:?}"),
-                    actual: format!("{got:?}"),
+                    expected: want.to_string(),
+                    actual: got.to_string(),
                 });
             }
         }
@@ -514,7 +514,9 @@ impl Root {
             let base = shards.len();
             shards.extend(request.shards.iter().cloned());
             let total_records = check_shards(&shards).map_err(|what| {
-                Error::invalid(format!("appending to snapshot {parent_seq:?}: {what}"))
+                let parent =
+                    parent_seq.map_or_else(|| "nothing".to_owned(), |p| format!("snapshot #{p}"));
+                Error::invalid(format!("appending to {parent}: {what}"))
             })?;
             let seq = parent_seq
                 .map_or(Some(1), |p| p.checked_add(1))

@@ -26,8 +26,11 @@ pub struct SnapshotReader {
     options: ReadOptions,
 }
 
-fn format_error(key: &str, e: guideloom_format::Error) -> Error {
-    Error::corrupt(key, e.to_string())
+fn format_error(key: &str, source: guideloom_format::Error) -> Error {
+    Error::Shard {
+        key: key.to_owned(),
+        source: Box::new(source),
+    }
 }
 
 /// Opens a shard over `reader` with one tail read and checks it against the manifest's

@@ -19,8 +19,11 @@ use crate::store::{RootStore, create_object};
 /// Offset of the footer's own CRC32C inside the 64-byte footer (see `docs/format.md`).
 const FOOTER_CRC_OFFSET: usize = 52;
 
-fn format_error(key: &str, e: guideloom_format::Error) -> Error {
-    Error::corrupt(key, e.to_string())
+fn format_error(key: &str, source: guideloom_format::Error) -> Error {
+    Error::Shard {
+        key: key.to_owned(),
+        source: Box::new(source),
+    }
 }
 
 /// The footer CRC of an encoded shard's last [`FOOTER_LEN`] bytes, after validating them.

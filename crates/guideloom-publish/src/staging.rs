@@ -469,13 +469,19 @@ impl<'a> Scan<'a> {
         let shard_end = (self.starts[i + 1].min(self.end)) - self.starts[i];
         let start_byte = shard
             .record_range(first)
-            .map_err(|e| Error::corrupt(staged.key(), e.to_string()))?
+            .map_err(|source| Error::Shard {
+                key: staged.key().to_owned(),
+                source: Box::new(source),
+            })?
             .start;
         let mut count = 1;
         while first + count < shard_end && count < SCAN_BATCH_RECORDS {
             let r = shard
                 .record_range(first + count)
-                .map_err(|e| Error::corrupt(staged.key(), e.to_string()))?;
+                .map_err(|source| Error::Shard {
+                    key: staged.key().to_owned(),
+                    source: Box::new(source),
+                })?;
             if r.end - start_byte > SCAN_BATCH_BYTES {
                 break;
             }
@@ -488,7 +494,10 @@ impl<'a> Scan<'a> {
                 drop(staged);
                 self.current = None;
                 self.stager.discard(&key);
-                return Err(Error::corrupt(key, e.to_string()));
+                return Err(Error::Shard {
+                    key,
+                    source: Box::new(e),
+                });
             }
         };
         self.next += count;

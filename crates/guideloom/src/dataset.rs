@@ -282,18 +282,10 @@ impl AsyncDataset {
 /// Decodes one CBOR record exactly as [`CborFormat`](guideloom_format::CborFormat) does (one item, no trailing bytes),
 /// without requiring `T: Serialize`.
 fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
-    let mut rest: &[u8] = &bytes;
-    let value = ciborium::from_reader(&mut rest).map_err(|e| Error::Decode {
+    guideloom_format::cbor::decode_one(&bytes).map_err(|e| Error::Decode {
         index,
         source: Box::new(e),
-    })?;
-    if !rest.is_empty() {
-        return Err(Error::Decode {
-            index,
-            source: format!("{} trailing bytes after the CBOR item", rest.len()).into(),
-        });
-    }
-    Ok(value)
+    })
 }
 
 /// A dataset snapshot, read synchronously through an internal tokio runtime.

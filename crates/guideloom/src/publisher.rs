@@ -66,7 +66,7 @@ pub fn encode_cbor<T: Serialize>(work_id: &str, shard: u64, records: &[T]) -> Re
         .enumerate()
         .map(|(i, r)| {
             let mut out = Vec::new();
-            ciborium::into_writer(r, &mut out).map_err(|e| Error::Encode {
+            guideloom_format::cbor::encode_into(r, &mut out).map_err(|e| Error::Encode {
                 work_id: work_id.to_owned(),
                 shard,
                 index: i as u64,

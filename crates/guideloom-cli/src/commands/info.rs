@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::cli::{Global, InfoArgs};
-use crate::commands::publish::{listed_shards, published_keys};
+use crate::commands::publish::published_keys;
 use crate::error::Result;
 use crate::output;
 use crate::root;
@@ -16,15 +16,18 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
     // Unpublished shards are found by listing; a root that cannot list (http://) has none
     // to report.
     let listable = root.store().capabilities().list;
-    let unpublished: Vec<(String, u64)> = if listable {
-        listed_shards(&root, &[])
-            .await?
-            .into_iter()
-            .filter(|(k, _)| !published.contains(k))
-            .collect()
+    let survey = if listable {
+        crate::work::survey(&root, &[]).await?
     } else {
-        Vec::new()
+        crate::work::Survey::default()
     };
+    let unpublished: Vec<(String, u64)> = survey
+        .complete
+        .values()
+        .flatten()
+        .filter(|(k, _)| !published.contains(k))
+        .cloned()
+        .collect();
     let catalog = root.root.catalog().await.map_err(|e| root.err(e))?;
     let latest_seq = snapshots.last().map(|s| s.seq());
 
@@ -60,6 +63,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             "snapshots": snaps,
             "unpublished_shards": listable.then_some(unpublished.len()),
             "unpublished_bytes": listable.then(|| unpublished.iter().map(|(_, s)| s).sum::<u64>()),
+            "incomplete_work_ids": listable.then(|| survey.incomplete.iter().map(|(w, s)| json!({"work_id": w, "shards": s.len()})).collect::<Vec<_>>()),
             "annotation_sets": sets,
         }));
     }
@@ -88,6 +92,13 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             "unpublished: {} shard(s), {} (publish them with `guideloom publish`)",
             unpublished.len(),
             output::bytes(unpublished.iter().map(|(_, s)| s).sum())
+        ))?;
+    }
+    for (w, shards) in &survey.incomplete {
+        output::line(&format!(
+            "incomplete:  work id {w}: {} shard(s) from a write that did not finish (publish \
+             skips them; re-run that write to finish it)",
+            shards.len()
         ))?;
     }
     output::line(&format!("annotation sets: {}", catalog.entries.len()))?;

@@ -14,46 +14,7 @@ use crate::cli::{Global, PublishArgs};
 use crate::error::{CliError, Result};
 use crate::output;
 use crate::root::{self, OpenRoot};
-
-/// Every shard object under `shards/` (optionally of some workers), sorted by key (worker,
-/// then shard number), with sizes from the listing and no record counts yet.
-pub(crate) async fn listed_shards(
-    root: &OpenRoot,
-    work_ids: &[String],
-) -> Result<Vec<(String, u64)>> {
-    let prefixes: Vec<String> = if work_ids.is_empty() {
-        vec!["shards".to_owned()]
-    } else {
-        work_ids.iter().map(|w| format!("shards/{w}")).collect()
-    };
-    for w in work_ids {
-        guideloom_publish::key::check_name("work id", w)
-            .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
-    }
-    let mut out = Vec::new();
-    for (i, prefix) in prefixes.iter().enumerate() {
-        let listed = root.store().list(prefix).await.map_err(|e| root.err(e))?;
-        let before = out.len();
-        out.extend(
-            listed
-                .into_iter()
-                .filter(|o| o.key.ends_with(".glm"))
-                .map(|o| (o.key, o.size)),
-        );
-        if !work_ids.is_empty() && out.len() == before {
-            return Err(CliError::argument(
-                "--work-id",
-                format!(
-                    "worker {:?} wrote no shards in {} ({prefix}/ is empty)",
-                    work_ids[i], root.name
-                ),
-            ));
-        }
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
+use crate::work::{self, Survey};
 
 /// Keys referenced by any snapshot of the root (empty if nothing is published).
 pub(crate) async fn published_keys(root: &OpenRoot) -> Result<(HashSet<String>, Vec<Snapshot>)> {
@@ -86,30 +47,78 @@ pub(crate) async fn shard_ref(root: &OpenRoot, key: &str, size: u64) -> Result<S
     Ok(shard)
 }
 
-/// Publishes the chosen shards; returns the snapshot.
+/// What `publish` did: the new snapshot, the latest it replaced (a full publication over an
+/// existing snapshot), and the work ids it skipped as incomplete.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub(crate) snapshot: Snapshot,
+    pub(crate) replaced: Option<Snapshot>,
+    pub(crate) survey: Survey,
+}
+
+/// Publishes the chosen shards: those of the named work ids, or every shard a completion
+/// marker lists that no snapshot holds yet. Incomplete work ids are never taken unasked, and
+/// naming one is an error.
 pub(crate) async fn publish(
     root: &OpenRoot,
     dataset_id: &str,
     snapshot_id: &str,
     work_ids: &[String],
+    include_incomplete: bool,
     append: bool,
     verify_record_counts: bool,
-) -> Result<Snapshot> {
-    let listed = listed_shards(root, work_ids).await?;
-    let (published, _) = published_keys(root).await?;
-    let chosen: Vec<(String, u64)> = if work_ids.is_empty() {
-        listed
-            .into_iter()
-            .filter(|(k, _)| !published.contains(k))
-            .collect()
-    } else {
-        listed
-    };
+) -> Result<Published> {
+    // An http(s):// root is read-only: refused before any request.
+    root.store().check_writable().map_err(|e| root.err(e))?;
+    for w in work_ids {
+        guideloom_publish::key::check_name("work id", w)
+            .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
+    }
+    let survey = work::survey(root, work_ids).await?;
+    let mut survey = survey;
+    for w in work_ids {
+        if include_incomplete && let Some(shards) = survey.incomplete.remove(w) {
+            survey.complete.insert(w.clone(), shards);
+        }
+        if let Some(shards) = survey.incomplete.get(w) {
+            return Err(CliError::argument(
+                format!("--work-id {w}"),
+                format!(
+                    "work id {w} is incomplete: its write did not finish ({} shard(s), no {}); \
+                     re-run that write to finish it, write under a new work id, or pass \
+                     --include-incomplete for shards another tool wrote",
+                    shards.len(),
+                    work::marker_key(w)
+                ),
+            ));
+        }
+        if !survey.complete.contains_key(w) {
+            return Err(CliError::argument(
+                "--work-id",
+                format!(
+                    "worker {w} wrote no shards in {} (shards/{w}/ is empty)",
+                    root.name
+                ),
+            ));
+        }
+    }
+    let (published, snapshots) = published_keys(root).await?;
+    let chosen: Vec<(String, u64)> = survey
+        .complete
+        .values()
+        .flatten()
+        .filter(|(k, _)| !work_ids.is_empty() || !published.contains(k))
+        .cloned()
+        .collect();
     if chosen.is_empty() {
-        return Err(CliError::argument(
-            &root.name,
-            "no unpublished shards under shards/ (write some with `guideloom write`, or name workers with --work-id)",
-        ));
+        let mut what =
+            "no unpublished shards under shards/ (write some with `guideloom write`, or \
+                        name workers with --work-id)"
+                .to_owned();
+        if let Some(line) = survey.incomplete_line() {
+            what = format!("{what}; {line}");
+        }
+        return Err(CliError::argument(&root.name, what));
     }
     let mut shards = Vec::with_capacity(chosen.len());
     for (key, size) in &chosen {
@@ -130,21 +139,40 @@ pub(crate) async fn publish(
         inspector: Some(Arc::new(FooterInspector)),
         ..PublicationOptions::default()
     };
-    root.root
+    let snapshot = root
+        .root
         .publish(&request, &options)
         .await
-        .map_err(|e| root.err(e))
+        .map_err(|e| root.err(e))?;
+    let replaced = if append {
+        None
+    } else {
+        snapshots
+            .into_iter()
+            .filter(|s| s.seq() < snapshot.seq())
+            .max_by_key(Snapshot::seq)
+    };
+    Ok(Published {
+        snapshot,
+        replaced,
+        survey,
+    })
 }
 
 /// Runs `guideloom publish`.
 pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
     let root = root::open(&args.root, global, true)?;
     let started = Instant::now();
-    let snapshot = publish(
+    let Published {
+        snapshot,
+        replaced,
+        survey,
+    } = publish(
         &root,
         &args.dataset_id,
         &args.snapshot_id,
         &args.work_ids,
+        args.include_incomplete,
         args.append,
         args.verify_record_counts,
     )
@@ -161,6 +189,10 @@ pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
             "records": snapshot.total_records(),
             "bytes": bytes,
             "log_key": snapshot.log_key,
+            "replaced": replaced.as_ref().map(|r| json!({
+                "snapshot_id": r.id(), "seq": r.seq(), "records": r.total_records(),
+            })),
+            "skipped_incomplete_work_ids": survey.incomplete.keys().collect::<Vec<_>>(),
             "seconds": started.elapsed().as_secs_f64(),
         }));
     }
@@ -173,5 +205,18 @@ pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
         snapshot.total_records(),
         output::bytes(bytes),
         output::secs(started.elapsed())
-    ))
+    ))?;
+    if let Some(r) = &replaced {
+        output::line(&format!(
+            "it replaces snapshot {} (#{}, {} records) as the latest: the new snapshot holds only \
+             these shards (pass --append to extend the latest instead)",
+            r.id(),
+            r.seq(),
+            r.total_records()
+        ))?;
+    }
+    match survey.incomplete_line() {
+        Some(line) => output::line(&line),
+        None => Ok(()),
+    }
 }

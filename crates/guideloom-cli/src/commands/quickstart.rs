@@ -218,7 +218,9 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
 
     // 3. Publish them as one snapshot (sizes, record counts and footer checksums checked).
     let t = Instant::now();
-    let snapshot = publish::publish(&root, "captions", "v1", &[], false, true).await?;
+    let snapshot = publish::publish(&root, "captions", "v1", &[], false, false, true)
+        .await?
+        .snapshot;
     steps.push(Step {
         name: "publish",
         took: t.elapsed(),

@@ -79,8 +79,10 @@ async fn check_shard(
                     report,
                     key,
                     format!(
-                        "footer checksum {:?}, the snapshot says {want:?} (replaced or corrupt)",
-                        facts.checksum
+                        "{}, the snapshot says {want} (replaced or corrupt)",
+                        facts
+                            .checksum
+                            .map_or_else(|| "no footer checksum".to_owned(), |c| c.to_string())
                     ),
                 );
             }

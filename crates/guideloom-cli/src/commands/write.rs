@@ -14,6 +14,7 @@ use crate::error::{CliError, Result};
 use crate::input::{RawDir, jsonl_records, skipped_line};
 use crate::output;
 use crate::root::{self, OpenRoot};
+use crate::work;
 
 /// Per-record bytes of index and checksum in a shard, plus a fixed allowance for header,
 /// metadata and footer: used to start a new shard before one would pass the limit.
@@ -26,6 +27,8 @@ pub(crate) struct Written {
     pub(crate) shards: Vec<ShardRef>,
     pub(crate) records: u64,
     pub(crate) bytes: u64,
+    /// Whether this write resumed an unfinished one.
+    pub(crate) resumed: Start,
 }
 
 impl Written {
@@ -42,31 +45,47 @@ impl Written {
     }
 }
 
-/// Refuses a work id that already has shards in the root, naming the first one: re-running
-/// a worker is a publication collision.
-pub(crate) async fn check_fresh_work_id(root: &OpenRoot, work_id: &str) -> Result<()> {
+/// Whether a `write` of a work id starts fresh or resumes an unfinished one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// No shard of the work id exists.
+    Fresh,
+    /// An earlier write of it stopped part way (this many shards, no completion marker):
+    /// shards with the same bytes are accepted as already written.
+    Resume(usize),
+}
+
+/// Checks `work_id` before writing: a finished work id is refused (shards are create-only);
+/// an unfinished one is resumed.
+pub(crate) async fn check_work_id(root: &OpenRoot, work_id: &str) -> Result<Start> {
     guideloom_publish::key::check_name("work id", work_id)
         .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
-    let prefix = format!("shards/{work_id}");
-    let mut existing = root.store().list(&prefix).await.map_err(|e| root.err(e))?;
-    existing.sort_by(|a, b| a.key.cmp(&b.key));
-    if let Some(first) = existing.first() {
+    root.store().check_writable().map_err(|e| root.err(e))?;
+    if let Some(done) = work::completion(root, work_id).await? {
         return Err(CliError::argument(
             format!("--work-id {work_id}"),
             format!(
-                "publication collision: {} already exists in {} (this worker already wrote {} \
-                 shard(s); shards are create-only, use a new work id)",
-                first.key,
+                "publication collision: work id {work_id} already wrote {} shard(s) in {} and is \
+                 complete ({}); shards are create-only, use a new work id",
+                done.shards.len(),
                 root.name,
-                existing.len()
+                work::marker_key(work_id)
             ),
         ));
     }
-    Ok(())
+    let prefix = format!("shards/{work_id}");
+    let existing = root.store().list(&prefix).await.map_err(|e| root.err(e))?;
+    let shards = existing.iter().filter(|o| o.key.ends_with(".glm")).count();
+    Ok(if shards == 0 {
+        Start::Fresh
+    } else {
+        Start::Resume(shards)
+    })
 }
 
 /// Writes already-encoded records as shards of `work_id`, cutting a new shard before one
-/// would exceed `max_shard_bytes`.
+/// would exceed `max_shard_bytes`, then marks the work id complete. On a failure part way the
+/// error says so ([`CliError::Incomplete`]) and the marker is not written.
 pub(crate) async fn write_records<I>(
     root: &OpenRoot,
     work_id: &str,
@@ -78,13 +97,57 @@ pub(crate) async fn write_records<I>(
 where
     I: IntoIterator<Item = Result<(String, Vec<u8>)>>,
 {
-    check_fresh_work_id(root, work_id).await?;
-    let staging = std::env::temp_dir();
+    let start = check_work_id(root, work_id).await?;
     let mut written = Written {
         shards: Vec::new(),
         records: 0,
         bytes: 0,
+        resumed: start,
     };
+    match write_shards(
+        root,
+        work_id,
+        format,
+        max_shard_bytes,
+        records,
+        bar,
+        &mut written,
+    )
+    .await
+    {
+        Ok(()) => {}
+        Err(e) => {
+            let shards = match start {
+                Start::Fresh => written.shards.len(),
+                Start::Resume(n) => n.max(written.shards.len()),
+            };
+            if shards == 0 {
+                return Err(e);
+            }
+            return Err(CliError::Incomplete {
+                work_id: work_id.to_owned(),
+                shards,
+                source: Box::new(e),
+            });
+        }
+    }
+    work::mark_complete(root, work_id, &written.shards).await?;
+    Ok(written)
+}
+
+async fn write_shards<I>(
+    root: &OpenRoot,
+    work_id: &str,
+    format: &str,
+    max_shard_bytes: u64,
+    records: I,
+    bar: &ProgressBar,
+    written: &mut Written,
+) -> Result<()>
+where
+    I: IntoIterator<Item = Result<(String, Vec<u8>)>>,
+{
+    let staging = std::env::temp_dir();
     let mut batch: Vec<Vec<u8>> = Vec::new();
     let mut batch_bytes = PER_SHARD_OVERHEAD;
     for item in records {
@@ -100,7 +163,7 @@ where
             ));
         }
         if !batch.is_empty() && batch_bytes + cost > max_shard_bytes {
-            flush(root, work_id, format, &mut batch, &staging, &mut written).await?;
+            flush(root, work_id, format, &mut batch, &staging, written).await?;
             batch_bytes = PER_SHARD_OVERHEAD;
         }
         batch_bytes += cost;
@@ -108,9 +171,9 @@ where
         bar.inc(1);
     }
     if !batch.is_empty() {
-        flush(root, work_id, format, &mut batch, &staging, &mut written).await?;
+        flush(root, work_id, format, &mut batch, &staging, written).await?;
     }
-    Ok(written)
+    Ok(())
 }
 
 async fn flush(
@@ -132,7 +195,19 @@ async fn flush(
             staging,
         )
         .await
-        .map_err(|e| root.err(e))?;
+        .map_err(|e| match (&e, written.resumed) {
+            (guideloom_publish::Error::PublicationCollision { key }, Start::Resume(_)) => {
+                CliError::argument(
+                    format!("--work-id {work_id}"),
+                    format!(
+                        "publication collision: {key} from the unfinished earlier write of work id \
+                         {work_id} holds other bytes than this write produces (the input \
+                         changed?); write under a new work id"
+                    ),
+                )
+            }
+            _ => root.err(e),
+        })?;
     written.records += shard.record_count;
     written.bytes += shard.size;
     written.shards.push(shard);
@@ -183,11 +258,21 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
     bar.finish_and_clear();
     if global.json {
         let mut v = written.to_json(&root.name, &args.work_id);
+        if let Start::Resume(n) = written.resumed {
+            v["resumed_shards"] = json!(n);
+        }
         v["seconds"] = json!(started.elapsed().as_secs_f64());
         if args.format == RecordFormat::Raw {
             v["skipped"] = json!(skipped);
         }
         return output::print_json(&v);
+    }
+    if let Start::Resume(n) = written.resumed {
+        output::line(&format!(
+            "resumed the unfinished write of work id {} ({n} shard(s) were already there; the \
+             identical ones were kept)",
+            args.work_id
+        ))?;
     }
     output::line(&format!(
         "wrote {} records in {} shard(s), {}, to {}/shards/{} in {}",

@@ -213,7 +213,7 @@ impl Inner {
                 location,
                 operation(&method, range),
                 limit,
-                attempts,
+                Some(attempts),
                 started.elapsed(),
                 source,
             )

@@ -53,7 +53,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use crate::backend::{Backend, Capabilities, Location};
 use crate::coalesce::{self, CoalescePolicy};
-use crate::error::{Error, Result, check_range, wrong_len};
+use crate::error::{Error, Result, TimeoutKind, check_range, wrong_len};
 use crate::reader::{AsyncReader, Tail};
 use crate::stats::RequestStats;
 
@@ -237,8 +237,32 @@ impl fmt::Debug for ObjectStoreReader {
     }
 }
 
-/// Maps an object_store error for `location`.
-fn map_error(location: &str, op: &str, e: object_store::Error) -> Error {
+/// Whether object_store gave up on a timeout: its HTTP client's `Timeout` kind anywhere in
+/// the chain (the HTTP client exists only with a cloud store feature).
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn timed_out(e: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if c.downcast_ref::<HttpError>()
+            .is_some_and(|h| h.kind() == HttpErrorKind::Timeout)
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
+}
+
+#[cfg(not(any(feature = "s3", feature = "gcs", feature = "azure")))]
+fn timed_out(_: &object_store::Error) -> bool {
+    false
+}
+
+/// Maps an object_store error for `location` of an operation that started at `started`: a
+/// timeout of the store's client becomes [`Error::Timeout`] (its retries are the client's,
+/// so the attempt count is unknown; the store's error is the source).
+fn map_error(location: &str, op: &str, started: Instant, e: object_store::Error) -> Error {
     match e {
         object_store::Error::NotFound { .. } => Error::NotFound {
             location: location.to_owned(),
@@ -246,11 +270,24 @@ fn map_error(location: &str, op: &str, e: object_store::Error) -> Error {
         },
         other => {
             let retryable = matches!(other, object_store::Error::Generic { .. });
-            Error::Remote {
+            let timed_out = timed_out(&other);
+            let remote = Error::Remote {
                 location: location.to_owned(),
                 message: format!("{op} failed: {other}"),
                 retryable,
                 source: Some(Box::new(other)),
+            };
+            if timed_out {
+                Error::timeout(
+                    location,
+                    op,
+                    TimeoutKind::Client,
+                    None,
+                    started.elapsed(),
+                    Some(remote),
+                )
+            } else {
+                remote
             }
         }
     }
@@ -322,6 +359,8 @@ impl ObjectStoreReader {
             len,
             size: self.known_size().unwrap_or(u64::MAX),
         })?;
+        let started = Instant::now();
+        let op = format!("GET bytes={offset}-{}", end - 1);
         match self.get(GetRange::Bounded(offset..end)).await {
             Ok((size, _, bytes)) => {
                 let _ = self.size.set(size);
@@ -339,7 +378,7 @@ impl ObjectStoreReader {
                 Ok(bytes)
             }
             Err(e @ object_store::Error::NotFound { .. }) => {
-                Err(map_error(&self.display, "get", e))
+                Err(map_error(&self.display, &op, started, e))
             }
             Err(e) => {
                 // A range starting past the end is an error in object_store; tell it apart
@@ -354,7 +393,7 @@ impl ObjectStoreReader {
                         size,
                     });
                 }
-                Err(map_error(&self.display, "get", e))
+                Err(map_error(&self.display, &op, started, e))
             }
         }
     }
@@ -380,7 +419,7 @@ impl AsyncReader for ObjectStoreReader {
             latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             "object_store head"
         );
-        let meta = head.map_err(|e| map_error(&self.display, "head", e))?;
+        let meta = head.map_err(|e| map_error(&self.display, "HEAD", started, e))?;
         Ok(*self.size.get_or_init(|| meta.size))
     }
 
@@ -432,6 +471,8 @@ impl AsyncReader for ObjectStoreReader {
                 bytes: Bytes::new(),
             });
         }
+        let started = Instant::now();
+        let op = format!("GET bytes=-{len}");
         match self.get(GetRange::Suffix(len)).await {
             Ok((size, returned, bytes)) => {
                 let _ = self.size.set(size);
@@ -455,7 +496,7 @@ impl AsyncReader for ObjectStoreReader {
                 Ok(Tail { size, bytes })
             }
             Err(e @ object_store::Error::NotFound { .. }) => {
-                Err(map_error(&self.display, "get", e))
+                Err(map_error(&self.display, &op, started, e))
             }
             Err(e) => {
                 // Some stores refuse a suffix of an empty object; a head tells.
@@ -464,7 +505,7 @@ impl AsyncReader for ObjectStoreReader {
                         size: 0,
                         bytes: Bytes::new(),
                     }),
-                    _ => Err(map_error(&self.display, "get", e)),
+                    _ => Err(map_error(&self.display, &op, started, e)),
                 }
             }
         }
