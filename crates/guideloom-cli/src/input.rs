@@ -5,36 +5,17 @@
 //! and the limit after at most `limit + 1` of its bytes were read, and buffers grow with
 //! `try_reserve`, so a failed allocation is an error, never an abort.
 
-use std::collections::TryReserveError;
 use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
+
+use guideloom_cli::grow::grow_within;
 
 use crate::error::{CliError, Result};
 use crate::json::json_to_cbor;
 
 /// The most bytes one annotation value (one input line of `annotate`) may have.
 pub(crate) const MAX_ANNOTATION_LINE: usize = 64 << 20;
-
-/// Makes room for `additional` more bytes in `buf`, growing geometrically but never past
-/// `cap` total capacity (or exactly what is needed, if that is more).
-pub(crate) fn grow_within(
-    buf: &mut Vec<u8>,
-    additional: usize,
-    cap: usize,
-) -> Result<(), TryReserveError> {
-    let needed = buf.len().saturating_add(additional);
-    if needed <= buf.capacity() {
-        return Ok(());
-    }
-    let target = buf
-        .capacity()
-        .saturating_mul(2)
-        .max(4096)
-        .min(cap)
-        .max(needed);
-    buf.try_reserve_exact(target - buf.len())
-}
 
 /// Opens an input file, or stdin for `-`.
 pub(crate) fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
@@ -390,17 +371,5 @@ mod tests {
         l.next_line().unwrap();
         let err = l.next_line().unwrap_err().to_string();
         assert_eq!(err, "in.jsonl:2: not valid UTF-8 (at byte 2 of the line)");
-    }
-
-    #[test]
-    fn growth_stays_within_the_cap() {
-        let mut buf = Vec::new();
-        grow_within(&mut buf, 10, 100).unwrap();
-        assert!(buf.capacity() >= 10 && buf.capacity() <= 4096);
-        buf.extend_from_slice(&[0; 10]);
-        let mut big = vec![0u8; 3000];
-        big.shrink_to_fit();
-        grow_within(&mut big, 1, 3001).unwrap();
-        assert_eq!(big.capacity(), 3001);
     }
 }

@@ -8,7 +8,6 @@ mod cli;
 mod commands;
 mod error;
 mod input;
-mod json;
 mod output;
 mod root;
 mod work;
@@ -16,6 +15,9 @@ mod work;
 use std::process::ExitCode;
 
 use clap::Parser;
+// The exact JSON reader and writer live in the library half (`src/lib.rs`) so the fuzz
+// targets can link them; `crate::json` names them here as before.
+use guideloom_cli::json;
 
 use crate::cli::{Cli, Command};
 use crate::error::{CliError, Result};

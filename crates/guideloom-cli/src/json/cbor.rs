@@ -111,7 +111,7 @@ pub(crate) enum Item<'a> {
 
 /// Why bytes are not a well-formed CBOR item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Malformed {
+pub enum Malformed {
     /// The bytes end inside an item.
     #[error("the bytes end inside an item at byte {offset}")]
     Truncated {

@@ -15,7 +15,7 @@ use super::{KeySet, MAX_DEPTH, hex_into, json_string};
 
 /// What a record holds that JSON cannot carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Unrepresentable {
+pub enum Unrepresentable {
     /// A float NaN.
     Nan,
     /// A float ±infinity.
@@ -70,7 +70,7 @@ impl fmt::Display for Unrepresentable {
 
 /// Why a record cannot be printed as JSON.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum EmitError {
+pub enum EmitError {
     /// The bytes are not one well-formed CBOR item.
     #[error("does not decode as CBOR: {source}")]
     Malformed {
@@ -284,7 +284,7 @@ fn kind(item: &Item<'_>) -> &'static str {
 
 /// Appends the JSON text of the CBOR item `bytes` (exactly one item, nothing after it) to
 /// `out`. On error `out` holds a partial text: the caller discards it.
-pub(crate) fn cbor_to_json(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EmitError> {
+pub fn cbor_to_json(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EmitError> {
     let mut emitter = Emitter {
         reader: Reader::new(bytes),
         out,

@@ -27,12 +27,14 @@ mod tests;
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-pub(crate) use emit::{EmitError, cbor_to_json};
-pub(crate) use parse::{MAX_DEPTH, check_json, json_to_cbor};
+pub use cbor::Malformed;
+pub use emit::{EmitError, Unrepresentable, cbor_to_json};
+pub use number::{MAX_BIGNUM_BYTES, MAX_INTEGER_DIGITS, NumberError};
+pub use parse::{MAX_DEPTH, ParseError, check_json, json_to_cbor};
 
 /// Appends the JSON text of a record of shard format `format` to `out`: CBOR records as
 /// their value, raw records as a JSON string when UTF-8, else `{"hex": "..."}`.
-pub(crate) fn record_json(format: &str, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EmitError> {
+pub fn record_json(format: &str, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EmitError> {
     let start = out.len();
     let result = match format {
         "cbor" => cbor_to_json(bytes, out),
@@ -58,14 +60,14 @@ pub(crate) fn record_json(format: &str, bytes: &[u8], out: &mut Vec<u8>) -> Resu
 /// A record as a `serde_json::Value`, for checking a few fields (the quickstart checks ids).
 /// Made from the exact text, but `serde_json::Value` itself rounds some floats and cannot
 /// hold integers beyond 64 bits: never print this, print [`record_json`]'s text.
-pub(crate) fn record_to_json(format: &str, bytes: &[u8]) -> Result<serde_json::Value, String> {
+pub fn record_to_json(format: &str, bytes: &[u8]) -> Result<serde_json::Value, String> {
     let mut text = Vec::new();
     record_json(format, bytes, &mut text).map_err(|e| e.to_string())?;
     serde_json::from_slice(&text).map_err(|e| format!("its JSON text does not parse back: {e}"))
 }
 
 /// Appends `s` as a JSON string (serde_json's escaping: `"`, `\\` and control characters).
-pub(crate) fn json_string(s: &str, out: &mut Vec<u8>) {
+pub fn json_string(s: &str, out: &mut Vec<u8>) {
     // Serializing a str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
 }

@@ -12,11 +12,11 @@ use num_bigint::BigUint;
 
 /// The most digits an integer literal may have (JSON has no limit; CBOR bignums neither, but
 /// converting decimal text costs time quadratic in its length).
-pub(crate) const MAX_INTEGER_DIGITS: usize = 4096;
+pub const MAX_INTEGER_DIGITS: usize = 4096;
 
 /// The most bytes of a bignum's magnitude turned into digits on output: enough for every
 /// integer of [`MAX_INTEGER_DIGITS`] digits (⌈4096 · log2(10) / 8⌉ = 1701).
-pub(crate) const MAX_BIGNUM_BYTES: usize = 1701;
+pub const MAX_BIGNUM_BYTES: usize = 1701;
 
 /// A JSON number as CBOR holds it.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +35,7 @@ pub(crate) enum Number {
 
 /// Why a number literal is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum NumberError {
+pub enum NumberError {
     /// An integer literal with more than [`MAX_INTEGER_DIGITS`] digits.
     #[error(
         "integer literal of {digits} digits: more than {MAX_INTEGER_DIGITS} digits are refused"

@@ -11,15 +11,15 @@ use jiter::{Jiter, JiterError, JiterErrorType, JsonErrorType, Peek};
 use super::KeySet;
 use super::cbor::{self, ARRAY, BYTES, MAP, NEGATIVE, TAG, TEXT, UNSIGNED};
 use super::number::{self, Number, NumberError};
-use crate::input::grow_within;
+use crate::grow::grow_within;
 
 /// The deepest nesting of arrays and objects accepted (and written back): the same as
 /// serde_json's, so every accepted text is also accepted by serde_json.
-pub(crate) const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = 128;
 
 /// Why a JSON text is refused. Columns are 1-based byte offsets into the line.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ParseError {
+pub enum ParseError {
     /// Not JSON.
     #[error("malformed JSON at column {column}: {kind}")]
     Syntax {
@@ -300,7 +300,7 @@ fn surrogate_escape_before(text: &[u8], index: usize) -> Option<(String, usize)>
 /// Encodes the JSON text `text` (one value, surrounding whitespace allowed) as one CBOR item
 /// appended to `out`, which may not grow past `limit` bytes. On error `out` holds a partial
 /// item: the caller discards it.
-pub(crate) fn json_to_cbor(text: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), ParseError> {
+pub fn json_to_cbor(text: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), ParseError> {
     run(
         text,
         Out {
@@ -312,7 +312,7 @@ pub(crate) fn json_to_cbor(text: &[u8], out: &mut Vec<u8>, limit: usize) -> Resu
 }
 
 /// Checks that `text` is one JSON value [`json_to_cbor`] accepts, keeping nothing.
-pub(crate) fn check_json(text: &[u8]) -> Result<(), ParseError> {
+pub fn check_json(text: &[u8]) -> Result<(), ParseError> {
     let mut nothing = Vec::new();
     run(
         text,
