@@ -161,9 +161,84 @@ impl CliError {
         matches!(self, CliError::Output { source } if source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 
-    /// One line: the message and its sources that add something, joined by `": "`.
+    /// A stable, machine-readable name of what went wrong (the `kind` of `--json` errors):
+    /// the most specific typed error in the chain decides.
+    pub(crate) fn kind(&self) -> &'static str {
+        use guideloom_publish::Error as P;
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = source {
+            if let Some(p) = find::<P>(e) {
+                match p {
+                    P::PublicationCollision { .. } => return "publication_collision",
+                    P::NotFound { .. } => return "not_found",
+                    P::Corrupt { .. } => return "corrupt",
+                    P::Verification { .. } => return "verification_failed",
+                    P::TooLarge { .. } => return "too_large",
+                    P::RefusedFile { .. } => return "refused_file",
+                    P::DiskFull { .. } => return "disk_full",
+                    P::LogGap { .. } => return "log_gap",
+                    P::ReadOnlyRoot { .. } => return "read_only_root",
+                    P::MountedBucketCannotAnnotate { .. } => return "mount_cannot_annotate",
+                    P::DatasetMismatch { .. } => return "dataset_mismatch",
+                    P::ConditionalWritesUnsupported { .. } => {
+                        return "conditional_writes_unsupported";
+                    }
+                    P::Unsupported { .. } => return "unsupported",
+                    P::InvalidUri { .. } | P::InvalidArgument { .. } => return "invalid_argument",
+                    _ => {}
+                }
+            }
+            if let Some(f) = find::<guideloom_format::Error>(e)
+                && f.is_corrupt()
+            {
+                return "corrupt";
+            }
+            if let Some(io) = find::<guideloom_io::Error>(e) {
+                match io {
+                    guideloom_io::Error::Timeout(_) => return "timeout",
+                    guideloom_io::Error::NotFound { .. } => return "not_found",
+                    _ => {}
+                }
+            }
+            source = e.source();
+        }
+        match self {
+            CliError::Input { .. } => "invalid_input",
+            CliError::Argument { .. } => "invalid_argument",
+            CliError::Record { .. } => "record_not_representable",
+            CliError::Incomplete { .. } => "write_incomplete",
+            CliError::Unsound { .. } => "verification_failed",
+            CliError::Output { .. } | CliError::File { .. } => "io",
+            CliError::Io { .. } => "io",
+            _ => "storage",
+        }
+    }
+
+    /// The error as the JSON document `--json` prints: `{"error": {"kind", "message"}}`.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "kind": self.kind(),
+                "message": self.one_line(),
+            }
+        })
+    }
+
+    /// One line: the message and its sources that add something, joined by `": "`. The root
+    /// is named once: a message that already names it does not get it as a prefix too.
     pub(crate) fn one_line(&self) -> String {
-        let mut line = self.to_string();
+        let mut line = match self {
+            CliError::Root { root, source } if source.to_string().contains(root.as_str()) => {
+                source.to_string()
+            }
+            CliError::Dataset { root, source } if source.to_string().contains(root.as_str()) => {
+                source.to_string()
+            }
+            CliError::Shard { root, source, .. } if source.to_string().contains(root.as_str()) => {
+                source.to_string()
+            }
+            _ => self.to_string(),
+        };
         let mut source = std::error::Error::source(self);
         // The top-level variants already print their direct source; add deeper causes.
         if let Some(s) = source {
@@ -179,4 +254,13 @@ impl CliError {
         }
         line.replace('\n', " ")
     }
+}
+
+/// `e` as a `T`, whether the chain holds it directly or boxed (a `#[source] Box<T>` field is
+/// seen as a `Box<T>`).
+fn find<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    e.downcast_ref::<T>()
+        .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
 }

@@ -24,6 +24,7 @@ use crate::error::{CliError, Result};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -39,6 +40,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
+            // `--json` callers read stdout: the error is a JSON document there too.
+            // (`verify` already printed its report, problems included.)
+            if json && !matches!(e, CliError::Unsound { .. }) {
+                println!("{}", e.to_json());
+            }
             eprintln!("error: {}", e.one_line());
             ExitCode::FAILURE
         }

@@ -37,13 +37,19 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
     let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
+    // object_store's own convention (`AWS_ALLOW_HTTP=true`) counts as the flag.
+    let allow_http = global.s3_allow_http
+        || std::env::var("AWS_ALLOW_HTTP")
+            .is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
     if let Some(ep) = &endpoint
         && ep.starts_with("http://")
-        && !global.s3_allow_http
+        && !allow_http
     {
         return Err(CliError::argument(
             "AWS_ENDPOINT_URL",
-            format!("{ep} is plain HTTP; pass --s3-allow-http to use it"),
+            format!(
+                "{ep} is plain HTTP; pass --s3-allow-http (or set AWS_ALLOW_HTTP=true) to use it"
+            ),
         ));
     }
     let addressing = if global.s3_path_style || endpoint.is_some() {
@@ -60,7 +66,7 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
         },
         endpoint,
         addressing,
-        allow_http: global.s3_allow_http,
+        allow_http,
         profile: global.s3_profile.clone(),
         retry: s3_retry(global),
     })
@@ -125,8 +131,15 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
             ),
         ));
     }
+    // The S3 environment matters only to s3:// roots: a plain-HTTP AWS_ENDPOINT_URL must not
+    // stop a local or mounted root.
+    let s3 = if matches!(&uri, RootUri::Bucket { scheme, .. } if scheme == "s3") {
+        s3_options(global)?
+    } else {
+        S3Options::default()
+    };
     let options = StorageOptions {
-        s3: s3_options(global)?,
+        s3,
         http: http_options(global),
         mount: global.mount,
         ..StorageOptions::default()

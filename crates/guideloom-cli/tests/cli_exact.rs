@@ -309,9 +309,15 @@ fn records_json_cannot_carry_are_refused_by_cat() {
         );
         assert!(fails(o).contains(message));
     }
-    // cat prints the records before the refused one, then stops naming it.
+    // cat prints the records before the refused one, then stops naming it: with --json the
+    // last line is the error as a JSON document.
     let o = guideloom(&["cat", r, "--json"]);
-    assert_eq!(common::stdout(&o), "{\"index\":0,\"record\":{\"b\":1}}\n");
+    let out = common::stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "{\"index\":0,\"record\":{\"b\":1}}");
+    assert_eq!(lines.len(), 2, "{out}");
+    let error = common::json(lines[1]);
+    assert_eq!(error["error"]["kind"], "record_not_representable", "{error}");
     assert!(fails(o).contains("record 1 "));
 }
 
