@@ -237,25 +237,41 @@ impl fmt::Debug for ObjectStoreReader {
     }
 }
 
-/// Whether object_store gave up on a timeout: its HTTP client's `Timeout` kind anywhere in
-/// the chain (the HTTP client exists only with a cloud store feature).
+/// The kind of the HTTP client error anywhere in the chain of an object_store error: set
+/// when the request failed in transport (connect, reset, timeout, broken body) rather than
+/// with a status. object_store's HTTP client exists only with a cloud store feature.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-fn timed_out(e: &object_store::Error) -> bool {
-    use object_store::client::{HttpError, HttpErrorKind};
+fn transport_kind(e: &object_store::Error) -> Option<object_store::client::HttpErrorKind> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
-        if c.downcast_ref::<HttpError>()
-            .is_some_and(|h| h.kind() == HttpErrorKind::Timeout)
-        {
-            return true;
+        if let Some(h) = c.downcast_ref::<object_store::client::HttpError>() {
+            return Some(h.kind());
         }
         cur = c.source();
     }
-    false
+    None
+}
+
+/// Whether object_store gave up on a timeout.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn timed_out(e: &object_store::Error) -> bool {
+    transport_kind(e) == Some(object_store::client::HttpErrorKind::Timeout)
+}
+
+/// Whether the request failed in transport (no status): then a `head` cannot tell anything
+/// about the range and would only repeat the failure.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn transport_failure(e: &object_store::Error) -> bool {
+    transport_kind(e).is_some()
 }
 
 #[cfg(not(any(feature = "s3", feature = "gcs", feature = "azure")))]
 fn timed_out(_: &object_store::Error) -> bool {
+    false
+}
+
+#[cfg(not(any(feature = "s3", feature = "gcs", feature = "azure")))]
+fn transport_failure(_: &object_store::Error) -> bool {
     false
 }
 
@@ -382,8 +398,10 @@ impl ObjectStoreReader {
             }
             Err(e) => {
                 // A range starting past the end is an error in object_store; tell it apart
-                // from other failures with a head (only on this error path).
-                if let Ok(size) = self.size().await
+                // from other failures with a head (only on this error path, and not after a
+                // transport failure, which the head would only repeat).
+                if !transport_failure(&e)
+                    && let Ok(size) = self.size().await
                     && end > size
                 {
                     return Err(Error::OutOfRange {
@@ -498,6 +516,7 @@ impl AsyncReader for ObjectStoreReader {
             Err(e @ object_store::Error::NotFound { .. }) => {
                 Err(map_error(&self.display, &op, started, e))
             }
+            Err(e) if transport_failure(&e) => Err(map_error(&self.display, &op, started, e)),
             Err(e) => {
                 // Some stores refuse a suffix of an empty object; a head tells.
                 match self.size().await {
