@@ -1,0 +1,183 @@
+//! Shared helpers of `faults_proxy.rs` and `faults_proxy_publish.rs`: the fault kinds, short
+//! client bounds, S3 stores and roots through a proxy, the hang detector.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use guideloom_faultproxy::Fault;
+use guideloom_io::http::{HttpOptions, RetryPolicy};
+use guideloom_publish::{Registry, Root, S3Options, S3Retry, StorageOptions};
+use object_store::ObjectStore;
+
+/// The hang detector around every case: generous, not a performance bound.
+pub const HANG: Duration = Duration::from_secs(120);
+
+/// The clients' per-attempt timeout in these tests.
+pub const ATTEMPT: Duration = Duration::from_secs(1);
+
+/// Attempts per request (2 retries) for HTTP and S3 alike.
+pub const ATTEMPTS: u32 = 3;
+
+/// Runs `f` under the hang detector; returns its output and how long it took.
+pub async fn guarded<T>(what: &str, f: impl Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let out = tokio::time::timeout(HANG, f)
+        .await
+        .unwrap_or_else(|_| panic!("hang detector: {what} still running after {HANG:?}"));
+    (out, started.elapsed())
+}
+
+/// A fault with a name for messages and the report table.
+#[derive(Debug, Clone, Copy)]
+pub struct Named {
+    pub name: &'static str,
+    pub fault: Fault,
+}
+
+const fn named(name: &'static str, fault: Fault) -> Named {
+    Named { name, fault }
+}
+
+/// Every fault kind the proxy has, as used against reads. Byte counts: 10 falls inside a
+/// response head, 5000 inside the body of the reads below (each at least 16 KiB).
+pub fn every_fault() -> Vec<Named> {
+    vec![
+        named(
+            "reset after 0 response bytes",
+            Fault::ResetAfterResponseBytes(0),
+        ),
+        named(
+            "reset after 10 response bytes",
+            Fault::ResetAfterResponseBytes(10),
+        ),
+        named(
+            "reset after 5000 response bytes",
+            Fault::ResetAfterResponseBytes(5000),
+        ),
+        named(
+            "reset after 10 request bytes",
+            Fault::ResetAfterRequestBytes(10),
+        ),
+        named("stall", Fault::Stall),
+        named("drip 1 B/s", Fault::Drip(Duration::from_secs(1))),
+        named("close before headers", Fault::CloseBeforeHeaders),
+        named("503 Retry-After 1", Fault::unavailable(1)),
+        named("500", Fault::internal_error()),
+        named("truncate body after 100 bytes", Fault::TruncateBody(100)),
+    ]
+}
+
+/// Short bounds for `HttpIo`: 1 s per attempt and to connect, 3 attempts, 10–50 ms backoff,
+/// and a read deadline that does not bind (20 s) unless a test sets one.
+pub fn http_options() -> HttpOptions {
+    HttpOptions::default()
+        .with_request_timeout(ATTEMPT)
+        .with_connect_timeout(ATTEMPT)
+        .with_retry(RetryPolicy::new(
+            ATTEMPTS,
+            Duration::from_millis(10),
+            Duration::from_millis(50),
+        ))
+        .with_operation_timeout(Duration::from_secs(20))
+}
+
+/// The matching S3 client bounds: 1 s per attempt and to connect, 2 retries, 10–50 ms
+/// backoff, no retry after 20 s.
+pub fn s3_retry() -> S3Retry {
+    S3Retry {
+        max_retries: (ATTEMPTS - 1) as usize,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(50),
+        retry_timeout: Duration::from_secs(20),
+        request_timeout: Some(ATTEMPT),
+        connect_timeout: Some(ATTEMPT),
+    }
+}
+
+fn env(k: &str, default: &str) -> String {
+    std::env::var(k)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+/// An object_store S3 client for `bucket` at `endpoint` with [`s3_retry`]'s bounds and the
+/// dummy credentials from the environment.
+pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+    let retry = s3_retry();
+    let store = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(endpoint)
+        .with_bucket_name(bucket)
+        .with_access_key_id(env("AWS_ACCESS_KEY_ID", "test"))
+        .with_secret_access_key(env("AWS_SECRET_ACCESS_KEY", "test"))
+        .with_region(env("AWS_REGION", "us-east-1"))
+        .with_allow_http(true)
+        .with_client_options(
+            object_store::ClientOptions::new()
+                .with_allow_http(true)
+                .with_timeout(ATTEMPT)
+                .with_connect_timeout(ATTEMPT),
+        )
+        .with_retry(object_store::RetryConfig {
+            backoff: object_store::BackoffConfig {
+                init_backoff: retry.initial_backoff,
+                max_backoff: retry.max_backoff,
+                base: 2.0,
+            },
+            max_retries: retry.max_retries,
+            retry_timeout: retry.retry_timeout,
+        })
+        .build()
+        .unwrap_or_else(|e| panic!("an S3 store for {bucket} at {endpoint}: {e}"));
+    Arc::new(store)
+}
+
+/// A root `s3://bucket/prefix` resolved the way a user does (a fresh registry, the
+/// endpoint and bounds in [`S3Options`]), so the conditional-write probe runs too.
+pub fn s3_root(endpoint: &str, bucket: &str, prefix: &str) -> Root {
+    let options = StorageOptions {
+        s3: S3Options {
+            endpoint: Some(endpoint.to_owned()),
+            region: Some(env("AWS_REGION", "us-east-1")),
+            allow_http: true,
+            retry: s3_retry(),
+            ..S3Options::default()
+        },
+        ..StorageOptions::default()
+    };
+    Registry::new()
+        .resolve(&format!("s3://{bucket}/{prefix}"), &options)
+        .unwrap_or_else(|e| panic!("s3://{bucket}/{prefix} at {endpoint}: {e}"))
+}
+
+/// The S3 servers of this run: `(name, endpoint, bucket)` for moto and Ceph RGW (each only
+/// when configured; see `guideloom_tests::moto`/`rgw`).
+pub fn s3_servers(test: &str) -> Vec<(&'static str, String, String)> {
+    let mut v = Vec::new();
+    if let Some(m) = guideloom_tests::moto(test) {
+        v.push(("moto", m.endpoint, m.bucket));
+    }
+    if let Some(r) = guideloom_tests::rgw(test) {
+        v.push(("rgw", r.endpoint, r.bucket));
+    }
+    v
+}
+
+/// `n` bytes of a pattern with no short period (so a misplaced range cannot match).
+pub fn data(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| {
+            let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+/// Whether an error text calls a transport fault something it is not.
+pub fn misnamed(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("corrupt") || t.contains("short read")
+}
