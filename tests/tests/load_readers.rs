@@ -1,0 +1,215 @@
+//! Load: 32 concurrent readers of one snapshot over HTTP (nginx) and S3 (moto, Ceph RGW) for a
+//! bounded time (`GUIDELOOM_LOAD_SECONDS`, default 4 per root). Every record read is checked
+//! byte for byte; no error is tolerated; resident memory after the run is within a margin of
+//! what it was once warm (no growth with requests), and the open file descriptors come back
+//! to the warm count (no leak per request).
+
+mod publish_common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use guideloom_format::ShardMetadata;
+use guideloom_format::metadata::KIND_DOCUMENTS;
+use guideloom_publish::{Registry, Root, SnapshotReader, StorageOptions};
+use publish_common::*;
+
+const READERS: usize = 32;
+const SHARDS: u64 = 4;
+const PER_SHARD: u64 = 250;
+
+/// Record `i`: about 1 KiB, unique bytes.
+fn record(i: u64) -> Vec<u8> {
+    let mut r = format!("record {i:08} ").into_bytes();
+    r.extend((0..1000u64).map(|j| u8::try_from((i * 31 + j * 7) % 251).unwrap()));
+    r
+}
+
+fn seconds() -> Duration {
+    let s = std::env::var("GUIDELOOM_LOAD_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(4.0);
+    Duration::from_secs_f64(s)
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
+}
+
+/// Writes the dataset into `writer` (4 shards × 250 records of ~1 KiB).
+async fn write_dataset(writer: &Root) {
+    let mut shards = Vec::new();
+    for n in 0..SHARDS {
+        let records: Vec<Vec<u8>> = (n * PER_SHARD..(n + 1) * PER_SHARD).map(record).collect();
+        shards.push(
+            writer
+                .write_shard(
+                    "load",
+                    n,
+                    ShardMetadata::new("raw", KIND_DOCUMENTS),
+                    records.iter(),
+                    &std::env::temp_dir(),
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    publish(writer, "s1", shards).await;
+}
+
+/// What one run measured.
+#[derive(Debug)]
+struct Run {
+    reads: u64,
+    records: u64,
+    warm_rss_kib: u64,
+    end_rss_kib: u64,
+    warm_fds: usize,
+    end_fds: usize,
+}
+
+/// 32 tasks reading random records and batches of `reader` until `duration` is over.
+async fn hammer(reader: Arc<SnapshotReader>, duration: Duration) -> Run {
+    let total = reader.len();
+    let reads = Arc::new(AtomicU64::new(0));
+    let records = Arc::new(AtomicU64::new(0));
+    // Warm: every shard opened, the connection pool filled.
+    for i in (0..total).step_by(usize::try_from(PER_SHARD).unwrap()) {
+        assert_eq!(reader.get(i).await.unwrap(), record(i));
+    }
+    let run = |deadline: Instant, seed: u64| {
+        let reader = Arc::clone(&reader);
+        let (reads, records) = (Arc::clone(&reads), Arc::clone(&records));
+        tokio::spawn(async move {
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            while Instant::now() < deadline {
+                if next() % 4 == 0 {
+                    let batch: Vec<u64> = (0..16).map(|_| next() % total).collect();
+                    let got = reader.get_many(&batch).await.unwrap();
+                    for (i, r) in batch.iter().zip(&got) {
+                        assert_eq!(r.as_ref(), record(*i).as_slice(), "record {i}");
+                    }
+                    records.fetch_add(16, Ordering::Relaxed);
+                } else {
+                    let i = next() % total;
+                    assert_eq!(reader.get(i).await.unwrap(), record(i), "record {i}");
+                    records.fetch_add(1, Ordering::Relaxed);
+                }
+                reads.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    // A first short round warms allocator and pools to their steady size.
+    let warmup = Instant::now() + duration / 4;
+    let tasks: Vec<_> = (0..READERS as u64).map(|s| run(warmup, s + 1)).collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let warm_rss_kib = status_kib("VmRSS:");
+    let warm_fds = open_fds();
+    let deadline = Instant::now() + duration;
+    let tasks: Vec<_> = (0..READERS as u64)
+        .map(|s| run(deadline, s + 101))
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    Run {
+        reads: reads.load(Ordering::Relaxed),
+        records: records.load(Ordering::Relaxed),
+        warm_rss_kib,
+        end_rss_kib: status_kib("VmRSS:"),
+        warm_fds,
+        end_fds: open_fds(),
+    }
+}
+
+fn check(name: &str, run: &Run) {
+    println!("{name}: {run:?}");
+    assert!(
+        run.reads > READERS as u64,
+        "{name}: too few reads to mean anything"
+    );
+    // Flat memory: the second round (4x longer, 4x the requests) adds at most 48 MiB.
+    assert!(
+        run.end_rss_kib <= run.warm_rss_kib + 48 * 1024,
+        "{name}: resident memory grew from {} KiB to {} KiB",
+        run.warm_rss_kib,
+        run.end_rss_kib
+    );
+    // No descriptor per request: at most a handful more pooled connections than when warm.
+    assert!(
+        run.end_fds <= run.warm_fds + 8,
+        "{name}: open descriptors went from {} to {}",
+        run.warm_fds,
+        run.end_fds
+    );
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn thirty_two_readers_over_http() {
+    let Some((url, served)) = guideloom_tests::nginx("the HTTP load test") else {
+        return;
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let sub = unique("load-http");
+        let dir = served.join(&sub);
+        let writer = Registry::new()
+            .resolve(dir.to_str().unwrap(), &StorageOptions::default())
+            .unwrap();
+        write_dataset(&writer).await;
+        let base = format!("{}/{sub}", url.trim_end_matches('/'));
+        let root = Registry::new()
+            .resolve(&base, &StorageOptions::default())
+            .unwrap();
+        let reader = Arc::new(root.reader(root.latest().await.unwrap()));
+        let run = hammer(reader, seconds()).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        check("http", &run);
+    });
+}
+
+#[test]
+fn thirty_two_readers_over_s3() {
+    let mut fixtures = Vec::new();
+    fixtures.extend(moto());
+    fixtures.extend(rgw());
+    if fixtures.is_empty() {
+        return;
+    }
+    for fx in fixtures {
+        let rt = runtime();
+        rt.block_on(async {
+            write_dataset(&fx.root).await;
+            let reader = Arc::new(fx.root.reader(fx.root.latest().await.unwrap()));
+            let run = hammer(reader, seconds()).await;
+            check(fx.name, &run);
+        });
+    }
+}
