@@ -147,6 +147,10 @@ fn check(name: &str, run: &Run) {
         run.reads > READERS as u64,
         "{name}: too few reads to mean anything"
     );
+    assert!(
+        run.records >= run.reads,
+        "{name}: every read returns a record"
+    );
     // Flat memory: the second round (4x longer, 4x the requests) adds at most 48 MiB.
     assert!(
         run.end_rss_kib <= run.warm_rss_kib + 48 * 1024,
