@@ -487,3 +487,59 @@ async fn a_directory_swapped_for_a_link_mid_write_never_leaks_a_write() {
         tree(outside.path()).keys().collect::<Vec<_>>()
     );
 }
+
+/// The one cap above "a few MiB": parsing an accepted manifest costs memory in proportion to
+/// its size. Measured here on a manifest of `GUIDELOOM_MANIFEST_MIB` (default 48) MiB of
+/// shard references: peak RSS growth while parsing stays under 3x the text.
+#[test]
+fn parsing_a_large_manifest_costs_memory_in_proportion() {
+    use guideloom_publish::manifest::Manifest;
+    let mib: usize = std::env::var("GUIDELOOM_MANIFEST_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48);
+    // One reference is ~150 bytes of pretty JSON. The text is built directly (no Manifest
+    // value alive beside it), so the peak measured is the parse's own.
+    let shards = mib * (1 << 20) / 150;
+    let mut body = Vec::with_capacity(mib << 20);
+    body.extend_from_slice(
+        format!(
+            "{{\"format\": \"{}\", \"version\": {}, \"seq\": 1, \"snapshot_id\": \"s\", \
+             \"dataset_id\": \"d\", \"parent_seq\": null, \"mode\": \"full\", \
+             \"total_records\": {}, \"claim_nonce\": \"n\", \"shards\": [",
+            guideloom_publish::manifest::MANIFEST_FORMAT,
+            guideloom_publish::manifest::CONTROL_VERSION,
+            1000 * shards as u64
+        )
+        .as_bytes(),
+    );
+    for i in 0..shards {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(
+            format!(
+                "\n    {{\n      \"key\": \"shards/w{:04}/{:08}.glm\",\n      \"size\": 1048576,\n      \
+                 \"record_count\": 1000,\n      \"checksum\": null\n    }}",
+                i % 1000,
+                i / 1000
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(b"]}");
+    let before = peak_rss();
+    let parsed = Manifest::parse("log/x", &body, "d").unwrap();
+    let grew = peak_rss().saturating_sub(before);
+    println!(
+        "manifest of {} bytes ({shards} shards): peak RSS grew {grew} bytes while parsing ({:.2}x)",
+        body.len(),
+        grew as f64 / body.len() as f64
+    );
+    assert_eq!(parsed.shards.len(), shards);
+    assert!(
+        grew < 3 * body.len() as u64,
+        "parsing took {grew} bytes for {}",
+        body.len()
+    );
+}
