@@ -12,11 +12,21 @@ use crate::util;
 /// cargo-fuzz needs nightly (sanitizer flags); everything else here uses the pinned toolchain.
 const TOOLCHAIN: &str = "nightly";
 
+/// Committed seeds outside `fuzz/seeds/<target>/`: the format crate's fixtures, real (and
+/// deliberately broken) shards, seed the targets that read shards.
+const FIXTURE_SEEDS: &[(&str, &str)] = &[
+    ("shard_reader", "crates/guideloom-format/tests/fixtures"),
+    ("metadata_decode", "crates/guideloom-format/tests/fixtures"),
+];
+
 /// What one fuzzing run left behind.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Stats {
     /// Inputs executed, from libFuzzer's final stats (`None` if it printed none).
     executions: Option<u64>,
+    /// `cov: N ft: M corp: K/SIZE` from libFuzzer's last status line: edges covered,
+    /// features, corpus entries and size (`None` if it printed none).
+    coverage: Option<String>,
 }
 
 /// Runs `target` (or every target) for `seconds` each; fails on a crash artifact or exit.
@@ -56,13 +66,32 @@ pub(crate) fn run(root: &Path, seconds: u64, target: Option<&str>) -> Result<()>
         }
         None => all,
     };
+    let mut build = util::cargo_toolchain(root, TOOLCHAIN);
+    build.args(["fuzz", "build"]).args(target);
+    println!("[fuzz] $ {}", util::display(&build));
+    let started = Instant::now();
+    util::run(&mut build)?;
+    println!(
+        "[fuzz] built {} in {:.0}s",
+        target.unwrap_or("every target"),
+        started.elapsed().as_secs_f64()
+    );
     let mut problems = Vec::new();
     for target in targets {
         let artifacts = fuzz_dir.join("artifacts").join(target);
         let before = listing(&artifacts);
+        // The first directory is the working corpus libFuzzer adds to (gitignored); the
+        // committed seeds follow, read only.
+        let corpus = fuzz_dir.join("corpus").join(target);
+        std::fs::create_dir_all(&corpus)
+            .map_err(|source| Error::io("create the fuzz corpus directory", &corpus, source))?;
+        let seeds = seed_dirs(root, target);
         let started = Instant::now();
         let mut cmd = util::cargo_toolchain(root, TOOLCHAIN);
-        cmd.args(["fuzz", "run", target, "--"])
+        cmd.args(["fuzz", "run", target])
+            .arg(&corpus)
+            .args(&seeds)
+            .arg("--")
             .arg(format!("-max_total_time={seconds}"))
             .arg("-print_final_stats=1")
             .stderr(Stdio::piped());
@@ -90,8 +119,11 @@ pub(crate) fn run(root: &Path, seconds: u64, target: Option<&str>) -> Result<()>
             .executions
             .map_or_else(|| "unknown".to_owned(), |n| n.to_string());
         println!(
-            "[fuzz] {target}: {executions} executions in {:.0}s, {} finding(s), {status}",
+            "[fuzz] {target}: {executions} executions in {:.0}s ({}; seeds from {} dir(s)), \
+             {} finding(s), {status}",
             started.elapsed().as_secs_f64(),
+            stats.coverage.as_deref().unwrap_or("no coverage line"),
+            seeds.len(),
             findings.len()
         );
         for finding in &findings {
@@ -112,6 +144,21 @@ pub(crate) fn run(root: &Path, seconds: u64, target: Option<&str>) -> Result<()>
     }
 }
 
+/// The committed seed directories of `target` that exist: `fuzz/seeds/<target>/` and any
+/// in [`FIXTURE_SEEDS`].
+fn seed_dirs(root: &Path, target: &str) -> Vec<PathBuf> {
+    let own = root.join("fuzz").join("seeds").join(target);
+    std::iter::once(own)
+        .chain(
+            FIXTURE_SEEDS
+                .iter()
+                .filter(|(t, _)| *t == target)
+                .map(|(_, dir)| root.join(dir)),
+        )
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
 /// The files in `dir` (none if it does not exist).
 fn listing(dir: &Path) -> BTreeSet<PathBuf> {
     std::fs::read_dir(dir)
@@ -120,13 +167,19 @@ fn listing(dir: &Path) -> BTreeSet<PathBuf> {
 }
 
 /// Picks the execution count out of libFuzzer's last lines:
-/// `#123456\tDONE   cov: ...` and `stat::number_of_executed_units: 123456` (preferred).
+/// `#123456\tDONE   cov: ...` and `stat::number_of_executed_units: 123456` (preferred),
+/// and the coverage from the last status line (`#N\tpulse|NEW|REDUCE|DONE  cov: ...`).
 fn parse_line(line: &str, stats: &mut Stats) {
     if let Some(rest) = line.strip_prefix("stat::number_of_executed_units:") {
         if let Ok(n) = rest.trim().parse() {
             stats.executions = Some(n);
         }
     } else if let Some(rest) = line.strip_prefix('#') {
+        if let Some(at) = rest.find("cov: ") {
+            let status = &rest[at..];
+            let end = status.find(" exec/s").unwrap_or(status.len());
+            stats.coverage = Some(status[..end].trim().to_owned());
+        }
         let mut words = rest.split_whitespace();
         if let (Some(n), Some("DONE")) = (words.next(), words.next())
             && let Ok(n) = n.parse()
@@ -157,17 +210,34 @@ mod tests {
         assert_eq!(stats.executions, Some(812_346));
         parse_line("stat::peak_rss_mb: 61", &mut stats);
         assert_eq!(stats.executions, Some(812_346));
+        assert_eq!(
+            stats.coverage.as_deref(),
+            Some("cov: 120 ft: 300 corp: 40/2Kb")
+        );
+    }
+
+    #[test]
+    fn coverage_is_the_last_status_line() {
+        let mut stats = Stats::default();
+        parse_line(
+            "#2\tINITED cov: 40 ft: 41 corp: 1/1b exec/s: 0 rss: 30Mb",
+            &mut stats,
+        );
+        parse_line(
+            "#12\tNEW    cov: 52 ft: 60 corp: 3/9b lim: 4 exec/s: 0",
+            &mut stats,
+        );
+        assert_eq!(
+            stats.coverage.as_deref(),
+            Some("cov: 52 ft: 60 corp: 3/9b lim: 4")
+        );
+        assert_eq!(stats.executions, None);
     }
 
     #[test]
     fn ignores_unrelated_lines() {
         let mut stats = Stats::default();
-        for line in [
-            "#",
-            "#abc DONE",
-            "   Compiling guideloom-io",
-            "#12 NEW cov: 3",
-        ] {
+        for line in ["#", "#abc DONE", "   Compiling guideloom-io", "cov: 3"] {
             parse_line(line, &mut stats);
         }
         assert_eq!(stats, Stats::default());
