@@ -7,13 +7,17 @@
 //! shard magic (a committed fixture used as a seed) is all file, read with default options.
 //!
 //! Whatever the bytes, opening and reading must return `Ok` or a typed error — never panic,
-//! never allocate beyond the input — and every record read must lie inside the file and
-//! equal the bytes there.
+//! never allocate beyond the input — and every record read (`read`, `read_many` in reverse
+//! order, `read_run`) must lie inside the file and equal the bytes there. A shard that
+//! opens has a valid kind/element pair (`ShardMetadata::validate`); a stream shard's element
+//! type is one of `ELEMENT_TYPES`, every record is a whole number of elements, and the
+//! shard opens as exactly that stream type and as no other type or documents; a documents
+//! shard is documents of its own format and no stream.
 #![no_main]
 
 use bytes::Bytes;
 use guideloom_format::spec::{MAGIC, crc32c};
-use guideloom_format::{Expected, MemReader, ReadOptions, SyncShard};
+use guideloom_format::{ELEMENT_TYPES, Expected, MemReader, ReadOptions, SyncShard, element_width};
 use libfuzzer_sys::fuzz_target;
 
 const TAILS: [u64; 4] = [80, 128, 1024, 64 << 10];
@@ -43,6 +47,7 @@ fuzz_target!(|data: &[u8]| {
         element: "u32",
         width: 4,
     });
+    kinds(&shard);
     assert!(shard.data_len() <= file.len() as u64);
     let n = shard.len().min(4096);
     for i in 0..n {
@@ -57,14 +62,79 @@ fuzz_target!(|data: &[u8]| {
     let all: Vec<u64> = (0..n).rev().collect();
     if let Ok(many) = shard.read_many(&all) {
         assert_eq!(many.len(), all.len());
+        for (&i, rec) in all.iter().zip(&many) {
+            assert_eq!(&rec[..], record(&shard, file, i));
+        }
     }
-    if n > 0 {
-        let _ = shard.read_run(0, n);
+    if n > 0
+        && let Ok(run) = shard.read_run(0, n)
+    {
+        assert_eq!(run.len() as u64, n);
+        for (i, rec) in (0..n).zip(&run) {
+            assert_eq!(&rec[..], record(&shard, file, i));
+        }
     }
     let dl = shard.data_len();
     let _ = shard.read_data(dl / 3, dl / 2);
     let _ = shard.read_data(dl, 1);
 });
+
+/// The bytes of record `i` in `file`, by the index.
+fn record<'a>(shard: &SyncShard<MemReader>, file: &'a [u8], i: u64) -> &'a [u8] {
+    let r = shard.record_range(i).expect("in range");
+    &file[r.start as usize..r.end as usize]
+}
+
+/// The kind/element checks every opened shard has passed.
+fn kinds(shard: &SyncShard<MemReader>) {
+    let meta = shard.metadata();
+    meta.validate()
+        .expect("an opened shard has a valid kind/element pair");
+    match meta.element.as_deref() {
+        Some(element) => {
+            let width = element_width(element).expect("an opened stream has a known element");
+            for i in 0..shard.len().min(4096) {
+                let r = shard.record_range(i).expect("in range");
+                assert_eq!(
+                    (r.end - r.start) % width,
+                    0,
+                    "record {i} is not whole elements"
+                );
+            }
+            for &(name, w) in &ELEMENT_TYPES {
+                let typed = shard.expect(&Expected::Stream {
+                    element: name,
+                    width: w,
+                });
+                assert_eq!(
+                    typed.is_ok(),
+                    name == element,
+                    "stream<{name}> of a {element} stream"
+                );
+            }
+            assert!(
+                shard
+                    .expect(&Expected::Documents(meta.format.clone()))
+                    .is_err()
+            );
+        }
+        None => {
+            shard
+                .expect(&Expected::Documents(meta.format.clone()))
+                .expect("documents of its own format");
+            for &(name, w) in &ELEMENT_TYPES {
+                assert!(
+                    shard
+                        .expect(&Expected::Stream {
+                            element: name,
+                            width: w
+                        })
+                        .is_err()
+                );
+            }
+        }
+    }
+}
 
 fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]))
