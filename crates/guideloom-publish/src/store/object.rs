@@ -112,7 +112,9 @@ impl ObjectStoreBucket {
     ///    `If-None-Match`);
     /// 3. update with the etag exactly as step 1 returned it → must succeed (positive
     ///    control for `If-Match`); if it fails with a precondition error but the same update
-    ///    with the etag unquoted succeeds, the store gets [`EtagStyle::Unquoted`];
+    ///    with the etag unquoted succeeds, the store gets [`EtagStyle::Unquoted`]. A
+    ///    precondition error after which the object holds the update's bytes is the client's
+    ///    retry of an update whose answer was lost (one GET tells), not a refusal;
     /// 4. update with that now-stale etag → must fail with a precondition error (negative
     ///    control);
     /// 5. read → must hold step 3's bytes;
@@ -176,6 +178,21 @@ impl ObjectStoreBucket {
             .await
     }
 
+    /// Whether the probe object holds `want` (one GET).
+    async fn holds(&self, key: &str, path: &Path, want: &[u8]) -> Result<bool> {
+        self.count();
+        let r = self
+            .store
+            .get(path)
+            .await
+            .map_err(|e| Error::storage(key, "probe get", e))?;
+        let content = r
+            .bytes()
+            .await
+            .map_err(|e| Error::storage(key, "probe get", e))?;
+        Ok(content.as_ref() == want)
+    }
+
     async fn probe_steps(&self, key: &str, path: &Path) -> Result<Verdict> {
         use object_store::Error as OsError;
         let refused = |p: &str| Ok(Verdict::Refused(p.to_owned()));
@@ -209,6 +226,9 @@ impl ObjectStoreBucket {
         let mut style = EtagStyle::AsReturned;
         match self.put(path, b"c", update(Some(etag.clone()))).await {
             Ok(_) => {}
+            // A precondition failure can be the client's own retry of an update that landed
+            // (its first answer lost in transport): the object then holds "c" already.
+            Err(OsError::Precondition { .. }) if self.holds(key, path, b"c").await? => {}
             Err(OsError::Precondition { .. }) => {
                 let bare = super::bare_etag(&etag);
                 if bare == etag {
@@ -219,6 +239,9 @@ impl ObjectStoreBucket {
                 }
                 match self.put(path, b"c", update(Some(bare.to_owned()))).await {
                     Ok(_) => style = EtagStyle::Unquoted,
+                    Err(OsError::Precondition { .. }) if self.holds(key, path, b"c").await? => {
+                        style = EtagStyle::Unquoted;
+                    }
                     Err(OsError::Precondition { .. }) => {
                         return refused(
                             "a conditional update (If-Match) with the current etag was rejected, \
