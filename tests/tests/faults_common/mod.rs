@@ -153,6 +153,16 @@ pub fn s3_root(endpoint: &str, bucket: &str, prefix: &str) -> Root {
         .unwrap_or_else(|e| panic!("s3://{bucket}/{prefix} at {endpoint}: {e}"))
 }
 
+/// One S3 server of this run, `"moto"` or `"rgw"`: `(endpoint, bucket)`, or `None` after a
+/// printed `skipped: ...` (a failure under `GUIDELOOM_CI=1`; see `guideloom_tests::moto`).
+pub fn s3_server(test: &str, which: &str) -> Option<(String, String)> {
+    let server = match which {
+        "moto" => guideloom_tests::moto(test),
+        _ => guideloom_tests::rgw(test),
+    }?;
+    Some((server.endpoint, server.bucket))
+}
+
 /// The S3 servers of this run: `(name, endpoint, bucket)` for moto and Ceph RGW (each only
 /// when configured; see `guideloom_tests::moto`/`rgw`).
 pub fn s3_servers(test: &str) -> Vec<(&'static str, String, String)> {
