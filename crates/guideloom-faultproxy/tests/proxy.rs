@@ -49,7 +49,9 @@ fn body_of(path: &str) -> Vec<u8> {
         .strip_prefix("/len/")
         .and_then(|n| n.parse::<usize>().ok())
     {
-        Some(n) => (0..n).map(|i| b"abcdefghijklmnopqrstuvwxyz"[i % 26]).collect(),
+        Some(n) => (0..n)
+            .map(|i| b"abcdefghijklmnopqrstuvwxyz"[i % 26])
+            .collect(),
         None => b"ok".to_vec(),
     }
 }
