@@ -32,7 +32,7 @@ use guideloom_publish::{
 /// The fault kinds of the publication runs: every kind of the read tests except the ones
 /// that act like another here (a reset 10 bytes into the answer like one at its first byte,
 /// a 500 like a 503, a reset deep in a body larger than any control object). A 700 ms drip
-/// never completes a response head within the 1 s attempt timeout, after the upstream acted.
+/// never completes a response head within the 2 s attempt timeout, after the upstream acted.
 fn publication_faults() -> Vec<Named> {
     let mut v: Vec<Named> = every_fault()
         .into_iter()

@@ -15,8 +15,13 @@ use object_store::ObjectStore;
 /// The hang detector around every case: generous, not a performance bound.
 pub const HANG: Duration = Duration::from_secs(120);
 
-/// The clients' per-attempt timeout in these tests.
+/// `HttpIo`'s per-attempt timeout in these tests (nginx answers in milliseconds).
 pub const ATTEMPT: Duration = Duration::from_secs(1);
+
+/// The S3 client's per-attempt timeout in these tests: 2 s, because moto serves one request
+/// at a time for every test of the run, and a request queued behind a large one must not
+/// time out spuriously (that would add an unscripted retry).
+pub const S3_ATTEMPT: Duration = Duration::from_secs(2);
 
 /// Attempts per request (2 retries) for HTTP and S3 alike.
 pub const ATTEMPTS: u32 = 3;
@@ -84,7 +89,7 @@ pub fn http_options() -> HttpOptions {
         .with_operation_timeout(Duration::from_secs(20))
 }
 
-/// The matching S3 client bounds: 1 s per attempt and to connect, 2 retries, 10–50 ms
+/// The S3 client bounds: [`S3_ATTEMPT`] per attempt and to connect, 2 retries, 10–50 ms
 /// backoff, no retry after 20 s.
 pub fn s3_retry() -> S3Retry {
     S3Retry {
@@ -92,8 +97,8 @@ pub fn s3_retry() -> S3Retry {
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(50),
         retry_timeout: Duration::from_secs(20),
-        request_timeout: Some(ATTEMPT),
-        connect_timeout: Some(ATTEMPT),
+        request_timeout: Some(S3_ATTEMPT),
+        connect_timeout: Some(S3_ATTEMPT),
     }
 }
 
@@ -118,8 +123,8 @@ pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
         .with_client_options(
             object_store::ClientOptions::new()
                 .with_allow_http(true)
-                .with_timeout(ATTEMPT)
-                .with_connect_timeout(ATTEMPT),
+                .with_timeout(S3_ATTEMPT)
+                .with_connect_timeout(S3_ATTEMPT),
         )
         .with_retry(object_store::RetryConfig {
             backoff: object_store::BackoffConfig {
