@@ -242,11 +242,11 @@ impl Conn {
     }
 
     async fn send_client(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.client.write_all(bytes).await?;
+        // Counted before the write: a client that has read the bytes sees them counted.
         self.shared
             .to_client
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        Ok(())
+        self.client.write_all(bytes).await
     }
 
     /// Frames and handles what the client sent so far.

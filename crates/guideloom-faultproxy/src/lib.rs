@@ -81,7 +81,8 @@ pub struct ProxyStats {
     pub faults: u64,
     /// Bytes forwarded from clients to the upstream.
     pub bytes_to_upstream: u64,
-    /// Bytes written to clients (relayed responses and injected answers).
+    /// Bytes written to clients (relayed responses and injected answers; counted as they
+    /// are handed to the socket).
     pub bytes_to_client: u64,
 }
 
