@@ -230,7 +230,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, Error::Corrupt { key, .. } if *key == junk.key),
+            matches!(&err, Error::Shard { key, source } if *key == junk.key && source.is_corrupt()),
             "{err}"
         );
     }
