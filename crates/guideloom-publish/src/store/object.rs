@@ -409,6 +409,59 @@ impl RootStore for ObjectStoreRoot {
     }
 
     async fn get(&self, key: &str, limit: u64) -> Result<Object> {
+        retry_read(key, "get", || self.get_once(key, limit)).await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        self.get_range_once(key, range).await
+    }
+
+    async fn head(&self, key: &str) -> Result<ObjectInfo> {
+        self.head_once(key).await
+    }
+
+    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
+        let _ = size; // ObjectStoreIo learns the size from its first (tail) read.
+        Ok(Box::new(self.bucket.io.open_reader(&self.path(key)?)))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        retry_read(prefix, "list", || self.list_once(prefix)).await
+    }
+}
+
+/// Attempts of a whole-object GET or a LIST: object_store retries a request that fails before
+/// its response head, not a body or a listing page cut short after it. Both are reads, so
+/// repeating them is safe.
+const READ_ATTEMPTS: u32 = 3;
+
+/// Runs `read` until it succeeds, fails for a reason other than transport, or has been tried
+/// [`READ_ATTEMPTS`] times (jittered backoff between attempts).
+async fn retry_read<T, F, Fut>(key: &str, what: &'static str, mut read: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let policy = super::RetryPolicy {
+        max_attempts: READ_ATTEMPTS,
+        initial_backoff: std::time::Duration::from_millis(50),
+        max_backoff: std::time::Duration::from_secs(1),
+    };
+    let mut attempt = 1;
+    loop {
+        match read().await {
+            Err(e) if e.is_ambiguous() && attempt < READ_ATTEMPTS => {
+                warn!(key, what, attempt, error = %e, "read broke off; retrying");
+                policy.backoff(attempt).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+impl ObjectStoreRoot {
+    async fn get_once(&self, key: &str, limit: u64) -> Result<Object> {
         let path = self.path(key)?;
         self.bucket.count();
         async {
@@ -455,7 +508,7 @@ impl RootStore for ObjectStoreRoot {
         .await
     }
 
-    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+    async fn get_range_once(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path(key)?;
         self.bucket.count();
         let want = range.end.saturating_sub(range.start);
@@ -480,7 +533,7 @@ impl RootStore for ObjectStoreRoot {
         Ok(bytes)
     }
 
-    async fn head(&self, key: &str) -> Result<ObjectInfo> {
+    async fn head_once(&self, key: &str) -> Result<ObjectInfo> {
         let path = self.path(key)?;
         self.bucket.count();
         let meta = self
@@ -497,12 +550,7 @@ impl RootStore for ObjectStoreRoot {
         })
     }
 
-    async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
-        let _ = size; // ObjectStoreIo learns the size from its first (tail) read.
-        Ok(Box::new(self.bucket.io.open_reader(&self.path(key)?)))
-    }
-
-    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+    async fn list_once(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let full = self.full(prefix);
         let path =
             Path::parse(&full).map_err(|e| Error::invalid(format!("prefix {prefix:?}: {e}")))?;
