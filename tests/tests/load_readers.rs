@@ -217,3 +217,57 @@ fn thirty_two_readers_over_s3() {
         });
     }
 }
+
+/// The same load through the fault proxy, which resets one request in 40 after the server
+/// answered and turns another into a 503 (never the same request twice): the readers'
+/// retries absorb every injected fault (no error reaches a reader), and memory and
+/// descriptors stay flat.
+#[test]
+fn thirty_two_readers_over_http_with_injected_faults() {
+    use guideloom_faultproxy::{Fault, FaultProxy, Script};
+    let Some((url, served)) = guideloom_tests::nginx("the HTTP load test with faults") else {
+        return;
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let sub = unique("load-faults");
+        let dir = served.join(&sub);
+        let writer = Registry::new()
+            .resolve(dir.to_str().unwrap(), &StorageOptions::default())
+            .unwrap();
+        write_dataset(&writer).await;
+        // Each distinct request (method, target, range) is faulted at most once, so a retry
+        // of it passes: every injected fault is one a reader's retries must absorb.
+        let mut faulted = std::collections::HashSet::new();
+        let proxy = FaultProxy::for_url(
+            &url,
+            Script::from_fn(move |e| {
+                let fault = match e.request % 40 {
+                    17 => Fault::ResetAfterResponseBytes(0),
+                    33 => Fault::unavailable(0),
+                    _ => return Fault::Pass,
+                };
+                if faulted.insert((e.method.clone(), e.target.clone(), e.range.clone())) {
+                    fault
+                } else {
+                    Fault::Pass
+                }
+            }),
+        )
+        .unwrap();
+        let base = format!("{}/{sub}", proxy.url().trim_end_matches('/'));
+        let root = Registry::new()
+            .resolve(&base, &StorageOptions::default())
+            .unwrap();
+        let reader = Arc::new(root.reader(root.latest().await.unwrap()));
+        let run = hammer(reader, seconds()).await;
+        let faults = proxy.stats().faults;
+        let _ = std::fs::remove_dir_all(&dir);
+        println!("{faults} faults injected");
+        assert!(
+            faults > 10,
+            "too few faults injected ({faults}) to mean anything"
+        );
+        check("http through faults", &run);
+    });
+}
