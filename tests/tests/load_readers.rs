@@ -221,7 +221,7 @@ fn thirty_two_readers_over_s3() {
             write_dataset(&fx.root).await;
             let reader = Arc::new(fx.root.reader(fx.root.latest().await.unwrap()));
             let run = hammer(reader, seconds()).await;
-            check(fx.name, &run, READERS * SHARDS as usize);
+            check(fx.name, &run, READERS * usize::try_from(SHARDS).unwrap());
         });
     }
 }
@@ -321,7 +321,7 @@ fn thirty_two_readers_over_s3_with_injected_faults() {
             check(
                 &format!("{name} through faults"),
                 &run,
-                3 * READERS * SHARDS as usize,
+                3 * READERS * usize::try_from(SHARDS).unwrap(),
             );
         });
     }
