@@ -9,7 +9,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::cbor::{Item, Malformed, Reader, TAG_BIGNUM, TAG_NEGATIVE_BIGNUM};
+use ciborium_ll::{simple, tag};
+
+use super::cbor::{Item, Malformed, Reader};
 use super::number::{self, MAX_BIGNUM_BYTES};
 use super::{KeySet, MAX_DEPTH, hex_into, json_string};
 
@@ -167,13 +169,13 @@ impl<'a> Emitter<'a, '_> {
                 hex_into(&b, self.out);
                 self.out.extend_from_slice(b"\"}");
             }
-            Item::Simple(20) => self.out.extend_from_slice(b"false"),
-            Item::Simple(21) => self.out.extend_from_slice(b"true"),
-            Item::Simple(22) => self.out.extend_from_slice(b"null"),
-            Item::Simple(23) => return Err(self.refuse(Unrepresentable::Undefined)),
+            Item::Simple(simple::FALSE) => self.out.extend_from_slice(b"false"),
+            Item::Simple(simple::TRUE) => self.out.extend_from_slice(b"true"),
+            Item::Simple(simple::NULL) => self.out.extend_from_slice(b"null"),
+            Item::Simple(simple::UNDEFINED) => return Err(self.refuse(Unrepresentable::Undefined)),
             Item::Simple(v) => return Err(self.refuse(Unrepresentable::Simple(v))),
-            Item::Tag(t @ (TAG_BIGNUM | TAG_NEGATIVE_BIGNUM)) => match self.reader.next()? {
-                Item::Bytes(b) => match number::bignum_digits(t == TAG_NEGATIVE_BIGNUM, &b) {
+            Item::Tag(t @ (tag::BIGPOS | tag::BIGNEG)) => match self.reader.next()? {
+                Item::Bytes(b) => match number::bignum_digits(t == tag::BIGNEG, &b) {
                     Some(digits) => self.out.extend_from_slice(digits.as_bytes()),
                     None => {
                         return Err(self.refuse(Unrepresentable::LongBignum { bytes: b.len() }));
@@ -204,7 +206,7 @@ impl<'a> Emitter<'a, '_> {
 
     /// Whether another element follows: counts down a definite length, or looks for the
     /// break of an indefinite one (and consumes it).
-    fn more(&mut self, left: &mut Option<u64>) -> Result<bool, EmitError> {
+    fn more(&mut self, left: &mut Option<usize>) -> Result<bool, EmitError> {
         match left {
             Some(0) => Ok(false),
             Some(n) => {
@@ -219,7 +221,7 @@ impl<'a> Emitter<'a, '_> {
         }
     }
 
-    fn array(&mut self, mut left: Option<u64>, depth: usize) -> Result<(), EmitError> {
+    fn array(&mut self, mut left: Option<usize>, depth: usize) -> Result<(), EmitError> {
         let depth = self.enter(depth)?;
         self.out.push(b'[');
         let mut i = 0u64;
@@ -236,7 +238,7 @@ impl<'a> Emitter<'a, '_> {
         Ok(())
     }
 
-    fn map(&mut self, mut left: Option<u64>, depth: usize) -> Result<(), EmitError> {
+    fn map(&mut self, mut left: Option<usize>, depth: usize) -> Result<(), EmitError> {
         let depth = self.enter(depth)?;
         self.out.push(b'{');
         let mut keys = KeySet::default();
@@ -274,8 +276,8 @@ fn kind(item: &Item<'_>) -> &'static str {
         Item::Array(_) => "an array",
         Item::Map(_) => "a map",
         Item::Tag(_) => "tagged",
-        Item::Simple(20 | 21) => "a boolean",
-        Item::Simple(22) => "null",
+        Item::Simple(simple::FALSE | simple::TRUE) => "a boolean",
+        Item::Simple(simple::NULL) => "null",
         Item::Simple(_) => "a simple value",
         Item::Float(_) => "a float",
         Item::Break => "a break",

@@ -1,15 +1,17 @@
 //! One JSON text → one CBOR item, exactly, or a refusal saying why.
 //!
 //! The text is tokenized by `jiter`, which hands numbers over as their text, so nothing is
-//! rounded before [`super::number`] decides; CBOR is written directly, containers in input
-//! order with definite lengths (preferred serialization, RFC 8949 §4.1).
+//! rounded before [`super::number`] decides; CBOR is written directly (heads by
+//! `ciborium-ll`, see [`super::cbor`]), containers in input order with definite lengths
+//! (preferred serialization, RFC 8949 §4.1).
 
 use std::collections::TryReserveError;
 
+use ciborium_ll::{Header, simple, tag};
 use jiter::{Jiter, JiterError, JiterErrorType, JsonErrorType, Peek};
 
 use super::KeySet;
-use super::cbor::{self, ARRAY, BYTES, MAP, NEGATIVE, TAG, TEXT, UNSIGNED};
+use super::cbor::Head;
 use super::number::{self, Number, NumberError};
 use crate::grow::grow_within;
 
@@ -100,26 +102,27 @@ impl Out<'_> {
         Ok(())
     }
 
-    fn head(&mut self, major: u8, arg: u64) -> Result<(), ParseError> {
-        let (h, n) = cbor::head(major, arg);
-        self.put(&h[..n])
+    fn head(&mut self, header: Header) -> Result<(), ParseError> {
+        self.put(Head::new(header).as_bytes())
     }
 
     fn text(&mut self, s: &str) -> Result<(), ParseError> {
-        self.head(TEXT, s.len() as u64)?;
+        self.head(Header::Text(Some(s.len())))?;
         self.put(s.as_bytes())
     }
 
-    /// Replaces the one-byte placeholder head at `at` with the head of `count` items.
-    fn fix_head(&mut self, at: usize, major: u8, count: u64) -> Result<(), ParseError> {
+    /// Replaces the one-byte placeholder head at `at` (that of an empty array or map) with
+    /// `header`.
+    fn fix_head(&mut self, at: usize, header: Header) -> Result<(), ParseError> {
         if self.discard {
             return Ok(());
         }
-        let (h, n) = cbor::head(major, count);
-        if n > 1 {
-            self.room(n - 1)?;
+        let head = Head::new(header);
+        let bytes = head.as_bytes();
+        if bytes.len() > 1 {
+            self.room(bytes.len() - 1)?;
         }
-        self.buf.splice(at..=at, h[..n].iter().copied());
+        self.buf.splice(at..=at, bytes.iter().copied());
         Ok(())
     }
 }
@@ -140,11 +143,12 @@ impl Encoder<'_, '_> {
         match peek {
             Peek::Null => {
                 self.jiter.known_null().map_err(|e| syntax(text, e))?;
-                self.out.put(&[cbor::NULL])
+                self.out.head(Header::Simple(simple::NULL))
             }
             Peek::True | Peek::False => {
                 let b = self.jiter.known_bool(peek).map_err(|e| syntax(text, e))?;
-                self.out.put(&[if b { cbor::TRUE } else { cbor::FALSE }])
+                self.out
+                    .head(Header::Simple(if b { simple::TRUE } else { simple::FALSE }))
             }
             Peek::String => {
                 let s = self.jiter.known_str().map_err(|e| syntax(text, e))?;
@@ -177,20 +181,17 @@ impl Encoder<'_, '_> {
         let n =
             number::from_json(literal).map_err(|source| ParseError::Number { column, source })?;
         match n {
-            Number::Unsigned(v) => self.out.head(UNSIGNED, v),
-            Number::Negative(v) => self.out.head(NEGATIVE, v),
-            Number::BigPositive(be) => self.bignum(cbor::TAG_BIGNUM, &be),
-            Number::BigNegative(be) => self.bignum(cbor::TAG_NEGATIVE_BIGNUM, &be),
-            Number::Float(f) => {
-                let (h, n) = cbor::float(f);
-                self.out.put(&h[..n])
-            }
+            Number::Unsigned(v) => self.out.head(Header::Positive(v)),
+            Number::Negative(v) => self.out.head(Header::Negative(v)),
+            Number::BigPositive(be) => self.bignum(tag::BIGPOS, &be),
+            Number::BigNegative(be) => self.bignum(tag::BIGNEG, &be),
+            Number::Float(f) => self.out.head(Header::Float(f)),
         }
     }
 
-    fn bignum(&mut self, tag: u64, be: &[u8]) -> Result<(), ParseError> {
-        self.out.head(TAG, tag)?;
-        self.out.head(BYTES, be.len() as u64)?;
+    fn bignum(&mut self, which: u64, be: &[u8]) -> Result<(), ParseError> {
+        self.out.head(Header::Tag(which))?;
+        self.out.head(Header::Bytes(Some(be.len())))?;
         self.out.put(be)
     }
 
@@ -207,24 +208,24 @@ impl Encoder<'_, '_> {
         let text = self.text;
         let depth = self.enter(depth)?;
         let at = self.out.buf.len();
-        self.out.put(&[ARRAY << 5])?;
-        let mut count = 0u64;
+        self.out.head(Header::Array(Some(0)))?;
+        let mut count = 0;
         let mut next = self.jiter.known_array().map_err(|e| syntax(text, e))?;
         while let Some(peek) = next {
             self.value(peek, depth)?;
             count += 1;
             next = self.jiter.array_step().map_err(|e| syntax(text, e))?;
         }
-        self.out.fix_head(at, ARRAY, count)
+        self.out.fix_head(at, Header::Array(Some(count)))
     }
 
     fn object(&mut self, depth: usize) -> Result<(), ParseError> {
         let text = self.text;
         let depth = self.enter(depth)?;
         let at = self.out.buf.len();
-        self.out.put(&[MAP << 5])?;
+        self.out.head(Header::Map(Some(0)))?;
         let mut keys = KeySet::default();
-        let mut count = 0u64;
+        let mut count = 0;
         let mut before = self.jiter.current_index();
         let mut key = self
             .jiter
@@ -252,7 +253,7 @@ impl Encoder<'_, '_> {
                 .map_err(|e| syntax(text, e))?
                 .map(str::to_owned);
         }
-        self.out.fix_head(at, MAP, count)
+        self.out.fix_head(at, Header::Map(Some(count)))
     }
 }
 
