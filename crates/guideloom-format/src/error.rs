@@ -203,6 +203,15 @@ pub enum Error {
     /// An I/O error from the read backend (names its location).
     #[error(transparent)]
     Io(#[from] guideloom_io::Error),
+    /// The record counts of a [`ShardTable`](crate::ShardTable) add up to more than
+    /// [`ShardTable::MAX_LEN`](crate::ShardTable::MAX_LEN).
+    #[error("the records through shard {shard} exceed the table limit of {limit}")]
+    TableOverflow {
+        /// The first shard (position in the table) past the limit.
+        shard: usize,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl Error {

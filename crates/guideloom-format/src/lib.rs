@@ -58,6 +58,7 @@ pub mod metadata;
 pub mod reader;
 pub mod spec;
 pub mod storage;
+pub mod table;
 pub mod writer;
 
 pub use discovery::{FileSystemDocument, FileSystemStream, LocalShard, shard_name};
@@ -78,4 +79,5 @@ pub use storage::stream::{AsyncStreamReader, StreamReader, StreamStorage, Stream
 pub use storage::stream_meta::{
     AsyncStreamWithMetaReader, StreamWithMetaReader, StreamWithMetaStorage, StreamWithMetaWriter,
 };
+pub use table::{Located, PlannedRuns, Run, RunBudget, Runs, ShardGroup, ShardTable, plan_runs};
 pub use writer::{ShardEncoder, ShardInfo, ShardWriter};

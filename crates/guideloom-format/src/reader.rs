@@ -7,6 +7,7 @@ use guideloom_io::{AsyncReader, SyncReader};
 
 use crate::error::Result;
 use crate::footer::Footer;
+use crate::index::Index;
 use crate::layout::{Expected, Layout, ReadOptions, TailOutcome, complete, parse_tail};
 use crate::metadata::ShardMetadata;
 
@@ -35,6 +36,12 @@ macro_rules! shard_accessors {
         /// The decoded footer.
         pub fn footer(&self) -> &Footer {
             &self.layout.footer
+        }
+
+        /// The record index (record byte ranges and checksums), e.g. to plan in-order reads
+        /// with [`plan_runs`](crate::plan_runs).
+        pub fn index(&self) -> &Index {
+            &self.layout.index
         }
 
         /// Bytes in the data region (all record payloads).
