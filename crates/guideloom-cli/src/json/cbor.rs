@@ -141,10 +141,12 @@ impl<'a> Reader<'a> {
     fn pull(&mut self) -> Result<Header, Malformed> {
         let offset = self.offset();
         let byte = self.peek_byte();
-        Decoder::from(Rest(&mut self.rest)).pull().map_err(|e| match e {
-            Error::Io(_) => Malformed::Truncated { offset },
-            Error::Syntax(_) => syntax(byte, offset),
-        })
+        Decoder::from(Rest(&mut self.rest))
+            .pull()
+            .map_err(|e| match e {
+                Error::Io(_) => Malformed::Truncated { offset },
+                Error::Syntax(_) => syntax(byte, offset),
+            })
     }
 
     /// The next `len` bytes, borrowed; the string they belong to starts at `start`.
