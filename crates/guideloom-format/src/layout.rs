@@ -344,21 +344,6 @@ impl Layout {
         Ok(records)
     }
 
-    /// How many records from `first` the next in-order batch reads: as many as fit in
-    /// `max_bytes` (at least one), at most `max_records`, never past the shard's end.
-    pub(crate) fn batch_len(&self, first: u64, max_bytes: u64, max_records: u64) -> u64 {
-        if first >= self.len() {
-            return 0;
-        }
-        let start = self.index.range(first).start;
-        // Records before `record_at(start + max_bytes)` all end within the budget.
-        let fit = self
-            .index
-            .record_at(start.saturating_add(max_bytes))
-            .saturating_sub(first);
-        fit.clamp(1, max_records.max(1)).min(self.len() - first)
-    }
-
     /// The byte range covering records `first .. first + count` (all must exist).
     pub(crate) fn run_range(&self, first: u64, count: u64) -> Result<Range<u64>> {
         let last = first

@@ -64,12 +64,6 @@ macro_rules! shard_accessors {
         pub fn reader(&self) -> &R {
             &self.reader
         }
-
-        /// How many records from `first` one in-order batch reads (see
-        /// [`Layout::batch_len`]).
-        pub(crate) fn batch_len(&self, first: u64, max_bytes: u64, max_records: u64) -> u64 {
-            self.layout.batch_len(first, max_bytes, max_records)
-        }
     };
 }
 

@@ -11,18 +11,17 @@ use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::layout::{Expected, ReadOptions};
 use crate::reader::{AsyncShard, SyncShard};
-use crate::storage::{WriterOptions, cumulative, locate, out_of_range};
+use crate::storage::{WriterOptions, locate, out_of_range};
+use crate::table::{RUN_BYTES, RUN_RECORDS, RunBudget, ShardGroup, ShardTable};
 use crate::writer::{ShardInfo, ShardWriter};
 
-/// Bytes read per request while iterating in order.
-///
-/// 1 MiB: large enough that a remote backend serves an in-order pass with few requests,
-/// small enough that a local reader's fresh buffer stays cheap to allocate and fill (with
-/// `PreadIo`, 1 KiB records iterate ~15% faster than with 4 MiB batches).
-pub const ITER_BATCH_BYTES: u64 = 1 << 20;
+/// Bytes read per request while iterating in order: the default [`RunBudget`]'s
+/// [`RUN_BYTES`] (1 MiB).
+pub const ITER_BATCH_BYTES: u64 = RUN_BYTES;
 
-/// Records read per request while iterating in order, at most.
-pub const ITER_BATCH_RECORDS: u64 = 4096;
+/// Records read per request while iterating in order, at most: the default [`RunBudget`]'s
+/// [`RUN_RECORDS`].
+pub const ITER_BATCH_RECORDS: u64 = RUN_RECORDS;
 
 /// A directory of document shards (`shard-NNNNNN.glm`) holding records of format `F`,
 /// read through backend `B`.
@@ -102,7 +101,7 @@ impl<F: Format, B: Backend> DocumentStorage<F, B> {
             &self.read_options,
             &self.expected(),
         )?;
-        Ok(DocumentReader::new(self.format.clone(), shards))
+        DocumentReader::new(self.format.clone(), shards)
     }
 
     /// An asynchronous reader over the shards finished now.
@@ -116,11 +115,11 @@ impl<F: Format, B: Backend> DocumentStorage<F, B> {
             &self.expected(),
         )
         .await?;
-        let ends = cumulative(shards.iter().map(AsyncShard::len));
+        let table = ShardTable::from_counts(shards.iter().map(AsyncShard::len))?;
         Ok(AsyncDocumentReader {
             format: self.format.clone(),
             shards,
-            ends,
+            table,
         })
     }
 }
@@ -304,47 +303,27 @@ fn decode<F: Format>(format: &F, shard: &str, local: u64, bytes: Bytes) -> Resul
     })
 }
 
-/// Indices of one shard in a `read_many`: (shard, positions in the request, local indices).
-type Group = (usize, Vec<usize>, Vec<u64>);
-
-/// Groups global `indices` by shard.
-fn group(ends: &[u64], indices: &[u64]) -> Result<Vec<Group>> {
-    let len = ends.last().copied().unwrap_or(0);
-    let mut groups: Vec<Group> = Vec::new();
-    for (pos, &i) in indices.iter().enumerate() {
-        let (k, local) = locate(ends, i).ok_or_else(|| out_of_range(i, len))?;
-        match groups.iter_mut().find(|g| g.0 == k) {
-            Some(g) => {
-                g.1.push(pos);
-                g.2.push(local);
-            }
-            None => groups.push((k, vec![pos], vec![local])),
-        }
-    }
-    Ok(groups)
-}
-
 /// Reads documents from a [`DocumentStorage`] synchronously; shareable across threads.
 #[derive(Debug)]
 pub struct DocumentReader<F: Format> {
     format: Arc<F>,
     shards: Vec<SyncShard>,
-    ends: Vec<u64>,
+    table: ShardTable,
 }
 
 impl<F: Format> DocumentReader<F> {
-    fn new(format: Arc<F>, shards: Vec<SyncShard>) -> Self {
-        let ends = cumulative(shards.iter().map(SyncShard::len));
-        DocumentReader {
+    fn new(format: Arc<F>, shards: Vec<SyncShard>) -> Result<Self> {
+        let table = ShardTable::from_counts(shards.iter().map(SyncShard::len))?;
+        Ok(DocumentReader {
             format,
             shards,
-            ends,
-        }
+            table,
+        })
     }
 
     /// Number of records.
     pub fn len(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+        self.table.len()
     }
 
     /// `true` when there are no records.
@@ -357,20 +336,21 @@ impl<F: Format> DocumentReader<F> {
         &self.shards
     }
 
+    /// The shards' record counts: where each global index lives.
+    pub fn table(&self) -> &ShardTable {
+        &self.table
+    }
+
     /// Where record `i` lives: the position of its shard in [`shards`](Self::shards) and
     /// the record's absolute byte range in that shard (e.g. to read the same bytes raw).
     pub fn record_location(&self, i: u64) -> Result<(usize, std::ops::Range<u64>)> {
-        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
-        Ok((k, self.shards[k].record_range(local)?))
+        let at = locate(&self.table, i)?;
+        Ok((at.shard, self.shards[at.shard].record_range(at.local)?))
     }
 
     fn locate(&self, i: u64) -> Result<(&SyncShard, u64)> {
-        let (k, local) = self.locate_index(i)?;
-        Ok((&self.shards[k], local))
-    }
-
-    fn locate_index(&self, i: u64) -> Result<(usize, u64)> {
-        locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))
+        let at = locate(&self.table, i)?;
+        Ok((&self.shards[at.shard], at.local))
     }
 
     /// The encoded bytes of record `i` (one ranged read).
@@ -388,8 +368,14 @@ impl<F: Format> DocumentReader<F> {
     /// Many records in the order asked: one batched, coalesced read per shard involved.
     pub fn read_many(&self, indices: &[u64]) -> Result<Vec<F::Record>> {
         let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
-        for (k, positions, locals) in group(&self.ends, indices)? {
-            let shard = &self.shards[k];
+        let groups = (self.table.group(indices)).map_err(|i| out_of_range(i, self.len()))?;
+        for ShardGroup {
+            shard,
+            positions,
+            locals,
+        } in groups
+        {
+            let shard = &self.shards[shard];
             let bufs = shard.read_many(&locals)?;
             for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
                 out[pos] = Some(decode(&*self.format, shard.name(), local, bytes)?);
@@ -452,9 +438,10 @@ impl<F: Format> std::fmt::Debug for DocumentIter<'_, F> {
 impl<F: Format> DocumentIter<'_, F> {
     /// Reads the batch starting at record `next`.
     fn fill(&mut self) -> Result<()> {
-        let (k, local) = self.reader.locate_index(self.next)?;
+        let at = locate(&self.reader.table, self.next)?;
+        let (k, local) = (at.shard, at.local);
         let shard = &self.reader.shards[k];
-        let n = shard.batch_len(local, ITER_BATCH_BYTES, ITER_BATCH_RECORDS);
+        let n = RunBudget::default().run_len(shard.index(), local, shard.len());
         // Release the previous batch first: when the caller has dropped its records, its
         // memory is reused for this read instead of faulting in a fresh buffer.
         self.buf = Bytes::new();
@@ -512,13 +499,13 @@ impl<F: Format> Iterator for DocumentIter<'_, F> {
 pub struct AsyncDocumentReader<F: Format> {
     format: Arc<F>,
     shards: Vec<AsyncShard>,
-    ends: Vec<u64>,
+    table: ShardTable,
 }
 
 impl<F: Format> AsyncDocumentReader<F> {
     /// Number of records.
     pub fn len(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+        self.table.len()
     }
 
     /// `true` when there are no records.
@@ -531,15 +518,20 @@ impl<F: Format> AsyncDocumentReader<F> {
         &self.shards
     }
 
+    /// The shards' record counts: where each global index lives.
+    pub fn table(&self) -> &ShardTable {
+        &self.table
+    }
+
     /// Where record `i` lives (see [`DocumentReader::record_location`]).
     pub fn record_location(&self, i: u64) -> Result<(usize, std::ops::Range<u64>)> {
-        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
-        Ok((k, self.shards[k].record_range(local)?))
+        let at = locate(&self.table, i)?;
+        Ok((at.shard, self.shards[at.shard].record_range(at.local)?))
     }
 
     fn locate(&self, i: u64) -> Result<(&AsyncShard, u64)> {
-        let (k, local) = locate(&self.ends, i).ok_or_else(|| out_of_range(i, self.len()))?;
-        Ok((&self.shards[k], local))
+        let at = locate(&self.table, i)?;
+        Ok((&self.shards[at.shard], at.local))
     }
 
     /// The encoded bytes of record `i` (one ranged read).
@@ -557,8 +549,14 @@ impl<F: Format> AsyncDocumentReader<F> {
     /// Many records in the order asked: one batched read per shard involved.
     pub async fn read_many(&self, indices: &[u64]) -> Result<Vec<F::Record>> {
         let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
-        for (k, positions, locals) in group(&self.ends, indices)? {
-            let shard = &self.shards[k];
+        let groups = (self.table.group(indices)).map_err(|i| out_of_range(i, self.len()))?;
+        for ShardGroup {
+            shard,
+            positions,
+            locals,
+        } in groups
+        {
+            let shard = &self.shards[shard];
             let bufs = shard.read_many(&locals).await?;
             for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
                 out[pos] = Some(decode(&*self.format, shard.name(), local, bytes)?);
@@ -575,7 +573,7 @@ impl<F: Format> AsyncDocumentReader<F> {
             return Ok(Vec::new());
         }
         let (shard, local) = self.locate(start)?;
-        let n = shard.batch_len(local, ITER_BATCH_BYTES, ITER_BATCH_RECORDS);
+        let n = RunBudget::default().run_len(shard.index(), local, shard.len());
         let records = shard.read_run(local, n).await?;
         (local..local + n)
             .zip(records)

@@ -12,16 +12,17 @@
 //!   not-found and open each with one tail read (footer, index, metadata), so `len` is
 //!   known; record bytes are only read on demand.
 //! - `read(i)` is one ranged read; `read_many` one batched read per shard touched; in-order
-//!   iteration reads up to 1 MiB per request; a stream slice one read per shard it spans.
+//!   iteration reads up to 1 MiB per request (the default [`RunBudget`](crate::RunBudget)); a stream slice one read per shard it spans.
 //!
 //! See `docs/format.md` ("Storage semantics") for out-of-range indices, empty and missing
 //! directories, concurrent writers and the drop-without-finish rule.
 
 use std::collections::BTreeMap;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::metadata::Value;
 use crate::spec::MAX_RECORDS;
+use crate::table::{Located, ShardTable};
 
 pub mod document;
 pub mod stream;
@@ -115,45 +116,20 @@ impl WriterOptions {
     }
 }
 
-/// Maps a global position to (shard, local position) given cumulative ends.
-///
-/// `ends[k]` is the total count through shard `k`. Returns `None` past the end.
-pub(crate) fn locate(ends: &[u64], pos: u64) -> Option<(usize, u64)> {
-    let k = ends.partition_point(|&e| e <= pos);
-    if k >= ends.len() {
-        return None;
-    }
-    let before = if k == 0 { 0 } else { ends[k - 1] };
-    Some((k, pos - before))
-}
-
 pub(crate) fn out_of_range(index: u64, len: u64) -> Error {
     Error::IndexOutOfRange { index, len }
 }
 
-pub(crate) fn cumulative(counts: impl Iterator<Item = u64>) -> Vec<u64> {
-    let mut total = 0u64;
-    counts
-        .map(|c| {
-            total += c;
-            total
-        })
-        .collect()
+/// Where record `index` lives, or [`Error::IndexOutOfRange`].
+pub(crate) fn locate(table: &ShardTable, index: u64) -> Result<Located> {
+    table
+        .locate(index)
+        .ok_or_else(|| out_of_range(index, table.len()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn locate_skips_empty_shards() {
-        let ends = cumulative([2, 0, 3].into_iter());
-        assert_eq!(ends, vec![2, 2, 5]);
-        assert_eq!(locate(&ends, 0), Some((0, 0)));
-        assert_eq!(locate(&ends, 2), Some((2, 0)));
-        assert_eq!(locate(&ends, 4), Some((2, 2)));
-        assert_eq!(locate(&ends, 5), None);
-    }
 
     #[test]
     fn rollover_rule() {

@@ -12,7 +12,8 @@ use crate::element::{Element, Elements};
 use crate::error::{Error, Result};
 use crate::layout::ReadOptions;
 use crate::reader::{AsyncShard, SyncShard};
-use crate::storage::{WriterOptions, cumulative, locate};
+use crate::storage::WriterOptions;
+use crate::table::ShardTable;
 use crate::writer::{ShardInfo, ShardWriter};
 
 /// A directory of stream shards of element `E`, read through backend `B`.
@@ -84,7 +85,7 @@ impl<E: Element, B: Backend> StreamStorage<E, B> {
             &self.read_options,
             &E::expected(),
         )?;
-        Ok(StreamReader::new(shards))
+        StreamReader::new(shards)
     }
 
     /// An asynchronous reader over the shards finished now.
@@ -98,7 +99,7 @@ impl<E: Element, B: Backend> StreamStorage<E, B> {
             &E::expected(),
         )
         .await?;
-        Ok(AsyncStreamReader::new(shards))
+        AsyncStreamReader::new(shards)
     }
 }
 
@@ -245,62 +246,55 @@ impl<E: Element> Drop for StreamWriter<E> {
 
 /// When elements `offset .. offset + len` lie in one shard: that shard and the slice's
 /// first element in it (the common case, read without planning pieces).
-fn one_shard(ends: &[u64], offset: u64, len: u64) -> Option<(usize, u64)> {
+fn one_shard(elements: &ShardTable, offset: u64, len: u64) -> Option<(usize, u64)> {
     let end = offset.checked_add(len)?;
-    let (k, local) = locate(ends, offset)?;
-    (end <= ends[k]).then_some((k, local))
+    let at = elements.locate(offset)?;
+    (end <= elements.bounds(at.shard).end).then_some((at.shard, at.local))
 }
 
 /// The pieces (shard, data offset, data length in bytes) of an element slice.
 pub(crate) fn plan_slice(
-    ends: &[u64],
+    elements: &ShardTable,
     width: u64,
     offset: u64,
     len: u64,
 ) -> Result<Vec<(usize, u64, u64)>> {
-    let total = ends.last().copied().unwrap_or(0);
+    let total = elements.len();
     if offset.checked_add(len).is_none_or(|e| e > total) {
         return Err(Error::SliceOutOfRange { offset, len, total });
     }
-    let mut pieces = Vec::new();
-    let (mut pos, end) = (offset, offset + len);
-    while pos < end {
-        let Some((k, local)) = locate(ends, pos) else {
-            break;
-        };
-        let n = (ends[k] - pos).min(end - pos);
-        pieces.push((k, local * width, n * width));
-        pos += n;
-    }
-    Ok(pieces)
+    Ok(elements
+        .runs(offset..offset + len)
+        .map(|run| (run.shard, run.first * width, run.count * width))
+        .collect())
 }
 
 /// Reads slices of a stream synchronously (the stream part of both stream storages).
 #[derive(Debug)]
 pub struct StreamReader<E: Element> {
     shards: Vec<SyncShard>,
-    ends: Vec<u64>,
+    elements: ShardTable,
     _element: PhantomData<fn() -> E>,
 }
 
 impl<E: Element> StreamReader<E> {
-    pub(crate) fn new(shards: Vec<SyncShard>) -> Self {
-        let ends = cumulative(shards.iter().map(|s| s.data_len() / E::WIDTH));
-        StreamReader {
+    pub(crate) fn new(shards: Vec<SyncShard>) -> Result<Self> {
+        let elements = ShardTable::from_counts(shards.iter().map(|s| s.data_len() / E::WIDTH))?;
+        Ok(StreamReader {
             shards,
-            ends,
+            elements,
             _element: PhantomData,
-        }
+        })
     }
 
-    /// Cumulative element counts: entry `k` is the stream length through shard `k`.
-    pub(crate) fn ends(&self) -> &[u64] {
-        &self.ends
+    /// The shards' element counts: where each element of the stream lives.
+    pub fn elements(&self) -> &ShardTable {
+        &self.elements
     }
 
     /// Elements in the stream.
     pub fn len(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+        self.elements.len()
     }
 
     /// `true` when the stream is empty.
@@ -316,11 +310,11 @@ impl<E: Element> StreamReader<E> {
     /// Elements `offset .. offset + len` as one contiguous slice, even across shards (one
     /// read per shard touched); [`Error::SliceOutOfRange`] past the end.
     pub fn read(&self, offset: u64, len: u64) -> Result<Elements<E>> {
-        if let Some((k, at)) = one_shard(&self.ends, offset, len) {
+        if let Some((k, at)) = one_shard(&self.elements, offset, len) {
             let bytes = self.shards[k].read_data(at * E::WIDTH, len * E::WIDTH)?;
             return Ok(Elements::from_le_bytes(bytes));
         }
-        let pieces = plan_slice(&self.ends, E::WIDTH, offset, len)?;
+        let pieces = plan_slice(&self.elements, E::WIDTH, offset, len)?;
         let mut bufs: Vec<Bytes> = Vec::with_capacity(pieces.len());
         for (k, at, n) in pieces {
             bufs.push(self.shards[k].read_data(at, n)?);
@@ -333,28 +327,28 @@ impl<E: Element> StreamReader<E> {
 #[derive(Debug)]
 pub struct AsyncStreamReader<E: Element> {
     shards: Vec<AsyncShard>,
-    ends: Vec<u64>,
+    elements: ShardTable,
     _element: PhantomData<fn() -> E>,
 }
 
 impl<E: Element> AsyncStreamReader<E> {
-    pub(crate) fn new(shards: Vec<AsyncShard>) -> Self {
-        let ends = cumulative(shards.iter().map(|s| s.data_len() / E::WIDTH));
-        AsyncStreamReader {
+    pub(crate) fn new(shards: Vec<AsyncShard>) -> Result<Self> {
+        let elements = ShardTable::from_counts(shards.iter().map(|s| s.data_len() / E::WIDTH))?;
+        Ok(AsyncStreamReader {
             shards,
-            ends,
+            elements,
             _element: PhantomData,
-        }
+        })
     }
 
-    /// Cumulative element counts: entry `k` is the stream length through shard `k`.
-    pub(crate) fn ends(&self) -> &[u64] {
-        &self.ends
+    /// The shards' element counts: where each element of the stream lives.
+    pub fn elements(&self) -> &ShardTable {
+        &self.elements
     }
 
     /// Elements in the stream.
     pub fn len(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+        self.elements.len()
     }
 
     /// `true` when the stream is empty.
@@ -369,13 +363,13 @@ impl<E: Element> AsyncStreamReader<E> {
 
     /// Elements `offset .. offset + len` (see [`StreamReader::read`]).
     pub async fn read(&self, offset: u64, len: u64) -> Result<Elements<E>> {
-        if let Some((k, at)) = one_shard(&self.ends, offset, len) {
+        if let Some((k, at)) = one_shard(&self.elements, offset, len) {
             let bytes = self.shards[k]
                 .read_data(at * E::WIDTH, len * E::WIDTH)
                 .await?;
             return Ok(Elements::from_le_bytes(bytes));
         }
-        let pieces = plan_slice(&self.ends, E::WIDTH, offset, len)?;
+        let pieces = plan_slice(&self.elements, E::WIDTH, offset, len)?;
         let mut bufs: Vec<Bytes> = Vec::with_capacity(pieces.len());
         for (k, at, n) in pieces {
             bufs.push(self.shards[k].read_data(at, n).await?);

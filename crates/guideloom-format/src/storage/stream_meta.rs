@@ -20,7 +20,8 @@ use crate::layout::{Expected, ReadOptions};
 use crate::reader::{AsyncShard, SyncShard};
 use crate::spec::HEADER_LEN;
 use crate::storage::stream::{AsyncStreamReader, StreamReader};
-use crate::storage::{WriterOptions, cumulative, locate, out_of_range};
+use crate::storage::{WriterOptions, locate};
+use crate::table::{Located, ShardTable};
 use crate::writer::{ShardInfo, ShardWriter};
 
 /// A stream of elements `E` cut into documents, each with metadata `M` (any serde type,
@@ -110,11 +111,11 @@ where
             check_pair(s.name(), s.len(), meta.len())?;
             metas.push(meta);
         }
-        let doc_ends = cumulative(shards.iter().map(SyncShard::len));
+        let docs = ShardTable::from_counts(shards.iter().map(SyncShard::len))?;
         Ok(StreamWithMetaReader {
-            stream: StreamReader::new(shards),
+            stream: StreamReader::new(shards)?,
             metas,
-            doc_ends,
+            docs,
             format: Meta::new(),
         })
     }
@@ -133,11 +134,11 @@ where
             check_pair(s.name(), s.len(), meta.len())?;
             metas.push(meta);
         }
-        let doc_ends = cumulative(shards.iter().map(AsyncShard::len));
+        let docs = ShardTable::from_counts(shards.iter().map(AsyncShard::len))?;
         Ok(AsyncStreamWithMetaReader {
-            stream: AsyncStreamReader::new(shards),
+            stream: AsyncStreamReader::new(shards)?,
             metas,
-            doc_ends,
+            docs,
             format: Meta::new(),
         })
     }
@@ -331,7 +332,12 @@ macro_rules! meta_reader_common {
     () => {
         /// Number of documents.
         pub fn num_docs(&self) -> u64 {
-            self.doc_ends.last().copied().unwrap_or(0)
+            self.docs.len()
+        }
+
+        /// The shards' document counts: where each document lives.
+        pub fn docs(&self) -> &ShardTable {
+            &self.docs
         }
 
         /// Elements in the stream.
@@ -346,11 +352,10 @@ macro_rules! meta_reader_common {
 
         /// Element range of document `i` in the stream.
         pub fn doc_range(&self, i: u64) -> Result<Range<u64>> {
-            let (k, local) =
-                locate(&self.doc_ends, i).ok_or_else(|| out_of_range(i, self.num_docs()))?;
-            let shard = &self.stream.shards()[k];
-            let base = if k == 0 { 0 } else { self.stream.ends()[k - 1] };
-            Ok(doc_span(base, shard.record_range(local)?, E::WIDTH))
+            let at = locate(&self.docs, i)?;
+            let shard = &self.stream.shards()[at.shard];
+            let base = self.stream.elements().bounds(at.shard).start;
+            Ok(doc_span(base, shard.record_range(at.local)?, E::WIDTH))
         }
     };
 }
@@ -360,7 +365,7 @@ macro_rules! meta_reader_common {
 pub struct StreamWithMetaReader<E: Element, M> {
     stream: StreamReader<E>,
     metas: Vec<SyncShard>,
-    doc_ends: Vec<u64>,
+    docs: ShardTable,
     format: Meta<M>,
 }
 
@@ -373,8 +378,7 @@ where
 
     /// Document `i`: its elements and metadata (two ranged reads).
     pub fn read_doc(&self, i: u64) -> Result<(Elements<E>, M)> {
-        let (k, local) =
-            locate(&self.doc_ends, i).ok_or_else(|| out_of_range(i, self.num_docs()))?;
+        let Located { shard: k, local } = locate(&self.docs, i)?;
         let elements = Elements::from_le_bytes(self.stream.shards()[k].read(local)?);
         let m = &self.metas[k];
         let meta = decode_meta(&self.format, m.name(), local, m.read(local)?)?;
@@ -383,8 +387,7 @@ where
 
     /// Metadata of document `i` only (one ranged read).
     pub fn read_meta(&self, i: u64) -> Result<M> {
-        let (k, local) =
-            locate(&self.doc_ends, i).ok_or_else(|| out_of_range(i, self.num_docs()))?;
+        let Located { shard: k, local } = locate(&self.docs, i)?;
         let m = &self.metas[k];
         decode_meta(&self.format, m.name(), local, m.read(local)?)
     }
@@ -406,7 +409,7 @@ where
 pub struct AsyncStreamWithMetaReader<E: Element, M> {
     stream: AsyncStreamReader<E>,
     metas: Vec<AsyncShard>,
-    doc_ends: Vec<u64>,
+    docs: ShardTable,
     format: Meta<M>,
 }
 
@@ -419,8 +422,7 @@ where
 
     /// Document `i`: its elements and metadata.
     pub async fn read_doc(&self, i: u64) -> Result<(Elements<E>, M)> {
-        let (k, local) =
-            locate(&self.doc_ends, i).ok_or_else(|| out_of_range(i, self.num_docs()))?;
+        let Located { shard: k, local } = locate(&self.docs, i)?;
         let elements = Elements::from_le_bytes(self.stream.shards()[k].read(local).await?);
         let m = &self.metas[k];
         let bytes = m.read(local).await?;
@@ -430,8 +432,7 @@ where
 
     /// Metadata of document `i` only.
     pub async fn read_meta(&self, i: u64) -> Result<M> {
-        let (k, local) =
-            locate(&self.doc_ends, i).ok_or_else(|| out_of_range(i, self.num_docs()))?;
+        let Located { shard: k, local } = locate(&self.docs, i)?;
         let m = &self.metas[k];
         let bytes = m.read(local).await?;
         decode_meta(&self.format, m.name(), local, bytes)
