@@ -51,6 +51,13 @@ impl Footer {
         f
     }
 
+    /// The footer's own CRC32C (over its first 52 bytes), as [`encode`](Self::encode)
+    /// stores it: one number covering the index and metadata checksums, the layout and the
+    /// record count.
+    pub fn checksum(&self) -> u32 {
+        crc32c(&self.encode()[..FOOTER_CRC_COVERS])
+    }
+
     /// A footer of the current version for the given sections.
     pub(crate) fn new(
         index_offset: u64,

@@ -56,6 +56,7 @@ mod layout;
 pub mod mem;
 pub mod metadata;
 pub mod reader;
+pub mod source;
 pub mod spec;
 pub mod storage;
 pub mod table;
@@ -71,6 +72,7 @@ pub use layout::{Expected, ReadOptions};
 pub use mem::MemReader;
 pub use metadata::{ShardMetadata, Value};
 pub use reader::{AsyncShard, SyncShard};
+pub use source::RecordSource;
 pub use storage::WriterOptions;
 pub use storage::document::{
     AsyncDocumentReader, DocumentIter, DocumentReader, DocumentStorage, DocumentWriter,
@@ -80,4 +82,4 @@ pub use storage::stream_meta::{
     AsyncStreamWithMetaReader, StreamWithMetaReader, StreamWithMetaStorage, StreamWithMetaWriter,
 };
 pub use table::{Located, PlannedRuns, Run, RunBudget, Runs, ShardGroup, ShardTable, plan_runs};
-pub use writer::{ShardEncoder, ShardInfo, ShardWriter};
+pub use writer::{Encoded, ShardEncoder, ShardInfo, ShardWriter};

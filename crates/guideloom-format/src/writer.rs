@@ -27,6 +27,27 @@ pub struct ShardInfo {
     pub size: u64,
 }
 
+/// What [`ShardEncoder::finish`] wrote: the facts a publisher records about a shard, so that
+/// no caller has to parse the bytes back (the layout is this crate's business).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoded {
+    /// Number of records.
+    pub records: u64,
+    /// Encoded size in bytes: what the sink received.
+    pub size: u64,
+    /// The footer written last, as [`Footer::decode`] would read it back.
+    pub footer: Footer,
+}
+
+impl Encoded {
+    /// The CRC32C the footer records over its own first 52 bytes (which hold the index and
+    /// metadata checksums, the layout and the record count): one number that changes if any
+    /// of them does.
+    pub fn footer_crc(&self) -> u32 {
+        self.footer.checksum()
+    }
+}
+
 /// Encodes one shard into any [`Write`] sink: header, streamed payloads, then (at
 /// [`finish`](ShardEncoder::finish)) index, metadata and footer. Memory stays O(index)
 /// (12 bytes per record) whatever the payload size; the sink sees each byte once, in order.
@@ -41,8 +62,8 @@ pub struct ShardInfo {
 /// let mut encoder = ShardEncoder::new(Vec::new(), ShardMetadata::new("raw", "documents"))?;
 /// encoder.append(b"first")?;
 /// encoder.append(b"second")?;
-/// let (bytes, records) = encoder.finish()?;
-/// assert_eq!(records, 2);
+/// let (bytes, encoded) = encoder.finish()?;
+/// assert_eq!((encoded.records, encoded.size), (2, bytes.len() as u64));
 /// let shard = SyncShard::open(MemReader::new("in memory", bytes), &ReadOptions::default())?;
 /// assert_eq!(&shard.read(1)?[..], b"second");
 /// # Ok::<(), guideloom_format::Error>(())
@@ -111,15 +132,9 @@ impl<W: Write> ShardEncoder<W> {
         self.pos + self.count * INDEX_ENTRY_LEN
     }
 
-    /// Writes index, metadata and footer, flushes, and returns the sink with the number of
-    /// records. The encoded size is the number of bytes the sink received.
-    pub fn finish(self) -> Result<(W, u64)> {
-        let (out, count, _) = self.finish_sized()?;
-        Ok((out, count))
-    }
-
-    /// [`finish`](Self::finish), also returning the encoded size.
-    fn finish_sized(self) -> Result<(W, u64, u64)> {
+    /// Writes index, metadata and footer, flushes, and returns the sink with what was
+    /// written ([`Encoded`]: record count, size, footer).
+    pub fn finish(self) -> Result<(W, Encoded)> {
         let ShardEncoder {
             label,
             mut out,
@@ -137,7 +152,14 @@ impl<W: Write> ShardEncoder<W> {
         out.write_all(&footer.encode()).map_err(io)?;
         out.flush().map_err(io)?;
         let size = pos + index.len() as u64 + meta.len() as u64 + crate::spec::FOOTER_LEN;
-        Ok((out, count, size))
+        Ok((
+            out,
+            Encoded {
+                records: count,
+                size,
+                footer,
+            },
+        ))
     }
 }
 
@@ -220,7 +242,14 @@ impl ShardWriter {
             encoder,
         } = self;
         let io = |op, e| Error::write(op, &final_path, e);
-        let (file, count, size) = encoder.finish_sized()?;
+        let (
+            file,
+            Encoded {
+                records: count,
+                size,
+                ..
+            },
+        ) = encoder.finish()?;
         let tmp = file.into_inner().map_err(|e| io("write", e.into_error()))?;
         tmp.as_file().sync_all().map_err(|e| io("fsync", e))?;
         match tmp.persist_noclobber(&final_path) {
@@ -268,9 +297,18 @@ mod tests {
             }
             prop_assert_eq!(writer.approx_size(), encoder.approx_size());
             let info = writer.finish().unwrap();
-            let (bytes, count) = encoder.finish().unwrap();
-            prop_assert_eq!(count, records.len() as u64);
+            let (bytes, encoded) = encoder.finish().unwrap();
+            prop_assert_eq!(encoded.records, records.len() as u64);
             prop_assert_eq!(info.size, bytes.len() as u64);
+            prop_assert_eq!(encoded.size, bytes.len() as u64);
+            // The facts are those a reader decodes from the bytes.
+            let tail = &bytes[bytes.len() - crate::spec::FOOTER_USIZE..];
+            let decoded = Footer::decode("encoded", tail, encoded.size).unwrap();
+            prop_assert_eq!(decoded, encoded.footer);
+            prop_assert_eq!(
+                encoded.footer_crc(),
+                u32::from_le_bytes(tail[52..56].try_into().unwrap())
+            );
             prop_assert_eq!(std::fs::read(&path).unwrap(), bytes);
         }
     }
