@@ -304,6 +304,8 @@ struct Counting {
 }
 
 impl RecordSource for Counting {
+    type Error = guideloom::Error;
+
     fn len(&self) -> u64 {
         self.inner.len()
     }
@@ -407,6 +409,8 @@ fn decode_errors_and_panics_surface_as_errors_and_end_the_epoch() {
 struct FailingFetch;
 
 impl RecordSource for FailingFetch {
+    type Error = guideloom::Error;
+
     fn len(&self) -> u64 {
         100
     }

@@ -459,6 +459,8 @@ impl Iterator for Records<'_> {
 }
 
 impl RecordSource for Dataset {
+    type Error = Error;
+
     fn name(&self) -> String {
         format!("{} (snapshot {})", self.inner.uri(), self.snapshot().id())
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_io::{Backend, SeekIo};
+use guideloom_io::{Backend, Location, SeekIo};
 
 use crate::discovery::{FileSystemDocument, SHARD_PREFIX, discover_async, discover_sync};
 use crate::error::{Error, Result};
@@ -101,7 +101,7 @@ impl<F: Format, B: Backend> DocumentStorage<F, B> {
             &self.read_options,
             &self.expected(),
         )?;
-        DocumentReader::new(self.format.clone(), shards)
+        DocumentReader::new(self.dir.describe(), self.format.clone(), shards)
     }
 
     /// An asynchronous reader over the shards finished now.
@@ -306,15 +306,17 @@ fn decode<F: Format>(format: &F, shard: &str, local: u64, bytes: Bytes) -> Resul
 /// Reads documents from a [`DocumentStorage`] synchronously; shareable across threads.
 #[derive(Debug)]
 pub struct DocumentReader<F: Format> {
+    location: String,
     format: Arc<F>,
     shards: Vec<SyncShard>,
     table: ShardTable,
 }
 
 impl<F: Format> DocumentReader<F> {
-    fn new(format: Arc<F>, shards: Vec<SyncShard>) -> Result<Self> {
+    fn new(location: String, format: Arc<F>, shards: Vec<SyncShard>) -> Result<Self> {
         let table = ShardTable::from_counts(shards.iter().map(SyncShard::len))?;
         Ok(DocumentReader {
+            location,
             format,
             shards,
             table,
@@ -341,6 +343,11 @@ impl<F: Format> DocumentReader<F> {
         &self.table
     }
 
+    /// The storage directory, as its backend describes it.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
     /// Where record `i` lives: the position of its shard in [`shards`](Self::shards) and
     /// the record's absolute byte range in that shard (e.g. to read the same bytes raw).
     pub fn record_location(&self, i: u64) -> Result<(usize, std::ops::Range<u64>)> {
@@ -363,6 +370,12 @@ impl<F: Format> DocumentReader<F> {
     pub fn read(&self, i: u64) -> Result<F::Record> {
         let (shard, local) = self.locate(i)?;
         decode(&*self.format, shard.name(), local, shard.read(local)?)
+    }
+
+    /// The encoded bytes of many records, in the order asked: one batched read per shard
+    /// involved.
+    pub fn read_many_raw(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        crate::source::read_grouped(&self.table, &self.shards, indices)
     }
 
     /// Many records in the order asked: one batched, coalesced read per shard involved.

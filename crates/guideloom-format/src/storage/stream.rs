@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_io::{Backend, SeekIo};
+use guideloom_io::{Backend, Location, SeekIo};
 
 use crate::discovery::{FileSystemStream, SHARD_PREFIX, discover_async, discover_sync};
 use crate::element::{Element, Elements};
@@ -85,7 +85,7 @@ impl<E: Element, B: Backend> StreamStorage<E, B> {
             &self.read_options,
             &E::expected(),
         )?;
-        StreamReader::new(shards)
+        StreamReader::new(self.dir.describe(), shards)
     }
 
     /// An asynchronous reader over the shards finished now.
@@ -272,17 +272,23 @@ pub(crate) fn plan_slice(
 /// Reads slices of a stream synchronously (the stream part of both stream storages).
 #[derive(Debug)]
 pub struct StreamReader<E: Element> {
+    location: String,
     shards: Vec<SyncShard>,
     elements: ShardTable,
+    /// The shards' record (chunk) counts.
+    records: ShardTable,
     _element: PhantomData<fn() -> E>,
 }
 
 impl<E: Element> StreamReader<E> {
-    pub(crate) fn new(shards: Vec<SyncShard>) -> Result<Self> {
+    pub(crate) fn new(location: String, shards: Vec<SyncShard>) -> Result<Self> {
         let elements = ShardTable::from_counts(shards.iter().map(|s| s.data_len() / E::WIDTH))?;
+        let records = ShardTable::from_counts(shards.iter().map(SyncShard::len))?;
         Ok(StreamReader {
+            location,
             shards,
             elements,
+            records,
             _element: PhantomData,
         })
     }
@@ -290,6 +296,18 @@ impl<E: Element> StreamReader<E> {
     /// The shards' element counts: where each element of the stream lives.
     pub fn elements(&self) -> &ShardTable {
         &self.elements
+    }
+
+    /// The shards' record counts. A stream shard's records are its checksummed chunks
+    /// ([`WriterOptions::stream_chunk_bytes`]): the records a
+    /// [`RecordSource`](crate::RecordSource) reading this stream hands out.
+    pub fn records(&self) -> &ShardTable {
+        &self.records
+    }
+
+    /// The storage directory, as its backend describes it.
+    pub fn location(&self) -> &str {
+        &self.location
     }
 
     /// Elements in the stream.

@@ -113,7 +113,7 @@ where
         }
         let docs = ShardTable::from_counts(shards.iter().map(SyncShard::len))?;
         Ok(StreamWithMetaReader {
-            stream: StreamReader::new(shards)?,
+            stream: StreamReader::new(self.dir.describe(), shards)?,
             metas,
             docs,
             format: Meta::new(),

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 
-use super::{Batch, DecodeFn, EpochPlan, Loader, LoaderState, RecordSource};
+use super::{Batch, DecodeFn, DynSource, EpochPlan, Loader, LoaderState};
 
 impl<T: Send + 'static> Loader<T> {
     pub(super) fn start(&self, plan: EpochPlan) -> Result<Epoch<T>> {
@@ -89,7 +89,7 @@ struct Worker<T> {
     plan: Arc<EpochPlan>,
     ctrl: Arc<Control>,
     tx: Sender<Msg<T>>,
-    source: Arc<dyn RecordSource>,
+    source: Arc<DynSource>,
     decode: Arc<DecodeFn<T>>,
     total: u64,
     window: u64,

@@ -28,7 +28,7 @@
 //! # Ok::<(), guideloom::Error>(())
 //! ```
 //!
-//! Layout: [`RecordSource`] and [`MemorySource`] (`source.rs`), the options and the values the
+//! Layout: [`MemorySource`] and the re-exported [`RecordSource`] (`source.rs`), the options and the values the
 //! loader hands out (`options.rs`), the pure per-rank plan of an epoch (`plan.rs`), and the
 //! worker pool with its bounded prefetch behind an [`Epoch`] (`epoch.rs`).
 
@@ -52,10 +52,64 @@ pub use source::{MemorySource, RecordSource};
 
 type DecodeFn<T> = dyn Fn(u64, Bytes) -> std::result::Result<T, BoxError> + Send + Sync;
 
+/// A source as the loader holds it: its errors already the facade's [`Error`].
+type DynSource = dyn RecordSource<Error = Error>;
+
+/// A source with its errors turned into the facade's [`Error`] (see [`fetch_error`]).
+struct Adapted<S>(S);
+
+/// The facade's [`Error`] for a source's error: the facade's and the lower crates' errors
+/// keep their variant ([`Error::Format`], [`Error::Publish`], [`Error::Io`]); any other
+/// error becomes [`Error::Fetch`] naming the source, with the error as its source.
+fn fetch_error<E>(source_name: impl FnOnce() -> String, error: E) -> Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let boxed: BoxError = Box::new(error);
+    let boxed = match boxed.downcast::<Error>() {
+        Ok(e) => return *e,
+        Err(other) => other,
+    };
+    let boxed = match boxed.downcast::<guideloom_format::Error>() {
+        Ok(e) => return Error::Format(*e),
+        Err(other) => other,
+    };
+    let boxed = match boxed.downcast::<guideloom_publish::Error>() {
+        Ok(e) => return Error::Publish(*e),
+        Err(other) => other,
+    };
+    match boxed.downcast::<guideloom_io::Error>() {
+        Ok(e) => Error::Io(*e),
+        Err(other) => Error::fetch(source_name(), other),
+    }
+}
+
+impl<S: RecordSource> RecordSource for Adapted<S> {
+    type Error = Error;
+
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        self.0
+            .get_many(indices)
+            .map_err(|e| fetch_error(|| self.0.name(), e))
+    }
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        self.0.shard_bounds()
+    }
+    fn is_remote(&self) -> bool {
+        self.0.is_remote()
+    }
+}
+
 /// The loader: a source, options and a decode function. Cheap to keep; each epoch starts
 /// its own workers ([`Loader::epoch`]).
 pub struct Loader<T> {
-    source: Arc<dyn RecordSource>,
+    source: Arc<DynSource>,
     decode: Arc<DecodeFn<T>>,
     options: LoaderOptions,
 }
@@ -71,6 +125,12 @@ impl<T> fmt::Debug for Loader<T> {
 
 impl<T: Send + 'static> Loader<T> {
     /// A loader decoding each record with `decode(index, bytes)`.
+    ///
+    /// `source` is any [`RecordSource`]: a [`Dataset`](crate::Dataset), a [`MemorySource`],
+    /// a storage's sync reader ([`DocumentReader`](guideloom_format::DocumentReader), the
+    /// stream readers), or your own. Its errors reach the batches as the facade's
+    /// [`Error`]: an [`Error`] as it is, the lower crates' errors as [`Error::Format`],
+    /// [`Error::Publish`] or [`Error::Io`], any other as [`Error::Fetch`] naming the source.
     pub fn new<S, D, E>(source: S, options: LoaderOptions, decode: D) -> Result<Self>
     where
         S: RecordSource,
@@ -79,7 +139,7 @@ impl<T: Send + 'static> Loader<T> {
     {
         options.validate()?;
         Ok(Loader {
-            source: Arc::new(source),
+            source: Arc::new(Adapted(source)),
             decode: Arc::new(move |i, b| decode(i, b).map_err(Into::into)),
             options,
         })

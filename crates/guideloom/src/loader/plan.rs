@@ -3,7 +3,7 @@
 
 use crate::order::{DEFAULT_WINDOW, EpochOrder, ShuffleMode};
 
-use super::{Equalize, LoaderOptions, LoaderState, RecordSource};
+use super::{DynSource, Equalize, LoaderOptions, LoaderState};
 
 /// The pure plan of one epoch for one rank: which global positions each of its batches
 /// holds and which record each position is. No IO; useful to inspect or test the order.
@@ -21,12 +21,7 @@ pub struct EpochPlan {
 }
 
 impl EpochPlan {
-    pub(super) fn new(
-        opts: &LoaderOptions,
-        source: &dyn RecordSource,
-        epoch: u64,
-        start: u64,
-    ) -> Self {
+    pub(super) fn new(opts: &LoaderOptions, source: &DynSource, epoch: u64, start: u64) -> Self {
         let n = source.len();
         let bounds = source.shard_bounds();
         let mode = match opts.shuffle {

@@ -1,65 +1,22 @@
-//! What the loader reads from: [`RecordSource`], and [`MemorySource`] for tests and examples.
+//! What the loader reads from: [`RecordSource`] (re-exported from `guideloom-format`), and
+//! [`MemorySource`] for tests and examples.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-#[cfg(doc)]
-use crate::order::ShuffleMode;
-
-/// Anything the loader can read records from, by index.
+/// Anything the loader can read records from, by index: defined in `guideloom-format`
+/// (so the storages' readers implement it too) and re-exported here.
 ///
-/// [`Dataset`](crate::Dataset) implements it; tests and custom pipelines implement it in
-/// memory ([`MemorySource`]). Called from the loader's worker threads.
-pub trait RecordSource: Send + Sync + 'static {
-    /// A short name for error messages.
-    fn name(&self) -> String {
-        "record source".to_owned()
-    }
-
-    /// The number of records.
-    fn len(&self) -> u64;
-
-    /// `true` when there are no records.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The raw bytes of records `indices` (each `< len()`), in the same order. One call per
-    /// batch: implementations should batch their reads (one request per shard touched).
-    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>>;
-
-    /// Cumulative record starts of the shards, `[0, len(shard 0), ..., len()]`, when the
-    /// source is sharded. Used by [`ShuffleMode::ShardWindow`].
-    fn shard_bounds(&self) -> Option<&[u64]> {
-        None
-    }
-
-    /// `true` for sources where each read is a network request (object stores, HTTP): then
-    /// [`ShuffleMode::Auto`] picks the shard-window shuffle.
-    fn is_remote(&self) -> bool {
-        false
-    }
-}
-
-impl<S: RecordSource + ?Sized> RecordSource for Arc<S> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn len(&self) -> u64 {
-        (**self).len()
-    }
-    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        (**self).get_many(indices)
-    }
-    fn shard_bounds(&self) -> Option<&[u64]> {
-        (**self).shard_bounds()
-    }
-    fn is_remote(&self) -> bool {
-        (**self).is_remote()
-    }
-}
+/// [`Dataset`](crate::Dataset) implements it (with `Error = guideloom::Error`), as do the
+/// storages' sync readers ([`DocumentReader`](guideloom_format::DocumentReader),
+/// [`StreamReader`](guideloom_format::StreamReader),
+/// [`StreamWithMetaReader`](guideloom_format::StreamWithMetaReader), with
+/// `Error = guideloom_format::Error`) and [`MemorySource`]. The loader takes any source whose
+/// `Error` converts into [`Error`]; the shard-window shuffle
+/// ([`ShuffleMode::ShardWindow`](crate::ShuffleMode::ShardWindow)) reads its shard bounds.
+pub use guideloom_format::RecordSource;
 
 /// Records held in memory, optionally split into shards: a [`RecordSource`] for tests,
 /// examples and small pipelines.
@@ -103,6 +60,8 @@ impl MemorySource {
 }
 
 impl RecordSource for MemorySource {
+    type Error = Error;
+
     fn name(&self) -> String {
         "memory source".to_owned()
     }

@@ -1,0 +1,198 @@
+//! [`RecordSource`]: anything whose records can be fetched by global index, in batches.
+//!
+//! The trait the facade's loader (`guideloom::loader::Loader`) reads from. It lives here,
+//! below the loader and the snapshot reader, so that every layer's readers implement it: the
+//! storages' sync readers ([`DocumentReader`](crate::DocumentReader),
+//! [`StreamReader`](crate::StreamReader), [`StreamWithMetaReader`](crate::StreamWithMetaReader))
+//! here, a published snapshot (`guideloom::Dataset`) in the facade, in-memory sources in
+//! tests. The loader then reads a plain storage directory as well as a published root.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::reader::SyncShard;
+use crate::storage::out_of_range;
+use crate::table::ShardTable;
+use crate::{DocumentReader, StreamReader, StreamWithMetaReader};
+
+/// Anything records can be read from by index: a source for the loader.
+///
+/// Record indices are global, `0 .. len()`. Implementations are called from the loader's
+/// worker threads, one [`get_many`](Self::get_many) per batch.
+///
+/// ```
+/// use bytes::Bytes;
+/// use guideloom_format::RecordSource;
+///
+/// /// Records `"0"`, `"1"`, ... computed on demand.
+/// struct Numbers(u64);
+///
+/// impl RecordSource for Numbers {
+///     type Error = std::io::Error;
+///     fn len(&self) -> u64 {
+///         self.0
+///     }
+///     fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>, std::io::Error> {
+///         Ok(indices.iter().map(|i| Bytes::from(i.to_string())).collect())
+///     }
+/// }
+///
+/// let source = Numbers(10);
+/// assert_eq!(source.get_many(&[3, 7])?, ["3", "7"]);
+/// assert_eq!(source.shard_bounds(), None);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub trait RecordSource: Send + Sync + 'static {
+    /// What [`get_many`](Self::get_many) fails with. The facade's loader hands it to the
+    /// caller as `guideloom::Error`: this crate's [`Error`](crate::Error) as
+    /// `guideloom::Error::Format`, a `guideloom::Error` unchanged, any other error as
+    /// `guideloom::Error::Fetch` with the error as its source.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// A short name for error messages.
+    fn name(&self) -> String {
+        "record source".to_owned()
+    }
+
+    /// The number of records.
+    fn len(&self) -> u64;
+
+    /// `true` when there are no records.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The raw bytes of records `indices` (any order, repeats allowed, each `< len()`), in
+    /// the same order. One call per batch: implementations should batch their reads (one
+    /// request per shard touched).
+    fn get_many(&self, indices: &[u64]) -> std::result::Result<Vec<Bytes>, Self::Error>;
+
+    /// Cumulative record starts of the shards, `[0, len(shard 0), ..., len()]` (a
+    /// [`ShardTable::starts`](crate::ShardTable::starts)), when the source is sharded. The
+    /// loader's shard-window shuffle reads it.
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        None
+    }
+
+    /// `true` for sources where each read is a network request (object stores, HTTP): then
+    /// the loader's automatic shuffle mode picks the shard-window shuffle.
+    fn is_remote(&self) -> bool {
+        false
+    }
+}
+
+impl<S: RecordSource + ?Sized> RecordSource for Arc<S> {
+    type Error = S::Error;
+
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn get_many(&self, indices: &[u64]) -> std::result::Result<Vec<Bytes>, S::Error> {
+        (**self).get_many(indices)
+    }
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        (**self).shard_bounds()
+    }
+    fn is_remote(&self) -> bool {
+        (**self).is_remote()
+    }
+}
+
+/// Reads the raw records `indices` of a sharded collection: one batched read per shard
+/// touched, results in the order asked.
+pub(crate) fn read_grouped(
+    table: &ShardTable,
+    shards: &[SyncShard],
+    indices: &[u64],
+) -> Result<Vec<Bytes>> {
+    let groups = table
+        .group(indices)
+        .map_err(|index| out_of_range(index, table.len()))?;
+    if let [group] = &groups[..] {
+        // One shard touched (a sequential batch): its reads are already in batch order.
+        return shards[group.shard].read_many(&group.locals);
+    }
+    let mut out = vec![Bytes::new(); indices.len()];
+    for group in groups {
+        let bufs = shards[group.shard].read_many(&group.locals)?;
+        for (pos, bytes) in group.positions.into_iter().zip(bufs) {
+            out[pos] = bytes;
+        }
+    }
+    Ok(out)
+}
+
+/// A storage of documents: record `i` is document `i`'s encoded bytes (decode them with the
+/// storage's [`Format`]). Shard bounds are the shards' record counts; a storage is not
+/// considered remote (pick the shard-window shuffle explicitly for a storage read through a
+/// remote backend).
+impl<F: Format> RecordSource for DocumentReader<F> {
+    type Error = Error;
+
+    fn name(&self) -> String {
+        format!("document storage {}", self.location())
+    }
+    fn len(&self) -> u64 {
+        DocumentReader::len(self)
+    }
+    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        self.read_many_raw(indices)
+    }
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        Some(self.table().starts())
+    }
+}
+
+/// A stream: record `i` is chunk `i` of the stream — the shards' checksummed records of
+/// [`WriterOptions::stream_chunk_bytes`](crate::WriterOptions::stream_chunk_bytes) (the last
+/// chunk of a shard may be shorter) — as little-endian element bytes. Shard bounds count
+/// chunks.
+impl<E: Element> RecordSource for StreamReader<E> {
+    type Error = Error;
+
+    fn name(&self) -> String {
+        format!("stream storage {}", self.location())
+    }
+    fn len(&self) -> u64 {
+        self.records().len()
+    }
+    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        read_grouped(self.records(), self.shards(), indices)
+    }
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        Some(self.records().starts())
+    }
+}
+
+/// A stream of documents: record `i` is document `i`'s elements, as little-endian element
+/// bytes (its metadata is read with
+/// [`read_meta`](StreamWithMetaReader::read_meta)). Shard bounds count documents.
+impl<E, M> RecordSource for StreamWithMetaReader<E, M>
+where
+    E: Element,
+    M: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    type Error = Error;
+
+    fn name(&self) -> String {
+        format!("stream-with-meta storage {}", self.stream().location())
+    }
+    fn len(&self) -> u64 {
+        self.num_docs()
+    }
+    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        read_grouped(self.docs(), self.stream().shards(), indices)
+    }
+    fn shard_bounds(&self) -> Option<&[u64]> {
+        Some(self.docs().starts())
+    }
+}
