@@ -172,6 +172,8 @@ mod unix {
     }
 
     fn subjects() -> Vec<Subject> {
+        // Only the `mmap` feature adds a subject below.
+        #[cfg_attr(not(feature = "mmap"), allow(unused_mut))]
         let mut all = vec![
             Subject {
                 name: "seek",

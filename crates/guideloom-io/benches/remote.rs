@@ -225,7 +225,7 @@ fn economy(rt: &Runtime, s: &Setup) -> String {
             }
             let after = remote.stats.snapshot();
             let requests = after.requests - before.requests;
-            let bytes = after.bytes - before.bytes;
+            let bytes = after.bytes_received - before.bytes_received;
             out.push_str(&format!(
                 "| {} | {} | {:.2} | {:.3} | {:.3} |\n",
                 group(pattern),

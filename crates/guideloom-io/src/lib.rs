@@ -4,7 +4,8 @@
 //! - the reader traits, [`SyncReader`] and [`AsyncReader`], whose contract is exact-length
 //!   reads of `(offset, len)` returning [`bytes::Bytes`];
 //! - the [`Backend`] trait, which opens readers for locations of its own type;
-//! - range [coalescing](coalesce) and [request accounting](stats) shared by backends;
+//! - range [coalescing](coalesce), [request accounting](stats) and the [retry policy](retry)
+//!   shared by backends and by every remote client above them;
 //! - the local backends (see the `backends` section below) and, behind the `conformance`
 //!   feature, a conformance kit for backend authors.
 //!
@@ -106,6 +107,7 @@ pub mod local;
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub mod objstore;
 pub mod reader;
+pub mod retry;
 pub mod stats;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
@@ -115,4 +117,5 @@ pub use error::{BoxError, Error, Result, TimeoutError, TimeoutKind};
 pub use local::MmapIo;
 pub use local::{PreadIo, SeekIo};
 pub use reader::{AsyncReader, AsyncReaderExt, SyncReader, SyncReaderExt, Tail};
+pub use retry::RetryPolicy;
 pub use stats::{CountingReader, RequestStats, StatsSnapshot};

@@ -1,4 +1,5 @@
-//! Request accounting: counters of requests and bytes, and a counting reader wrapper.
+//! Request accounting: counters of requests, bytes and retries ([`RequestStats`], read as a
+//! [`StatsSnapshot`]), and a counting reader wrapper.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -10,27 +11,84 @@ use bytes::Bytes;
 use crate::error::Result;
 use crate::reader::{AsyncReader, SyncReader, Tail};
 
-/// Thread-safe counters of requests made and bytes received.
+/// Thread-safe counters of requests made, bytes received and sent, and retries: the one
+/// counter vocabulary of guideloom.
 ///
 /// Remote backends keep one per backend and one per reader; [`CountingReader`] keeps one for
-/// any reader. Share it with `Arc` to read it from elsewhere.
+/// any reader; guideloom-publish's `CountingStore` keeps one per kind of store operation and
+/// its `Stager` reports its downloads in a [`StatsSnapshot`]. Share it with `Arc` to read it
+/// from elsewhere.
+///
+/// ```
+/// use guideloom_io::{RequestStats, StatsSnapshot};
+///
+/// let stats = RequestStats::new();
+/// let before = stats.snapshot();
+/// stats.record(1000); // one request that received 1000 bytes
+/// stats.add_retry();
+/// stats.add_request(); // the retry itself
+/// stats.add_bytes_sent(12);
+/// let delta = stats.snapshot() - before;
+/// assert_eq!(
+///     delta,
+///     StatsSnapshot { requests: 2, bytes_received: 1000, bytes_sent: 12, retries: 1 }
+/// );
+/// ```
 #[derive(Debug, Default)]
 pub struct RequestStats {
     requests: AtomicU64,
-    bytes: AtomicU64,
+    bytes_received: AtomicU64,
+    bytes_sent: AtomicU64,
     retries: AtomicU64,
 }
 
-/// A point-in-time copy of [`RequestStats`].
+/// A point-in-time copy of [`RequestStats`]. Two readings subtract (`after - before`) and
+/// add up (`a + b`, `iter.sum()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
-    /// Requests (or underlying read calls) made.
+    /// Requests (or underlying read calls) made, retries included.
     pub requests: u64,
-    /// Bytes received.
-    pub bytes: u64,
+    /// Bytes received (response bodies, bytes read).
+    pub bytes_received: u64,
+    /// Bytes sent (request bodies; 0 for readers).
+    pub bytes_sent: u64,
     /// Of [`requests`](Self::requests), the attempts that retried an earlier failed one
     /// (counted by backends that retry themselves, such as `HttpIo`; 0 elsewhere).
     pub retries: u64,
+}
+
+impl std::ops::Sub for StatsSnapshot {
+    type Output = StatsSnapshot;
+
+    /// The counts between two readings: `after - before` (saturating at 0 if the counters
+    /// were reset in between).
+    fn sub(self, o: StatsSnapshot) -> StatsSnapshot {
+        StatsSnapshot {
+            requests: self.requests.saturating_sub(o.requests),
+            bytes_received: self.bytes_received.saturating_sub(o.bytes_received),
+            bytes_sent: self.bytes_sent.saturating_sub(o.bytes_sent),
+            retries: self.retries.saturating_sub(o.retries),
+        }
+    }
+}
+
+impl std::ops::Add for StatsSnapshot {
+    type Output = StatsSnapshot;
+
+    fn add(self, o: StatsSnapshot) -> StatsSnapshot {
+        StatsSnapshot {
+            requests: self.requests.saturating_add(o.requests),
+            bytes_received: self.bytes_received.saturating_add(o.bytes_received),
+            bytes_sent: self.bytes_sent.saturating_add(o.bytes_sent),
+            retries: self.retries.saturating_add(o.retries),
+        }
+    }
+}
+
+impl std::iter::Sum for StatsSnapshot {
+    fn sum<I: Iterator<Item = StatsSnapshot>>(iter: I) -> StatsSnapshot {
+        iter.fold(StatsSnapshot::default(), |a, b| a + b)
+    }
 }
 
 impl RequestStats {
@@ -42,17 +100,28 @@ impl RequestStats {
     /// Records one request that received `bytes` bytes.
     pub fn record(&self, bytes: u64) {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.bytes_received.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Records bytes received without counting a new request (e.g. a streamed body).
-    pub fn add_bytes(&self, bytes: u64) {
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    pub fn add_bytes_received(&self, bytes: u64) {
+        self.bytes_received.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Records bytes sent (a request body) without counting a new request.
+    pub fn add_bytes_sent(&self, bytes: u64) {
+        self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Records a request without bytes (e.g. a HEAD, or a failed attempt).
     pub fn add_request(&self) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.add_requests(1);
+    }
+
+    /// Records `n` requests without bytes (e.g. the ranges of one batched read, where each
+    /// range counts as one).
+    pub fn add_requests(&self, n: u64) {
+        self.requests.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Records that the next request is a retry of a failed one (count the request itself
@@ -65,7 +134,8 @@ impl RequestStats {
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             requests: self.requests.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
+            bytes_received: self.bytes_received.load(Ordering::Relaxed),
+            bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
         }
     }
@@ -74,7 +144,8 @@ impl RequestStats {
     pub fn reset(&self) -> StatsSnapshot {
         StatsSnapshot {
             requests: self.requests.swap(0, Ordering::Relaxed),
-            bytes: self.bytes.swap(0, Ordering::Relaxed),
+            bytes_received: self.bytes_received.swap(0, Ordering::Relaxed),
+            bytes_sent: self.bytes_sent.swap(0, Ordering::Relaxed),
             retries: self.retries.swap(0, Ordering::Relaxed),
         }
     }
@@ -174,5 +245,34 @@ impl<R: AsyncReader> AsyncReader for CountingReader<R> {
     }
     fn close_sync(&self) {
         self.inner.close_sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_subtract_add_and_reset() {
+        let stats = RequestStats::new();
+        stats.record(10);
+        let a = stats.snapshot();
+        stats.add_requests(3);
+        stats.add_bytes_received(5);
+        stats.add_bytes_sent(7);
+        stats.add_retry();
+        let b = stats.snapshot();
+        let delta = StatsSnapshot {
+            requests: 3,
+            bytes_received: 5,
+            bytes_sent: 7,
+            retries: 1,
+        };
+        assert_eq!(b - a, delta);
+        assert_eq!(a + delta, b);
+        assert_eq!([a, delta].into_iter().sum::<StatsSnapshot>(), b);
+        assert_eq!(a - b, StatsSnapshot::default(), "saturates after a reset");
+        assert_eq!(stats.reset(), b);
+        assert_eq!(stats.snapshot(), StatsSnapshot::default());
     }
 }

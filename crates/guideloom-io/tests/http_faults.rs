@@ -8,7 +8,8 @@ mod support;
 
 use std::time::Duration;
 
-use guideloom_io::http::{HttpIo, HttpOptions, HttpPath, RetryPolicy};
+use guideloom_io::RetryPolicy;
+use guideloom_io::http::{HttpIo, HttpOptions, HttpPath};
 use guideloom_io::{AsyncReader, Backend, Error, Location, TimeoutKind};
 use support::origin::{Mode, Origin};
 
@@ -72,7 +73,7 @@ async fn honest_origin_one_request_per_operation() {
     ));
     assert_eq!(origin.requests(), 2);
     assert_eq!(io.stats().snapshot().requests, 2);
-    assert_eq!(io.stats().snapshot().bytes, 1020);
+    assert_eq!(io.stats().snapshot().bytes_received, 1020);
 
     // Keep-alive: a second reader of the same backend reuses the pooled connection.
     let r2 = io.open_reader(&obj()).unwrap();

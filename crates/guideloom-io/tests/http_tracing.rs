@@ -8,7 +8,8 @@ mod support;
 use std::time::Duration;
 
 use guideloom_io::AsyncReader;
-use guideloom_io::http::{HttpIo, HttpOptions, HttpPath, RetryPolicy};
+use guideloom_io::RetryPolicy;
+use guideloom_io::http::{HttpIo, HttpOptions, HttpPath};
 use support::origin::{Mode, Origin};
 
 /// Every attempt is traced with method, range, attempt, status and latency, and no log line

@@ -1,13 +1,15 @@
 //! Configuration of [`HttpIo`](super::HttpIo): timeouts, retries, concurrency, coalescing.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::coalesce::CoalescePolicy;
 use crate::error::{Error, Result};
+use crate::retry::{
+    REMOTE_REQUEST_ATTEMPTS, REMOTE_REQUEST_INITIAL_BACKOFF, REMOTE_REQUEST_MAX_BACKOFF,
+    RetryPolicy,
+};
 
 /// Default cap on byte ranges in one multi-range request: 64, nginx's `max_ranges` default
 /// in many distributions' examples (an origin that gets more may answer 200 with the whole
@@ -23,8 +25,8 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time allowed to establish a connection: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Default attempts per request, the first included: 4.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 4;
+/// Default attempts per request, the first included: 4 ([`RetryPolicy::remote_request`]).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = REMOTE_REQUEST_ATTEMPTS;
 
 /// Default deadline of one read across all its attempts and the waits between them: 60 s.
 ///
@@ -36,83 +38,16 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 4;
 pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default wait before the first retry: 100 ms (doubled per retry, with jitter).
-pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(100);
+pub const DEFAULT_INITIAL_BACKOFF: Duration = REMOTE_REQUEST_INITIAL_BACKOFF;
 
 /// Default longest wait between two attempts: 5 s.
-pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(5);
+pub const DEFAULT_MAX_BACKOFF: Duration = REMOTE_REQUEST_MAX_BACKOFF;
 
 /// Default time an idle pooled connection is kept: 90 s.
 pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Default idle connections kept per host: 32.
 pub const DEFAULT_POOL_MAX_IDLE_PER_HOST: usize = 32;
-
-/// Bounded retries with exponential backoff and full jitter.
-///
-/// Retried: HTTP 5xx and 429, connection failures and resets, bodies cut short by a dropped
-/// connection, and attempts that exceed the request (or connect) timeout. Never retried:
-/// other 4xx statuses, 200 answers to ranged requests, and protocol violations (wrong
-/// Content-Range, wrong body length). A `Retry-After` header (in seconds) is honoured up to
-/// [`max_backoff`](RetryPolicy::max_backoff). No retry starts, and no wait runs, past the
-/// operation deadline ([`HttpOptions::with_operation_timeout`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RetryPolicy {
-    /// Attempts per request, the first included (1 = no retries).
-    pub max_attempts: u32,
-    /// Upper bound of the wait before the first retry.
-    pub initial_backoff: Duration,
-    /// Upper bound of any wait.
-    pub max_backoff: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            initial_backoff: DEFAULT_INITIAL_BACKOFF,
-            max_backoff: DEFAULT_MAX_BACKOFF,
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// A policy with `max_attempts` attempts and the given backoff bounds.
-    pub fn new(max_attempts: u32, initial_backoff: Duration, max_backoff: Duration) -> Self {
-        RetryPolicy {
-            max_attempts: max_attempts.max(1),
-            initial_backoff,
-            max_backoff,
-        }
-    }
-
-    /// No retries: one attempt per request.
-    pub fn none() -> Self {
-        Self::new(1, Duration::ZERO, Duration::ZERO)
-    }
-
-    /// The wait after failed attempt number `attempt` (1-based): a uniformly random duration
-    /// in `[0, min(max_backoff, initial_backoff * 2^(attempt-1))]` ("full jitter").
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        let exp = attempt.saturating_sub(1).min(30);
-        let cap = self
-            .initial_backoff
-            .saturating_mul(1u32 << exp)
-            .min(self.max_backoff);
-        let nanos = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX);
-        if nanos == 0 {
-            return Duration::ZERO;
-        }
-        Duration::from_nanos(random_u64() % (nanos + 1))
-    }
-}
-
-/// A random number from the standard library's randomly keyed hasher (enough for jitter).
-fn random_u64() -> u64 {
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(0x9E37_79B9_7F4A_7C15);
-    h.finish()
-}
 
 /// The default coalescing policy of [`HttpOptions`]: merge ranges at most 4 KiB apart, up to
 /// [`DEFAULT_MAX_SPAN`](crate::coalesce::DEFAULT_MAX_SPAN).
@@ -133,7 +68,8 @@ pub const HTTP_DEFAULT_COALESCE: CoalescePolicy = CoalescePolicy {
 ///
 /// ```
 /// use std::time::Duration;
-/// use guideloom_io::http::{HttpOptions, RetryPolicy};
+/// use guideloom_io::RetryPolicy;
+/// use guideloom_io::http::HttpOptions;
 ///
 /// let options = HttpOptions::default()
 ///     .with_request_timeout(Duration::from_secs(10))
@@ -167,7 +103,7 @@ impl Default for HttpOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy::remote_request(),
             pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
             pool_max_idle_per_host: DEFAULT_POOL_MAX_IDLE_PER_HOST,
             headers: HeaderMap::new(),
@@ -246,7 +182,8 @@ impl HttpOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use guideloom_io::http::{HttpOptions, RetryPolicy};
+    /// use guideloom_io::RetryPolicy;
+    /// use guideloom_io::http::HttpOptions;
     ///
     /// // Fail a stalled or dripping origin within 5 s, however many attempts remain.
     /// let o = HttpOptions::default()
@@ -260,7 +197,15 @@ impl HttpOptions {
         self
     }
 
-    /// The retry policy.
+    /// The retry policy; default [`RetryPolicy::remote_request`] (4 attempts, waits bounded
+    /// by 100 ms doubling up to 5 s, full jitter).
+    ///
+    /// Retried: HTTP 5xx and 429, connection failures and resets, bodies cut short by a
+    /// dropped connection, and attempts that exceed the request (or connect) timeout. Never
+    /// retried: other 4xx statuses, 200 answers to ranged requests, and protocol violations
+    /// (wrong Content-Range, wrong body length). A `Retry-After` header (in seconds) is
+    /// honoured up to the policy's `max_backoff`. No retry starts, and no wait runs, past the
+    /// operation deadline ([`HttpOptions::with_operation_timeout`]).
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
@@ -334,19 +279,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_is_bounded_and_grows() {
-        let p = RetryPolicy::new(5, Duration::from_millis(10), Duration::from_millis(35));
-        for attempt in 1..=8 {
-            let cap =
-                Duration::from_millis(10 * (1 << (attempt - 1))).min(Duration::from_millis(35));
-            for _ in 0..50 {
-                assert!(p.backoff(attempt) <= cap);
-            }
-        }
-        assert_eq!(RetryPolicy::none().backoff(3), Duration::ZERO);
+    fn default_retry_is_the_remote_request_policy() {
+        let r = HttpOptions::default().retry();
+        assert_eq!(r, RetryPolicy::remote_request());
         assert_eq!(
-            RetryPolicy::new(0, Duration::ZERO, Duration::ZERO).max_attempts,
-            1
+            (r.max_attempts, r.initial_backoff, r.max_backoff),
+            (
+                DEFAULT_MAX_ATTEMPTS,
+                DEFAULT_INITIAL_BACKOFF,
+                DEFAULT_MAX_BACKOFF
+            )
         );
     }
 

@@ -278,8 +278,8 @@ impl Inner {
                         tracing::debug!(status = f.status.as_u16(), latency_ms, "response")
                     });
                     let n = f.body.len() as u64 + f.drained;
-                    self.stats.add_bytes(n);
-                    reader_stats.add_bytes(n);
+                    self.stats.add_bytes_received(n);
+                    reader_stats.add_bytes_received(n);
                     if !is_retryable_status(f.status) {
                         return Ok(f);
                     }
