@@ -17,11 +17,12 @@ use crate::manifest::{
     CLAIM_FORMAT, CONTROL_VERSION, Checksum, Claim, DATASET_KEY, DatasetIdentity, LOG_PREFIX,
     MANIFEST_FORMAT, MAX_CLAIM_BYTES, MAX_CONTROL_OBJECT_BYTES, MAX_IDENTITY_BYTES, MAX_SHARDS,
     Manifest, POINTER_FORMAT, PublishMode, ShardRef, SnapshotPointer, check_shards, claim_key,
-    log_key, pointer_key, shard_key, to_json,
+    log_key, pointer_key, to_json,
 };
 use crate::registry::{Registry, StorageOptions};
 use crate::staging::Stager;
-use crate::store::{CreateOutcome, RetryPolicy, RootStore, Written, create_object};
+use crate::store::{CreateOutcome, RootStore, Written, create_object};
+use guideloom_io::RetryPolicy;
 
 /// Concurrent HEADs (and inspections) while verifying shards.
 pub const VERIFY_CONCURRENCY: usize = 16;
@@ -61,14 +62,24 @@ impl ShardInspector for Sha256Inspector {
 }
 
 /// Options of one publication.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PublicationOptions {
     /// Also check each shard's record count and checksum with `inspector`.
     pub verify_record_counts: bool,
     /// The inspector for `verify_record_counts` (required when it is set).
     pub inspector: Option<Arc<dyn ShardInspector>>,
-    /// Bounds of the commit loop (log sequence races).
+    /// Bounds of the commit loop (log sequence races): [`RetryPolicy::contended_update`].
     pub commit_retry: RetryPolicy,
+}
+
+impl Default for PublicationOptions {
+    fn default() -> Self {
+        PublicationOptions {
+            verify_record_counts: false,
+            inspector: None,
+            commit_retry: RetryPolicy::contended_update(),
+        }
+    }
 }
 
 /// What to publish.
@@ -210,38 +221,6 @@ impl Root {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
-    /// its reference (with a SHA-256 checksum). Refused before any request if it is larger
-    /// than `max_encoded_shard_bytes`. Re-running a worker collides
-    /// ([`Error::PublicationCollision`]) unless the bytes are identical.
-    pub async fn upload_shard(
-        &self,
-        work_id: &str,
-        index: u64,
-        body: Bytes,
-        record_count: u64,
-    ) -> Result<ShardRef> {
-        check_name("work id", work_id)?;
-        self.store.check_writable()?;
-        let key = shard_key(work_id, index);
-        let size = body.len() as u64;
-        if size > self.options.max_encoded_shard_bytes {
-            return Err(Error::ShardTooLarge {
-                key,
-                size,
-                limit: self.options.max_encoded_shard_bytes,
-            });
-        }
-        let checksum = Checksum::Sha256(sha256_hex(&body));
-        create_object(&*self.store, &key, body).await?;
-        Ok(ShardRef {
-            key,
-            size,
-            record_count,
-            checksum: Some(checksum),
-        })
     }
 
     /// Publishes a snapshot.
@@ -504,7 +483,7 @@ impl Root {
                                 && attempt < attempts =>
                         {
                             debug!(attempt, error = %e, "latest entry in flight; re-reading");
-                            policy.backoff(attempt).await;
+                            policy.sleep_backoff(attempt).await;
                             continue;
                         }
                         Err(e) => return Err(e),
@@ -556,7 +535,7 @@ impl Root {
                 Err(e) => return Err(e),
             }
             if attempt < attempts {
-                policy.backoff(attempt).await;
+                policy.sleep_backoff(attempt).await;
             }
         }
         Err(Error::CasExhausted {

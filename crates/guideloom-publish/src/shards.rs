@@ -1,43 +1,26 @@
-//! Shards in the native format (`guideloom-format`): writing one into a root, and checking
-//! published shards by their footers.
+//! Shards in the native format (`guideloom-format`): writing one into a root, uploading an
+//! encoded one, and checking published shards by their footers.
+//!
+//! How a shard is written ([`Root::write_shard`]): records → [`ShardEncoder`] → [`Tally`]
+//! (size limit, SHA-256) → the store's [`PendingObject`] (a local root's create-only temporary
+//! file, or one buffer for stores that need one PUT) → commit (fsync + link, or the PUT) →
+//! [`create_streamed`]'s read-back only if the key was taken. Each byte is encoded once and
+//! written once; memory is the index (12 bytes per record) and a write buffer.
 
-use std::io::{BufWriter, Read, Seek};
+use std::io::Write;
 use std::path::Path;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_format::spec::FOOTER_LEN;
-use guideloom_format::{Footer, ShardEncoder, ShardMetadata};
+use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata};
 use tracing::{Instrument, info_span};
 
-use crate::error::{BoxError, Error, Result};
-use crate::key::check_name;
+use crate::error::{Error, Result};
+use crate::key::{check_name, sha256_hex};
 use crate::manifest::{Checksum, ShardRef, shard_key};
 use crate::publish::{Root, ShardFacts, ShardInspector};
-use crate::store::{RootStore, create_object};
-
-/// Offset of the footer's own CRC32C inside the 64-byte footer (see `docs/format.md`).
-const FOOTER_CRC_OFFSET: usize = 52;
-
-fn format_error(key: &str, source: guideloom_format::Error) -> Error {
-    Error::Shard {
-        key: key.to_owned(),
-        source: Box::new(source),
-    }
-}
-
-/// The footer CRC of an encoded shard's last [`FOOTER_LEN`] bytes, after validating them.
-fn footer_facts(key: &str, tail: &[u8], size: u64) -> Result<ShardFacts> {
-    let footer = Footer::decode(key, tail, size).map_err(|e| format_error(key, e))?;
-    let crc_bytes: [u8; 4] = tail
-        .get(FOOTER_CRC_OFFSET..FOOTER_CRC_OFFSET + 4)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| Error::corrupt(key, "footer too short"))?;
-    Ok(ShardFacts {
-        record_count: footer.record_count,
-        checksum: Some(Checksum::FooterCrc32c(u32::from_le_bytes(crc_bytes))),
-    })
-}
+use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
 /// Checks shards by their footers: one ranged read of the last 64 bytes per shard (no
 /// download), giving the record count and the footer's CRC32C (which covers the index and
@@ -54,83 +37,233 @@ impl ShardInspector for FooterInspector {
         let tail = store
             .get_range(&shard.key, shard.size - FOOTER_LEN..shard.size)
             .await?;
-        footer_facts(&shard.key, &tail, shard.size)
+        let footer = Footer::decode(&shard.key, &tail, shard.size)
+            .map_err(|e| Error::shard(&shard.key, e))?;
+        Ok(ShardFacts {
+            record_count: footer.record_count,
+            checksum: Some(Checksum::FooterCrc32c(footer.checksum())),
+        })
     }
 }
 
+/// The sink between the encoder and the store: forwards bytes while the shard stays within
+/// the size limit, hashing them; past the limit it only counts, so the refusal can name the
+/// exact size while nothing more reaches the store.
+struct Tally<'p, 'a> {
+    out: &'p mut (dyn PendingObject + 'a),
+    digest: Digest256,
+    limit: u64,
+    /// Bytes not forwarded because the limit was passed.
+    over: u64,
+}
+
+impl Write for Tally<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if self.over == 0 && self.digest.len() + buf.len() as u64 <= self.limit {
+            self.out.write_all(buf)?;
+            self.digest.update(buf);
+        } else {
+            self.over += buf.len() as u64;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A shard ready for its create-only write: whole bytes from the caller, or a pending
+/// object the encoder has filled (with the encoder's facts and the SHA-256 of what it wrote).
+enum Body<'a> {
+    Encoded {
+        bytes: Bytes,
+        records: u64,
+    },
+    Streamed {
+        pending: Box<dyn PendingObject + 'a>,
+        digest: [u8; 32],
+        encoded: Encoded,
+    },
+}
+
 impl Root {
-    /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`:
-    /// the shard is encoded into an unnamed temporary file in `staging_dir` (nothing to clean
-    /// up, even after a crash; no fsync, since it is read straight back), checked against `max_encoded_shard_bytes` before any request, then uploaded
-    /// create-only to `shards/<work_id>/<index>.glm`. The reference carries the record count
-    /// and the footer CRC, so `verify_record_counts` with [`FooterInspector`] costs one
-    /// 64-byte ranged read per shard.
+    /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`,
+    /// create-only at `shards/<work_id>/<index>.glm`, encoding each record once straight
+    /// into the store ([`RootStore::begin_create`]): on a local root into the create-only
+    /// temporary file (fsynced and linked once complete), on stores that need one PUT into
+    /// one buffer. Memory is the index (12 bytes per record) and a write buffer on a local
+    /// root. A shard larger than `max_encoded_shard_bytes` is refused
+    /// ([`Error::ShardTooLarge`], with its exact size): bytes past the limit never reach the
+    /// store, nothing appears under the key, and no request is made.
     ///
-    /// Re-running a worker collides ([`Error::PublicationCollision`]) unless the bytes are
-    /// identical. The encoded shard is held in memory for its single PUT.
+    /// The reference carries the record count and the footer CRC (from the encoder, not
+    /// parsed back), so `verify_record_counts` with [`FooterInspector`] costs one 64-byte
+    /// ranged read per shard. Re-running a worker collides
+    /// ([`Error::PublicationCollision`]) unless the bytes are identical, told apart by the
+    /// SHA-256 computed while writing.
+    ///
+    /// `_staging_dir` is no longer used (shards are not staged); it stays until the call
+    /// sites drop it.
     pub async fn write_shard<I, R>(
         &self,
         work_id: &str,
         index: u64,
         metadata: ShardMetadata,
         records: I,
-        staging_dir: &Path,
+        _staging_dir: &Path,
     ) -> Result<ShardRef>
     where
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
+        let records = records.into_iter().map(Ok::<R, std::convert::Infallible>);
+        match self
+            .try_write_shard(work_id, index, metadata, records)
+            .await?
+        {
+            Ok(shard) => Ok(shard),
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`write_shard`](Self::write_shard) of records that are produced fallibly (encoded as
+    /// they are written, say): the first `Err` stops the write — nothing appears under the
+    /// key, no request is made — and is returned as the inner `Err`; the outer `Err` is the
+    /// root's.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_format::ShardMetadata;
+    /// use guideloom_publish::Root;
+    ///
+    /// let root = Root::open("memory://try-write", &Default::default())?;
+    /// let meta = || ShardMetadata::new("raw", "documents");
+    /// let good = (0..3u8).map(|i| Ok::<_, String>(vec![i; 4]));
+    /// let shard = root.try_write_shard("w", 0, meta(), good).await?.unwrap();
+    /// assert_eq!(shard.record_count, 3);
+    /// let bad = [Ok(vec![1u8]), Err("record 1 does not encode".to_owned())];
+    /// let err = root.try_write_shard("w", 1, meta(), bad).await?.unwrap_err();
+    /// assert_eq!(err, "record 1 does not encode");
+    /// assert!(root.store().head("shards/w/00000001.glm").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_write_shard<I, R, E>(
+        &self,
+        work_id: &str,
+        index: u64,
+        metadata: ShardMetadata,
+        records: I,
+    ) -> Result<std::result::Result<ShardRef, E>>
+    where
+        I: IntoIterator<Item = std::result::Result<R, E>>,
+        R: AsRef<[u8]>,
+    {
         check_name("work id", work_id)?;
+        self.store().check_writable()?;
         let key = shard_key(work_id, index);
-        // The shard is encoded into an unnamed temporary file in `staging_dir`: memory stays
-        // O(index) while records stream in, and a crash leaves nothing behind (the OS reclaims
-        // a file without a name). No fsync: the bytes are read back for the PUT at once.
-        let staged = tempfile::tempfile_in(staging_dir).map_err(|e| Error::io(staging_dir, e))?;
-        let mut encoder = ShardEncoder::new(BufWriter::with_capacity(1 << 20, staged), metadata)
-            .map_err(|e| format_error(&key, e))?;
+        let limit = self.options().max_encoded_shard_bytes;
+        let mut pending = self.store().begin_create(&key)?;
+        let mut tally = Tally {
+            out: &mut *pending,
+            digest: Digest256::default(),
+            limit,
+            over: 0,
+        };
+        let mut encoder =
+            ShardEncoder::new(&mut tally, metadata).map_err(|e| Error::shard(&key, e))?;
         for r in records {
+            let r = match r {
+                Ok(r) => r,
+                // Dropping `pending` discards what reached it.
+                Err(e) => return Ok(Err(e)),
+            };
             encoder
                 .append(r.as_ref())
-                .map_err(|e| format_error(&key, e))?;
+                .map_err(|e| Error::shard(&key, e))?;
         }
-        let (buffered, records) = encoder.finish().map_err(|e| format_error(&key, e))?;
-        let mut file = buffered
-            .into_inner()
-            .map_err(|e| Error::io(staging_dir, e.into_error()))?;
-        let encoded = file
-            .stream_position()
-            .map_err(|e| Error::io(staging_dir, e))?;
-        let limit = self.options().max_encoded_shard_bytes;
-        if encoded > limit {
+        let (_, encoded) = encoder.finish().map_err(|e| Error::shard(&key, e))?;
+        let Tally { digest, over, .. } = tally;
+        if over > 0 {
             return Err(Error::ShardTooLarge {
                 key,
-                size: encoded,
+                size: encoded.size,
                 limit,
             });
         }
-        let mut body = Vec::with_capacity(usize::try_from(encoded).unwrap_or(0));
-        file.rewind()
-            .and_then(|()| file.read_to_end(&mut body))
-            .map_err(|e| Error::io(staging_dir, e))?;
-        let size = body.len() as u64;
-        if size < FOOTER_LEN {
-            return Err(Error::corrupt(
-                &key,
-                "writer produced a shard without a footer",
-            ));
-        }
-        let tail_start = usize::try_from(size - FOOTER_LEN)
-            .map_err(|e| Error::storage(&key, "write_shard", Box::new(e) as BoxError))?;
-        let facts = footer_facts(&key, &body[tail_start..], size)?;
-        create_object(&**self.store(), &key, Bytes::from(body))
-            .instrument(info_span!("upload_shard", key, size))
-            .await?;
+        debug_assert_eq!(digest.len(), encoded.size);
+        let body = Body::Streamed {
+            pending,
+            digest: digest.finish(),
+            encoded,
+        };
+        self.create_shard(key, body).await.map(Ok)
+    }
+
+    /// The one create-only write of a shard, encoded here or uploaded as bytes:
+    /// [`create_streamed`] or [`create_object`] under an `upload_shard` span, returning the
+    /// reference (the footer CRC when the encoder's facts are known, else the SHA-256).
+    async fn create_shard(&self, key: String, body: Body<'_>) -> Result<ShardRef> {
+        let store = &**self.store();
+        let (size, record_count, checksum) = match body {
+            Body::Streamed {
+                pending,
+                digest,
+                encoded,
+            } => {
+                create_streamed(store, &key, pending, encoded.size, digest)
+                    .instrument(info_span!("upload_shard", key, size = encoded.size))
+                    .await?;
+                let crc = Checksum::FooterCrc32c(encoded.footer_crc());
+                (encoded.size, encoded.records, crc)
+            }
+            Body::Encoded { bytes, records } => {
+                let size = bytes.len() as u64;
+                let limit = self.options().max_encoded_shard_bytes;
+                if size > limit {
+                    return Err(Error::ShardTooLarge { key, size, limit });
+                }
+                let checksum = Checksum::Sha256(sha256_hex(&bytes));
+                create_object(store, &key, bytes)
+                    .instrument(info_span!("upload_shard", key, size))
+                    .await?;
+                (size, records, checksum)
+            }
+        };
         Ok(ShardRef {
             key,
             size,
-            record_count: records,
-            checksum: facts.checksum,
+            record_count,
+            checksum: Some(checksum),
         })
+    }
+
+    /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
+    /// its reference (with a SHA-256 checksum): the same create-only write as
+    /// [`write_shard`](Self::write_shard)'s. Refused before any request if it is larger
+    /// than `max_encoded_shard_bytes`. Re-running a worker collides
+    /// ([`Error::PublicationCollision`]) unless the bytes are identical.
+    pub async fn upload_shard(
+        &self,
+        work_id: &str,
+        index: u64,
+        body: Bytes,
+        record_count: u64,
+    ) -> Result<ShardRef> {
+        check_name("work id", work_id)?;
+        self.store().check_writable()?;
+        let key = shard_key(work_id, index);
+        let body = Body::Encoded {
+            bytes: body,
+            records: record_count,
+        };
+        self.create_shard(key, body).await
     }
 }
 

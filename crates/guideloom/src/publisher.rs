@@ -56,42 +56,61 @@ use crate::error::{Error, Result};
 /// [`CborFormat`](guideloom_format::CborFormat)'s).
 pub const CBOR_FORMAT: &str = "cbor";
 
+/// Encodes record `index` of shard `shard` of `work_id` as CBOR (one item, as [`CborFormat`]
+/// does), naming the record at fault in the error.
+///
+/// [`CborFormat`]: guideloom_format::CborFormat
+fn encode_one<T: Serialize>(
+    work_id: &str,
+    shard: u64,
+    index: usize,
+    record: &T,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    guideloom_format::cbor::encode_into(record, &mut out).map_err(|e| Error::Encode {
+        work_id: work_id.to_owned(),
+        shard,
+        index: index as u64,
+        source: Box::new(e),
+    })?;
+    Ok(out)
+}
+
 /// Encodes `records` as CBOR (one item per record, as [`CborFormat`] does), naming the
-/// record at fault in the error.
+/// record at fault in the error. [`write_cbor_shard`] encodes them one at a time as it
+/// writes instead, without holding them all.
 ///
 /// [`CborFormat`]: guideloom_format::CborFormat
 pub fn encode_cbor<T: Serialize>(work_id: &str, shard: u64, records: &[T]) -> Result<Vec<Vec<u8>>> {
     records
         .iter()
         .enumerate()
-        .map(|(i, r)| {
-            let mut out = Vec::new();
-            guideloom_format::cbor::encode_into(r, &mut out).map_err(|e| Error::Encode {
-                work_id: work_id.to_owned(),
-                shard,
-                index: i as u64,
-                source: Box::new(e),
-            })?;
-            Ok(out)
-        })
+        .map(|(i, r)| encode_one(work_id, shard, i, r))
         .collect()
 }
 
-/// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), staging the
-/// shard file under `staging_dir`. The async piece behind [`Publisher::write_shard`] and
-/// [`publish_cbor`](crate::dataset::publish_cbor).
-pub async fn write_cbor_shard<T: Serialize>(
+/// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), each record
+/// encoded as it is written into the store (see [`Root::write_shard`]): memory is one record
+/// and the shard's index on a local root. The async piece behind [`Publisher::write_shard`]
+/// and [`publish_cbor`](crate::dataset::publish_cbor). A record that does not encode stops
+/// the write with [`Error::Encode`]; nothing is written. `_staging_dir` is not used.
+pub async fn write_cbor_shard<I>(
     root: &Root,
     work_id: &str,
     n: u64,
-    records: &[T],
-    staging_dir: &std::path::Path,
-) -> Result<ShardRef> {
-    let encoded = encode_cbor(work_id, n, records)?;
+    records: I,
+    _staging_dir: &std::path::Path,
+) -> Result<ShardRef>
+where
+    I: IntoIterator,
+    I::Item: Serialize,
+{
     let meta = ShardMetadata::new(CBOR_FORMAT, "documents");
-    Ok(root
-        .write_shard(work_id, n, meta, &encoded, staging_dir)
-        .await?)
+    let encoded = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| encode_one(work_id, n, i, &r));
+    root.try_write_shard(work_id, n, meta, encoded).await?
 }
 
 /// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
@@ -139,18 +158,19 @@ impl Publisher {
             root,
             runtime: Arc::new(new_runtime()?),
             staging: std::env::temp_dir(),
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy::contended_update(),
         })
     }
 
-    /// Stages shard files under `dir` before their upload (default: the system's temporary
-    /// directory). Each shard gets its own fresh subdirectory, removed afterwards.
+    /// Formerly the directory shards were staged in before their upload. Shards are now
+    /// encoded straight into the store, so `dir` is not used; kept so callers compile.
     pub fn staging_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.staging = dir.into();
         self
     }
 
-    /// Bounds the compare-and-swap retries of annotation publication.
+    /// Bounds the compare-and-swap retries of annotation publication (default
+    /// [`RetryPolicy::contended_update`]: 64 attempts, 2 ms doubling up to 500 ms).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
@@ -161,16 +181,18 @@ impl Publisher {
         &self.root
     }
 
-    /// Writes `records` (any serde type) as CBOR shard `n` of worker `work_id`, create-only
-    /// at `shards/<work_id>/<n>.glm`. Returns the reference to pass to
-    /// [`publish`](Self::publish). Re-writing identical bytes succeeds; different bytes
-    /// under the same key are a publication collision.
-    pub fn write_shard<T: Serialize>(
-        &self,
-        work_id: &str,
-        n: u64,
-        records: &[T],
-    ) -> Result<ShardRef> {
+    /// Writes `records` (any serde type, by value or by reference: a `&[T]`, a `Vec<T>`,
+    /// an iterator) as CBOR shard `n` of worker `work_id`, create-only at
+    /// `shards/<work_id>/<n>.glm`, encoding each record as it is written (see
+    /// [`Root::write_shard`]: on a local root memory stays the shard's index, 12 bytes per
+    /// record, whatever its size). Returns the reference to pass to
+    /// [`publish`](Self::publish). Re-writing identical bytes succeeds; different bytes under
+    /// the same key are a publication collision.
+    pub fn write_shard<I>(&self, work_id: &str, n: u64, records: I) -> Result<ShardRef>
+    where
+        I: IntoIterator,
+        I::Item: Serialize,
+    {
         self.runtime.block_on(write_cbor_shard(
             &self.root,
             work_id,
@@ -180,8 +202,10 @@ impl Publisher {
         ))
     }
 
-    /// Writes already encoded records (raw bytes) as shard `n` of `work_id`, with
-    /// `metadata` naming their format (e.g. `ShardMetadata::new("raw", "documents")`).
+    /// Writes already encoded records (raw bytes, from any iterator) as shard `n` of
+    /// `work_id`, with `metadata` naming their format (e.g.
+    /// `ShardMetadata::new("raw", "documents")`), streamed as [`write_shard`](Self::write_shard)
+    /// streams.
     pub fn write_raw_shard<I, R>(
         &self,
         work_id: &str,

@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_io::AsyncReader;
+use guideloom_io::{AsyncReader, RetryPolicy};
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::error::{Error, Result};
-use crate::key::sha256_hex;
 
 pub mod counting;
 pub mod faulty;
@@ -21,6 +20,7 @@ pub mod faulty;
 pub mod http;
 pub mod local;
 pub mod object;
+pub mod pending;
 pub mod sweep;
 
 pub use counting::{CountingStore, Counts};
@@ -29,6 +29,7 @@ pub use faulty::FaultyStore;
 pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};
 pub use object::{ObjectStoreBucket, ObjectStoreRoot};
+pub use pending::{Buffered, Digest256, PendingObject, create_streamed};
 pub use sweep::Sweep;
 
 /// An opaque entity tag identifying one version of an object, as the store reports it.
@@ -149,6 +150,16 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     /// Writes `body` under `key` only if no object exists there.
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome>;
 
+    /// Starts a create-only write of `key` whose bytes the caller streams in, committed by
+    /// [`PendingObject::commit`] with [`put_create`](RootStore::put_create)'s outcome; resolve
+    /// it with [`create_streamed`]. The default collects the bytes in one buffer for one
+    /// `put_create` at commit ([`Buffered`]: what a store that needs one PUT does). A local
+    /// root writes them into its create-only temporary file as they come (fsync and link at
+    /// commit), so memory stays a write buffer whatever the object's size.
+    fn begin_create(&self, key: &str) -> Result<Box<dyn PendingObject + '_>> {
+        Ok(Box::new(Buffered::new(self, key)))
+    }
+
     /// Writes `body` under `key` only if the current version is `expected` (`None`: only if
     /// the object does not exist).
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome>;
@@ -204,6 +215,9 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
         (**self).put_create(key, body).await
     }
+    fn begin_create(&self, key: &str) -> Result<Box<dyn PendingObject + '_>> {
+        (**self).begin_create(key)
+    }
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         (**self).put_cas(key, body, expected).await
     }
@@ -227,45 +241,6 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
 }
 
-/// Bounded retries with exponential backoff and full jitter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Attempts in total, including the first (at least 1).
-    pub max_attempts: u32,
-    /// Backoff before the second attempt; doubled each time up to `max_backoff`.
-    pub initial_backoff: Duration,
-    /// Upper bound of one backoff.
-    pub max_backoff: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 64,
-            initial_backoff: Duration::from_millis(2),
-            max_backoff: Duration::from_millis(500),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// Sleeps before attempt `attempt + 1` (`attempt` counts from 1): a uniformly random
-    /// duration in `[0, min(max_backoff, initial_backoff * 2^(attempt-1))]`.
-    pub async fn backoff(&self, attempt: u32) {
-        let exp = self
-            .initial_backoff
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
-        let cap = exp.min(self.max_backoff);
-        let nanos = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX);
-        if nanos == 0 {
-            tokio::task::yield_now().await;
-            return;
-        }
-        let pick = rand::random_range(0..=nanos);
-        tokio::time::sleep(Duration::from_nanos(pick)).await;
-    }
-}
-
 /// Above this size, [`create_object`] HEADs an existing object before reading it back.
 pub const READ_BACK_HEAD_THRESHOLD: usize = 1 << 20;
 
@@ -286,7 +261,9 @@ pub enum Written {
 /// first attempt), the object is read back and its SHA-256 compared with `body`'s:
 /// identical bytes mean our write landed ([`Written::AlreadyIdentical`]); different bytes
 /// are a genuine [`Error::PublicationCollision`] naming `key`. If the object is absent after
-/// an error, the original error is returned.
+/// an error, the original error is returned. Above [`READ_BACK_HEAD_THRESHOLD`] a HEAD
+/// compares sizes first and the object is read back in [`pending::READ_BACK_CHUNK`] ranges.
+/// [`create_streamed`] is the same protocol for a body streamed into the store.
 pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Result<Written> {
     let span = info_span!("create_object", root = %store.describe(), key, size = body.len());
     async {
@@ -300,51 +277,8 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
             }
             Err(e) => return Err(e),
         };
-        // Large objects (shards): compare sizes first, so a re-run worker whose shard differs
-        // in size is told so without downloading the existing shard.
-        if body.len() > READ_BACK_HEAD_THRESHOLD {
-            match store.head(key).await {
-                Ok(info) if info.size != body.len() as u64 => {
-                    return Err(Error::PublicationCollision {
-                        key: key.to_owned(),
-                    });
-                }
-                Ok(_) => {}
-                Err(e) if e.is_not_found() => {
-                    return Err(original.unwrap_or_else(|| {
-                        Error::corrupt(
-                            key,
-                            "the store reported that the object exists, but it cannot be read back",
-                        )
-                    }));
-                }
-                Err(e) => return Err(original.unwrap_or(e)),
-            }
-        }
-        // An existing object larger than ours cannot hold our bytes: a collision, found
-        // without reading more than our own size.
-        match store.get(key, body.len() as u64).await {
-            Err(Error::TooLarge { .. }) => Err(Error::PublicationCollision {
-                key: key.to_owned(),
-            }),
-            Ok(existing) => {
-                if sha256_hex(&existing.body) == sha256_hex(&body) {
-                    debug!("object holds our bytes: the earlier attempt landed");
-                    Ok(Written::AlreadyIdentical)
-                } else {
-                    Err(Error::PublicationCollision {
-                        key: key.to_owned(),
-                    })
-                }
-            }
-            Err(e) if e.is_not_found() => Err(original.unwrap_or_else(|| {
-                Error::corrupt(
-                    key,
-                    "the store reported that the object exists, but it cannot be read back",
-                )
-            })),
-            Err(e) => Err(original.unwrap_or(e)),
-        }
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&body).into();
+        pending::resolve_existing(store, key, body.len() as u64, &digest, original).await
     }
     .instrument(span)
     .await
@@ -357,7 +291,8 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
 /// `Ok(None)` when nothing needs writing (for example because the change is already
 /// there — which also resolves an update whose success was reported as an error). On a
 /// conflict the object is read again and `change` re-applied, up to
-/// `policy.max_attempts` times with jittered backoff; then [`Error::CasExhausted`].
+/// `policy.max_attempts` times with jittered backoff (typically
+/// [`RetryPolicy::contended_update`]); then [`Error::CasExhausted`].
 ///
 /// Returns the value `change` produced last (or the unchanged current content).
 pub async fn cas_update<F>(
@@ -404,7 +339,7 @@ where
                 Err(e) => return Err(e),
             }
             if attempt < attempts {
-                policy.backoff(attempt).await;
+                policy.sleep_backoff(attempt).await;
             }
         }
         Err(Error::CasExhausted {

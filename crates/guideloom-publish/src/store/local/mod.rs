@@ -8,6 +8,9 @@
 //! lock file beside it, with the SHA-256 of the content as its etag, and replaced by
 //! `rename` of a fsynced temporary file.
 //!
+//! A create-only write can also be streamed ([`RootStore::begin_create`]): the bytes go
+//! into the same temporary file as they come, and the commit fsyncs and links it.
+//!
 //! **Declared mounted bucket** (`LocalStore::mounted`): mounts such as Mountpoint for S3 have
 //! no hard links, no locks, no rename and no directory fsync. A create-only write opens the
 //! final name with `O_CREAT | O_EXCL` and writes it sequentially, then fsyncs the file (which
@@ -31,6 +34,8 @@ use guideloom_io::AsyncReader;
 mod beneath;
 #[cfg_attr(not(unix), path = "unsupported.rs")]
 mod ops;
+#[cfg(unix)]
+mod pending;
 
 /// Largest object a local compare-and-swap reads to compute the current etag (the catalog's
 /// cap, [`MAX_CATALOG_BYTES`](crate::manifest::MAX_CATALOG_BYTES)).
@@ -195,6 +200,18 @@ impl RootStore for LocalStore {
         })
         .instrument(span)
         .await
+    }
+
+    /// Streams into the temporary file of [`put_create`](RootStore::put_create) (the final
+    /// name on a declared mount), opened once the first 1 MiB is written; an object that
+    /// stays smaller is written whole at commit.
+    #[cfg(unix)]
+    fn begin_create(&self, key: &str) -> Result<Box<dyn super::PendingObject + '_>> {
+        crate::key::check_key(key)?;
+        Ok(Box::new(pending::PendingFile::new(
+            self.at(key),
+            self.mounted,
+        )))
     }
 
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {

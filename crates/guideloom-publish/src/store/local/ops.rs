@@ -25,21 +25,21 @@ pub(super) struct At {
 }
 
 impl At {
-    fn parts(&self) -> Result<(Vec<&str>, &str)> {
+    pub(super) fn parts(&self) -> Result<(Vec<&str>, &str)> {
         crate::key::check_key(&self.key)?;
         let mut parts: Vec<&str> = self.key.split('/').collect();
         let name = parts.pop().unwrap_or_default();
         Ok((parts, name))
     }
 
-    fn not_found(&self) -> Error {
+    pub(super) fn not_found(&self) -> Error {
         Error::NotFound {
             key: self.key.clone(),
         }
     }
 
     /// The directory holding the object, if it exists (`create`: made if missing).
-    fn parent(&self, create: Create) -> Result<Option<(Dir, &str)>> {
+    pub(super) fn parent(&self, create: Create) -> Result<Option<(Dir, &str)>> {
         let (dirs, name) = self.parts()?;
         let Some(root) = Dir::root(&self.root, create != Create::No, self.follow)? else {
             return Ok(None);
@@ -53,7 +53,7 @@ impl At {
     }
 }
 
-fn temp_name(final_name: &str) -> String {
+pub(super) fn temp_name(final_name: &str) -> String {
     format!(".{final_name}.{}.{}.tmp", std::process::id(), nonce())
 }
 
@@ -181,7 +181,11 @@ pub(super) fn open_reader(at: &At, size: u64, reads: LocalReads) -> Result<Box<d
 /// Writes `body`, fsyncs, and closes the file **checking the close**: a FUSE mount such as
 /// rclone uploads the object when the file is closed (its fsync does nothing), so an upload
 /// that fails surfaces only as an error from `close(2)`, which dropping a `File` discards.
-fn write_synced(path: &std::path::Path, mut file: std::fs::File, body: &[u8]) -> Result<()> {
+pub(super) fn write_synced(
+    path: &std::path::Path,
+    mut file: std::fs::File,
+    body: &[u8],
+) -> Result<()> {
     file.write_all(body).map_err(|e| Error::io(path, e))?;
     file.sync_all().map_err(|e| Error::io(path, e))?;
     nix::unistd::close(file).map_err(|e| Error::io(path, std::io::Error::from(e)))

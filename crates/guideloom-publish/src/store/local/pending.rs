@@ -1,0 +1,185 @@
+//! A create-only write streamed into a local root ([`PendingFile`]): the bytes go straight
+//! into the temporary file that [`create_linked`](super::ops::create_linked) would write
+//! (on a declared mount, into the exclusively created final name), so memory stays one
+//! write buffer whatever the object's size. Commit fsyncs and links exactly as a whole-body
+//! create does.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+
+use super::beneath::{Create, Dir};
+use super::ops::{self, At};
+use crate::error::{Error, Result};
+use crate::store::{CreateOutcome, PendingObject};
+
+/// Bytes collected before the file is opened, and the size of each write to it. An object
+/// that fits is written by the whole-body path at commit: nothing is created before then.
+const BUFFER: usize = 1 << 20;
+
+/// The file being written.
+#[derive(Debug)]
+struct Open {
+    dir: Dir,
+    /// The temporary name (local root) or the final name (declared mount).
+    name: String,
+    path: PathBuf,
+    file: File,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub(crate) struct PendingFile {
+    at: At,
+    mounted: bool,
+    buf: Vec<u8>,
+    open: Option<Open>,
+    /// A declared mount found the final name taken when it opened it: the rest is discarded
+    /// and the commit answers [`CreateOutcome::AlreadyExists`].
+    exists: bool,
+}
+
+impl PendingFile {
+    pub(super) fn new(at: At, mounted: bool) -> Self {
+        PendingFile {
+            at,
+            mounted,
+            buf: Vec::new(),
+            open: None,
+            exists: false,
+        }
+    }
+
+    fn open(&mut self) -> Result<()> {
+        let durable = !self.mounted;
+        let (dir, final_name) = self
+            .at
+            .parent(Create::Yes { durable })?
+            .ok_or_else(|| self.at.not_found())?;
+        let name = if self.mounted {
+            final_name.to_owned()
+        } else {
+            ops::temp_name(final_name)
+        };
+        let path = dir.child_path(&name);
+        match dir.create_new(&name)? {
+            Some(file) => {
+                self.open = Some(Open {
+                    dir,
+                    name,
+                    path,
+                    file,
+                })
+            }
+            None if self.mounted => self.exists = true,
+            None => {
+                return Err(Error::io(
+                    &path,
+                    std::io::Error::new(std::io::ErrorKind::AlreadyExists, "temporary name taken"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffer out, opening the file first if needed.
+    fn drain(&mut self) -> std::io::Result<()> {
+        if self.open.is_none() && !self.exists {
+            self.open().map_err(std::io::Error::other)?;
+        }
+        if let Some(open) = &mut self.open {
+            open.file.write_all(&self.buf)?;
+        }
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl Write for PendingFile {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() <= BUFFER {
+            if self.buf.capacity() == 0 {
+                self.buf.reserve_exact(BUFFER);
+            }
+            self.buf.extend_from_slice(data);
+            return Ok(data.len());
+        }
+        self.drain()?;
+        if data.len() >= BUFFER {
+            if let Some(open) = &mut self.open {
+                open.file.write_all(data)?;
+            }
+        } else {
+            self.buf.extend_from_slice(data);
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        // The buffer is written at commit; until then nothing is meant to be durable.
+        Ok(())
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        // Not committed: nothing may stay behind (best effort on a mount, as after a failed
+        // whole-body create).
+        if let Some(open) = self.open.take() {
+            drop(open.file);
+            let _ = open.dir.remove(&open.name);
+        }
+    }
+}
+
+impl PendingFile {
+    /// The blocking half of the commit.
+    fn finish(mut self) -> Result<CreateOutcome> {
+        if self.exists {
+            return Ok(CreateOutcome::AlreadyExists);
+        }
+        let Some(open) = self.open.take() else {
+            // Small enough to have stayed in the buffer: the whole-body create.
+            let body = std::mem::take(&mut self.buf);
+            return if self.mounted {
+                ops::create_exclusive(&self.at, &body)
+            } else {
+                ops::create_linked(&self.at, &body)
+            };
+        };
+        let Open {
+            dir,
+            name,
+            path,
+            file,
+        } = open;
+        if let Err(e) = ops::write_synced(&path, file, &self.buf) {
+            let _ = dir.remove(&name);
+            return Err(e);
+        }
+        if self.mounted {
+            return Ok(CreateOutcome::Created);
+        }
+        let (_, final_name) = self.at.parts()?;
+        let linked = dir.link(&name, final_name);
+        let _ = dir.remove(&name);
+        if linked? {
+            dir.sync()?;
+            Ok(CreateOutcome::Created)
+        } else {
+            Ok(CreateOutcome::AlreadyExists)
+        }
+    }
+}
+
+#[async_trait]
+impl PendingObject for PendingFile {
+    async fn commit(self: Box<Self>) -> Result<CreateOutcome> {
+        let span =
+            tracing::info_span!("local_commit_create", key = %self.at.key, mounted = self.mounted);
+        let pending = *self;
+        tracing::Instrument::instrument(super::blocking(move || pending.finish()), span).await
+    }
+}
