@@ -319,8 +319,14 @@ async fn annotate(
     root: &Root,
     snapshot: &Snapshot,
 ) -> Result<guideloom_publish::AnnotationEntry, Error> {
-    root.publish_annotations("labels", "v1", snapshot, &VALUES, &RetryPolicy::default())
-        .await
+    root.publish_annotations(
+        "labels",
+        "v1",
+        snapshot,
+        &VALUES,
+        &RetryPolicy::contended_update(),
+    )
+    .await
 }
 
 /// A published snapshot on `root` (through no proxy).

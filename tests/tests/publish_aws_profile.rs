@@ -72,7 +72,7 @@ fn options(endpoint: &str, profile: Option<&str>) -> StorageOptions {
     let mut opts = StorageOptions::default();
     opts.s3.endpoint = Some(endpoint.to_owned());
     opts.s3.allow_http = true;
-    opts.s3.retry.max_retries = 1;
+    opts.s3.retry.policy.max_attempts = 2;
     opts.s3.profile = profile.map(str::to_owned);
     opts
 }

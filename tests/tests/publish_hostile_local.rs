@@ -342,7 +342,7 @@ async fn writes_never_go_through_a_symlinked_directory() {
                         "v2",
                         &snapshot,
                         &[1, 2, 3],
-                        &RetryPolicy::default(),
+                        &RetryPolicy::contended_update(),
                     )
                     .await
                     .map(|_| ())

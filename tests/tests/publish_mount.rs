@@ -330,7 +330,13 @@ fn mount_refuses_annotations_and_s3_annotations_show_through_the_mount() {
             .map(|i| serde_json::json!({"i": i, "label": format!("l{i}")}))
             .collect();
         let err = mounted
-            .publish_annotations("q", "v1", &snapshot, &values, &RetryPolicy::default())
+            .publish_annotations(
+                "q",
+                "v1",
+                &snapshot,
+                &values,
+                &RetryPolicy::contended_update(),
+            )
             .await
             .unwrap_err();
         let root_dir = m.dir.join(&sub);
@@ -349,7 +355,13 @@ fn mount_refuses_annotations_and_s3_annotations_show_through_the_mount() {
 
         // Over S3 it works, and the mount's reader sees the catalog and the values.
         let entry = s3
-            .publish_annotations("q", "v1", &snapshot, &values, &RetryPolicy::default())
+            .publish_annotations(
+                "q",
+                "v1",
+                &snapshot,
+                &values,
+                &RetryPolicy::contended_update(),
+            )
             .await
             .unwrap();
         let via_mount = mounted.latest().await.unwrap();

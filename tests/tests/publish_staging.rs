@@ -265,6 +265,7 @@ async fn scans_stay_within_the_budget_in_unnamed_files_and_fetch_each_shard_once
     let stats = root.stager().stats();
     assert!(stats.peak_staged_bytes <= budget, "{stats:?}");
     assert_eq!(stats.downloads, 5, "{stats:?}");
+    assert_eq!(stats.store.requests, 5, "one chunk per shard: {stats:?}");
     assert!(stats.evictions >= 3, "{stats:?}");
     assert_eq!(counting.total_ranged() - ranged_before, 5);
     for s in snapshot.shards().iter().filter(|s| s.record_count > 0) {
@@ -288,6 +289,9 @@ async fn staged_shards_are_reused_across_scans() {
     }
     let stats = root.stager().stats();
     assert_eq!((stats.downloads, stats.evictions), (3, 0), "{stats:?}");
+    assert_eq!(stats.store.requests, 3, "{stats:?}");
+    let sizes: u64 = reader.snapshot().shards().iter().map(|s| s.size).sum();
+    assert_eq!(stats.store.bytes_received, sizes, "{stats:?}");
     assert!(stats.reuses >= 5, "{stats:?}");
     assert_eq!(counting.total_ranged(), 3);
 }
@@ -313,6 +317,14 @@ async fn large_shards_download_in_chunks_with_the_same_bytes() {
             .sum();
         assert!(chunks > 2, "the test needs a multi-chunk shard");
         assert_eq!(counting.total_ranged() - before, chunks);
+        let stats = root.stager().stats();
+        assert_eq!(
+            (stats.downloads, stats.store.requests),
+            (2, chunks),
+            "{stats:?}"
+        );
+        let sizes: u64 = snapshot.shards().iter().map(|s| s.size).sum();
+        assert_eq!(stats.store.bytes_received, sizes, "{stats:?}");
         // A flipped byte in one chunk of a SHA-256-referenced shard is caught at download.
         if sha256 {
             let (root, counting) = make_root_chunked(dir.path(), 64 << 20, 1000);

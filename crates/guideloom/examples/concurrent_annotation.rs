@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
-use guideloom::publish::RetryPolicy;
-use guideloom::{Dataset, DatasetOptions};
+use guideloom::{Dataset, DatasetOptions, RetryPolicy};
 
 const WRITERS: u64 = 4;
 const VERSIONS: u64 = 3;
@@ -45,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         &format!("v{v}"),
                         &snapshot,
                         &values,
-                        &RetryPolicy::default(),
+                        &RetryPolicy::contended_update(),
                     ))?;
                 }
                 Ok(())

@@ -107,15 +107,15 @@ fn read_over_http(base: &str, name: &str, shards: usize) -> Result<(), Box<dyn s
     let many = stats.reset();
     println!(
         "open (discovery of {} shards): {} requests, {} bytes",
-        shards, opened.requests, opened.bytes
+        shards, opened.requests, opened.bytes_received
     );
     println!(
         "one record: {} request(s), {} bytes",
-        one.requests, one.bytes
+        one.requests, one.bytes_received
     );
     println!(
         "5 records in 2 shards: {} request(s), {} bytes",
-        many.requests, many.bytes
+        many.requests, many.bytes_received
     );
     Ok(())
 }

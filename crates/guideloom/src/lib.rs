@@ -85,7 +85,7 @@ pub use guideloom_format::{
 };
 #[cfg(feature = "mmap")]
 pub use guideloom_io::MmapIo;
-pub use guideloom_io::{AsyncReader, Backend, Location, PreadIo, SeekIo, SyncReader};
+pub use guideloom_io::{AsyncReader, Backend, Location, PreadIo, RetryPolicy, SeekIo, SyncReader};
 pub use guideloom_publish::{
     AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
     Root, ShardRef, Snapshot, StorageOptions,

@@ -116,7 +116,7 @@ async fn run(root: &Root, mount: bool, staging: &Path, tag: &str) -> Result<(), 
                 crash::ANNOTATION_VERSION,
                 &snapshot,
                 &values,
-                &RetryPolicy::default(),
+                &RetryPolicy::contended_update(),
             )
             .await
             .map_err(|e| format!("publish_annotations {set}: {e}"))?;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use guideloom_faultproxy::Fault;
-use guideloom_io::http::{HttpOptions, RetryPolicy};
+use guideloom_io::RetryPolicy;
+use guideloom_io::http::HttpOptions;
 use guideloom_publish::{Registry, Root, S3Options, S3Retry, StorageOptions};
 use object_store::ObjectStore;
 
@@ -93,9 +94,11 @@ pub fn http_options() -> HttpOptions {
 /// backoff, no retry after 20 s.
 pub fn s3_retry() -> S3Retry {
     S3Retry {
-        max_retries: (ATTEMPTS - 1) as usize,
-        initial_backoff: Duration::from_millis(10),
-        max_backoff: Duration::from_millis(50),
+        policy: RetryPolicy::new(
+            ATTEMPTS,
+            Duration::from_millis(10),
+            Duration::from_millis(50),
+        ),
         retry_timeout: Duration::from_secs(20),
         request_timeout: Some(S3_ATTEMPT),
         connect_timeout: Some(S3_ATTEMPT),
@@ -126,15 +129,7 @@ pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
                 .with_timeout(S3_ATTEMPT)
                 .with_connect_timeout(S3_ATTEMPT),
         )
-        .with_retry(object_store::RetryConfig {
-            backoff: object_store::BackoffConfig {
-                init_backoff: retry.initial_backoff,
-                max_backoff: retry.max_backoff,
-                base: 2.0,
-            },
-            max_retries: retry.max_retries,
-            retry_timeout: retry.retry_timeout,
-        })
+        .with_retry(retry.policy.object_store_config(retry.retry_timeout))
         .build()
         .unwrap_or_else(|e| panic!("an S3 store for {bucket} at {endpoint}: {e}"));
     Arc::new(store)

@@ -114,11 +114,11 @@ pub fn all_kinds() -> Vec<Fixture> {
 }
 
 pub fn fast_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 10_000,
-        initial_backoff: Duration::from_micros(200),
-        max_backoff: Duration::from_millis(20),
-    }
+    RetryPolicy::new(
+        10_000,
+        Duration::from_micros(200),
+        Duration::from_millis(20),
+    )
 }
 
 /// Uploads a small shard of `records` records for `work_id`.

@@ -51,7 +51,13 @@ pub(crate) async fn annotate<T: Serialize>(
         ));
     }
     root.root
-        .publish_annotations(set, version, snapshot, values, &RetryPolicy::default())
+        .publish_annotations(
+            set,
+            version,
+            snapshot,
+            values,
+            &RetryPolicy::contended_update(),
+        )
         .await
         .map_err(|e| root.err(e))
 }

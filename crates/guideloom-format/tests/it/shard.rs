@@ -28,7 +28,7 @@ fn open_is_one_request_and_read_is_one_request() {
     stats.reset();
     assert_eq!(shard.read(7).unwrap(), recs[7]);
     let s = stats.snapshot();
-    assert_eq!((s.requests, s.bytes), (1, 100));
+    assert_eq!((s.requests, s.bytes_received), (1, 100));
     stats.reset();
     let many = shard.read_many(&[3, 4, 5, 40, 4]).unwrap();
     assert_eq!(stats.snapshot().requests, 1, "one read_ranges call");

@@ -64,11 +64,6 @@ fn describe_endpoint(endpoint: &str) -> String {
 }
 
 #[cfg(any(feature = "gcs", feature = "azure"))]
-fn retry_config(retry: &S3Retry) -> object_store::RetryConfig {
-    retry.retry_config()
-}
-
-#[cfg(any(feature = "gcs", feature = "azure"))]
 fn client_options(allow_http: bool, retry: &S3Retry) -> object_store::ClientOptions {
     retry.client_options(object_store::ClientOptions::new().with_allow_http(allow_http))
 }
@@ -82,7 +77,7 @@ mod gcs {
 
     use object_store::gcp::GoogleCloudStorageBuilder;
 
-    use super::{GcsOptions, client_options, describe_endpoint, retry_config};
+    use super::{GcsOptions, client_options, describe_endpoint};
     use crate::error::{Error, Result};
     use crate::registry::generation::EtagCasOnGenerations;
     use crate::store::ObjectStoreBucket;
@@ -94,7 +89,7 @@ mod gcs {
     ) -> Result<Arc<ObjectStoreBucket>> {
         let mut builder = GoogleCloudStorageBuilder::from_env()
             .with_bucket_name(bucket)
-            .with_retry(retry_config(&options.retry))
+            .with_retry(options.retry.retry_config())
             .with_client_options(client_options(options.allow_http, &options.retry));
         if let Some(path) = &options.service_account_path {
             let path = path.to_str().ok_or_else(|| {
@@ -132,7 +127,7 @@ mod azure {
 
     use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 
-    use super::{AzureOptions, client_options, describe_endpoint, retry_config};
+    use super::{AzureOptions, client_options, describe_endpoint};
     use crate::error::{Error, Result};
     use crate::store::ObjectStoreBucket;
 
@@ -143,7 +138,7 @@ mod azure {
     ) -> Result<Arc<ObjectStoreBucket>> {
         let mut builder = MicrosoftAzureBuilder::from_env()
             .with_container_name(container)
-            .with_retry(retry_config(&options.retry))
+            .with_retry(options.retry.retry_config())
             .with_client_options(client_options(options.allow_http, &options.retry));
         if let Some(account) = &options.account {
             builder = builder.with_account(account);

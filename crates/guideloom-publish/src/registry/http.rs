@@ -60,9 +60,8 @@ impl HttpRootOptions {
     /// guideloom-io's `HttpOptions` with these bounds (everything else at its default; the
     /// default backoff bounds are kept).
     pub fn http_options(&self) -> guideloom_io::http::HttpOptions {
-        use guideloom_io::http::{
-            DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, HttpOptions, RetryPolicy,
-        };
+        use guideloom_io::RetryPolicy;
+        use guideloom_io::http::{DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, HttpOptions};
         HttpOptions::default()
             .with_request_timeout(self.request_timeout)
             .with_connect_timeout(self.connect_timeout)

@@ -25,7 +25,7 @@ mod s3;
 pub use cloud::{AzureOptions, GcsOptions};
 pub use http::HttpRootOptions;
 pub use s3::{
-    DEFAULT_S3_CONNECT_TIMEOUT, DEFAULT_S3_MAX_RETRIES, DEFAULT_S3_REQUEST_TIMEOUT,
+    DEFAULT_S3_CONNECT_TIMEOUT, DEFAULT_S3_REQUEST_TIMEOUT, DEFAULT_S3_RETRY,
     DEFAULT_S3_RETRY_TIMEOUT, S3Addressing, S3Options, S3Retry,
 };
 

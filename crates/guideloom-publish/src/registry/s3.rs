@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use guideloom_io::RetryPolicy;
+
 #[cfg(feature = "s3")]
 use super::redact_userinfo;
 use crate::error::{Error, Result};
@@ -22,9 +24,10 @@ pub enum S3Addressing {
 pub const DEFAULT_S3_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default [`S3Retry::connect_timeout`]: 5 s (object_store's own default).
 pub const DEFAULT_S3_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default [`S3Retry::max_retries`]: 4 retries after the first attempt (object_store's
-/// default is 10).
-pub const DEFAULT_S3_MAX_RETRIES: usize = 4;
+/// Default [`S3Retry::policy`]: 5 attempts (4 retries after the first; object_store's default
+/// is 10 retries), waits bounded by 100 ms doubling up to 5 s.
+pub const DEFAULT_S3_RETRY: RetryPolicy =
+    RetryPolicy::new(5, Duration::from_millis(100), Duration::from_secs(5));
 /// Default [`S3Retry::retry_timeout`]: no retry starts 60 s after the first attempt
 /// (object_store's default is 3 minutes).
 pub const DEFAULT_S3_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -35,17 +38,15 @@ pub const DEFAULT_S3_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 /// object_store retries 5xx and 429 answers, connection failures, and timeouts of reads
 /// (GET, HEAD; a timed-out PUT is retried only where it is idempotent), and resumes a GET
 /// whose body broke off with a ranged GET. A request therefore ends within about
-/// `(max_retries + 1) × request_timeout` plus backoffs, and no retry starts after
+/// `policy.max_attempts × request_timeout` plus backoffs, and no retry starts after
 /// `retry_timeout`: with the defaults, at most about `retry_timeout + request_timeout` =
 /// 90 s. A publication resolves what a failed PUT left behind by reading it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct S3Retry {
-    /// Retries after the first attempt (0 disables retries): [`DEFAULT_S3_MAX_RETRIES`].
-    pub max_retries: usize,
-    /// First backoff: 100 ms.
-    pub initial_backoff: Duration,
-    /// Largest backoff: 5 s.
-    pub max_backoff: Duration,
+    /// Attempts (1 disables retries) and backoff bounds: [`DEFAULT_S3_RETRY`]. object_store
+    /// draws the jittered waits itself, within these bounds
+    /// ([`RetryPolicy::object_store_config`]).
+    pub policy: RetryPolicy,
     /// No retry starts after this long since the first attempt:
     /// [`DEFAULT_S3_RETRY_TIMEOUT`].
     pub retry_timeout: Duration,
@@ -59,9 +60,7 @@ pub struct S3Retry {
 impl Default for S3Retry {
     fn default() -> Self {
         S3Retry {
-            max_retries: DEFAULT_S3_MAX_RETRIES,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(5),
+            policy: DEFAULT_S3_RETRY,
             retry_timeout: DEFAULT_S3_RETRY_TIMEOUT,
             request_timeout: Some(DEFAULT_S3_REQUEST_TIMEOUT),
             connect_timeout: Some(DEFAULT_S3_CONNECT_TIMEOUT),
@@ -71,17 +70,9 @@ impl Default for S3Retry {
 
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 impl S3Retry {
-    /// object_store's `RetryConfig` for this policy.
+    /// object_store's `RetryConfig` for this policy (io's one conversion).
     pub(crate) fn retry_config(&self) -> object_store::RetryConfig {
-        object_store::RetryConfig {
-            backoff: object_store::BackoffConfig {
-                init_backoff: self.initial_backoff,
-                max_backoff: self.max_backoff,
-                base: 2.0,
-            },
-            max_retries: self.max_retries,
-            retry_timeout: self.retry_timeout,
-        }
+        self.policy.object_store_config(self.retry_timeout)
     }
 
     /// `client` with this policy's timeouts (a `None` disables object_store's default).

@@ -1,10 +1,12 @@
 //! A [`RootStore`] wrapper that counts every operation by kind, and the bytes moved: the
 //! root-level counterpart of guideloom-io's `CountingReader`, for request budgets in tests,
-//! benchmarks and dashboards.
+//! benchmarks and dashboards. It counts in guideloom-io's vocabulary: one
+//! [`StatsSnapshot`] (requests, bytes received, bytes sent) per kind of operation.
 //!
 //! Readers handed out by [`RootStore::open_reader`] are wrapped too, so record reads (which
 //! on object stores bypass the store's own methods and go through the IO layer) are counted
-//! as `reader_reads`: one per `read`, per `read_tail` and per range of `read_ranges`.
+//! in `reader_reads`: one request per `read`, per `read_tail` and per range of
+//! `read_ranges`.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -18,8 +20,9 @@
 //! let root = Root::new(Arc::new(counting.clone()), StorageOptions::default());
 //! root.upload_shard("w", 0, Bytes::from_static(b"shard bytes"), 1).await?;
 //! let counts = counting.counts();
-//! assert_eq!((counts.put_create, counts.bytes_out), (1, 11));
+//! assert_eq!((counts.put_create.requests, counts.put_create.bytes_sent), (1, 11));
 //! assert_eq!(counts.requests(), 1);
+//! assert_eq!(counts.total().bytes_sent, 11);
 //! # Ok(()) }
 //! ```
 
@@ -32,43 +35,51 @@ use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, Stor
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_io::{AsyncReader, Tail};
+use guideloom_io::{AsyncReader, RequestStats, StatsSnapshot, Tail};
 
-/// Operation counts and bytes, as a plain copy (see [`CountingStore::counts`]).
+/// Operation counts and bytes per kind of store operation, as a plain copy (see
+/// [`CountingStore::counts`]). Each kind is a guideloom-io [`StatsSnapshot`]: its
+/// `requests` (calls, failed ones included), `bytes_received` and `bytes_sent`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Create-only puts.
-    pub put_create: u64,
-    /// Conditional updates.
-    pub put_cas: u64,
+    /// Create-only puts (`bytes_sent`: the bodies).
+    pub put_create: StatsSnapshot,
+    /// Conditional updates (`bytes_sent`: the bodies).
+    pub put_cas: StatsSnapshot,
     /// Whole-object gets.
-    pub get: u64,
+    pub get: StatsSnapshot,
     /// Ranged gets through the store.
-    pub get_range: u64,
+    pub get_range: StatsSnapshot,
     /// HEADs.
-    pub head: u64,
-    /// Listings (one call; a store may page internally).
-    pub list: u64,
-    /// Readers opened (no request by contract).
+    pub head: StatsSnapshot,
+    /// Listings (one request per call; a store may page internally).
+    pub list: StatsSnapshot,
+    /// Reads through opened readers: one request per `read`, `read_tail`, and range of
+    /// `read_ranges`.
+    pub reader_reads: StatsSnapshot,
+    /// Readers opened (no request by contract, so not in [`total`](Self::total)).
     pub open_reader: u64,
-    /// Reads through opened readers: `read`, `read_tail`, each range of `read_ranges`.
-    pub reader_reads: u64,
-    /// Bytes received: object bodies, ranges, reader reads.
-    pub bytes_in: u64,
-    /// Bytes sent in puts.
-    pub bytes_out: u64,
 }
 
 impl Counts {
-    /// Operations that are requests on an object store (opening a reader is not).
+    /// All the requests and bytes: the sum of every kind (opening a reader is no request).
+    pub fn total(&self) -> StatsSnapshot {
+        [
+            self.put_create,
+            self.put_cas,
+            self.get,
+            self.get_range,
+            self.head,
+            self.list,
+            self.reader_reads,
+        ]
+        .into_iter()
+        .sum()
+    }
+
+    /// Operations that are requests on an object store: `total().requests`.
     pub fn requests(&self) -> u64 {
-        self.put_create
-            + self.put_cas
-            + self.get
-            + self.get_range
-            + self.head
-            + self.list
-            + self.reader_reads
+        self.total().requests
     }
 }
 
@@ -84,30 +95,22 @@ impl Sub for Counts {
             get_range: self.get_range - o.get_range,
             head: self.head - o.head,
             list: self.list - o.list,
-            open_reader: self.open_reader - o.open_reader,
             reader_reads: self.reader_reads - o.reader_reads,
-            bytes_in: self.bytes_in - o.bytes_in,
-            bytes_out: self.bytes_out - o.bytes_out,
+            open_reader: self.open_reader.saturating_sub(o.open_reader),
         }
     }
 }
 
 #[derive(Debug, Default)]
 struct Counters {
-    put_create: AtomicU64,
-    put_cas: AtomicU64,
-    get: AtomicU64,
-    get_range: AtomicU64,
-    head: AtomicU64,
-    list: AtomicU64,
+    put_create: RequestStats,
+    put_cas: RequestStats,
+    get: RequestStats,
+    get_range: RequestStats,
+    head: RequestStats,
+    list: RequestStats,
+    reader_reads: RequestStats,
     open_reader: AtomicU64,
-    reader_reads: AtomicU64,
-    bytes_in: AtomicU64,
-    bytes_out: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64, by: u64) {
-    counter.fetch_add(by, Ordering::Relaxed);
 }
 
 /// Counts each [`RootStore`] method called on `inner` (successful or not).
@@ -138,18 +141,15 @@ impl CountingStore {
     /// The counts so far.
     pub fn counts(&self) -> Counts {
         let c = &*self.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Counts {
-            put_create: l(&c.put_create),
-            put_cas: l(&c.put_cas),
-            get: l(&c.get),
-            get_range: l(&c.get_range),
-            head: l(&c.head),
-            list: l(&c.list),
-            open_reader: l(&c.open_reader),
-            reader_reads: l(&c.reader_reads),
-            bytes_in: l(&c.bytes_in),
-            bytes_out: l(&c.bytes_out),
+            put_create: c.put_create.snapshot(),
+            put_cas: c.put_cas.snapshot(),
+            get: c.get.snapshot(),
+            get_range: c.get_range.snapshot(),
+            head: c.head.snapshot(),
+            list: c.list.snapshot(),
+            reader_reads: c.reader_reads.snapshot(),
+            open_reader: c.open_reader.load(Ordering::Relaxed),
         }
     }
 }
@@ -173,38 +173,40 @@ impl RootStore for CountingStore {
     }
 
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
-        bump(&self.counters.put_create, 1);
-        bump(&self.counters.bytes_out, body.len() as u64);
+        self.counters.put_create.add_request();
+        self.counters.put_create.add_bytes_sent(body.len() as u64);
         self.inner.put_create(key, body).await
     }
 
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
-        bump(&self.counters.put_cas, 1);
-        bump(&self.counters.bytes_out, body.len() as u64);
+        self.counters.put_cas.add_request();
+        self.counters.put_cas.add_bytes_sent(body.len() as u64);
         self.inner.put_cas(key, body, expected).await
     }
 
     async fn get(&self, key: &str, limit: u64) -> Result<Object> {
-        bump(&self.counters.get, 1);
+        self.counters.get.add_request();
         let obj = self.inner.get(key, limit).await?;
-        bump(&self.counters.bytes_in, obj.body.len() as u64);
+        self.counters.get.add_bytes_received(obj.body.len() as u64);
         Ok(obj)
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
-        bump(&self.counters.get_range, 1);
+        self.counters.get_range.add_request();
         let bytes = self.inner.get_range(key, range).await?;
-        bump(&self.counters.bytes_in, bytes.len() as u64);
+        self.counters
+            .get_range
+            .add_bytes_received(bytes.len() as u64);
         Ok(bytes)
     }
 
     async fn head(&self, key: &str) -> Result<ObjectInfo> {
-        bump(&self.counters.head, 1);
+        self.counters.head.add_request();
         self.inner.head(key).await
     }
 
     async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
-        bump(&self.counters.open_reader, 1);
+        self.counters.open_reader.fetch_add(1, Ordering::Relaxed);
         let inner = self.inner.open_reader(key, size).await?;
         Ok(Box::new(CountingReader {
             inner,
@@ -213,7 +215,7 @@ impl RootStore for CountingStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        bump(&self.counters.list, 1);
+        self.counters.list.add_request();
         self.inner.list(prefix).await
     }
 
@@ -240,24 +242,28 @@ impl AsyncReader for CountingReader {
     }
 
     async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
-        bump(&self.counters.reader_reads, 1);
+        self.counters.reader_reads.add_request();
         let bytes = self.inner.read(offset, len).await?;
-        bump(&self.counters.bytes_in, bytes.len() as u64);
+        self.counters
+            .reader_reads
+            .add_bytes_received(bytes.len() as u64);
         Ok(bytes)
     }
 
     async fn read_ranges(&self, ranges: &[Range<u64>]) -> guideloom_io::Result<Vec<Bytes>> {
-        bump(&self.counters.reader_reads, ranges.len() as u64);
+        self.counters.reader_reads.add_requests(ranges.len() as u64);
         let got = self.inner.read_ranges(ranges).await?;
         let n: u64 = got.iter().map(|b| b.len() as u64).sum();
-        bump(&self.counters.bytes_in, n);
+        self.counters.reader_reads.add_bytes_received(n);
         Ok(got)
     }
 
     async fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
-        bump(&self.counters.reader_reads, 1);
+        self.counters.reader_reads.add_request();
         let tail = self.inner.read_tail(len).await?;
-        bump(&self.counters.bytes_in, tail.bytes.len() as u64);
+        self.counters
+            .reader_reads
+            .add_bytes_received(tail.bytes.len() as u64);
         Ok(tail)
     }
 
@@ -298,20 +304,25 @@ mod tests {
         reader.read_ranges(&[0..1, 5..7]).await.unwrap();
         reader.read_tail(3).await.unwrap();
         let c = store.counts() - before;
+        let req = |requests, bytes_received, bytes_sent| StatsSnapshot {
+            requests,
+            bytes_received,
+            bytes_sent,
+            retries: 0,
+        };
         let expected = Counts {
-            put_create: 1,
-            put_cas: 1,
-            get: 2,
-            get_range: 1,
-            head: 1,
-            list: 1,
+            put_create: req(1, 0, 10),
+            put_cas: req(1, 0, 2),
+            get: req(2, 10, 0),
+            get_range: req(1, 3, 0),
+            head: req(1, 0, 0),
+            list: req(1, 0, 0),
+            reader_reads: req(4, 4 + 3 + 3, 0),
             open_reader: 1,
-            reader_reads: 4,
-            bytes_in: 10 + 3 + 4 + 3 + 3,
-            bytes_out: 12,
         };
         assert_eq!(c, expected);
         assert_eq!(c.requests(), 11, "opening a reader is not a request");
+        assert_eq!(c.total(), req(11, 10 + 3 + 4 + 3 + 3, 12));
         assert!(format!("{store:?}").contains("CountingStore"));
     }
 }

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::TryStreamExt;
-use guideloom_io::AsyncReader;
 use guideloom_io::objstore::ObjectStoreIo;
+use guideloom_io::{AsyncReader, RetryPolicy};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use tokio::sync::OnceCell;
@@ -430,29 +430,52 @@ impl RootStore for ObjectStoreRoot {
     }
 }
 
-/// Attempts of a whole-object GET or a LIST: object_store retries a request that fails before
-/// its response head, not a body or a listing page cut short after it. Both are reads, so
-/// repeating them is safe.
-const READ_ATTEMPTS: u32 = 3;
+/// Retries of a whole-object GET or a LIST: 3 attempts, waits bounded by 50 ms doubling up
+/// to 1 s. object_store retries a request that fails before its response head, not a body or
+/// a listing page cut short after it. Both are reads, so repeating them is safe.
+const READ_RETRY: RetryPolicy = RetryPolicy::new(
+    3,
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_secs(1),
+);
+
+/// Whether `e` is a request that object_store's own retry loop gave up on (it failed before
+/// its response head: refused, reset, timed out, or a retryable status), rather than a body
+/// or listing page that broke off after the head. Repeating the former here would multiply
+/// the attempts the caller configured (`--retries 1` must mean two attempts, not six).
+///
+/// object_store 0.14 does not export the type of that error (`client::retry::RetryError`,
+/// in a private module); its message is `Error performing <METHOD> <uri> in <elapsed>...`.
+/// `cli_faults.rs` (two attempts through a drip or a stall) and `faults_proxy_roots.rs` (a
+/// listing cut after its head recovers) fail if this stops telling the two apart.
+fn retried_by_object_store(e: &Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.to_string().starts_with("Error performing ") {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
 
 /// Runs `read` until it succeeds, fails for a reason other than transport, or has been tried
-/// [`READ_ATTEMPTS`] times (jittered backoff between attempts).
+/// [`READ_RETRY`]`.max_attempts` times (jittered backoff between attempts).
 async fn retry_read<T, F, Fut>(key: &str, what: &'static str, mut read: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    let policy = super::RetryPolicy {
-        max_attempts: READ_ATTEMPTS,
-        initial_backoff: std::time::Duration::from_millis(50),
-        max_backoff: std::time::Duration::from_secs(1),
-    };
     let mut attempt = 1;
     loop {
         match read().await {
-            Err(e) if e.is_ambiguous() && attempt < READ_ATTEMPTS => {
+            Err(e)
+                if e.is_ambiguous()
+                    && !retried_by_object_store(&e)
+                    && attempt < READ_RETRY.max_attempts =>
+            {
                 warn!(key, what, attempt, error = %e, "read broke off; retrying");
-                policy.backoff(attempt).await;
+                READ_RETRY.sleep_backoff(attempt).await;
                 attempt += 1;
             }
             other => return other,
