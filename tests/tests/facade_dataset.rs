@@ -55,9 +55,15 @@ fn exercise(uri: &str, options: &DatasetOptions) {
             .await
             .unwrap();
         let labels: Vec<u64> = (0..37).map(|i| i % 3).collect();
-        root.publish_annotations("labels", "v1", &s2, &labels, &RetryPolicy::default())
-            .await
-            .unwrap();
+        root.publish_annotations(
+            "labels",
+            "v1",
+            &s2,
+            &labels,
+            &RetryPolicy::contended_update(),
+        )
+        .await
+        .unwrap();
     });
     drop(rt);
 
@@ -69,21 +75,31 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     assert_eq!(s.text, "two 30");
     let got = ds.get_with(5, &CborFormat::<Sample>::new()).unwrap();
     assert_eq!(got.id, 5);
-    // get_many keeps the caller's order across shards.
-    let many = ds.get_many(&[36, 0, 17, 8, 17]).unwrap();
-    assert_eq!(many.len(), 5);
-    assert_eq!(many[2], many[4]);
-    assert_eq!(many[0], ds.get(36).unwrap());
+    let expected = samples(37, "two");
+    let decode = |records: Vec<guideloom::Bytes>| -> Vec<Sample> {
+        records
+            .iter()
+            .map(|r| guideloom::format::cbor::decode_one(r).unwrap())
+            .collect()
+    };
+    assert_eq!(decode(vec![ds.get(36).unwrap()]), [expected[36].clone()]);
+    // get_many keeps the caller's order across shards, repeats included.
+    let wanted = [36u64, 0, 17, 8, 17];
+    let want: Vec<Sample> = [36, 0, 17, 8, 17].map(|i| expected[i].clone()).to_vec();
+    assert_eq!(decode(ds.get_many(&wanted).unwrap()), want);
+    assert!(ds.get_many(&[]).unwrap().is_empty());
     // Ranges and in-order iteration.
-    assert_eq!(
-        ds.get_range(10..14).unwrap(),
-        ds.get_many(&[10, 11, 12, 13]).unwrap()
-    );
+    assert_eq!(decode(ds.get_range(10..14).unwrap()), expected[10..14]);
+    assert!(ds.get_range(5..5).unwrap().is_empty());
     let all: Vec<Sample> = ds.iter_as::<Sample>().map(Result::unwrap).collect();
-    assert_eq!(all, samples(37, "two"));
-    assert_eq!(ds.iter_range(35..100).count(), 2);
-    // Annotations by record.
-    assert_eq!(ds.annotation::<u64>("labels", 7).unwrap(), 1);
+    assert_eq!(all, expected);
+    let tail: Vec<guideloom::Bytes> = ds.iter_range(35..100).map(Result::unwrap).collect();
+    assert_eq!(decode(tail), expected[35..]);
+    // Annotations by record, every value in a loop.
+    let labels: Vec<u64> = (0..37)
+        .map(|i| ds.annotation::<u64>("labels", i).unwrap())
+        .collect();
+    assert_eq!(labels, (0..37).map(|i| i % 3).collect::<Vec<u64>>());
     assert_eq!(ds.annotations("labels").unwrap().len(), 37);
     // Errors are typed and the lower crates' variants are reachable.
     assert!(matches!(
@@ -176,7 +192,13 @@ fn declared_mount_reads_but_refuses_annotation_writes() {
             .await
             .unwrap();
         let err = root
-            .publish_annotations("l", "v1", &snap, &[0u8; 9], &RetryPolicy::default())
+            .publish_annotations(
+                "l",
+                "v1",
+                &snap,
+                &[0u8; 9],
+                &RetryPolicy::contended_update(),
+            )
             .await
             .unwrap_err();
         assert!(matches!(
@@ -230,20 +252,31 @@ fn http_root_served_by_nginx_all_read_paths() {
     assert_eq!(ds.len(), 19);
     assert_eq!(ds.shard_bounds(), &[0, 8, 19]);
     assert_eq!(ds.get_as::<Sample>(12).unwrap().text, "web 12");
-    let many = ds.get_many(&[18, 0, 9]).unwrap();
-    assert_eq!(many[0], ds.get(18).unwrap());
-    let ids: Vec<u64> = ds.iter_as::<Sample>().map(|s| s.unwrap().id).collect();
-    assert_eq!(ids, (0..19).collect::<Vec<_>>());
+    let many: Vec<u64> = ds
+        .get_many(&[18, 0, 9])
+        .unwrap()
+        .iter()
+        .map(|r| guideloom::format::cbor::decode_one::<Sample>(r).unwrap().id)
+        .collect();
+    assert_eq!(many, [18, 0, 9]);
+    let all: Vec<Sample> = ds.iter_as::<Sample>().map(Result::unwrap).collect();
+    let want: Vec<Sample> = (0..19)
+        .map(|id| Sample {
+            id,
+            text: format!("web {id}"),
+        })
+        .collect();
+    assert_eq!(all, want);
     assert_eq!(ds.annotation::<u64>("labels", 7).unwrap(), 70);
     assert!(matches!(
         ds.get(19),
         Err(Error::OutOfRange { index: 19, len: 19 })
     ));
     let by_id = Dataset::open_with(&uri, DatasetOptions::default().snapshot("s1")).unwrap();
-    assert_eq!(by_id.get(3).unwrap(), ds.get(3).unwrap());
+    assert_eq!(by_id.get_as::<Sample>(3).unwrap(), want[3]);
     // Read-only: publishing through the URL is refused before any write.
     let web = Publisher::open(&uri).unwrap();
-    let err = web.write_shard("w2", 0, &samples(1, "x")).unwrap_err();
+    let err = web.write_shard("w2", 0, samples(1, "x")).unwrap_err();
     assert!(
         matches!(
             err,
@@ -373,12 +406,27 @@ fn a_damaged_shard_is_a_typed_error_not_a_panic() {
     std::fs::set_permissions(&shard, perms).unwrap();
     std::fs::write(&shard, &bytes).unwrap();
     let ds = Dataset::open(uri.to_str().unwrap()).unwrap();
+    let key = &snap.shards()[0].key;
     let errs: Vec<Error> = (0..10).filter_map(|i| ds.get(i).err()).collect();
-    assert!(!errs.is_empty());
-    assert!(
-        errs.iter().all(|e| matches!(e, Error::Format(_))),
-        "{errs:?}"
-    );
+    assert_eq!(errs.len(), 1, "one record is damaged: {errs:?}");
+    let in_order: Vec<Error> = ds.iter().filter_map(Result::err).collect();
+    let batch = ds.get_many(&[0, 1, 2]).unwrap_err();
+    // A damaged footer (the last byte of the file) gives the same variant, from opening.
+    let len = bytes.len();
+    bytes[20] ^= 0xFF;
+    bytes[len - 1] ^= 0xFF;
+    std::fs::write(&shard, &bytes).unwrap();
+    let footer = Dataset::open(uri.to_str().unwrap())
+        .unwrap()
+        .get(3)
+        .unwrap_err();
+    for e in errs.iter().chain(&in_order).chain([&batch, &footer]) {
+        assert!(
+            matches!(e, Error::Shard { key: k, source } if k == key
+                && matches!(**source, guideloom::format::Error::Corrupt { .. })),
+            "{e:?}"
+        );
+    }
 }
 
 #[test]

@@ -83,7 +83,7 @@ pub(crate) fn s3_retry(global: &Global) -> S3Retry {
         retry.connect_timeout = Some(t);
     }
     if let Some(n) = global.retries {
-        retry.max_retries = usize::try_from(n).unwrap_or(usize::MAX);
+        retry.policy.max_attempts = n.saturating_add(1);
     }
     if let Some(d) = global.deadline {
         retry.retry_timeout = d;
@@ -200,6 +200,7 @@ impl OpenRoot {
     pub(crate) fn dataset_err(&self, key: &str, e: guideloom::Error) -> CliError {
         match e {
             guideloom::Error::Publish(e) => self.err(e),
+            guideloom::Error::Shard { key, source } => CliError::shard(&self.name, &key, *source),
             guideloom::Error::Format(e) => CliError::shard(&self.name, key, e),
             guideloom::Error::Io(e) => CliError::io(format!("{}: shard {key}", self.name), e),
             other => CliError::Dataset {
@@ -218,16 +219,21 @@ impl OpenRoot {
         index: u64,
     ) -> Result<Vec<u8>> {
         let snapshot = dataset.snapshot();
-        let (n, _) = dataset.reader().position(index).ok_or_else(|| {
-            CliError::argument(
-                "INDEX",
-                format!(
-                    "record {index} out of range: snapshot {} has {} records",
-                    snapshot.id(),
-                    dataset.len()
-                ),
-            )
-        })?;
+        let n = dataset
+            .reader()
+            .table()
+            .locate(index)
+            .map(|l| l.shard)
+            .ok_or_else(|| {
+                CliError::argument(
+                    "INDEX",
+                    format!(
+                        "record {index} out of range: snapshot {} has {} records",
+                        snapshot.id(),
+                        dataset.len()
+                    ),
+                )
+            })?;
         let key = &snapshot.shards()[n].key;
         let bytes = dataset
             .get(index)
@@ -263,8 +269,9 @@ impl OpenRoot {
             index,
             key: dataset
                 .reader()
-                .position(index)
-                .map(|(n, _)| dataset.snapshot().shards()[n].key.clone())
+                .table()
+                .locate(index)
+                .map(|l| dataset.snapshot().shards()[l.shard].key.clone())
                 .unwrap_or_default(),
             what: format!("its JSON text does not parse back: {e}"),
         })
@@ -305,7 +312,8 @@ mod tests {
         let s3 = s3_retry(&cli.global);
         assert_eq!(s3.request_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(s3.connect_timeout, Some(Duration::from_millis(250)));
-        assert_eq!(s3.max_retries, 2);
+        assert_eq!(s3.policy.max_attempts, 3);
+        assert_eq!(s3.policy.max_retries(), 2);
         assert_eq!(s3.retry_timeout, Duration::from_secs(7));
 
         let none = parse(&[]).unwrap();

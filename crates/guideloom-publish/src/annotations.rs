@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::key::{check_name, sha256_hex};
 use crate::manifest::{CONTROL_VERSION, MAX_CATALOG_BYTES, parse_json, to_json};
 use crate::publish::{Root, Snapshot};
-use crate::store::{RetryPolicy, cas_update, create_object};
+use crate::store::{cas_update, create_object};
+use guideloom_io::RetryPolicy;
 
 /// Key of the catalog.
 pub const CATALOG_KEY: &str = "annotations/catalog.json";
@@ -141,13 +142,10 @@ impl AnnotationSet {
         let (start, end) = usize::try_from(index)
             .ok()
             .and_then(|i| self.lines.get(i).copied())
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "record {index} out of range for annotation set {}/{} of {} values",
-                    self.entry.set,
-                    self.entry.version,
-                    self.lines.len()
-                ))
+            .ok_or_else(|| Error::OutOfRange {
+                index,
+                len: self.lines.len() as u64,
+                what: format!("annotation set {}/{}", self.entry.set, self.entry.version),
             })?;
         serde_json::from_slice(&self.body[start..end]).map_err(|e| {
             Error::corrupt(

@@ -224,6 +224,16 @@ pub enum Error {
         /// Why it is invalid.
         reason: String,
     },
+    /// A record index past the end of a snapshot (or of an annotation set's values).
+    #[error("record {index} is out of range for {what} of {len} records")]
+    OutOfRange {
+        /// The index asked for.
+        index: u64,
+        /// The number of records.
+        len: u64,
+        /// What was read: `snapshot <id>` or `annotation set <set>/<version>`.
+        what: String,
+    },
     /// An invalid argument (a key, a name, an option).
     #[error("invalid argument: {what}")]
     InvalidArgument {
@@ -319,6 +329,15 @@ impl Error {
         Error::Corrupt {
             key: key.into(),
             what: what.into(),
+        }
+    }
+
+    /// The format crate's error about the shard at `key`: every failure of a shard's bytes,
+    /// whichever part (footer, index, metadata, a record) and wherever it is read.
+    pub(crate) fn shard(key: &str, source: guideloom_format::Error) -> Self {
+        Error::Shard {
+            key: key.to_owned(),
+            source: Box::new(source),
         }
     }
 

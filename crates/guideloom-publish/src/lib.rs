@@ -35,8 +35,8 @@
 //!
 //! let latest = root.latest().await?;
 //! assert_eq!(latest.total_records(), 3);
-//! root.publish_annotations("labels", "v1", &latest, &["a", "b", "c"], &RetryPolicy::default())
-//!     .await?;
+//! let retry = RetryPolicy::contended_update();
+//! root.publish_annotations("labels", "v1", &latest, &["a", "b", "c"], &retry).await?;
 //! let labels = root.annotations("labels", None, &latest, false).await?;
 //! assert_eq!(labels.get::<String>(2)?, "c");
 //! # Ok(())
@@ -63,11 +63,14 @@ pub mod uri;
 
 pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
 pub use error::{BoxError, Error, Result};
+/// The retry policy of every retry loop here (annotation and commit races, object-store
+/// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
+pub use guideloom_io::RetryPolicy;
 pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef, SnapshotPointer};
 pub use publish::{
     PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
 };
-pub use reader::SnapshotReader;
+pub use reader::{InOrder, RecordRun, SnapshotReader};
 pub use registry::{
     AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
     StorageOptions,
@@ -78,8 +81,8 @@ pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::object::EtagStyle;
 pub use store::{
     CasOutcome, CountingStore, Counts, CreateOutcome, Etag, LocalReads, LocalStore, Object,
-    ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, RetryPolicy, RootStore, StoreCapabilities,
-    Sweep, Written, cas_update, create_object,
+    ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, RootStore, StoreCapabilities, Sweep, Written,
+    cas_update, create_object,
 };
 pub use uri::RootUri;
 

@@ -1,15 +1,35 @@
-//! Reading records of a published snapshot by index, through byte ranges.
+//! The one reader of a published snapshot: every record read of the workspace (the
+//! facade's `Dataset`/`AsyncDataset`, the CLI's `get`, `cat`, `verify`, `bench`, the loader
+//! and the benchmarks) goes through [`SnapshotReader`].
 //!
-//! Each shard is opened lazily with one tail read (guideloom-format's [`AsyncShard`]); a
-//! record then costs one ranged read. On object stores the reads go through guideloom-io's
-//! `ObjectStoreIo` — no whole-shard download.
+//! - Shards are opened lazily, once each, with one tail read (guideloom-format's
+//!   [`AsyncShard`]), their size and record count checked against the manifest.
+//! - Record `i` ([`get`](SnapshotReader::get)) is one ranged read; a batch
+//!   ([`get_many`](SnapshotReader::get_many)) one coalescing read per shard touched, shards
+//!   read concurrently; where a record lives is the format crate's [`ShardTable`].
+//! - In-order reads ([`read_in_order`](SnapshotReader::read_in_order),
+//!   [`get_range`](SnapshotReader::get_range)) are split by [`ShardTable::runs`] and
+//!   [`plan_runs`] into reads of at most one [`RunBudget`] each.
+//! - Annotation sets are opened once per reader ([`annotations`](SnapshotReader::annotations)).
+//! - Whole-shard staging ([`scan`](SnapshotReader::scan)) is the other in-order strategy:
+//!   each shard fetched whole into a local file, then read locally.
+//!
+//! Every failure of a shard's bytes — its footer, index, metadata or a record — is the same
+//! [`Error::Shard`] carrying the key and the format crate's error.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use std::ops::Range;
 
 use bytes::Bytes;
-use guideloom_format::{AsyncShard, ReadOptions};
+use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, Runs, ShardTable, plan_runs};
 use guideloom_io::AsyncReader;
+use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 use tracing::{Instrument, info_span};
 
+use crate::annotations::AnnotationSet;
 use crate::error::{Error, Result};
 use crate::manifest::ShardRef;
 use crate::publish::{Root, Snapshot};
@@ -20,17 +40,13 @@ use crate::staging::Scan;
 pub struct SnapshotReader {
     root: Root,
     snapshot: Snapshot,
-    /// `starts[i]`: index of shard `i`'s first record; one extra entry = the total.
-    starts: Vec<u64>,
+    /// Where each record lives: the shards' cumulative record counts.
+    table: ShardTable,
     shards: Vec<OnceCell<AsyncShard>>,
     options: ReadOptions,
-}
-
-fn format_error(key: &str, source: guideloom_format::Error) -> Error {
-    Error::Shard {
-        key: key.to_owned(),
-        source: Box::new(source),
-    }
+    /// Annotation sets opened through this reader, by set name (their latest version for
+    /// this snapshot, downloaded and verified once).
+    annotations: Mutex<HashMap<String, Arc<OnceCell<Arc<AnnotationSet>>>>>,
 }
 
 /// Opens a shard over `reader` with one tail read and checks it against the manifest's
@@ -43,7 +59,7 @@ pub(crate) async fn open_checked(
 ) -> Result<AsyncShard> {
     let shard = AsyncShard::open(reader, options)
         .await
-        .map_err(|e| format_error(&reference.key, e))?;
+        .map_err(|e| Error::shard(&reference.key, e))?;
     let size = shard.reader().size().await.map_err(|source| Error::Read {
         key: reference.key.clone(),
         source,
@@ -83,17 +99,20 @@ impl SnapshotReader {
         self.len() == 0
     }
 
-    fn locate(&self, index: u64) -> Result<(usize, u64)> {
-        if index >= self.len() {
-            return Err(Error::invalid(format!(
-                "record {index} out of range for snapshot {} of {} records",
-                self.snapshot.id(),
-                self.len()
-            )));
+    fn out_of_range(&self, index: u64) -> Error {
+        Error::OutOfRange {
+            index,
+            len: self.len(),
+            what: format!("snapshot {}", self.snapshot.id()),
         }
-        // The last shard whose first record is <= index (empty shards are skipped over).
-        let shard = self.starts.partition_point(|s| *s <= index) - 1;
-        Ok((shard, index - self.starts[shard]))
+    }
+
+    fn locate(&self, index: u64) -> Result<(usize, u64)> {
+        let located = self
+            .table
+            .locate(index)
+            .ok_or_else(|| self.out_of_range(index))?;
+        Ok((located.shard, located.local))
     }
 
     async fn shard(&self, i: usize) -> Result<&AsyncShard> {
@@ -119,36 +138,162 @@ impl SnapshotReader {
         shard
             .read(local)
             .await
-            .map_err(|e| format_error(&self.snapshot.shards()[i].key, e))
+            .map_err(|e| Error::shard(&self.snapshot.shards()[i].key, e))
     }
 
-    /// The payloads of many records, in the order given (one batched read per shard touched).
+    /// The payloads of many records, in the order given, repeats included: one batched
+    /// (coalescing) read per shard touched, shards read concurrently. An index past the end
+    /// is [`Error::OutOfRange`] before any read.
     pub async fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        let mut by_shard: Vec<(usize, Vec<(usize, u64)>)> = Vec::new();
-        for (pos, index) in indices.iter().enumerate() {
-            let (i, local) = self.locate(*index)?;
-            match by_shard.iter_mut().find(|(s, _)| *s == i) {
-                Some((_, v)) => v.push((pos, local)),
-                None => by_shard.push((i, vec![(pos, local)])),
-            }
-        }
-        // Shards are read concurrently (each one batched read).
-        let reads = by_shard.iter().map(|(i, wanted)| async move {
-            let shard = self.shard(*i).await?;
-            let locals: Vec<u64> = wanted.iter().map(|(_, l)| *l).collect();
+        let groups = self
+            .table
+            .group(indices)
+            .map_err(|index| self.out_of_range(index))?;
+        let reads = groups.iter().map(|group| async move {
+            let shard = self.shard(group.shard).await?;
             shard
-                .read_many(&locals)
+                .read_many(&group.locals)
                 .await
-                .map_err(|e| format_error(&self.snapshot.shards()[*i].key, e))
+                .map_err(|e| Error::shard(&self.snapshot.shards()[group.shard].key, e))
         });
         let results = futures::future::try_join_all(reads).await?;
         let mut out = vec![Bytes::new(); indices.len()];
-        for ((_, wanted), got) in by_shard.into_iter().zip(results) {
-            for ((pos, _), bytes) in wanted.into_iter().zip(got) {
+        for (group, got) in groups.iter().zip(results) {
+            for (&pos, bytes) in group.positions.iter().zip(got) {
                 out[pos] = bytes;
             }
         }
         Ok(out)
+    }
+
+    /// The payloads of records `range`, in order (see [`read_in_order`](Self::read_in_order)
+    /// for the reads made). A range reaching past the end is [`Error::OutOfRange`].
+    pub async fn get_range(&self, range: Range<u64>) -> Result<Vec<Bytes>> {
+        let mut out =
+            Vec::with_capacity(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0));
+        let mut runs = self.read_in_order(range, RunBudget::default())?;
+        while let Some(run) = runs.next_run().await {
+            out.extend(run?.records);
+        }
+        Ok(out)
+    }
+
+    /// Reads records `range` in order, one run at a time: the range is split by shard
+    /// ([`ShardTable::runs`]), each piece into reads of at most `budget`
+    /// ([`plan_runs`]); each read is one ranged request of consecutive records (the first
+    /// read of a shard also opens it). Shards are opened as the reads reach them, so a
+    /// reader can stop early. A range reaching past the end is [`Error::OutOfRange`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_format::{RunBudget, ShardMetadata};
+    /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions};
+    ///
+    /// let root = Registry::new().resolve("memory://in-order-doc", &StorageOptions::default())?;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let mut shards = Vec::new();
+    /// for (n, records) in [[b"a".as_slice(), b"b"], [b"c", b"d"]].into_iter().enumerate() {
+    ///     let meta = ShardMetadata::new("raw", "documents");
+    ///     shards.push(root.write_shard("w", n as u64, meta, records, tmp.path()).await?);
+    /// }
+    /// let request = PublishRequest {
+    ///     dataset_id: "d".into(),
+    ///     snapshot_id: "s".into(),
+    ///     shards,
+    ///     mode: PublishMode::Full,
+    /// };
+    /// root.publish(&request, &PublicationOptions::default()).await?;
+    /// let reader = root.open_latest().await?;
+    /// let mut runs = reader.read_in_order(1..4, RunBudget::default())?;
+    /// let mut got = Vec::new();
+    /// while let Some(run) = runs.next_run().await {
+    ///     let run = run?; // consecutive records of one shard, from global index run.first
+    ///     got.push((run.first, run.records));
+    /// }
+    /// assert_eq!(got, [(1, vec![bytes::Bytes::from("b")]), (2, vec!["c".into(), "d".into()])]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_in_order(&self, range: Range<u64>, budget: RunBudget) -> Result<InOrder<'_>> {
+        if range.start > range.end || range.end > self.len() {
+            // The first index asked for that does not exist.
+            let index = if range.start > range.end {
+                range.start
+            } else {
+                range.end - 1
+            };
+            return Err(self.out_of_range(index));
+        }
+        Ok(InOrder {
+            reader: self,
+            pieces: self.table.runs(range),
+            piece: None,
+            budget,
+            failed: false,
+        })
+    }
+}
+
+/// Consecutive records of one shard, read by one request of an in-order read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRun {
+    /// The shard's position in the snapshot.
+    pub shard: usize,
+    /// The global index of the first record.
+    pub first: u64,
+    /// The records' payloads, in order.
+    pub records: Vec<Bytes>,
+}
+
+/// An in-order read of a range of a snapshot ([`SnapshotReader::read_in_order`]). After an
+/// error it ends.
+#[derive(Debug)]
+pub struct InOrder<'r> {
+    reader: &'r SnapshotReader,
+    pieces: Runs<'r>,
+    /// The shard piece being read: its remaining local records.
+    piece: Option<Run>,
+    budget: RunBudget,
+    failed: bool,
+}
+
+impl InOrder<'_> {
+    /// The next run, or `None` when the range is read (or after an error).
+    pub async fn next_run(&mut self) -> Option<Result<RecordRun>> {
+        if self.failed {
+            return None;
+        }
+        let piece = match self.piece.take().filter(|p| p.count > 0) {
+            Some(piece) => piece,
+            None => self.pieces.next()?,
+        };
+        let result = self.read(piece).await;
+        self.failed = result.is_err();
+        Some(result)
+    }
+
+    async fn read(&mut self, piece: Run) -> Result<RecordRun> {
+        let reader = self.reader;
+        let shard = reader.shard(piece.shard).await?;
+        let run = plan_runs(shard.index(), piece, self.budget)
+            .next()
+            .unwrap_or(piece);
+        let key = &reader.snapshot.shards()[piece.shard].key;
+        let records = shard
+            .read_run(run.first, run.count)
+            .await
+            .map_err(|e| Error::shard(key, e))?;
+        self.piece = Some(Run {
+            shard: piece.shard,
+            first: run.first + run.count,
+            count: piece.count - run.count,
+        });
+        Ok(RecordRun {
+            shard: piece.shard,
+            first: reader.table.global(&run).start,
+            records,
+        })
     }
 }
 
@@ -198,7 +343,7 @@ impl SnapshotReader {
         Ok(Scan::new(
             self.root.stager(),
             self.snapshot.shards(),
-            &self.starts,
+            &self.table,
             range,
         ))
     }
@@ -207,21 +352,17 @@ impl SnapshotReader {
 impl Root {
     /// A reader of `snapshot`'s records (no request until the first read).
     pub fn reader(&self, snapshot: Snapshot) -> SnapshotReader {
-        let mut starts = Vec::with_capacity(snapshot.shards().len() + 1);
-        let mut total = 0u64;
-        for s in snapshot.shards() {
-            starts.push(total);
-            // Validated manifests keep the sum within 2^48.
-            total = total.saturating_add(s.record_count);
-        }
-        starts.push(total);
+        // Validated manifests keep the total within 2^48, far below the table's bound.
+        let table = ShardTable::from_counts(snapshot.shards().iter().map(|s| s.record_count))
+            .unwrap_or_default();
         let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
         SnapshotReader {
             root: self.clone(),
             snapshot,
-            starts,
+            table,
             shards,
             options: ReadOptions::default(),
+            annotations: Mutex::default(),
         }
     }
 
@@ -242,16 +383,10 @@ impl SnapshotReader {
         &self.options
     }
 
-    /// Cumulative record starts of the shards: `[0, n0, n0 + n1, ..., len()]` (one entry
-    /// per shard plus the total).
-    pub fn shard_starts(&self) -> &[u64] {
-        &self.starts
-    }
-
-    /// The shard holding record `index` and the record's index inside it, or `None` when
-    /// `index` is past the end.
-    pub fn position(&self, index: u64) -> Option<(usize, u64)> {
-        self.locate(index).ok()
+    /// Where each record lives: the shards' cumulative record counts
+    /// ([`ShardTable::starts`] is `[0, n0, n0 + n1, ..., len()]`).
+    pub fn table(&self) -> &ShardTable {
+        &self.table
     }
 
     /// Shard number `i` of the snapshot, opened (once: one tail read, its size and record
@@ -277,5 +412,101 @@ impl Root {
         let mut reader = self.reader(snapshot);
         reader.options = options;
         reader
+    }
+}
+
+impl SnapshotReader {
+    /// Annotation set `set` (its latest version in the catalog when first asked for) for
+    /// this snapshot, downloaded and verified once per reader: later calls, and
+    /// [`annotation`](Self::annotation) in a loop over records, cost no request. A version
+    /// published after the first call is seen by a new reader (the same way a reader keeps
+    /// reading its snapshot). Errors are those of [`Root::annotations`] and are not cached.
+    pub async fn annotations(&self, set: &str) -> Result<Arc<AnnotationSet>> {
+        let cell = {
+            let mut sets = self
+                .annotations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(sets.entry(set.to_owned()).or_default())
+        };
+        cell.get_or_try_init(|| async {
+            self.root
+                .annotations(set, None, &self.snapshot, false)
+                .await
+                .map(Arc::new)
+        })
+        .instrument(info_span!("open_annotations", set))
+        .await
+        .cloned()
+    }
+
+    /// The value of annotation set `set` for record `index`, decoded as `T` (the set is
+    /// opened once, see [`annotations`](Self::annotations)).
+    pub async fn annotation<T: DeserializeOwned>(&self, set: &str, index: u64) -> Result<T> {
+        self.annotations(set).await?.get(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+
+    use crate::{
+        CountingStore, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy,
+        Root, StorageOptions,
+    };
+
+    /// Reading every value of an annotation set in a loop downloads the catalog and the
+    /// values once: two requests for the whole loop, none for a second reader's clone.
+    #[tokio::test]
+    async fn annotation_values_in_a_loop_cost_one_download() {
+        let base = Registry::new()
+            .resolve("memory://reader-annotations", &StorageOptions::default())
+            .unwrap();
+        let counting = Arc::new(CountingStore::new(Arc::clone(base.store())));
+        let root = Root::new(counting.clone(), StorageOptions::default());
+        let shard = root
+            .upload_shard("w", 0, Bytes::from_static(b"shard bytes"), 40)
+            .await
+            .unwrap();
+        let request = PublishRequest {
+            dataset_id: "d".into(),
+            snapshot_id: "s".into(),
+            shards: vec![shard],
+            mode: PublishMode::Full,
+        };
+        root.publish(&request, &PublicationOptions::default())
+            .await
+            .unwrap();
+        let snapshot = root.latest().await.unwrap();
+        let values: Vec<u64> = (0..40).map(|i| i * 7).collect();
+        root.publish_annotations(
+            "scores",
+            "v1",
+            &snapshot,
+            &values,
+            &RetryPolicy::contended_update(),
+        )
+        .await
+        .unwrap();
+
+        let reader = root.reader(snapshot);
+        let before = counting.counts();
+        for i in 0..40u64 {
+            assert_eq!(reader.annotation::<u64>("scores", i).await.unwrap(), i * 7);
+        }
+        let spent = counting.counts() - before;
+        assert_eq!(spent.requests(), 2, "catalog + values once: {spent:?}");
+        assert_eq!(reader.annotations("scores").await.unwrap().len(), 40);
+        // A missing set is an error each time (not cached as absent)...
+        assert!(matches!(
+            reader.annotations("nope").await,
+            Err(crate::Error::NotFound { .. })
+        ));
+        // ...and an index past the end is refused by name.
+        let err = reader.annotation::<u64>("scores", 40).await.unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
     }
 }

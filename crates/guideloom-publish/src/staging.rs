@@ -45,8 +45,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use guideloom_format::{AsyncShard, ReadOptions};
-use guideloom_io::PreadIo;
+use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, Runs, ShardTable, plan_runs};
+use guideloom_io::{PreadIo, StatsSnapshot};
 use tokio::sync::OnceCell;
 use tracing::{Instrument, debug, info_span};
 
@@ -59,13 +59,6 @@ use sha2::{Digest, Sha256};
 
 /// Default [`StagingOptions::budget_bytes`]: 4 GiB.
 pub const DEFAULT_STAGING_BUDGET_BYTES: u64 = 4 << 30;
-
-/// In-order scans read a staged shard in runs of consecutive records of about this many
-/// bytes (1 MiB), one local read each.
-pub const SCAN_BATCH_BYTES: u64 = 1 << 20;
-
-/// At most this many records per run of a scan.
-pub const SCAN_BATCH_RECORDS: u64 = 4096;
 
 /// Default [`StagingOptions::download_chunk_bytes`]: 64 MiB.
 pub const DEFAULT_DOWNLOAD_CHUNK_BYTES: u64 = 64 << 20;
@@ -121,10 +114,11 @@ impl StagingOptions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StagingStats {
-    /// Shards downloaded (one ranged read each), failed downloads included.
+    /// Shards downloaded, failed downloads included.
     pub downloads: u64,
-    /// Bytes downloaded.
-    pub downloaded_bytes: u64,
+    /// The store requests of those downloads, in guideloom-io's vocabulary: `requests` (one
+    /// ranged read per [`StagingOptions::download_chunk_bytes`] chunk) and `bytes_received`.
+    pub store: StatsSnapshot,
     /// Requests for a shard that was already staged (or being staged).
     pub reuses: u64,
     /// Staged shards evicted to make room.
@@ -338,8 +332,9 @@ impl Stager {
             let mut offset = 0u64;
             while offset < size {
                 let len = chunk.min(size - offset);
+                self.lock().stats.store.requests += 1;
                 let bytes = self.store.get_range(&key, offset..offset + len).await?;
-                self.lock().stats.downloaded_bytes += bytes.len() as u64;
+                self.lock().stats.store.bytes_received += bytes.len() as u64;
                 if bytes.len() as u64 != len {
                     return Err(Error::Verification {
                         key,
@@ -397,28 +392,29 @@ impl Stager {
 pub struct Scan<'a> {
     stager: &'a Stager,
     shards: &'a [ShardRef],
-    starts: &'a [u64],
-    next: u64,
-    end: u64,
+    /// The per-shard pieces of the range still to stage.
+    pieces: Runs<'a>,
+    /// The piece being read: its remaining local records.
+    piece: Option<Run>,
+    remaining: u64,
     current: Option<(usize, Arc<StagedShard>)>,
     buffered: VecDeque<Bytes>,
 }
 
 impl<'a> Scan<'a> {
-    /// A scan of records `range` of a snapshot with `shards`, where `starts[i]` is shard
-    /// `i`'s first record and `starts[shards.len()]` the total.
+    /// A scan of records `range` of a snapshot with `shards` located by `table`.
     pub(crate) fn new(
         stager: &'a Stager,
         shards: &'a [ShardRef],
-        starts: &'a [u64],
+        table: &'a ShardTable,
         range: Range<u64>,
     ) -> Self {
         Scan {
             stager,
             shards,
-            starts,
-            next: range.start,
-            end: range.end,
+            remaining: range.end.saturating_sub(range.start),
+            pieces: table.runs(range),
+            piece: None,
             current: None,
             buffered: VecDeque::new(),
         }
@@ -426,7 +422,7 @@ impl<'a> Scan<'a> {
 
     /// Records not yet returned.
     pub fn remaining(&self) -> u64 {
-        self.end - self.next + self.buffered.len() as u64
+        self.remaining + self.buffered.len() as u64
     }
 
     /// The next record, or `None` at the end of the range.
@@ -441,19 +437,24 @@ impl<'a> Scan<'a> {
         self.buffered.pop_front().map(Ok)
     }
 
-    /// The next run of consecutive records (one local read of about [`SCAN_BATCH_BYTES`]),
+    /// The next run of consecutive records (one local read of at most one
+    /// [`RunBudget::default`]),
     /// or `None` at the end of the range. Records already buffered by
     /// [`next_record`](Self::next_record) come first.
     pub async fn next_batch(&mut self) -> Result<Option<Vec<Bytes>>> {
         if !self.buffered.is_empty() {
             return Ok(Some(self.buffered.drain(..).collect()));
         }
-        if self.next >= self.end {
+        let Some(piece) = self
+            .piece
+            .take()
+            .filter(|p| p.count > 0)
+            .or_else(|| self.pieces.next())
+        else {
             self.current = None;
             return Ok(None);
-        }
-        // The shard holding `next` (empty shards are skipped over).
-        let i = self.starts.partition_point(|s| *s <= self.next) - 1;
+        };
+        let i = piece.shard;
         let staged = match &self.current {
             Some((c, s)) if *c == i => Arc::clone(s),
             _ => {
@@ -465,28 +466,10 @@ impl<'a> Scan<'a> {
             }
         };
         let shard = staged.shard();
-        let first = self.next - self.starts[i];
-        let shard_end = (self.starts[i + 1].min(self.end)) - self.starts[i];
-        let start_byte = shard
-            .record_range(first)
-            .map_err(|source| Error::Shard {
-                key: staged.key().to_owned(),
-                source: Box::new(source),
-            })?
-            .start;
-        let mut count = 1;
-        while first + count < shard_end && count < SCAN_BATCH_RECORDS {
-            let r = shard
-                .record_range(first + count)
-                .map_err(|source| Error::Shard {
-                    key: staged.key().to_owned(),
-                    source: Box::new(source),
-                })?;
-            if r.end - start_byte > SCAN_BATCH_BYTES {
-                break;
-            }
-            count += 1;
-        }
+        let run = plan_runs(shard.index(), piece, RunBudget::default())
+            .next()
+            .unwrap_or(piece);
+        let (first, count) = (run.first, run.count);
         let records = match shard.read_run(first, count).await {
             Ok(records) => records,
             Err(e) => {
@@ -500,7 +483,12 @@ impl<'a> Scan<'a> {
                 });
             }
         };
-        self.next += count;
+        self.piece = Some(Run {
+            shard: i,
+            first: first + count,
+            count: piece.count - count,
+        });
+        self.remaining -= count;
         Ok(Some(records))
     }
 }

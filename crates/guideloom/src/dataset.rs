@@ -33,19 +33,16 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::{AsyncShard, Format, ReadOptions};
+use guideloom_format::{Format, ReadOptions, RunBudget};
 use guideloom_publish::{
-    AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootUri,
-    Snapshot, SnapshotReader, StorageOptions,
+    AnnotationSet, InOrder, PublicationOptions, PublishMode, PublishRequest, Registry, Root,
+    RootUri, Snapshot, SnapshotReader, StorageOptions,
 };
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 use crate::loader::RecordSource;
 use crate::publisher::write_cbor_shard;
-
-/// Records fetched per request by the in-order iterators.
-pub const ITER_CHUNK: u64 = 256;
 
 /// How to open a dataset.
 #[derive(Debug, Clone, Default)]
@@ -176,7 +173,7 @@ impl AsyncDataset {
 
     /// Cumulative record starts of the shards: `[0, n0, n0 + n1, ..., len()]`.
     pub fn shard_bounds(&self) -> &[u64] {
-        self.inner.reader.shard_starts()
+        self.inner.reader.table().starts()
     }
 
     /// `true` unless the root is a local directory (then reads are network requests).
@@ -184,65 +181,23 @@ impl AsyncDataset {
         self.inner.remote
     }
 
-    fn locate(&self, index: u64) -> Result<(usize, u64)> {
-        self.inner.reader.position(index).ok_or(Error::OutOfRange {
-            index,
-            len: self.len(),
-        })
-    }
-
-    /// Shard `s`, opened through the reader. Record reads are made here (not through
-    /// [`SnapshotReader::get`]) so a damaged record stays a typed [`Error::Format`].
-    async fn shard(&self, s: usize) -> Result<&AsyncShard> {
-        Ok(self.inner.reader.open_shard(s).await?)
-    }
-
     /// The bytes of record `index`: one ranged read (plus one tail read the first time its
-    /// shard is touched).
+    /// shard is touched). See [`SnapshotReader::get`].
     pub async fn get(&self, index: u64) -> Result<Bytes> {
-        let (s, local) = self.locate(index)?;
-        Ok(self.shard(s).await?.read(local).await?)
+        Ok(self.inner.reader.get(index).await?)
     }
 
     /// The bytes of records `indices`, in that order: one batched (coalescing) read per
-    /// shard touched, shards read concurrently.
+    /// shard touched, shards read concurrently. See [`SnapshotReader::get_many`].
     pub async fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        // Group by shard, remembering each index's place in the output.
-        let mut groups: Vec<(usize, Vec<u64>, Vec<usize>)> = Vec::new();
-        for (pos, &i) in indices.iter().enumerate() {
-            let (s, local) = self.locate(i)?;
-            match groups.iter_mut().find(|g| g.0 == s) {
-                Some(g) => {
-                    g.1.push(local);
-                    g.2.push(pos);
-                }
-                None => groups.push((s, vec![local], vec![pos])),
-            }
-        }
-        let reads = groups.iter().map(|(s, locals, _)| async move {
-            let shard = self.shard(*s).await?;
-            Ok::<_, Error>(shard.read_many(locals).await?)
-        });
-        let results = futures::future::try_join_all(reads).await?;
-        let mut out = vec![Bytes::new(); indices.len()];
-        for ((_, _, places), bytes) in groups.iter().zip(results) {
-            for (&place, b) in places.iter().zip(bytes) {
-                out[place] = b;
-            }
-        }
-        Ok(out)
+        Ok(self.inner.reader.get_many(indices).await?)
     }
 
-    /// The bytes of records `range` (clamped to nothing past the end is an error).
+    /// The bytes of records `range`, in order: consecutive records of a shard are read
+    /// together (see [`SnapshotReader::read_in_order`]). A range reaching past the end is
+    /// [`Error::OutOfRange`].
     pub async fn get_range(&self, range: Range<u64>) -> Result<Vec<Bytes>> {
-        if range.end > self.len() {
-            return Err(Error::OutOfRange {
-                index: range.end.saturating_sub(1),
-                len: self.len(),
-            });
-        }
-        let indices: Vec<u64> = range.collect();
-        self.get_many(&indices).await
+        Ok(self.inner.reader.get_range(range).await?)
     }
 
     /// Record `index` decoded as CBOR into `T` (records written with
@@ -259,23 +214,17 @@ impl AsyncDataset {
             .map_err(|source| Error::Decode { index, source })
     }
 
-    /// Annotation set `name` (latest version) for this snapshot.
-    pub async fn annotations(&self, name: &str) -> Result<AnnotationSet> {
-        Ok(self
-            .root()
-            .annotations(name, None, self.snapshot(), false)
-            .await?)
+    /// Annotation set `name` (its latest version when first asked for) for this snapshot:
+    /// downloaded and verified once per dataset (clones share it), see
+    /// [`SnapshotReader::annotations`].
+    pub async fn annotations(&self, name: &str) -> Result<Arc<AnnotationSet>> {
+        Ok(self.inner.reader.annotations(name).await?)
     }
 
-    /// The value of annotation set `name` for record `index`.
+    /// The value of annotation set `name` for record `index` (no request once the set is
+    /// open: a loop over records downloads the set once).
     pub async fn annotation<T: DeserializeOwned>(&self, name: &str, index: u64) -> Result<T> {
-        if index >= self.len() {
-            return Err(Error::OutOfRange {
-                index,
-                len: self.len(),
-            });
-        }
-        Ok(self.annotations(name).await?.get(index)?)
+        Ok(self.inner.reader.annotation(name, index).await?)
     }
 }
 
@@ -385,7 +334,7 @@ impl Dataset {
     }
 
     /// See [`AsyncDataset::annotations`].
-    pub fn annotations(&self, name: &str) -> Result<AnnotationSet> {
+    pub fn annotations(&self, name: &str) -> Result<Arc<AnnotationSet>> {
         self.runtime.block_on(self.inner.annotations(name))
     }
 
@@ -394,7 +343,8 @@ impl Dataset {
         self.runtime.block_on(self.inner.annotation(name, index))
     }
 
-    /// All records in order, fetched [`ITER_CHUNK`] at a time.
+    /// All records in order (consecutive records read together, see
+    /// [`SnapshotReader::read_in_order`]).
     pub fn iter(&self) -> Records<'_> {
         self.iter_range(0..self.len())
     }
@@ -402,12 +352,17 @@ impl Dataset {
     /// Records `range` in order (the range is clamped to the dataset).
     pub fn iter_range(&self, range: Range<u64>) -> Records<'_> {
         let end = range.end.min(self.len());
+        let range = range.start.min(end)..end;
+        let runs = self
+            .inner
+            .inner
+            .reader
+            .read_in_order(range, RunBudget::default())
+            .expect("a range clamped to the snapshot");
         Records {
-            dataset: self,
-            next: range.start.min(end),
-            end,
+            runtime: &self.runtime,
+            runs,
             buffer: std::collections::VecDeque::new(),
-            failed: false,
         }
     }
 
@@ -426,33 +381,20 @@ impl Dataset {
 /// ends.
 #[derive(Debug)]
 pub struct Records<'a> {
-    dataset: &'a Dataset,
-    next: u64,
-    end: u64,
+    runtime: &'a tokio::runtime::Runtime,
+    runs: InOrder<'a>,
     buffer: std::collections::VecDeque<Bytes>,
-    failed: bool,
 }
 
 impl Iterator for Records<'_> {
     type Item = Result<Bytes>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
         if self.buffer.is_empty() {
-            if self.next >= self.end {
-                return None;
+            match self.runtime.block_on(self.runs.next_run())? {
+                Ok(run) => self.buffer.extend(run.records),
+                Err(e) => return Some(Err(e.into())),
             }
-            let hi = (self.next + ITER_CHUNK).min(self.end);
-            match self.dataset.get_range(self.next..hi) {
-                Ok(v) => self.buffer.extend(v),
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
-            }
-            self.next = hi;
         }
         self.buffer.pop_front().map(Ok)
     }

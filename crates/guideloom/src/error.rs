@@ -11,7 +11,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// The lower crates' errors are wrapped unchanged ([`Error::Io`], [`Error::Format`],
 /// [`Error::Publish`]) so callers match on their variants, e.g.
-/// `Error::Publish(guideloom_publish::Error::NotFound { .. })`.
+/// `Error::Publish(guideloom_publish::Error::NotFound { .. })`, with two exceptions that
+/// make the everyday failures one variant each however they arise: a record index past the
+/// end is always [`Error::OutOfRange`], and damaged shard bytes (footer, index, metadata or
+/// a record) are always [`Error::Shard`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -21,9 +24,20 @@ pub enum Error {
     /// A shard format or storage error (`guideloom-format`).
     #[error(transparent)]
     Format(#[from] guideloom_format::Error),
-    /// A dataset root error (`guideloom-publish`).
+    /// A dataset root error (`guideloom-publish`; its `Shard` and `OutOfRange` variants
+    /// arrive as [`Error::Shard`] and [`Error::OutOfRange`]).
     #[error(transparent)]
-    Publish(#[from] guideloom_publish::Error),
+    Publish(guideloom_publish::Error),
+    /// A shard of the dataset is damaged or not a shard: its footer, index, metadata or a
+    /// record failed the format crate's checks (whichever part it was, this variant).
+    #[error("shard {key}: {source}")]
+    Shard {
+        /// The shard's key in the root.
+        key: String,
+        /// What the format crate found.
+        #[source]
+        source: Box<guideloom_format::Error>,
+    },
     /// A record index outside the dataset.
     #[error("record {index} is out of range for a dataset of {len} records")]
     OutOfRange {
@@ -105,6 +119,18 @@ pub enum Error {
     },
 }
 
+impl From<guideloom_publish::Error> for Error {
+    fn from(e: guideloom_publish::Error) -> Self {
+        match e {
+            guideloom_publish::Error::Shard { key, source } => Error::Shard { key, source },
+            guideloom_publish::Error::OutOfRange { index, len, .. } => {
+                Error::OutOfRange { index, len }
+            }
+            other => Error::Publish(other),
+        }
+    }
+}
+
 impl Error {
     /// An [`Error::Fetch`] from any error.
     pub fn fetch(source_name: impl Into<String>, source: impl Into<BoxError>) -> Self {
@@ -121,6 +147,7 @@ impl Error {
             Error::OutOfRange { .. } => true,
             Error::Io(e) => e.is_not_found(),
             Error::Format(e) => e.is_not_found(),
+            Error::Shard { source, .. } => source.is_not_found(),
             Error::Publish(guideloom_publish::Error::NotFound { .. }) => true,
             _ => false,
         }

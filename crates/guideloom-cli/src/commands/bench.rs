@@ -314,7 +314,7 @@ async fn dataset_row(
         snapshot.clone(),
         ReadOptions::default().verify_records(false),
     );
-    let starts = dataset.reader().shard_starts();
+    let starts = dataset.reader().table().starts();
     let indices: Vec<u64> = picks.iter().map(|(n, i)| starts[*n] + i).collect();
     for n in 0..snapshot.shards().len() {
         dataset

@@ -5,12 +5,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use guideloom::format::RunBudget;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use crate::cli::{Global, QuickstartArgs};
-use crate::commands::read::RUN;
 use crate::commands::{annotate, publish, verify, write};
 use crate::error::{CliError, Result};
 use crate::json::record_to_json;
@@ -236,27 +236,18 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
     let t = Instant::now();
     let dataset = root.dataset(snapshot.clone());
     let mut scores = Vec::with_capacity(usize::try_from(records).unwrap_or(0));
-    for n in 0..snapshot.shards().len() {
-        let shard = dataset
-            .reader()
-            .open_shard(n)
-            .await
-            .map_err(|e| root.err(e))?;
-        let key = &snapshot.shards()[n].key;
-        let mut first = 0;
-        while first < shard.len() {
-            let count = (shard.len() - first).min(RUN);
-            for bytes in shard
-                .read_run(first, count)
-                .await
-                .map_err(|e| CliError::shard(&root.name, key, e))?
-            {
-                let v = record_to_json("cbor", &bytes)
-                    .map_err(|what| CliError::argument(key.clone(), what))?;
-                let words = v["tokens"].as_array().map_or(0, Vec::len);
-                scores.push(json!({"quality": (words as f64 / 18.0 * 100.0).round() / 100.0}));
-            }
-            first += count;
+    let mut runs = dataset
+        .reader()
+        .read_in_order(0..dataset.len(), RunBudget::default())
+        .map_err(|e| root.err(e))?;
+    while let Some(run) = runs.next_run().await {
+        let run = run.map_err(|e| root.err(e))?;
+        let key = &snapshot.shards()[run.shard].key;
+        for bytes in run.records {
+            let v = record_to_json("cbor", &bytes)
+                .map_err(|what| CliError::argument(key.clone(), what))?;
+            let words = v["tokens"].as_array().map_or(0, Vec::len);
+            scores.push(json!({"quality": (words as f64 / 18.0 * 100.0).round() / 100.0}));
         }
     }
     let entry =
@@ -305,18 +296,14 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
     });
     let t = Instant::now();
     let mut seen = 0u64;
-    for n in 0..snapshot.shards().len() {
-        let shard = dataset
-            .reader()
-            .open_shard(n)
-            .await
-            .map_err(|e| root.err(e))?;
-        let key = &snapshot.shards()[n].key;
-        let run = shard
-            .read_run(0, shard.len())
-            .await
-            .map_err(|e| CliError::shard(&root.name, key, e))?;
-        for bytes in run {
+    let mut runs = dataset
+        .reader()
+        .read_in_order(0..dataset.len(), RunBudget::default())
+        .map_err(|e| root.err(e))?;
+    while let Some(run) = runs.next_run().await {
+        let run = run.map_err(|e| root.err(e))?;
+        let key = &snapshot.shards()[run.shard].key;
+        for bytes in run.records {
             let v = record_to_json("cbor", &bytes)
                 .map_err(|what| CliError::argument(key.clone(), what))?;
             if v["id"] != json!(expected_id(seen)) {

@@ -5,14 +5,13 @@
 
 use std::io::Write;
 
+use guideloom::format::RunBudget;
+
 use crate::cli::{CatArgs, GetArgs, Global};
 use crate::error::{CliError, Result};
 use crate::json::{json_string, record_json};
 use crate::output;
 use crate::root;
-
-/// Records read per request while streaming a shard.
-pub(crate) const RUN: u64 = 4096;
 
 /// `get --json`: the snapshot id, the index and the record's exact text, pretty-printed like
 /// the other commands' documents.
@@ -50,7 +49,6 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
     let dataset = root.dataset(snapshot.clone());
     let records = dataset.reader();
-    let bounds = records.shard_starts();
     let end = args.end.unwrap_or(records.len());
     if args.start > end || end > records.len() {
         return Err(CliError::argument(
@@ -70,43 +68,42 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     let bar = output::progress(global.json, Some(end - args.start), "records");
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut line = Vec::new();
-    for n in 0..snapshot.shards().len() {
-        let range = bounds[n]..bounds[n + 1];
-        let (lo, hi) = (range.start.max(args.start), range.end.min(end));
-        if lo >= hi {
-            continue;
-        }
-        let shard = records.open_shard(n).await.map_err(|e| root.err(e))?;
-        let key = &snapshot.shards()[n].key;
-        let format = shard.metadata().format.clone();
-        let mut first = lo;
-        while first < hi {
-            let count = (hi - first).min(RUN);
-            let run = shard
-                .read_run(first - range.start, count)
+    let mut runs = records
+        .read_in_order(args.start..end, RunBudget::default())
+        .map_err(|e| root.err(e))?;
+    // The record format of the shard being printed (from its footer, read when opened).
+    let mut format: Option<(usize, String)> = None;
+    while let Some(run) = runs.next_run().await {
+        let run = run.map_err(|e| root.err(e))?;
+        let key = &snapshot.shards()[run.shard].key;
+        if format.as_ref().is_none_or(|(shard, _)| *shard != run.shard) {
+            let opened = records
+                .open_shard(run.shard)
                 .await
-                .map_err(|e| CliError::shard(&root.name, key, e))?;
-            for (i, bytes) in (first..).zip(run) {
-                line.clear();
-                if global.json {
-                    line.extend_from_slice(format!("{{\"index\":{i},\"record\":").as_bytes());
-                }
-                record_json(&format, &bytes, &mut line).map_err(|e| CliError::Record {
-                    root: root.name.clone(),
-                    index: i,
-                    key: key.clone(),
-                    what: e.to_string(),
-                })?;
-                if global.json {
-                    line.push(b'}');
-                }
-                line.push(b'\n');
-                out.write_all(&line)
-                    .map_err(|source| CliError::Output { source })?;
-            }
-            bar.inc(count);
-            first += count;
+                .map_err(|e| root.err(e))?;
+            format = Some((run.shard, opened.metadata().format.clone()));
         }
+        let record_format = format.as_ref().map_or("", |(_, f)| f.as_str());
+        let count = run.records.len() as u64;
+        for (i, bytes) in (run.first..).zip(run.records) {
+            line.clear();
+            if global.json {
+                line.extend_from_slice(format!("{{\"index\":{i},\"record\":").as_bytes());
+            }
+            record_json(record_format, &bytes, &mut line).map_err(|e| CliError::Record {
+                root: root.name.clone(),
+                index: i,
+                key: key.clone(),
+                what: e.to_string(),
+            })?;
+            if global.json {
+                line.push(b'}');
+            }
+            line.push(b'\n');
+            out.write_all(&line)
+                .map_err(|source| CliError::Output { source })?;
+        }
+        bar.inc(count);
     }
     bar.finish_and_clear();
     out.flush().map_err(|source| CliError::Output { source })

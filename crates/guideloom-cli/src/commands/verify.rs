@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use guideloom_format::RunBudget;
 use guideloom_publish::{
     Checksum, FooterInspector, ShardInspector, ShardRef, Snapshot, SnapshotReader,
 };
 use serde_json::json;
 
 use crate::cli::{Global, VerifyArgs};
-use crate::commands::read::RUN;
 use crate::error::{CliError, Result};
 use crate::output;
 use crate::root::{self, OpenRoot};
@@ -90,19 +90,24 @@ async fn check_shard(
             Err(e) => return problem(report, key, e.to_string()),
         }
     }
-    let opened = match reader.open_shard(n).await {
-        Ok(s) => s,
-        Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
-    };
+    if let Err(e) = reader.open_shard(n).await {
+        return problem(report, key, CliError::root(&root.name, e).one_line());
+    }
     if deep {
-        let mut first = 0;
-        while first < opened.len() {
-            let count = (opened.len() - first).min(RUN);
-            if let Err(e) = opened.read_run(first, count).await {
-                return problem(report, key, e.to_string());
+        // The shard's records in order through the snapshot reader: each run one read,
+        // every record's CRC32C checked by the format crate.
+        let mut runs = match reader.read_in_order(reader.table().bounds(n), RunBudget::default()) {
+            Ok(runs) => runs,
+            Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
+        };
+        while let Some(run) = runs.next_run().await {
+            match run {
+                Ok(run) => report.records_checked += run.records.len() as u64,
+                Err(guideloom_publish::Error::Shard { source, .. }) => {
+                    return problem(report, key, source.to_string());
+                }
+                Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
             }
-            report.records_checked += count;
-            first += count;
         }
     }
 }
