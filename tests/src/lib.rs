@@ -129,3 +129,37 @@ pub fn rgw(test: &str) -> Option<Moto> {
         bucket,
     })
 }
+
+/// Every regular file under `dir`, by its path relative to `dir` (`/`-separated), with its
+/// contents; directories appear as `<path>/` with no contents. For "nothing was written"
+/// checks that compare a whole tree before and after, so they still fail when the layout
+/// moves a file somewhere else.
+pub fn tree(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(
+        base: &std::path::Path,
+        dir: &std::path::Path,
+        out: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.expect("readable directory entry").path();
+            let name = path
+                .strip_prefix(base)
+                .expect("under the base")
+                .to_string_lossy()
+                .into_owned();
+            let kind = std::fs::symlink_metadata(&path).expect("stat");
+            if kind.is_dir() {
+                out.insert(format!("{name}/"), Vec::new());
+                walk(base, &path, out);
+            } else {
+                out.insert(name, std::fs::read(&path).unwrap_or_default());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}

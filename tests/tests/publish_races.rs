@@ -260,54 +260,17 @@ fn cas_counter_race_ends_at_n_times_m() {
 
 // ---- separate processes on a local root ----------------------------------------------------
 
-const CHILD_ROOT: &str = "GUIDELOOM_PUBLISH_CHILD_ROOT";
-const CHILD_ID: &str = "GUIDELOOM_PUBLISH_CHILD_ID";
-
-/// Child mode: runs only when spawned by `local_publishers_in_separate_processes`.
-#[test]
-fn child_process_publisher() {
-    let (Ok(dir), Ok(id)) = (std::env::var(CHILD_ROOT), std::env::var(CHILD_ID)) else {
-        return;
-    };
-    let root = guideloom_publish::Registry::new()
-        .resolve(&dir, &StorageOptions::default())
-        .unwrap();
-    let result = block_on(async {
-        let s = shard(&root, &format!("p{id}"), 1).await;
-        // Wait for the parent's start signal so the publications overlap.
-        let go = std::path::Path::new(&dir).join("go");
-        while !go.exists() {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        root.publish(
-            &request("run-001", vec![s], PublishMode::Full),
-            &PublicationOptions::default(),
-        )
-        .await
-    });
-    match result {
-        Ok(s) => println!("\nCHILD-RESULT ok {}", s.shards()[0].key),
-        Err(Error::PublicationCollision { key }) => println!("\nCHILD-RESULT collision {key}"),
-        Err(e) => println!("\nCHILD-RESULT error {e}"),
-    }
-}
-
 #[test]
 fn local_publishers_in_separate_processes() {
     let dir = tempfile::tempdir().unwrap();
     // The start signal `go` sits at the top level, outside every prefix the layout lists.
-    let exe = std::env::current_exe().unwrap();
+    // A separate binary (tests/src/bin/race_publisher.rs), one process per publisher.
+    let exe = env!("CARGO_BIN_EXE_race_publisher");
     let children: Vec<_> = (0..8)
         .map(|i| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "child_process_publisher",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_ROOT, dir.path())
-                .env(CHILD_ID, i.to_string())
+            Command::new(exe)
+                .arg(dir.path())
+                .arg(i.to_string())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -319,7 +282,7 @@ fn local_publishers_in_separate_processes() {
     let mut collisions = 0;
     for child in children {
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success());
+        assert!(out.status.success(), "{out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         let line = text
             .lines()

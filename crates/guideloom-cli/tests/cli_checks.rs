@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fails, guideloom, json, ok, stdout, write_jsonl};
+use common::{fails, files, guideloom, json, ok, stdout, write_jsonl};
 
 #[test]
 fn malformed_json_names_the_line() {
@@ -24,8 +24,12 @@ fn malformed_json_names_the_line() {
     ]));
     assert!(err.contains("bad.jsonl:4:"), "{err}");
     assert!(err.contains("malformed JSON"), "{err}");
-    // Nothing was written for the failed worker.
-    assert!(!root.join("shards/w/00000000.glm").exists());
+    // Nothing was written for the failed worker: no shard, no marker, anywhere.
+    let written = files(&root);
+    assert!(
+        written.iter().all(|f| !f.starts_with("shards/")),
+        "{written:?}"
+    );
 }
 
 #[test]

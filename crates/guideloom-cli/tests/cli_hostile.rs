@@ -291,7 +291,10 @@ fn a_failed_write_leaves_nothing_a_later_publish_takes_unasked() {
     );
     let written = std::fs::read_dir(root.join("shards/w")).unwrap().count();
     assert!(written > 10, "{written} shards before the bad line");
-    assert!(!root.join("shards/w/complete.json").exists());
+    // Shards only: no completion marker (or anything else) for the incomplete work id.
+    let names = files(&root.join("shards/w"));
+    assert_eq!(names.len(), written, "{names:?}");
+    assert!(names.iter().all(|n| n.ends_with(".glm")), "{names:?}");
     // Another worker completes; a default publish takes only its shards and names w.
     publish(&root_s, tmp.path(), "other", "s1", 7);
     let input = tmp.path().join("third.jsonl");

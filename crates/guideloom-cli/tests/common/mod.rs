@@ -82,3 +82,27 @@ pub fn write_jsonl(path: &Path, prefix: &str, n: usize) {
         writeln!(f, "{rec}").unwrap();
     }
 }
+
+/// The paths of every file under `dir`, relative and `/`-separated, sorted (empty when `dir`
+/// does not exist). "Nothing was written" checks list the tree rather than probing one path,
+/// so they keep failing when the layout moves a file.
+pub fn files(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.expect("readable directory entry").path();
+            if std::fs::symlink_metadata(&path).expect("stat").is_dir() {
+                walk(base, &path, out);
+            } else {
+                let name = path.strip_prefix(base).expect("under the base");
+                out.push(name.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
