@@ -39,6 +39,11 @@ pub(crate) const STEPS: &[Step] = &[
         always: false,
     },
     Step {
+        name: "features",
+        run: features,
+        always: false,
+    },
+    Step {
         name: "doc",
         run: doc,
         always: false,
@@ -169,6 +174,12 @@ fn clippy(ctx: &mut Ctx) -> Result<()> {
         ],
         |_| {},
     )
+}
+
+/// Each feature set of each library crate, and the tests that exist only with a feature off
+/// (see `features.rs`): before the servers start, as these tests need none.
+fn features(ctx: &mut Ctx) -> Result<()> {
+    crate::features::run(&ctx.root)
 }
 
 fn doc(ctx: &mut Ctx) -> Result<()> {
@@ -371,6 +382,7 @@ mod tests {
         assert_eq!(unique.len(), names.len(), "{names:?}");
         let pos = |n: &str| names.iter().position(|s| *s == n).unwrap();
         assert!(pos("servers-up") < pos("test"));
+        assert!(pos("clippy") < pos("features") && pos("features") < pos("servers-up"));
         assert!(pos("test") < pos("servers-down"));
         assert!(pos("servers-up") < pos("examples") && pos("examples") < pos("servers-down"));
         let always: Vec<&str> = STEPS.iter().filter(|s| s.always).map(|s| s.name).collect();

@@ -4,10 +4,13 @@
 //! command; the others are for humans:
 //!
 //! ```text
-//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, doc, servers-up, test, servers-down, deny
+//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, servers-up, test,
+//!                                       examples, servers-down, deny
 //!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0
 //!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
-//! cargo xtask tidy                      layering and manifest checks (also run as a #[test])
+//! cargo xtask tidy                      layering, manifest and module-cycle checks (also a #[test])
+//! cargo xtask features                  each feature set compiles, lint-clean; feature-off tests
+//! cargo xtask metrics [--root DIR]      lines, public items, two-path items, cycles per crate
 //! cargo xtask servers up|down|status    nginx + moto (+ opt-in Ceph RGW, rclone mount) for tests
 //! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
@@ -17,8 +20,11 @@ mod bench;
 mod bench_report;
 mod ci;
 mod error;
+mod features;
 mod fuzz;
 mod http;
+mod metrics;
+mod modgraph;
 mod servers;
 mod tidy;
 mod util;
@@ -32,10 +38,17 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
-                                 steps: fmt tidy clippy doc servers-up test servers-down deny
+                                 steps: fmt tidy clippy features doc servers-up test
+                                 examples servers-down deny
                                  (servers-up starts Ceph RGW and the rclone mount too;
                                  GUIDELOOM_XTASK_CEPH=0 / GUIDELOOM_XTASK_MOUNT=0: not)
-  tidy                           check crate layering and manifests
+  tidy                           check crate layering, manifests and module import cycles
+  features                       for each library crate with features: check the library
+                                 with no default features, the defaults and each feature
+                                 alone; clippy -D warnings (all targets) with no default
+                                 features and the defaults; tests with --no-default-features
+  metrics [--root DIR]           per crate: lines of Rust, public items, items at two or more
+                                 public paths, module import cycles (markdown; nightly rustdoc)
   servers up|down|status [S]...  start / stop / show the test servers: nginx, moto
                                  (and ceph, opt-in here: named, or GUIDELOOM_XTASK_CEPH=1;
                                  rclone, a FUSE mount of ceph's or moto's bucket: named,
@@ -71,6 +84,8 @@ fn run(args: &[String]) -> Result<()> {
             }
             Ok(())
         }
+        Command::Features => features::run(&root),
+        Command::Metrics { dir } => metrics::run(dir.as_deref().unwrap_or(&root)),
         Command::Servers { action, kinds } => servers::cli(&root, action, &kinds),
         Command::Bench { passthrough } => bench::run(&root, &passthrough),
         Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
@@ -85,6 +100,10 @@ enum Command {
         skip: Vec<String>,
     },
     Tidy,
+    Features,
+    Metrics {
+        dir: Option<std::path::PathBuf>,
+    },
     Servers {
         action: servers::Action,
         kinds: Vec<servers::Kind>,
@@ -131,6 +150,17 @@ impl Command {
             "tidy" => match rest {
                 [] => Ok(Command::Tidy),
                 _ => Err(usage("tidy takes no arguments".into())),
+            },
+            "features" => match rest {
+                [] => Ok(Command::Features),
+                _ => Err(usage("features takes no arguments".into())),
+            },
+            "metrics" => match rest {
+                [] => Ok(Command::Metrics { dir: None }),
+                [flag, dir] if flag == "--root" => Ok(Command::Metrics {
+                    dir: Some(dir.into()),
+                }),
+                _ => Err(usage("usage: cargo xtask metrics [--root DIR]".into())),
             },
             "servers" => {
                 let Some((action, names)) = rest.split_first() else {
@@ -203,6 +233,14 @@ mod tests {
             }
         );
         assert_eq!(parse(&["tidy"]).unwrap(), Command::Tidy);
+        assert_eq!(parse(&["features"]).unwrap(), Command::Features);
+        assert_eq!(parse(&["metrics"]).unwrap(), Command::Metrics { dir: None });
+        assert_eq!(
+            parse(&["metrics", "--root", "/tmp/before"]).unwrap(),
+            Command::Metrics {
+                dir: Some("/tmp/before".into())
+            }
+        );
         assert_eq!(
             parse(&["servers", "status"]).unwrap(),
             Command::Servers {
@@ -246,6 +284,9 @@ mod tests {
             &["ci", "--skip", "nosuchstep"],
             &["ci", "extra"],
             &["tidy", "x"],
+            &["features", "--all"],
+            &["metrics", "--root"],
+            &["metrics", "/tmp"],
             &["servers"],
             &["servers", "restart"],
             &["servers", "up", "minio"],

@@ -11,6 +11,8 @@
 //! - **Dev-only leaves.** A crate of [`DEV_LEAVES`] (the bench harness, the fault proxy)
 //!   depends on no layer crate, and layer crates use it only as a dev-dependency, so it bends
 //!   no layer order.
+//! - **No import cycles between modules** of any crate (and of this one): see
+//!   [`crate::modgraph`] for what counts and for the allow-list of cycles issue 11 removes.
 //!
 //! Also runs as a test (`cargo test -p xtask`), so a plain test run catches a violation too.
 
@@ -62,6 +64,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<String>> {
     } else {
         problems.push("guideloom-io is not a workspace member".into());
     }
+    crate::modgraph::check(root, &mut report, &mut problems)?;
 
     if problems.is_empty() {
         Ok(report)
