@@ -16,9 +16,7 @@ use serde::de::DeserializeOwned;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::reader::SyncShard;
-use crate::storage::out_of_range;
-use crate::table::ShardTable;
+use crate::storage::read_grouped;
 use crate::{DocumentReader, StreamReader, StreamWithMetaReader};
 
 /// Anything records can be read from by index: a source for the loader.
@@ -105,30 +103,6 @@ impl<S: RecordSource + ?Sized> RecordSource for Arc<S> {
     fn is_remote(&self) -> bool {
         (**self).is_remote()
     }
-}
-
-/// Reads the raw records `indices` of a sharded collection: one batched read per shard
-/// touched, results in the order asked.
-pub(crate) fn read_grouped(
-    table: &ShardTable,
-    shards: &[SyncShard],
-    indices: &[u64],
-) -> Result<Vec<Bytes>> {
-    let groups = table
-        .group(indices)
-        .map_err(|index| out_of_range(index, table.len()))?;
-    if let [group] = &groups[..] {
-        // One shard touched (a sequential batch): its reads are already in batch order.
-        return shards[group.shard].read_many(&group.locals);
-    }
-    let mut out = vec![Bytes::new(); indices.len()];
-    for group in groups {
-        let bufs = shards[group.shard].read_many(&group.locals)?;
-        for (pos, bytes) in group.positions.into_iter().zip(bufs) {
-            out[pos] = bytes;
-        }
-    }
-    Ok(out)
 }
 
 /// A storage of documents: record `i` is document `i`'s encoded bytes (decode them with the

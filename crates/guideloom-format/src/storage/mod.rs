@@ -19,8 +19,11 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+
 use crate::error::{Error, Result};
 use crate::metadata::Value;
+use crate::reader::SyncShard;
 use crate::spec::MAX_RECORDS;
 use crate::table::{Located, ShardTable};
 
@@ -118,6 +121,30 @@ impl WriterOptions {
 
 pub(crate) fn out_of_range(index: u64, len: u64) -> Error {
     Error::IndexOutOfRange { index, len }
+}
+
+/// Reads the raw records `indices` of a sharded collection: one batched read per shard
+/// touched, results in the order asked.
+pub(crate) fn read_grouped(
+    table: &ShardTable,
+    shards: &[SyncShard],
+    indices: &[u64],
+) -> Result<Vec<Bytes>> {
+    let groups = table
+        .group(indices)
+        .map_err(|index| out_of_range(index, table.len()))?;
+    if let [group] = &groups[..] {
+        // One shard touched (a sequential batch): its reads are already in batch order.
+        return shards[group.shard].read_many(&group.locals);
+    }
+    let mut out = vec![Bytes::new(); indices.len()];
+    for group in groups {
+        let bufs = shards[group.shard].read_many(&group.locals)?;
+        for (pos, bytes) in group.positions.into_iter().zip(bufs) {
+            out[pos] = bytes;
+        }
+    }
+    Ok(out)
 }
 
 /// Where record `index` lives, or [`Error::IndexOutOfRange`].
