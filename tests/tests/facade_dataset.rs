@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
+use guideloom::dataset::{new_runtime, resolve_root};
 use guideloom::loader::{Loader, LoaderOptions};
 use guideloom::publish::{RetryPolicy, S3Options, StorageOptions};
+use guideloom::publisher::publish_cbor;
 use guideloom::{
     AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, PublishMode, Publisher, RecordSource,
     ShardMetadata,

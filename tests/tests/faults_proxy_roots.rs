@@ -32,14 +32,12 @@ fn record(i: u64) -> Vec<u8> {
 
 /// One shard of [`RECORDS`] records, published as snapshot `s1` (no proxy).
 async fn publish_clean(root: &Root) {
-    let tmp = tempfile::tempdir().unwrap();
     let shard = root
         .write_shard(
             "w",
             0,
             ShardMetadata::new("raw", "documents"),
             (0..RECORDS).map(record),
-            tmp.path(),
         )
         .await
         .unwrap();

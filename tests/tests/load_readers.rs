@@ -60,7 +60,6 @@ async fn write_dataset(writer: &Root) {
                     n,
                     ShardMetadata::new("raw", KIND_DOCUMENTS),
                     records.iter(),
-                    &std::env::temp_dir(),
                 )
                 .await
                 .unwrap(),

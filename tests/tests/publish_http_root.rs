@@ -3,7 +3,7 @@
 //! snapshot list, records by index and by staged scan, request counts, refused writes, and a
 //! missing base.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use guideloom_format::ShardMetadata;
@@ -29,13 +29,12 @@ fn record(i: u64) -> Vec<u8> {
     .into_bytes()
 }
 
-async fn shard(root: &Root, work_id: &str, records: std::ops::Range<u64>, tmp: &Path) -> ShardRef {
+async fn shard(root: &Root, work_id: &str, records: std::ops::Range<u64>) -> ShardRef {
     root.write_shard(
         work_id,
         0,
         ShardMetadata::new("raw", "documents"),
         records.map(record),
-        tmp,
     )
     .await
     .unwrap()
@@ -65,15 +64,14 @@ async fn http_root_reads_what_a_local_root_published() {
     let subdir = guideloom_tests::unique("http-root");
     let dir = served_root.join(&subdir);
     let _served = Served(dir.clone());
-    let tmp = tempfile::tempdir().unwrap();
 
     // Publish three snapshots (full, append, append) into the served directory.
     let local = Registry::new()
         .resolve(dir.to_str().unwrap(), &StorageOptions::default())
         .unwrap();
-    let a = shard(&local, "w0", 0..40, tmp.path()).await;
-    let b = shard(&local, "w1", 40..41, tmp.path()).await;
-    let c = shard(&local, "w2", 41..100, tmp.path()).await;
+    let a = shard(&local, "w0", 0..40).await;
+    let b = shard(&local, "w1", 40..41).await;
+    let c = shard(&local, "w2", 41..100).await;
     publish(&local, "first", vec![a], PublishMode::Full).await;
     publish(&local, "second", vec![b], PublishMode::Append).await;
     publish(&local, "third", vec![c], PublishMode::Append).await;
@@ -188,11 +186,10 @@ async fn http_root_refuses_writes_with_a_typed_error() {
     let subdir = guideloom_tests::unique("http-ro");
     let dir = served_root.join(&subdir);
     let _served = Served(dir.clone());
-    let tmp = tempfile::tempdir().unwrap();
     let local = Registry::new()
         .resolve(dir.to_str().unwrap(), &StorageOptions::default())
         .unwrap();
-    let a = shard(&local, "w0", 0..5, tmp.path()).await;
+    let a = shard(&local, "w0", 0..5).await;
     publish(&local, "only", vec![a.clone()], PublishMode::Full).await;
 
     let store = Arc::new(HttpRootStore::new(&format!("{url}{subdir}")).unwrap());

@@ -89,13 +89,11 @@ fn roots(m: &Mount, sub: &str) -> (Root, Root) {
 }
 
 async fn write(root: &Root, work_id: &str, index: u64, recs: &[Vec<u8>]) -> ShardRef {
-    let staging = tempfile::tempdir().unwrap();
     root.write_shard(
         work_id,
         index,
         ShardMetadata::new("bytes", KIND_DOCUMENTS),
         recs.iter(),
-        staging.path(),
     )
     .await
     .unwrap_or_else(|e| panic!("write_shard {work_id}/{index}: {e}"))
@@ -246,19 +244,14 @@ fn mount_second_write_of_a_work_id_collides_also_with_objects_written_over_s3() 
     let sub = unique("mount-collide");
     let (mounted, s3) = roots(&m, &sub);
     block_on(async {
-        let staging = tempfile::tempdir().unwrap();
-        let again = |root: Root, work_id: &'static str, recs: Vec<Vec<u8>>| {
-            let staging = staging.path().to_path_buf();
-            async move {
-                root.write_shard(
-                    work_id,
-                    0,
-                    ShardMetadata::new("bytes", KIND_DOCUMENTS),
-                    recs.iter(),
-                    &staging,
-                )
-                .await
-            }
+        let again = |root: Root, work_id: &'static str, recs: Vec<Vec<u8>>| async move {
+            root.write_shard(
+                work_id,
+                0,
+                ShardMetadata::new("bytes", KIND_DOCUMENTS),
+                recs.iter(),
+            )
+            .await
         };
         // Through the mount twice: the second O_EXCL create gets EEXIST from the mount's
         // lookup, the bytes differ, and that is a typed collision naming the shard.

@@ -112,7 +112,6 @@ fn record(i: u64) -> Vec<u8> {
 
 /// Shards of `sizes[k]` records each (record numbers run on across shards).
 async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
-    let tmp = tempfile::tempdir().unwrap();
     let mut shards: Vec<ShardRef> = Vec::new();
     let mut next = 0;
     for (k, n) in sizes.iter().enumerate() {
@@ -128,13 +127,7 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
                 )
                 .unwrap();
             let r = scratch
-                .write_shard(
-                    &work_id,
-                    0,
-                    ShardMetadata::new("raw", "documents"),
-                    records,
-                    tmp.path(),
-                )
+                .write_shard(&work_id, 0, ShardMetadata::new("raw", "documents"), records)
                 .await
                 .unwrap();
             let body = scratch.store().get(&r.key, r.size).await.unwrap().body;
@@ -142,15 +135,9 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
                 .await
                 .unwrap()
         } else {
-            root.write_shard(
-                &work_id,
-                0,
-                ShardMetadata::new("raw", "documents"),
-                records,
-                tmp.path(),
-            )
-            .await
-            .unwrap()
+            root.write_shard(&work_id, 0, ShardMetadata::new("raw", "documents"), records)
+                .await
+                .unwrap()
         };
         shards.push(s);
     }

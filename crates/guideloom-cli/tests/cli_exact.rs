@@ -269,7 +269,6 @@ fn records_json_cannot_carry_are_refused_by_cat() {
         0,
         ShardMetadata::new("cbor", KIND_DOCUMENTS),
         records.iter(),
-        tmp.path(),
     ))
     .unwrap();
     ok(guideloom(&[

@@ -8,7 +8,6 @@
 //! written once; memory is the index (12 bytes per record) and a write buffer.
 
 use std::io::Write;
-use std::path::Path;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -107,16 +106,12 @@ impl Root {
     /// ranged read per shard. Re-running a worker collides
     /// ([`Error::PublicationCollision`]) unless the bytes are identical, told apart by the
     /// SHA-256 computed while writing.
-    ///
-    /// `_staging_dir` is no longer used (shards are not staged); it stays until the call
-    /// sites drop it.
     pub async fn write_shard<I, R>(
         &self,
         work_id: &str,
         index: u64,
         metadata: ShardMetadata,
         records: I,
-        _staging_dir: &Path,
     ) -> Result<ShardRef>
     where
         I: IntoIterator<Item = R>,
@@ -291,24 +286,15 @@ mod tests {
         let root = reg
             .resolve("memory://shards-test", &StorageOptions::default())
             .unwrap();
-        let staging = tempfile::tempdir().unwrap();
         let meta = || ShardMetadata::new("raw", "documents");
         let records: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; usize::from(i) + 1]).collect();
-        let a = root
-            .write_shard("w0", 0, meta(), &records, staging.path())
-            .await
-            .unwrap();
+        let a = root.write_shard("w0", 0, meta(), &records).await.unwrap();
         let b = root
-            .write_shard("w1", 0, meta(), &records[..2], staging.path())
+            .write_shard("w1", 0, meta(), &records[..2])
             .await
             .unwrap();
         assert_eq!((a.record_count, b.record_count), (5, 2));
         assert!(matches!(a.checksum, Some(Checksum::FooterCrc32c(_))));
-        assert_eq!(
-            std::fs::read_dir(staging.path()).unwrap().count(),
-            0,
-            "staging cleaned"
-        );
 
         let bucket = reg.lookup("memory", "shards-test").unwrap();
         let opts = PublicationOptions {
@@ -378,14 +364,12 @@ mod tests {
         let root = Registry::new()
             .resolve(dir.path().join("root").to_str().unwrap(), &opts)
             .unwrap();
-        let staging = tempfile::tempdir().unwrap();
         let err = root
             .write_shard(
                 "w",
                 0,
                 ShardMetadata::new("raw", "documents"),
                 [vec![0u8; 500]],
-                staging.path(),
             )
             .await
             .unwrap_err();

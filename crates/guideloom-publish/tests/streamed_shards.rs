@@ -67,7 +67,6 @@ fn root(dir: &Path, mounted: bool, limit: Option<u64>) -> Root {
 
 #[tokio::test]
 async fn streamed_shards_are_the_encoders_bytes_and_leave_nothing_else() {
-    let staging = tempfile::tempdir().unwrap();
     for mounted in [false, true] {
         // 3 000 x 1 KiB is past the 1 MiB buffer (the file is opened while streaming);
         // 10 x 100 B stays below it (written whole at commit).
@@ -75,10 +74,7 @@ async fn streamed_shards_are_the_encoders_bytes_and_leave_nothing_else() {
             let dir = tempfile::tempdir().unwrap();
             let root = root(dir.path(), mounted, None);
             let recs = records(1, count, len);
-            let shard = root
-                .write_shard("w", 0, meta(), &recs, staging.path())
-                .await
-                .unwrap();
+            let shard = root.write_shard("w", 0, meta(), &recs).await.unwrap();
             let bytes = encoded(&recs);
             let path = dir.path().join(&shard.key);
             assert_eq!(std::fs::read(&path).unwrap(), bytes, "mounted={mounted}");
@@ -99,16 +95,10 @@ async fn streamed_shards_are_the_encoders_bytes_and_leave_nothing_else() {
             assert_eq!(files(dir.path()), vec![shard.key.clone()]);
 
             // The same bytes again: idempotent. Other bytes: a collision, the object kept.
-            let again = root
-                .write_shard("w", 0, meta(), &recs, staging.path())
-                .await
-                .unwrap();
+            let again = root.write_shard("w", 0, meta(), &recs).await.unwrap();
             assert_eq!(again, shard);
             let other = records(2, count, len);
-            let err = root
-                .write_shard("w", 0, meta(), &other, staging.path())
-                .await
-                .unwrap_err();
+            let err = root.write_shard("w", 0, meta(), &other).await.unwrap_err();
             assert!(
                 matches!(&err, Error::PublicationCollision { key } if *key == shard.key),
                 "mounted={mounted}: {err}"
@@ -121,17 +111,13 @@ async fn streamed_shards_are_the_encoders_bytes_and_leave_nothing_else() {
 
 #[tokio::test]
 async fn refused_and_stopped_writes_leave_no_file() {
-    let staging = tempfile::tempdir().unwrap();
     for mounted in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         // A 3 MiB shard against a 2 MiB limit: refused with its exact size after 2 MiB
         // reached the temporary file.
         let root = root(dir.path(), mounted, Some(2 << 20));
         let recs = records(3, 3 * 1_024, 1_024);
-        let err = root
-            .write_shard("w", 0, meta(), &recs, staging.path())
-            .await
-            .unwrap_err();
+        let err = root.write_shard("w", 0, meta(), &recs).await.unwrap_err();
         let size = encoded(&recs).len() as u64;
         assert!(
             matches!(err, Error::ShardTooLarge { size: s, limit, .. } if s == size && limit == 2 << 20),

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
+use guideloom::dataset::{new_runtime, resolve_root};
+use guideloom::publisher::publish_cbor;
 use guideloom::{Dataset, DatasetOptions, RetryPolicy};
 
 const WRITERS: u64 = 4;

@@ -10,9 +10,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use guideloom::dataset::{new_runtime, publish_cbor, resolve_root};
+use guideloom::dataset::{new_runtime, resolve_root};
 use guideloom::loader::{Loader, LoaderOptions};
 use guideloom::publish::{S3Addressing, S3Options, StorageOptions};
+use guideloom::publisher::publish_cbor;
 use guideloom::{CborFormat, Dataset, DatasetOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

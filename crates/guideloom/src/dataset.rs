@@ -17,7 +17,11 @@
 //! # let tmp = tempfile::tempdir().unwrap();
 //! # let root = tmp.path().join("root");
 //! # let root = root.to_str().unwrap();
-//! # guideloom::dataset::write_example_root(root, 10)?;
+//! # let publisher = guideloom::Publisher::open(root)?;
+//! # let records: Vec<String> = (0..10).map(|i| format!("record {i}")).collect();
+//! # let shards = records.chunks(4).enumerate().map(|(n, chunk)| publisher.write_shard("w", n as u64, chunk));
+//! # let shards = shards.collect::<guideloom::Result<Vec<_>>>()?;
+//! # publisher.publish("example", "s1", shards, guideloom::PublishMode::Full)?;
 //! let ds = Dataset::open(root)?; // the latest snapshot
 //! assert_eq!(ds.len(), 10);
 //! let text: String = ds.get_as(3)?; // CBOR records decode through serde
@@ -35,14 +39,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_format::{Format, ReadOptions, RunBudget};
 use guideloom_publish::{
-    AnnotationSet, InOrder, PublicationOptions, PublishMode, PublishRequest, Registry, Root,
-    RootUri, Snapshot, SnapshotReader, StorageOptions,
+    AnnotationSet, InOrder, Registry, Root, RootUri, Snapshot, SnapshotReader, StorageOptions,
 };
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 use crate::loader::RecordSource;
-use crate::publisher::write_cbor_shard;
 
 /// How to open a dataset.
 #[derive(Debug, Clone, Default)]
@@ -418,50 +420,4 @@ impl RecordSource for Dataset {
     fn is_remote(&self) -> bool {
         self.inner.is_remote()
     }
-}
-
-/// Writes `records` as CBOR-encoded shards of `shard_records` records each and publishes
-/// them as snapshot `snapshot_id` of dataset `dataset_id` in `root` (a convenience built on
-/// [`Root::write_shard`] and [`Root::publish`]). Returns the snapshot. Without tokio, use
-/// [`Publisher`](crate::Publisher).
-pub async fn publish_cbor<T>(
-    root: &Root,
-    dataset_id: &str,
-    snapshot_id: &str,
-    records: &[T],
-    shard_records: usize,
-    work_id: &str,
-) -> Result<Snapshot>
-where
-    T: serde::Serialize + DeserializeOwned + Send + Sync + 'static,
-{
-    let staging = tempfile_dir()?;
-    let mut shards = Vec::new();
-    for (n, chunk) in records.chunks(shard_records.max(1)).enumerate() {
-        shards.push(write_cbor_shard(root, work_id, n as u64, chunk, staging.path()).await?);
-    }
-    let request = PublishRequest {
-        dataset_id: dataset_id.to_owned(),
-        snapshot_id: snapshot_id.to_owned(),
-        shards,
-        mode: PublishMode::Full,
-    };
-    Ok(root
-        .publish(&request, &PublicationOptions::default())
-        .await?)
-}
-
-fn tempfile_dir() -> Result<tempfile::TempDir> {
-    tempfile::tempdir().map_err(|e| Error::Io(guideloom_io::Error::io("staging directory", e)))
-}
-
-/// Builds a small example root at `uri`: `n` CBOR strings `"record i"` in shards of 4,
-/// published as snapshot `s1` of dataset `example`. Used by the documentation examples.
-pub fn write_example_root(uri: &str, n: u64) -> Result<Snapshot> {
-    let runtime = new_runtime()?;
-    let records: Vec<String> = (0..n).map(|i| format!("record {i}")).collect();
-    runtime.block_on(async {
-        let root = resolve_root(uri, &DatasetOptions::default())?;
-        publish_cbor(&root, "example", "s1", &records, 4, "example-writer").await
-    })
 }

@@ -39,7 +39,6 @@
 //! # Ok(()) }
 //! ```
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use guideloom_format::{ReadOptions, ShardMetadata};
@@ -92,15 +91,9 @@ pub fn encode_cbor<T: Serialize>(work_id: &str, shard: u64, records: &[T]) -> Re
 /// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), each record
 /// encoded as it is written into the store (see [`Root::write_shard`]): memory is one record
 /// and the shard's index on a local root. The async piece behind [`Publisher::write_shard`]
-/// and [`publish_cbor`](crate::dataset::publish_cbor). A record that does not encode stops
-/// the write with [`Error::Encode`]; nothing is written. `_staging_dir` is not used.
-pub async fn write_cbor_shard<I>(
-    root: &Root,
-    work_id: &str,
-    n: u64,
-    records: I,
-    _staging_dir: &std::path::Path,
-) -> Result<ShardRef>
+/// and [`publish_cbor`]. A record that does not encode stops the write with
+/// [`Error::Encode`]; nothing is written.
+pub async fn write_cbor_shard<I>(root: &Root, work_id: &str, n: u64, records: I) -> Result<ShardRef>
 where
     I: IntoIterator,
     I::Item: Serialize,
@@ -113,6 +106,49 @@ where
     root.try_write_shard(work_id, n, meta, encoded).await?
 }
 
+/// Writes `records` as CBOR-encoded shards of `shard_records` records each and publishes
+/// them as snapshot `snapshot_id` of dataset `dataset_id` in `root` (a convenience built on
+/// [`write_cbor_shard`] and [`Root::publish`]). Returns the snapshot. Without tokio, use
+/// [`Publisher`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> guideloom::Result<()> {
+/// use guideloom::dataset::{DatasetOptions, resolve_root};
+/// use guideloom::publisher::publish_cbor;
+///
+/// let root = resolve_root("memory://publish-cbor-doc", &DatasetOptions::default())?;
+/// let records: Vec<String> = (0..10).map(|i| format!("record {i}")).collect();
+/// let snapshot = publish_cbor(&root, "example", "s1", &records, 4, "writer-0").await?;
+/// assert_eq!((snapshot.total_records(), snapshot.shards().len()), (10, 3));
+/// # Ok(()) }
+/// ```
+pub async fn publish_cbor<T>(
+    root: &Root,
+    dataset_id: &str,
+    snapshot_id: &str,
+    records: &[T],
+    shard_records: usize,
+    work_id: &str,
+) -> Result<Snapshot>
+where
+    T: Serialize,
+{
+    let mut shards = Vec::new();
+    for (n, chunk) in records.chunks(shard_records.max(1)).enumerate() {
+        shards.push(write_cbor_shard(root, work_id, n as u64, chunk).await?);
+    }
+    let request = PublishRequest {
+        dataset_id: dataset_id.to_owned(),
+        snapshot_id: snapshot_id.to_owned(),
+        shards,
+        mode: PublishMode::Full,
+    };
+    Ok(root
+        .publish(&request, &PublicationOptions::default())
+        .await?)
+}
+
 /// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
 ///
 /// Call it from plain threads: calling its methods from inside an async task panics (tokio
@@ -123,7 +159,6 @@ pub struct Publisher {
     uri: String,
     root: Root,
     runtime: Arc<tokio::runtime::Runtime>,
-    staging: PathBuf,
     retry: RetryPolicy,
 }
 
@@ -157,16 +192,8 @@ impl Publisher {
             uri: uri.to_owned(),
             root,
             runtime: Arc::new(new_runtime()?),
-            staging: std::env::temp_dir(),
             retry: RetryPolicy::contended_update(),
         })
-    }
-
-    /// Formerly the directory shards were staged in before their upload. Shards are now
-    /// encoded straight into the store, so `dir` is not used; kept so callers compile.
-    pub fn staging_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.staging = dir.into();
-        self
     }
 
     /// Bounds the compare-and-swap retries of annotation publication (default
@@ -193,13 +220,8 @@ impl Publisher {
         I: IntoIterator,
         I::Item: Serialize,
     {
-        self.runtime.block_on(write_cbor_shard(
-            &self.root,
-            work_id,
-            n,
-            records,
-            &self.staging,
-        ))
+        self.runtime
+            .block_on(write_cbor_shard(&self.root, work_id, n, records))
     }
 
     /// Writes already encoded records (raw bytes, from any iterator) as shard `n` of
@@ -217,13 +239,9 @@ impl Publisher {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        Ok(self.runtime.block_on(self.root.write_shard(
-            work_id,
-            n,
-            metadata,
-            records,
-            &self.staging,
-        ))?)
+        Ok(self
+            .runtime
+            .block_on(self.root.write_shard(work_id, n, metadata, records))?)
     }
 
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:

@@ -8,7 +8,6 @@
 //! after `MAX_ITERATIONS` iterations, with status 1 and a message on stderr if a step fails.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 use guideloom_format::ShardMetadata;
@@ -19,7 +18,9 @@ use guideloom_tests::crash;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir, kind, staging, tag] = args.as_slice() else {
+    // `<staging-dir>` is no longer used (shards stream into the root); it goes together with
+    // publish_crash.rs's check that it stays empty.
+    let [dir, kind, _staging, tag] = args.as_slice() else {
         eprintln!("usage: crash_writer <root-dir> <local|mount> <staging-dir> <run-tag>");
         return ExitCode::from(2);
     };
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(&root, mount, Path::new(staging), tag)) {
+    match runtime.block_on(run(&root, mount, tag)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("crash_writer: {e}");
@@ -74,19 +75,13 @@ fn mark(phase: &str, k: u64) -> Result<(), String> {
         .map_err(|e| format!("stdout: {e}"))
 }
 
-async fn run(root: &Root, mount: bool, staging: &Path, tag: &str) -> Result<(), String> {
+async fn run(root: &Root, mount: bool, tag: &str) -> Result<(), String> {
     for k in 0..crash::MAX_ITERATIONS {
         let work_id = crash::work_id(tag, k);
         mark("shard", k)?;
         let records = (0..crash::record_count(k)).map(|j| crash::record(&work_id, j));
         let shard = root
-            .write_shard(
-                &work_id,
-                0,
-                ShardMetadata::new("raw", "documents"),
-                records,
-                staging,
-            )
+            .write_shard(&work_id, 0, ShardMetadata::new("raw", "documents"), records)
             .await
             .map_err(|e| format!("write_shard {work_id}: {e}"))?;
         mark("publish", k)?;
