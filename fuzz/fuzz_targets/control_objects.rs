@@ -19,14 +19,12 @@
 
 use std::collections::HashSet;
 
-use guideloom_publish::annotations::{CATALOG_FORMAT, values_key};
-use guideloom_publish::key::{check_name, key_problem};
-use guideloom_publish::manifest::Claim;
-use guideloom_publish::manifest::{
-    CLAIM_FORMAT, CONTROL_VERSION, DATASET_FORMAT, MANIFEST_FORMAT, MAX_CONTROL_OBJECT_BYTES,
-    MAX_RECORDS, MAX_SHARD_BYTES, MAX_SHARDS, POINTER_FORMAT, log_key, parse_log_key,
+use guideloom_publish::fuzzing::{
+    CATALOG_FORMAT, CLAIM_FORMAT, CONTROL_VERSION, Claim, DATASET_FORMAT, MANIFEST_FORMAT,
+    MAX_CONTROL_OBJECT_BYTES, MAX_RECORDS, MAX_SHARD_BYTES, MAX_SHARDS, POINTER_FORMAT,
+    SnapshotPointer, key_problem, log_key, parse_log_key, values_key,
 };
-use guideloom_publish::{Catalog, Checksum, DatasetIdentity, Manifest, SnapshotPointer};
+use guideloom_publish::{Catalog, Checksum, DatasetIdentity, Manifest, check_name};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

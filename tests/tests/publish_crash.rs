@@ -17,11 +17,10 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use guideloom_format::{MemReader, ReadOptions, SyncShard};
-use guideloom_publish::key::sha256_hex;
-use guideloom_publish::manifest::{Claim, parse_log_key};
+use guideloom_publish::fuzzing::{Claim, SnapshotPointer, parse_log_key, sha256_hex};
 use guideloom_publish::{
     Catalog, DatasetIdentity, FooterInspector, Manifest, Registry, Root, ShardInspector, Snapshot,
-    SnapshotPointer, StorageOptions,
+    StorageOptions,
 };
 use guideloom_tests::crash;
 use nix::sys::signal::{Signal, kill};

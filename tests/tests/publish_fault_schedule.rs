@@ -10,7 +10,7 @@ mod publish_common;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_publish::store::faulty::{Fault, FaultKind, FaultyStore, Operation};
+use guideloom_publish::faulty::{Fault, FaultKind, FaultyStore, Operation};
 use guideloom_publish::{
     Error, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootStore, ShardRef,
     Snapshot, StorageOptions,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use guideloom_publish::manifest::LOG_PREFIX;
+use guideloom_publish::fuzzing::LOG_PREFIX;
 use guideloom_publish::{
     Error, EtagStyle, ObjectStoreBucket, PublicationOptions, PublishMode, Root, RootStore,
     StorageOptions, Written, cas_update, create_object,

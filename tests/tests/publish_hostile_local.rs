@@ -17,8 +17,7 @@ use std::time::Duration;
 
 use guideloom_format::ShardMetadata;
 use guideloom_format::metadata::KIND_DOCUMENTS;
-use guideloom_publish::annotations::CATALOG_KEY;
-use guideloom_publish::manifest::{DATASET_KEY, log_key, pointer_key};
+use guideloom_publish::fuzzing::{CATALOG_KEY, DATASET_KEY, log_key, pointer_key};
 use guideloom_publish::{Error, Registry, RetryPolicy, Root, Snapshot, StorageOptions};
 use publish_common::*;
 
@@ -44,7 +43,6 @@ async fn published(dir: &Path) -> Snapshot {
             0,
             ShardMetadata::new("raw", KIND_DOCUMENTS),
             records.iter(),
-            &std::env::temp_dir(),
         )
         .await
         .unwrap();
@@ -142,7 +140,7 @@ async fn read_touching(dir: &Path, key: &str) -> Error {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_object_replaced_by_a_hostile_entry_is_refused_at_once_and_bounded() {
-    let values = guideloom_publish::annotations::values_key("labels", "v1");
+    let values = guideloom_publish::fuzzing::values_key("labels", "v1");
     let keys = [
         DATASET_KEY.to_owned(),
         log_key(1),
@@ -322,7 +320,6 @@ async fn writes_never_go_through_a_symlinked_directory() {
                         0,
                         ShardMetadata::new("raw", KIND_DOCUMENTS),
                         [b"x".to_vec()].iter(),
-                        &std::env::temp_dir(),
                     )
                     .await
                     .map(|_| ()),
@@ -459,7 +456,6 @@ async fn a_directory_swapped_for_a_link_mid_write_never_leaks_a_write() {
                 n,
                 ShardMetadata::new("raw", KIND_DOCUMENTS),
                 [format!("record {n}").into_bytes()].iter(),
-                &std::env::temp_dir(),
             )
             .await
         {
@@ -493,7 +489,7 @@ async fn a_directory_swapped_for_a_link_mid_write_never_leaks_a_write() {
 /// shard references: peak RSS growth while parsing stays under 3x the text.
 #[test]
 fn parsing_a_large_manifest_costs_memory_in_proportion() {
-    use guideloom_publish::manifest::Manifest;
+    use guideloom_publish::Manifest;
     let mib: usize = std::env::var("GUIDELOOM_MANIFEST_MIB")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -507,8 +503,8 @@ fn parsing_a_large_manifest_costs_memory_in_proportion() {
             "{{\"format\": \"{}\", \"version\": {}, \"seq\": 1, \"snapshot_id\": \"s\", \
              \"dataset_id\": \"d\", \"parent_seq\": null, \"mode\": \"full\", \
              \"total_records\": {}, \"claim_nonce\": \"n\", \"shards\": [",
-            guideloom_publish::manifest::MANIFEST_FORMAT,
-            guideloom_publish::manifest::CONTROL_VERSION,
+            guideloom_publish::fuzzing::MANIFEST_FORMAT,
+            guideloom_publish::fuzzing::CONTROL_VERSION,
             1000 * shards as u64
         )
         .as_bytes(),

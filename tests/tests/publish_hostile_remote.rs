@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
-use guideloom_publish::manifest::{DATASET_KEY, MAX_CATALOG_BYTES, MAX_IDENTITY_BYTES};
+use guideloom_publish::fuzzing::{DATASET_KEY, MAX_CATALOG_BYTES, MAX_IDENTITY_BYTES};
 use guideloom_publish::{Error, ObjectStoreBucket, Registry, Root, StorageOptions};
 use object_store::memory::InMemory;
 use object_store::path::Path;

@@ -9,8 +9,7 @@ mod publish_common;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_publish::store::{CreateOutcome, RootStore};
-use guideloom_publish::{EtagStyle, cas_update};
+use guideloom_publish::{CreateOutcome, EtagStyle, RootStore, cas_update};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload, UpdateVersion};
 use publish_common::*;

@@ -8,7 +8,7 @@ mod publish_common;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_publish::manifest::{DATASET_KEY, log_key, pointer_key};
+use guideloom_publish::fuzzing::{DATASET_KEY, log_key, pointer_key};
 use guideloom_publish::{
     Error, PublicationOptions, PublishMode, RootStore, Sha256Inspector, ShardRef, StorageOptions,
 };
@@ -400,21 +400,20 @@ fn record(i: u64) -> Vec<u8> {
 fn written_shards_read_back_by_index() {
     for fx in all_kinds() {
         block_on(async {
-            let staging = tempfile::tempdir().unwrap();
             let meta = || guideloom_format::ShardMetadata::new("raw", "documents");
             let a = fx
                 .root
-                .write_shard("w0", 0, meta(), (0..10).map(record), staging.path())
+                .write_shard("w0", 0, meta(), (0..10).map(record))
                 .await
                 .unwrap();
             let empty = fx
                 .root
-                .write_shard("w1", 0, meta(), Vec::<Vec<u8>>::new(), staging.path())
+                .write_shard("w1", 0, meta(), Vec::<Vec<u8>>::new())
                 .await
                 .unwrap();
             let b = fx
                 .root
-                .write_shard("w2", 0, meta(), (10..25).map(record), staging.path())
+                .write_shard("w2", 0, meta(), (10..25).map(record))
                 .await
                 .unwrap();
             publish(&fx.root, "s1", vec![a, empty, b]).await;
@@ -444,15 +443,11 @@ fn reading_one_record_from_an_object_store_costs_two_ranged_requests() {
         .unwrap();
     let bucket = registry.lookup("memory", "reads").unwrap();
     block_on(async {
-        let staging = tempfile::tempdir().unwrap();
         let meta = guideloom_format::ShardMetadata::new("raw", "documents");
         let big: Vec<Vec<u8>> = (0..2000)
             .map(|i| vec![u8::try_from(i % 251).unwrap(); 1000])
             .collect();
-        let s = root
-            .write_shard("w", 0, meta, &big, staging.path())
-            .await
-            .unwrap();
+        let s = root.write_shard("w", 0, meta, &big).await.unwrap();
         publish(&root, "s1", vec![s.clone()]).await;
         let reader = root.open_latest().await.unwrap();
         let before = bucket.io().stats().snapshot();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use guideloom::AsyncDataset;
 use guideloom_format::ReadOptions;
-use guideloom_publish::store::RootStore;
+use guideloom_publish::RootStore;
 use guideloom_publish::{
     HttpRootOptions, Registry, Root, RootUri, S3Addressing, S3Options, S3Retry, Snapshot,
     StorageOptions,

@@ -19,16 +19,16 @@ use crate::store::{cas_update, create_object};
 use guideloom_io::RetryPolicy;
 
 /// Key of the catalog.
-pub const CATALOG_KEY: &str = "annotations/catalog.json";
+pub(crate) const CATALOG_KEY: &str = "annotations/catalog.json";
 /// `format` field of the catalog.
-pub const CATALOG_FORMAT: &str = "guideloom-annotation-catalog";
+pub(crate) const CATALOG_FORMAT: &str = "guideloom-annotation-catalog";
 /// Encoding of values objects written by this crate: JSON lines.
-pub const VALUES_FORMAT_JSONL: &str = "jsonl";
+pub(crate) const VALUES_FORMAT_JSONL: &str = "jsonl";
 /// Largest values object a reader downloads.
-pub const MAX_VALUES_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_VALUES_BYTES: u64 = 4 << 30;
 
 /// Key of the values object of `set`/`version`.
-pub fn values_key(set: &str, version: &str) -> String {
+pub(crate) fn values_key(set: &str, version: &str) -> String {
     format!("annotations/{set}/{version}/values.{VALUES_FORMAT_JSONL}")
 }
 
@@ -51,16 +51,16 @@ pub struct AnnotationEntry {
     pub size: u64,
     /// Its SHA-256.
     pub sha256: String,
-    /// Its encoding ([`VALUES_FORMAT_JSONL`]).
+    /// Its encoding (`"jsonl"`).
     pub format: String,
 }
 
 /// `annotations/catalog.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Catalog {
-    /// Always [`CATALOG_FORMAT`].
+    /// Always `"guideloom-annotation-catalog"`.
     pub format: String,
-    /// Always [`CONTROL_VERSION`].
+    /// Always `1`.
     pub version: u32,
     /// The dataset.
     pub dataset_id: String,

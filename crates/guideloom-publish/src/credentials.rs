@@ -5,7 +5,7 @@
 //! container/instance roles, but no shared config files (`~/.aws/config`,
 //! `~/.aws/credentials`) and so no named profiles. [`AwsChainCredentials`] closes that gap: it
 //! wraps aws-config's providers in object_store's [`CredentialProvider`] trait and caches each
-//! credential until [`REFRESH_BEFORE_EXPIRY`] before it expires, so expiring credentials
+//! credential until 5 minutes before it expires, so expiring credentials
 //! (assumed roles, web identity, SSO-less credential processes, instance roles) are refreshed
 //! without a failed request.
 //!
@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::registry::S3Options;
 
 /// A cached credential is refreshed this long before it expires.
-pub const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
+pub(crate) const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
 
 /// Where the region of an `s3://` root came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,7 +310,7 @@ impl Cached {
 
 /// aws-config's credential providers as an object_store [`CredentialProvider`] for
 /// `AmazonS3Builder::with_credentials`, with a cache that refreshes
-/// [`REFRESH_BEFORE_EXPIRY`] before expiry (one fetch at a time; concurrent requests wait for
+/// 5 minutes before expiry (one fetch at a time; concurrent requests wait for
 /// it). Its `Debug` output names the source, never a key.
 pub struct AwsChainCredentials {
     label: String,

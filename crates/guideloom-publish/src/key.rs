@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 
 /// Longest key accepted (S3 allows 1024 bytes for the full key including the root prefix).
-pub const MAX_KEY_LEN: usize = 768;
+pub(crate) const MAX_KEY_LEN: usize = 768;
 
 /// Why `key` is not a safe key relative to a root, or `None` when it is.
 ///
@@ -13,7 +13,7 @@ pub const MAX_KEY_LEN: usize = 768;
 /// (`s3://other-bucket/...`), no `.` or `..` segment, no empty segment, no backslash, no
 /// control character, no segment starting with `.` (reserved for temporary and lock files
 /// of local roots) and is at most [`MAX_KEY_LEN`] bytes.
-pub fn key_problem(key: &str) -> Option<&'static str> {
+pub(crate) fn key_problem(key: &str) -> Option<&'static str> {
     if key.is_empty() {
         return Some("empty key");
     }
@@ -46,7 +46,7 @@ pub fn key_problem(key: &str) -> Option<&'static str> {
 }
 
 /// Checks that `key` is a safe key (see [`key_problem`]).
-pub fn check_key(key: &str) -> Result<()> {
+pub(crate) fn check_key(key: &str) -> Result<()> {
     match key_problem(key) {
         None => Ok(()),
         Some(problem) => Err(Error::invalid(format!("key {key:?}: {problem}"))),
@@ -73,7 +73,7 @@ pub fn check_name(kind: &str, name: &str) -> Result<()> {
 }
 
 /// Lower-case hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

@@ -1,7 +1,7 @@
 //! Dataset roots for guideloom: create-only publication, ordered snapshots and an
 //! etag-compare-and-swap annotation catalog, on a local directory, a declared mounted
 //! bucket, `memory://` and (feature `s3`) `s3://`; read-only `http(s)://` roots (feature
-//! `http`); whole-shard staging for in-order scans ([`staging`]).
+//! `http`); whole-shard staging for in-order scans ([`Stager`]).
 //!
 //! A root holds (see `docs/publication.md` in the repository for the guarantees and the
 //! tests that prove them):
@@ -44,29 +44,33 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod annotations;
+mod annotations;
 #[cfg(feature = "aws-profile")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
 pub mod credentials;
-pub mod error;
-pub mod key;
-pub mod manifest;
-pub mod publish;
-pub mod reader;
-pub mod registry;
+mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+mod key;
+mod manifest;
+mod publish;
+mod reader;
+mod registry;
 mod seqlog;
-pub mod shards;
-pub mod snapshots;
-pub mod staging;
-pub mod store;
-pub mod uri;
+mod shards;
+mod snapshots;
+mod staging;
+mod store;
+mod uri;
 
 pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
 pub use error::{BoxError, Error, Result};
 /// The retry policy of every retry loop here (annotation and commit races, object-store
 /// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
 pub use guideloom_io::RetryPolicy;
-pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef, SnapshotPointer};
+pub use key::check_name;
+pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef};
 pub use publish::{
     PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
 };
@@ -75,19 +79,19 @@ pub use registry::{
     AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
     StorageOptions,
 };
-pub use seqlog::{AUDIT_WINDOW, LogAudit};
+pub use seqlog::LogAudit;
 pub use shards::FooterInspector;
 pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
-pub use store::object::EtagStyle;
+pub use store::faulty;
 pub use store::{
-    CasOutcome, CountingStore, Counts, CreateOutcome, Etag, LocalReads, LocalStore, Object,
-    ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, RootStore, StoreCapabilities, Sweep, Written,
-    cas_update, create_object,
+    Buffered, CasOutcome, CountingStore, Counts, CreateOutcome, Etag, EtagStyle, LocalReads,
+    LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, PendingObject, RootStore,
+    StoreCapabilities, Sweep, Written, cas_update, create_object, create_streamed,
 };
 pub use uri::RootUri;
 
 #[cfg(feature = "http")]
-pub use store::http::HttpRootStore;
+pub use store::HttpRootStore;
 
 #[cfg(test)]
 mod send_sync {

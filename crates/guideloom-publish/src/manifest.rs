@@ -12,49 +12,49 @@ use crate::error::{Error, Result};
 use crate::key::{check_name, key_problem};
 
 /// `format` field of `dataset.json`.
-pub const DATASET_FORMAT: &str = "guideloom-dataset";
+pub(crate) const DATASET_FORMAT: &str = "guideloom-dataset";
 /// `format` field of log entries (manifests).
-pub const MANIFEST_FORMAT: &str = "guideloom-snapshot";
+pub(crate) const MANIFEST_FORMAT: &str = "guideloom-snapshot";
 /// `format` field of snapshot pointers.
-pub const POINTER_FORMAT: &str = "guideloom-snapshot-pointer";
+pub(crate) const POINTER_FORMAT: &str = "guideloom-snapshot-pointer";
 /// `format` field of claims.
-pub const CLAIM_FORMAT: &str = "guideloom-snapshot-claim";
+pub(crate) const CLAIM_FORMAT: &str = "guideloom-snapshot-claim";
 /// Version of every control object written by this crate.
-pub const CONTROL_VERSION: u32 = 1;
+pub(crate) const CONTROL_VERSION: u32 = 1;
 
 /// Largest shard size a manifest may reference (2^48 bytes, 256 TiB).
-pub const MAX_SHARD_BYTES: u64 = 1 << 48;
+pub(crate) const MAX_SHARD_BYTES: u64 = 1 << 48;
 /// Most records a shard or a snapshot may hold (2^48).
-pub const MAX_RECORDS: u64 = 1 << 48;
+pub(crate) const MAX_RECORDS: u64 = 1 << 48;
 /// Most shards one snapshot may reference.
-pub const MAX_SHARDS: usize = 10_000_000;
+pub(crate) const MAX_SHARDS: usize = 10_000_000;
 /// Largest control object of any kind a reader downloads: 512 MiB (a manifest; the other
 /// kinds have smaller caps of their own, below).
-pub const MAX_CONTROL_OBJECT_BYTES: u64 = 512 << 20;
+pub(crate) const MAX_CONTROL_OBJECT_BYTES: u64 = 512 << 20;
 /// Largest log entry (manifest) a reader downloads: [`MAX_CONTROL_OBJECT_BYTES`]. A listing,
 /// HEAD or pointer that gives the entry's size bounds the read more tightly.
-pub const MAX_MANIFEST_BYTES: u64 = MAX_CONTROL_OBJECT_BYTES;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = MAX_CONTROL_OBJECT_BYTES;
 /// Largest `dataset.json` a reader downloads: 64 KiB (this crate writes ~150 bytes).
-pub const MAX_IDENTITY_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_IDENTITY_BYTES: u64 = 64 << 10;
 /// Largest snapshot pointer a reader downloads: 64 KiB (this crate writes ~300 bytes).
-pub const MAX_POINTER_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_POINTER_BYTES: u64 = 64 << 10;
 /// Largest claim a reader downloads: 64 KiB (this crate writes ~250 bytes).
-pub const MAX_CLAIM_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_CLAIM_BYTES: u64 = 64 << 10;
 /// Largest annotation catalog a reader downloads: 64 MiB (about 150 000 entries).
-pub const MAX_CATALOG_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_CATALOG_BYTES: u64 = 64 << 20;
 
 /// Key of the identity object.
-pub const DATASET_KEY: &str = "dataset.json";
+pub(crate) const DATASET_KEY: &str = "dataset.json";
 /// Prefix of log entries.
-pub const LOG_PREFIX: &str = "log";
+pub(crate) const LOG_PREFIX: &str = "log";
 
 /// Key of the log entry with sequence number `seq`: `log/<seq, 20 digits>.json`.
-pub fn log_key(seq: u64) -> String {
+pub(crate) fn log_key(seq: u64) -> String {
     format!("{LOG_PREFIX}/{seq:020}.json")
 }
 
 /// The sequence number of a log key, or `None` if `key` is not one.
-pub fn parse_log_key(key: &str) -> Option<u64> {
+pub(crate) fn parse_log_key(key: &str) -> Option<u64> {
     let digits = key.strip_prefix("log/")?.strip_suffix(".json")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -63,26 +63,26 @@ pub fn parse_log_key(key: &str) -> Option<u64> {
 }
 
 /// Key of the claim of `snapshot_id`.
-pub fn claim_key(snapshot_id: &str) -> String {
+pub(crate) fn claim_key(snapshot_id: &str) -> String {
     format!("claims/{snapshot_id}.json")
 }
 
 /// Key of the pointer of `snapshot_id`.
-pub fn pointer_key(snapshot_id: &str) -> String {
+pub(crate) fn pointer_key(snapshot_id: &str) -> String {
     format!("snapshots/{snapshot_id}.json")
 }
 
 /// Key of shard number `index` of worker `work_id`: `shards/<work_id>/<index, 8 digits>.glm`.
-pub fn shard_key(work_id: &str, index: u64) -> String {
+pub(crate) fn shard_key(work_id: &str, index: u64) -> String {
     format!("shards/{work_id}/{index:08}.glm")
 }
 
 /// `dataset.json`: the root's identity, written create-only once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatasetIdentity {
-    /// Always [`DATASET_FORMAT`].
+    /// Always `"guideloom-dataset"`.
     pub format: String,
-    /// Always [`CONTROL_VERSION`].
+    /// Always `1`.
     pub version: u32,
     /// The dataset's id.
     pub dataset_id: String,
@@ -153,9 +153,9 @@ pub enum PublishMode {
 /// A log entry: the complete manifest of one snapshot. Creating it is the commit point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// Always [`MANIFEST_FORMAT`].
+    /// Always `"guideloom-snapshot"`.
     pub format: String,
-    /// Always [`CONTROL_VERSION`].
+    /// Always `1`.
     pub version: u32,
     /// Position in the total order of snapshots (1 for the first).
     pub seq: u64,
@@ -266,12 +266,14 @@ pub(crate) fn check_shards(shards: &[ShardRef]) -> std::result::Result<u64, Stri
     Ok(total)
 }
 
+// Public only for the `fuzzing` module (the fuzz targets and the on-disk format tests).
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
 /// `snapshots/<id>.json`: points at the log entry of a snapshot, with its size and hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotPointer {
-    /// Always [`POINTER_FORMAT`].
+    /// Always `"guideloom-snapshot-pointer"`.
     pub format: String,
-    /// Always [`CONTROL_VERSION`].
+    /// Always `1`.
     pub version: u32,
     /// The snapshot's id.
     pub snapshot_id: String,
@@ -285,6 +287,7 @@ pub struct SnapshotPointer {
     pub log_sha256: String,
 }
 
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
 impl SnapshotPointer {
     /// Parses and validates a pointer read from `key` for `snapshot_id`.
     pub fn parse(key: &str, body: &[u8], snapshot_id: &str) -> Result<Self> {
@@ -309,12 +312,14 @@ impl SnapshotPointer {
     }
 }
 
+// Public only for the `fuzzing` module (the fuzz targets and the on-disk format tests).
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
 /// `claims/<id>.json`: a publisher's exclusive claim of a snapshot id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
-    /// Always [`CLAIM_FORMAT`].
+    /// Always `"guideloom-snapshot-claim"`.
     pub format: String,
-    /// Always [`CONTROL_VERSION`].
+    /// Always `1`.
     pub version: u32,
     /// The snapshot id claimed.
     pub snapshot_id: String,
@@ -332,6 +337,7 @@ pub struct Claim {
     pub request_sha256: Option<String>,
 }
 
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
 impl Claim {
     /// Parses and validates a claim read from `key` for `snapshot_id`.
     pub fn parse(key: &str, body: &[u8], snapshot_id: &str) -> Result<Self> {

@@ -25,7 +25,7 @@ use crate::store::{CreateOutcome, RootStore, Written, create_object};
 use guideloom_io::RetryPolicy;
 
 /// Concurrent HEADs (and inspections) while verifying shards.
-pub const VERIFY_CONCURRENCY: usize = 16;
+pub(crate) const VERIFY_CONCURRENCY: usize = 16;
 
 /// What a [`ShardInspector`] found in a shard.
 #[derive(Debug, Clone, PartialEq, Eq)]

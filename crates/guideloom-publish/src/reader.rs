@@ -191,11 +191,10 @@ impl SnapshotReader {
     /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions};
     ///
     /// let root = Registry::new().resolve("memory://in-order-doc", &StorageOptions::default())?;
-    /// let tmp = tempfile::tempdir().unwrap();
     /// let mut shards = Vec::new();
     /// for (n, records) in [[b"a".as_slice(), b"b"], [b"c", b"d"]].into_iter().enumerate() {
     ///     let meta = ShardMetadata::new("raw", "documents");
-    ///     shards.push(root.write_shard("w", n as u64, meta, records, tmp.path()).await?);
+    ///     shards.push(root.write_shard("w", n as u64, meta, records).await?);
     /// }
     /// let request = PublishRequest {
     ///     dataset_id: "d".into(),
@@ -301,7 +300,7 @@ impl SnapshotReader {
     /// An in-order scan of records `range` through whole-shard staging: each shard the range
     /// touches is fetched whole (one request per 64 MiB chunk) into an unnamed local file under the root's
     /// [`StagingOptions`](crate::StagingOptions) budget, then read locally in runs (see
-    /// [`crate::staging`]). Use it for sequential passes over remote roots; random access
+    /// [`Stager`](crate::Stager)). Use it for sequential passes over remote roots; random access
     /// ([`get`](Self::get), [`get_many`](Self::get_many)) reads ranges instead.
     ///
     /// ```
@@ -311,9 +310,8 @@ impl SnapshotReader {
     /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions};
     ///
     /// let root = Registry::new().resolve("memory://scan-doc", &StorageOptions::default())?;
-    /// let tmp = tempfile::tempdir().unwrap();
     /// let records = [b"a".as_slice(), b"bb", b"ccc"];
-    /// let shard = root.write_shard("w", 0, ShardMetadata::new("raw", "documents"), records, tmp.path()).await?;
+    /// let shard = root.write_shard("w", 0, ShardMetadata::new("raw", "documents"), records).await?;
     /// let request = PublishRequest {
     ///     dataset_id: "d".into(),
     ///     snapshot_id: "s".into(),

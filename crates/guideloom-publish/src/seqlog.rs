@@ -93,7 +93,7 @@ impl LatestSearch {
 
 /// How many sequence numbers right after the latest [`Root::audit_log`] HEADs on a store
 /// that cannot list, looking for entries a gap hides (then it tries latest + 2^k for k ≥ 5).
-pub const AUDIT_WINDOW: u64 = 16;
+pub(crate) const AUDIT_WINDOW: u64 = 16;
 
 /// What [`Root::audit_log`] found in a root's snapshot log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -107,7 +107,7 @@ pub struct LogAudit {
     /// damaged (entries deleted by hand). Empty for a sound log.
     pub gaps: Vec<Range<u64>>,
     /// Entries above `latest` that readers never see because of a gap. A store that can list
-    /// shows them all; on one that cannot (HTTP roots) only those at the [`AUDIT_WINDOW`]
+    /// shows them all; on one that cannot (HTTP roots) only those at the 16
     /// numbers after the latest and at latest + 2^k are found.
     pub unreachable: Vec<u64>,
 }

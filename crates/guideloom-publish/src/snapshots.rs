@@ -13,7 +13,7 @@ use crate::publish::{Root, Snapshot};
 
 /// How many incomplete newest log entries [`Root::latest`] skips on a store without atomic
 /// writes before it reports the newest one's error.
-pub const MAX_INCOMPLETE_SKIPPED: u64 = 16;
+pub(crate) const MAX_INCOMPLETE_SKIPPED: u64 = 16;
 
 impl Root {
     /// Opens the latest snapshot: LIST `log/`, GET the highest entry (size checked against

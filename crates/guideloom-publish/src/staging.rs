@@ -58,10 +58,10 @@ use crate::store::RootStore;
 use sha2::{Digest, Sha256};
 
 /// Default [`StagingOptions::budget_bytes`]: 4 GiB.
-pub const DEFAULT_STAGING_BUDGET_BYTES: u64 = 4 << 30;
+pub(crate) const DEFAULT_STAGING_BUDGET_BYTES: u64 = 4 << 30;
 
 /// Default [`StagingOptions::download_chunk_bytes`]: 64 MiB.
-pub const DEFAULT_DOWNLOAD_CHUNK_BYTES: u64 = 64 << 20;
+pub(crate) const DEFAULT_DOWNLOAD_CHUNK_BYTES: u64 = 64 << 20;
 
 /// Where and how much whole-shard staging may store (a field of
 /// [`StorageOptions`](crate::StorageOptions)).
@@ -84,11 +84,11 @@ pub struct StagingOptions {
     /// directory (`std::env::temp_dir()`, `TMPDIR` on unix). Pick a local disk with room for
     /// the budget; files there have no names and vanish when closed.
     pub dir: Option<PathBuf>,
-    /// Most bytes staged at once (default [`DEFAULT_STAGING_BUDGET_BYTES`]). A scan needs at
+    /// Most bytes staged at once (default 4 GiB). A scan needs at
     /// least its largest shard.
     pub budget_bytes: u64,
     /// A shard is downloaded in ranged reads of at most this many bytes (default
-    /// [`DEFAULT_DOWNLOAD_CHUNK_BYTES`], 64 MiB), each written to the staging file before the
+    /// 64 MiB), each written to the staging file before the
     /// next: one request for shards up to this size, and never more than this in memory.
     pub download_chunk_bytes: u64,
 }

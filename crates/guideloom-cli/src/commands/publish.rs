@@ -71,7 +71,7 @@ pub(crate) async fn publish(
     // An http(s):// root is read-only: refused before any request.
     root.store().check_writable().map_err(|e| root.err(e))?;
     for w in work_ids {
-        guideloom_publish::key::check_name("work id", w)
+        guideloom_publish::check_name("work id", w)
             .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
     }
     let survey = work::survey(root, work_ids).await?;

@@ -1,6 +1,5 @@
 //! `guideloom write`: records in, shards out (create-only, under `shards/<work_id>/`).
 
-use std::path::Path;
 use std::time::Instant;
 
 use guideloom_format::ShardMetadata;
@@ -58,7 +57,7 @@ pub(crate) enum Start {
 /// Checks `work_id` before writing: a finished work id is refused (shards are create-only);
 /// an unfinished one is resumed.
 pub(crate) async fn check_work_id(root: &OpenRoot, work_id: &str) -> Result<Start> {
-    guideloom_publish::key::check_name("work id", work_id)
+    guideloom_publish::check_name("work id", work_id)
         .map_err(|e| CliError::argument("--work-id", e.to_string()))?;
     root.store().check_writable().map_err(|e| root.err(e))?;
     if let Some(done) = work::completion(root, work_id).await? {
@@ -147,7 +146,6 @@ async fn write_shards<I>(
 where
     I: IntoIterator<Item = Result<(String, Vec<u8>)>>,
 {
-    let staging = std::env::temp_dir();
     let mut batch: Vec<Vec<u8>> = Vec::new();
     let mut batch_bytes = PER_SHARD_OVERHEAD;
     for item in records {
@@ -163,7 +161,7 @@ where
             ));
         }
         if !batch.is_empty() && batch_bytes + cost > max_shard_bytes {
-            flush(root, work_id, format, &mut batch, &staging, written).await?;
+            flush(root, work_id, format, &mut batch, written).await?;
             batch_bytes = PER_SHARD_OVERHEAD;
         }
         batch_bytes += cost;
@@ -171,7 +169,7 @@ where
         bar.inc(1);
     }
     if !batch.is_empty() {
-        flush(root, work_id, format, &mut batch, &staging, written).await?;
+        flush(root, work_id, format, &mut batch, written).await?;
     }
     Ok(())
 }
@@ -181,7 +179,6 @@ async fn flush(
     work_id: &str,
     format: &str,
     batch: &mut Vec<Vec<u8>>,
-    staging: &Path,
     written: &mut Written,
 ) -> Result<()> {
     let index = written.shards.len() as u64;
@@ -192,7 +189,6 @@ async fn flush(
             index,
             ShardMetadata::new(format, KIND_DOCUMENTS),
             batch.iter(),
-            staging,
         )
         .await
         .map_err(|e| match (&e, written.resumed) {

@@ -171,8 +171,8 @@ mod tests {
     use object_store::memory::InMemory;
 
     use super::*;
+    use crate::store::EtagStyle;
     use crate::store::ObjectStoreBucket;
-    use crate::store::object::EtagStyle;
 
     /// An in-memory store with GCS's update contract: `PutMode::Update` must carry the
     /// generation (`version`, here `gen-<etag>`), and an etag alone is refused.

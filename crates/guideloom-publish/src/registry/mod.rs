@@ -24,13 +24,10 @@ mod s3;
 
 pub use cloud::{AzureOptions, GcsOptions};
 pub use http::HttpRootOptions;
-pub use s3::{
-    DEFAULT_S3_CONNECT_TIMEOUT, DEFAULT_S3_REQUEST_TIMEOUT, DEFAULT_S3_RETRY,
-    DEFAULT_S3_RETRY_TIMEOUT, S3Addressing, S3Options, S3Retry,
-};
+pub use s3::{S3Addressing, S3Options, S3Retry};
 
 /// Default [`StorageOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
-pub const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
+pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
 
 /// Options of a root's storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,7 +218,7 @@ impl Registry {
 
 /// `scheme://user:secret@host/...` → `scheme://host/...`: endpoints are logged and put in
 /// errors, credentials never are.
-pub fn redact_userinfo(url: &str) -> String {
+pub(crate) fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

@@ -21,16 +21,16 @@ pub enum S3Addressing {
 }
 
 /// Default [`S3Retry::request_timeout`]: 30 s per attempt (object_store's own default).
-pub const DEFAULT_S3_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_S3_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default [`S3Retry::connect_timeout`]: 5 s (object_store's own default).
-pub const DEFAULT_S3_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_S3_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default [`S3Retry::policy`]: 5 attempts (4 retries after the first; object_store's default
 /// is 10 retries), waits bounded by 100 ms doubling up to 5 s.
-pub const DEFAULT_S3_RETRY: RetryPolicy =
+pub(crate) const DEFAULT_S3_RETRY: RetryPolicy =
     RetryPolicy::new(5, Duration::from_millis(100), Duration::from_secs(5));
 /// Default [`S3Retry::retry_timeout`]: no retry starts 60 s after the first attempt
 /// (object_store's default is 3 minutes).
-pub const DEFAULT_S3_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_S3_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Retries and timeouts of the object-store client (S3, and the same shape for GCS and
 /// Azure), passed to object_store's `RetryConfig` and `ClientOptions`.
@@ -43,17 +43,18 @@ pub const DEFAULT_S3_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 /// 90 s. A publication resolves what a failed PUT left behind by reading it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct S3Retry {
-    /// Attempts (1 disables retries) and backoff bounds: [`DEFAULT_S3_RETRY`]. object_store
+    /// Attempts (1 disables retries) and backoff bounds: 5 attempts, waits
+    /// bounded by 100 ms doubling up to 5 s. object_store
     /// draws the jittered waits itself, within these bounds
     /// ([`RetryPolicy::object_store_config`]).
     pub policy: RetryPolicy,
     /// No retry starts after this long since the first attempt:
-    /// [`DEFAULT_S3_RETRY_TIMEOUT`].
+    /// 60 s.
     pub retry_timeout: Duration,
     /// Timeout of one attempt, from connecting to the end of the body (`None`: no limit):
-    /// [`DEFAULT_S3_REQUEST_TIMEOUT`].
+    /// 30 s.
     pub request_timeout: Option<Duration>,
-    /// Timeout of connecting (`None`: no limit): [`DEFAULT_S3_CONNECT_TIMEOUT`].
+    /// Timeout of connecting (`None`: no limit): 5 s.
     pub connect_timeout: Option<Duration>,
 }
 

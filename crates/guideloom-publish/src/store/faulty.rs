@@ -13,7 +13,7 @@
 //! # async fn main() -> guideloom_publish::Result<()> {
 //! use std::sync::Arc;
 //! use bytes::Bytes;
-//! use guideloom_publish::store::faulty::{Fault, FaultyStore, Operation};
+//! use guideloom_publish::faulty::{Fault, FaultyStore, Operation};
 //! use guideloom_publish::{Registry, Root, RootStore, StorageOptions};
 //!
 //! let store = Registry::new().resolve_store("memory://faulty", &StorageOptions::default())?;

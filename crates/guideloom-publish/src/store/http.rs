@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 /// How much of an object the first request of [`RootStore::get`] asks for (a suffix `GET`):
 /// 1 MiB. Control objects (identity, manifests, pointers, catalog) are smaller, so a whole
 /// read is one request; a larger object costs a second ranged `GET` for the remainder.
-pub const HTTP_GET_FIRST_BYTES: u64 = 1 << 20;
+pub(crate) const HTTP_GET_FIRST_BYTES: u64 = 1 << 20;
 
 /// A read-only root below an `http://` or `https://` base URL, through guideloom-io's
 /// [`HttpIo`] (one pooled client; retries and timeouts from [`HttpOptions`]).

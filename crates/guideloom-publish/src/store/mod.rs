@@ -14,22 +14,22 @@ use tracing::{Instrument, debug, info_span, warn};
 
 use crate::error::{Error, Result};
 
-pub mod counting;
+mod counting;
 pub mod faulty;
 #[cfg(feature = "http")]
-pub mod http;
-pub mod local;
-pub mod object;
-pub mod pending;
-pub mod sweep;
+mod http;
+mod local;
+mod object;
+mod pending;
+mod sweep;
 
 pub use counting::{CountingStore, Counts};
-pub use faulty::FaultyStore;
 #[cfg(feature = "http")]
 pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};
-pub use object::{ObjectStoreBucket, ObjectStoreRoot};
-pub use pending::{Buffered, Digest256, PendingObject, create_streamed};
+pub use object::{EtagStyle, ObjectStoreBucket, ObjectStoreRoot};
+pub(crate) use pending::Digest256;
+pub use pending::{Buffered, PendingObject, create_streamed};
 pub use sweep::Sweep;
 
 /// An opaque entity tag identifying one version of an object, as the store reports it.
@@ -120,7 +120,8 @@ pub struct StoreCapabilities {
 
 /// The storage operations a dataset root needs: create-only put, conditional update, get,
 /// ranged get, head and list. Keys are relative to the root and already validated
-/// ([`crate::key::check_key`]).
+/// (relative, no `.`/`..`/empty/dot-prefixed segment, no scheme, backslash or control
+/// character, at most 768 bytes).
 ///
 /// Object-safe: roots are handled as `Arc<dyn RootStore>`. Implementations must not retry
 /// create-only or conditional puts in a way that hides their outcome; the protocols in this
@@ -169,7 +170,7 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     /// is read when the store knows the size (a local `fstat`, a response's announced
     /// length), and after at most `limit + 1` bytes otherwise. Callers pass the size the
     /// reference pointing at the object gives, or the documented cap of its kind
-    /// ([`crate::manifest`]): no object a root holds can make a reader allocate more.
+    /// (`docs/publication.md`): no object a root holds can make a reader allocate more.
     async fn get(&self, key: &str, limit: u64) -> Result<Object>;
 
     /// Reads `range` of an object; exactly `range.end - range.start` bytes or an error.
@@ -190,7 +191,7 @@ pub trait RootStore: Send + Sync + Debug + 'static {
 
     /// Removes temporary files that crashed writers left, when the store has any: on a local
     /// root, `.…tmp` files at least `min_age` old whose writer process no longer runs (see
-    /// [`sweep`]). Object stores and declared mounts have none (an upload either lands whole
+    /// [`Sweep`]). Object stores and declared mounts have none (an upload either lands whole
     /// or not at all; a mount writes final names directly): the default does nothing.
     async fn sweep_temporaries(&self, min_age: Duration) -> Result<Sweep> {
         let _ = min_age;
@@ -242,7 +243,7 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
 }
 
 /// Above this size, [`create_object`] HEADs an existing object before reading it back.
-pub const READ_BACK_HEAD_THRESHOLD: usize = 1 << 20;
+pub(crate) const READ_BACK_HEAD_THRESHOLD: usize = 1 << 20;
 
 /// How a create-only write ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,8 +262,8 @@ pub enum Written {
 /// first attempt), the object is read back and its SHA-256 compared with `body`'s:
 /// identical bytes mean our write landed ([`Written::AlreadyIdentical`]); different bytes
 /// are a genuine [`Error::PublicationCollision`] naming `key`. If the object is absent after
-/// an error, the original error is returned. Above [`READ_BACK_HEAD_THRESHOLD`] a HEAD
-/// compares sizes first and the object is read back in [`pending::READ_BACK_CHUNK`] ranges.
+/// an error, the original error is returned. Above 1 MiB a HEAD compares sizes first
+/// and the object is read back in 8 MiB ranges.
 /// [`create_streamed`] is the same protocol for a body streamed into the store.
 pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Result<Written> {
     let span = info_span!("create_object", root = %store.describe(), key, size = body.len());

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 
 /// Bytes per ranged read when an existing object larger than
 /// [`READ_BACK_HEAD_THRESHOLD`] is compared with ours: memory stays one chunk.
-pub const READ_BACK_CHUNK: u64 = 8 << 20;
+pub(crate) const READ_BACK_CHUNK: u64 = 8 << 20;
 
 /// A create-only write in progress, from [`RootStore::begin_create`]: write the bytes through
 /// [`Write`], then [`commit`](PendingObject::commit). Nothing appears under the key before
@@ -86,38 +86,32 @@ impl<S: RootStore + ?Sized> PendingObject for Buffered<'_, S> {
 /// needs to tell our own earlier attempt from someone else's object without reading ours
 /// back.
 #[derive(Debug, Clone, Default)]
-pub struct Digest256 {
+pub(crate) struct Digest256 {
     hasher: Sha256,
     len: u64,
 }
 
 impl Digest256 {
     /// Adds `bytes`.
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
         self.len += bytes.len() as u64;
     }
 
     /// Bytes added so far.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    /// Whether nothing was added.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The digest of everything added.
-    pub fn finish(self) -> [u8; 32] {
+    pub(crate) fn finish(self) -> [u8; 32] {
         self.hasher.finalize().into()
     }
 }
 
 /// Commits `pending` (whose bytes were `size` long with SHA-256 `digest`) and resolves the
 /// outcome as [`create_object`](super::create_object) does: "already exists", or an error that
-/// leaves the outcome unknown, reads the object back — in [`READ_BACK_CHUNK`] ranges above
-/// [`READ_BACK_HEAD_THRESHOLD`], so memory stays one chunk — and compares digests: ours means
+/// leaves the outcome unknown, reads the object back — in 8 MiB ranges above 1 MiB, so memory stays one chunk — and compares digests: ours means
 /// an earlier attempt landed ([`Written::AlreadyIdentical`]); anything else is
 /// [`Error::PublicationCollision`].
 pub async fn create_streamed(
