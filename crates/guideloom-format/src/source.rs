@@ -2,8 +2,7 @@
 //!
 //! The trait the facade's loader (`guideloom::loader::Loader`) reads from. It lives here,
 //! below the loader and the snapshot reader, so that every layer's readers implement it: the
-//! storages' sync readers ([`DocumentReader`](crate::DocumentReader),
-//! [`StreamReader`](crate::StreamReader), [`StreamWithMetaReader`](crate::StreamWithMetaReader))
+//! storages' sync readers ([`DocumentReader`], [`StreamReader`], [`StreamWithMetaReader`])
 //! here, a published snapshot (`guideloom::Dataset`) in the facade, in-memory sources in
 //! tests. The loader then reads a plain storage directory as well as a published root.
 
@@ -48,7 +47,7 @@ use crate::{DocumentReader, StreamReader, StreamWithMetaReader};
 /// ```
 pub trait RecordSource: Send + Sync + 'static {
     /// What [`get_many`](Self::get_many) fails with. The facade's loader hands it to the
-    /// caller as `guideloom::Error`: this crate's [`Error`](crate::Error) as
+    /// caller as `guideloom::Error`: this crate's [`Error`] as
     /// `guideloom::Error::Format`, a `guideloom::Error` unchanged, any other error as
     /// `guideloom::Error::Fetch` with the error as its source.
     type Error: std::error::Error + Send + Sync + 'static;

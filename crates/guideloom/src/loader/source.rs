@@ -38,7 +38,7 @@ impl MemorySource {
     }
 
     /// Declares shard sizes (they must sum to the record count) and whether the source
-    /// should be treated as remote by [`ShuffleMode::Auto`].
+    /// should be treated as remote by [`ShuffleMode::Auto`](crate::ShuffleMode::Auto).
     pub fn with_shards(mut self, shard_sizes: &[u64], remote: bool) -> Result<Self> {
         let mut bounds = vec![0u64];
         for s in shard_sizes {
