@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use guideloom::dataset::{new_runtime, resolve_root};
 use guideloom::loader::{Loader, LoaderOptions};
-use guideloom::publish::{RetryPolicy, S3Options, StorageOptions};
+use guideloom::publish::{RetryPolicy, S3Options, StoreOptions};
 use guideloom::publisher::publish_cbor;
 use guideloom::{
     AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, PublishMode, Publisher, RecordSource,
@@ -182,9 +182,9 @@ fn declared_mount_reads_but_refuses_annotation_writes() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("ds");
     let uri = uri.to_str().unwrap();
-    let options = DatasetOptions::default().storage(StorageOptions {
+    let options = DatasetOptions::default().storage(StoreOptions {
         mount: true,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     });
     let rt = new_runtime().unwrap();
     let snap = rt.block_on(async {
@@ -305,9 +305,9 @@ fn sync_publisher_raw_append_mount_and_encode_errors() {
     let uri = uri.to_str().unwrap();
     let publisher = Publisher::open_with(
         uri,
-        StorageOptions {
+        StoreOptions {
             mount: true,
-            ..StorageOptions::default()
+            ..StoreOptions::default()
         },
     )
     .unwrap();
@@ -443,13 +443,13 @@ fn s3_root_on_moto_all_read_paths() {
         return;
     };
     let options = DatasetOptions::default()
-        .storage(StorageOptions {
+        .storage(StoreOptions {
             s3: S3Options {
                 endpoint: Some(endpoint),
                 allow_http: true,
                 ..S3Options::default()
             },
-            ..StorageOptions::default()
+            ..StoreOptions::default()
         })
         .registry(Arc::new(guideloom::Registry::new()));
     let uri = format!("s3://{bucket}/{}", unique("facade"));

@@ -19,7 +19,7 @@ use guideloom_faultproxy::{Fault, FaultProxy, Script};
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
     Error, HttpRootOptions, PublicationOptions, PublishMode, PublishRequest, Registry, Root,
-    StorageOptions,
+    RootOptions, StoreOptions,
 };
 
 const RECORDS: u64 = 50;
@@ -218,22 +218,28 @@ async fn http_root_reads_records_under_every_fault() {
     let name = guideloom_tests::unique("faults-roots");
     let dir = served.join(&name);
     let _served = Served(dir.clone());
-    let local = Registry::new()
-        .resolve(dir.to_str().unwrap(), &StorageOptions::default())
-        .unwrap();
+    let local = Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     publish_clean(&local).await;
-    let options = StorageOptions {
+    let options = StoreOptions {
         http: HttpRootOptions {
             request_timeout: ATTEMPT,
             connect_timeout: ATTEMPT,
             max_attempts: ATTEMPTS,
             operation_timeout: Duration::from_secs(20),
         },
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     sweep("nginx http:// root", &url, true, |proxy| {
         let base = format!("{}{name}", proxy.proxied(&url));
-        Registry::new().resolve(&base, &options).unwrap()
+        Root::new(
+            Registry::new().resolve(&base, &options).unwrap(),
+            RootOptions::default(),
+        )
     })
     .await;
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use guideloom_format::ShardMetadata;
 use guideloom_format::metadata::KIND_DOCUMENTS;
-use guideloom_publish::{Registry, Root, SnapshotReader, StorageOptions};
+use guideloom_publish::{Registry, Root, RootOptions, SnapshotReader, StoreOptions};
 use publish_common::*;
 
 const READERS: usize = 32;
@@ -215,14 +215,20 @@ fn thirty_two_readers_over_http() {
     rt.block_on(async {
         let sub = unique("load-http");
         let dir = served.join(&sub);
-        let writer = Registry::new()
-            .resolve(dir.to_str().unwrap(), &StorageOptions::default())
-            .unwrap();
+        let writer = Root::new(
+            Registry::new()
+                .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+                .unwrap(),
+            RootOptions::default(),
+        );
         write_dataset(&writer).await;
         let base = format!("{}/{sub}", url.trim_end_matches('/'));
-        let root = Registry::new()
-            .resolve(&base, &StorageOptions::default())
-            .unwrap();
+        let root = Root::new(
+            Registry::new()
+                .resolve(&base, &StoreOptions::default())
+                .unwrap(),
+            RootOptions::default(),
+        );
         let reader = Arc::new(root.reader(root.latest().await.unwrap()));
         let run = hammer(reader, seconds()).await;
         let _ = std::fs::remove_dir_all(&dir);
@@ -265,9 +271,12 @@ fn thirty_two_readers_over_http_with_injected_faults() {
     rt.block_on(async {
         let sub = unique("load-faults");
         let dir = served.join(&sub);
-        let writer = Registry::new()
-            .resolve(dir.to_str().unwrap(), &StorageOptions::default())
-            .unwrap();
+        let writer = Root::new(
+            Registry::new()
+                .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+                .unwrap(),
+            RootOptions::default(),
+        );
         write_dataset(&writer).await;
         // Each distinct request (method, target, range) is faulted at most once, so a retry
         // of it passes: every injected fault is one a reader's retries must absorb.
@@ -289,9 +298,12 @@ fn thirty_two_readers_over_http_with_injected_faults() {
         )
         .unwrap();
         let base = format!("{}/{sub}", proxy.url().trim_end_matches('/'));
-        let root = Registry::new()
-            .resolve(&base, &StorageOptions::default())
-            .unwrap();
+        let root = Root::new(
+            Registry::new()
+                .resolve(&base, &StoreOptions::default())
+                .unwrap(),
+            RootOptions::default(),
+        );
         let reader = Arc::new(root.reader(root.latest().await.unwrap()));
         let run = hammer_until(&reader, || proxy.stats().faults > 10).await;
         let faults = proxy.stats().faults;

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use guideloom_publish::credentials::{AwsChain, RegionSource};
 use guideloom_publish::{
-    Error, PublicationOptions, PublishMode, PublishRequest, Registry, Root, StorageOptions,
+    Error, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootOptions,
+    StoreOptions,
 };
 use guideloom_tests::unique;
 use object_store::CredentialProvider;
@@ -68,8 +69,8 @@ fn invocations(counter: &Path) -> usize {
     std::fs::read_to_string(counter).map_or(0, |s| s.lines().count())
 }
 
-fn options(endpoint: &str, profile: Option<&str>) -> StorageOptions {
-    let mut opts = StorageOptions::default();
+fn options(endpoint: &str, profile: Option<&str>) -> StoreOptions {
+    let mut opts = StoreOptions::default();
     opts.s3.endpoint = Some(endpoint.to_owned());
     opts.s3.allow_http = true;
     opts.s3.retry.policy.max_attempts = 2;
@@ -186,6 +187,7 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
             "s3://any-bucket/x",
             &options(&moto.endpoint, Some("no-such-profile")),
         )
+        .map(|store| Root::new(store, RootOptions::default()))
         .unwrap_err();
     assert!(
         matches!(&err, Error::AwsProfile { profile, what, .. }
@@ -198,7 +200,10 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     set_env("AWS_SECRET_ACCESS_KEY", None);
     let named_prefix = unique("aws-profile-named");
     let uri = format!("s3://{}/{named_prefix}", moto.bucket);
-    let root = Registry::new().resolve(&uri, &named).unwrap();
+    let root = Root::new(
+        Registry::new().resolve(&uri, &named).unwrap(),
+        RootOptions::default(),
+    );
     let described = root.store().describe();
     assert!(described.contains(PROFILE), "{described}");
     runtime.block_on(publish_and_read_back(&root, "named profile"));
@@ -207,24 +212,30 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     // for an hour are fetched once for a whole publish; credentials expiring inside the
     // refresh window (60 s < 5 min) are fetched again for every request.
     let process_prefix = unique("aws-profile-process");
-    let root = Registry::new()
-        .resolve(
-            &format!("s3://{}/{process_prefix}/long", moto.bucket),
-            &options(&moto.endpoint, Some("process-long")),
-        )
-        .unwrap();
+    let root = Root::new(
+        Registry::new()
+            .resolve(
+                &format!("s3://{}/{process_prefix}/long", moto.bucket),
+                &options(&moto.endpoint, Some("process-long")),
+            )
+            .unwrap(),
+        RootOptions::default(),
+    );
     runtime.block_on(publish_and_read_back(&root, "credential_process, 1 h"));
     assert_eq!(
         invocations(&long_count),
         1,
         "one fetch for the whole publish"
     );
-    let root = Registry::new()
-        .resolve(
-            &format!("s3://{}/{process_prefix}/short", moto.bucket),
-            &options(&moto.endpoint, Some("process-short")),
-        )
-        .unwrap();
+    let root = Root::new(
+        Registry::new()
+            .resolve(
+                &format!("s3://{}/{process_prefix}/short", moto.bucket),
+                &options(&moto.endpoint, Some("process-short")),
+            )
+            .unwrap(),
+        RootOptions::default(),
+    );
     runtime.block_on(publish_and_read_back(&root, "credential_process, 60 s"));
     println!(
         "credential_process fetches: valid 1 h: {}, valid 60 s: {}",
@@ -259,7 +270,10 @@ fn a_named_profile_signs_requests_and_sets_the_region() {
     );
     let ambient_prefix = unique("aws-profile-ambient");
     let uri = format!("s3://{}/{ambient_prefix}", moto.bucket);
-    let root = Registry::new().resolve(&uri, &ambient).unwrap();
+    let root = Root::new(
+        Registry::new().resolve(&uri, &ambient).unwrap(),
+        RootOptions::default(),
+    );
     runtime.block_on(publish_and_read_back(&root, "ambient profile"));
 
     // Unparsable shared config files: fatal for a named profile, ignored (with a warning) for

@@ -19,8 +19,8 @@ use std::time::Duration;
 use guideloom_format::{MemReader, ReadOptions, SyncShard};
 use guideloom_publish::fuzzing::{Claim, SnapshotPointer, parse_log_key, sha256_hex};
 use guideloom_publish::{
-    Catalog, DatasetIdentity, FooterInspector, Manifest, Registry, Root, ShardInspector, Snapshot,
-    StorageOptions,
+    Catalog, DatasetIdentity, FooterInspector, Manifest, Registry, Root, RootOptions,
+    ShardInspector, Snapshot, StoreOptions,
 };
 use guideloom_tests::crash;
 use nix::sys::signal::{Signal, kill};
@@ -88,16 +88,19 @@ struct Report {
 }
 
 fn open_root(dir: &Path, kind: &str) -> Root {
-    let opts = StorageOptions {
+    let opts = StoreOptions {
         mount: kind == "mount",
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     let uri = if kind == "mount" {
         format!("file://{}", dir.display())
     } else {
         dir.display().to_string()
     };
-    Registry::new().resolve(&uri, &opts).unwrap()
+    Root::new(
+        Registry::new().resolve(&uri, &opts).unwrap(),
+        RootOptions::default(),
+    )
 }
 
 fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_publish::faulty::{Fault, FaultKind, FaultyStore, Operation};
 use guideloom_publish::{
-    Error, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootStore, ShardRef,
-    Snapshot, StorageOptions,
+    Error, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootOptions, RootStore,
+    ShardRef, Snapshot, StoreOptions,
 };
 use publish_common::*;
 
@@ -29,15 +29,15 @@ fn store(kind: &str) -> (Arc<dyn RootStore>, Option<tempfile::TempDir>) {
         "local" => {
             let dir = tempfile::tempdir().unwrap();
             let store = Registry::new()
-                .resolve_store(dir.path().to_str().unwrap(), &StorageOptions::default())
+                .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
                 .unwrap();
             (store, Some(dir))
         }
         _ => (
             Registry::new()
-                .resolve_store(
+                .resolve(
                     &format!("memory://{}", unique("faults")),
-                    &StorageOptions::default(),
+                    &StoreOptions::default(),
                 )
                 .unwrap(),
             None,
@@ -90,8 +90,8 @@ fn every_fault_at_every_call_of_a_publication_is_resolved() {
             // A clean run counts the calls of each operation one publication makes.
             let (inner, _keep) = store(kind);
             let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner)));
-            let request = prepare(&Root::new(Arc::clone(&inner), StorageOptions::default())).await;
-            let root = Root::new(faulty.clone(), StorageOptions::default());
+            let request = prepare(&Root::new(Arc::clone(&inner), RootOptions::default())).await;
+            let root = Root::new(faulty.clone(), RootOptions::default());
             root.publish(&request, &PublicationOptions::default())
                 .await
                 .unwrap();
@@ -112,11 +112,11 @@ fn every_fault_at_every_call_of_a_publication_is_resolved() {
                         cases += 1;
                         let what = format!("{kind}: {fault:?} at {op:?} #{call}");
                         let (inner, _keep) = store(kind);
-                        let clean = Root::new(Arc::clone(&inner), StorageOptions::default());
+                        let clean = Root::new(Arc::clone(&inner), RootOptions::default());
                         let request = prepare(&clean).await;
                         let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner)));
                         faulty.plan(op, call, fault);
-                        let root = Root::new(faulty.clone(), StorageOptions::default());
+                        let root = Root::new(faulty.clone(), RootOptions::default());
                         let first = root.publish(&request, &PublicationOptions::default()).await;
                         assert_eq!(faulty.injected(), 1, "{what}: the fault did not fire");
                         match &first {
@@ -164,12 +164,12 @@ fn every_fault_at_every_call_of_a_publication_is_resolved() {
 fn a_full_disk_between_claim_and_commit_is_retried_by_the_same_request() {
     rt().block_on(async {
         let (inner, keep) = store("local");
-        let clean = Root::new(Arc::clone(&inner), StorageOptions::default());
+        let clean = Root::new(Arc::clone(&inner), RootOptions::default());
         let request = prepare(&clean).await;
         let faulty = Arc::new(FaultyStore::new(inner));
         // put_create #1 is the claim, #2 the log entry: the disk fills between them.
         faulty.plan(Operation::PutCreate, 2, Fault::Fail(FaultKind::DiskFull));
-        let root = Root::new(faulty.clone(), StorageOptions::default());
+        let root = Root::new(faulty.clone(), RootOptions::default());
         let err = root
             .publish(&request, &PublicationOptions::default())
             .await
@@ -210,7 +210,7 @@ fn faults_during_annotation_and_upload_are_resolved_by_a_retry() {
                     for fault in FAULTS {
                         let what = format!("{kind}: {fault:?} at {op:?} #{call}");
                         let (inner, _keep) = store(kind);
-                        let clean = Root::new(Arc::clone(&inner), StorageOptions::default());
+                        let clean = Root::new(Arc::clone(&inner), RootOptions::default());
                         let request = prepare(&clean).await;
                         let snapshot = clean
                             .publish(&request, &PublicationOptions::default())
@@ -218,7 +218,7 @@ fn faults_during_annotation_and_upload_are_resolved_by_a_retry() {
                             .unwrap();
                         let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner)));
                         faulty.plan(op, call, fault);
-                        let root = Root::new(faulty.clone(), StorageOptions::default());
+                        let root = Root::new(faulty.clone(), RootOptions::default());
                         let values = ["a", "b", "c", "d", "e"];
                         let retry = fast_retry();
                         let first = root
@@ -244,7 +244,7 @@ fn faults_during_annotation_and_upload_are_resolved_by_a_retry() {
                         // An upload under the same fault.
                         let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner)));
                         faulty.plan(op, call, fault);
-                        let root = Root::new(faulty.clone(), StorageOptions::default());
+                        let root = Root::new(faulty.clone(), RootOptions::default());
                         let body = Bytes::from_static(b"third shard");
                         if let Err(e) = root.upload_shard("c", 0, body.clone(), 1).await {
                             assert!(!e.is_collision(), "{what}: {e}");

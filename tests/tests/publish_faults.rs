@@ -12,8 +12,8 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use guideloom_publish::fuzzing::LOG_PREFIX;
 use guideloom_publish::{
-    Error, EtagStyle, ObjectStoreBucket, PublicationOptions, PublishMode, Root, RootStore,
-    StorageOptions, Written, cas_update, create_object,
+    Error, EtagStyle, ObjectStoreBucket, PublicationOptions, PublishMode, Root, RootOptions,
+    RootStore, Written, cas_update, create_object,
 };
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -204,10 +204,7 @@ impl ObjectStore for TestStore {
 
 fn root_on(store: Arc<dyn ObjectStore>, name: &str) -> (Root, Arc<ObjectStoreBucket>) {
     let bucket = ObjectStoreBucket::new(store, name);
-    let root = Root::new(
-        Arc::new(bucket.root("ds").unwrap()),
-        StorageOptions::default(),
-    );
+    let root = Root::new(Arc::new(bucket.root("ds").unwrap()), RootOptions::default());
     (root, bucket)
 }
 

@@ -18,24 +18,27 @@ use std::time::Duration;
 use guideloom_format::ShardMetadata;
 use guideloom_format::metadata::KIND_DOCUMENTS;
 use guideloom_publish::fuzzing::{CATALOG_KEY, DATASET_KEY, log_key, pointer_key};
-use guideloom_publish::{Error, Registry, RetryPolicy, Root, Snapshot, StorageOptions};
+use guideloom_publish::{Error, Registry, RetryPolicy, Root, RootOptions, Snapshot, StoreOptions};
 use publish_common::*;
 
 /// How long any refused operation may take before the test calls it a hang. A hang detector,
 /// not a performance bound: every refusal here is a handful of syscalls.
 const HANG: Duration = Duration::from_secs(30);
 
-fn open_root(dir: &Path, options: &StorageOptions) -> Root {
+fn open_root(dir: &Path, options: &StoreOptions) -> Root {
     // A fresh registry and root each time: no identity cached from before the damage.
-    Registry::new()
-        .resolve(dir.to_str().unwrap(), options)
-        .unwrap()
+    Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), options)
+            .unwrap(),
+        RootOptions::default(),
+    )
 }
 
 /// A published local root: dataset `captures`, snapshot `s1` of one shard (3 records) by
 /// worker `w`, and annotation set `labels/v1`.
 async fn published(dir: &Path) -> Snapshot {
-    let root = open_root(dir, &StorageOptions::default());
+    let root = open_root(dir, &StoreOptions::default());
     let records = [b"alpha".to_vec(), b"beta".to_vec(), b"gamma".to_vec()];
     let shard = root
         .write_shard(
@@ -111,7 +114,7 @@ fn plant(path: &Path, h: Hostile, outside: &Path) {
 /// The read of the published root that touches `key` (after `plant`), as the error it ends
 /// in. Every read starts from a fresh root so nothing is cached.
 async fn read_touching(dir: &Path, key: &str) -> Error {
-    let root = open_root(dir, &StorageOptions::default());
+    let root = open_root(dir, &StoreOptions::default());
     let result = tokio::time::timeout(HANG, async {
         match key {
             // The identity is read on every snapshot open; the pointer by open-by-id, which
@@ -216,7 +219,7 @@ async fn a_fifo_where_an_object_should_be_fails_every_entry_point_at_once() {
         nix::sys::stat::Mode::from_bits_truncate(0o644),
     )
     .unwrap();
-    let root = open_root(dir.path(), &StorageOptions::default());
+    let root = open_root(dir.path(), &StoreOptions::default());
     let store = root.store();
     let checks = tokio::time::timeout(HANG, async {
         let key = "snapshots/s2.json";
@@ -311,7 +314,7 @@ async fn writes_never_go_through_a_symlinked_directory() {
         let snapshot = published(dir.path()).await;
         let link = link_out(dir.path(), rel, outside.path());
         let before = tree(outside.path());
-        let root = open_root(dir.path(), &StorageOptions::default());
+        let root = open_root(dir.path(), &StoreOptions::default());
         let result = tokio::time::timeout(HANG, async {
             match write {
                 "write_shard" => root
@@ -367,7 +370,7 @@ async fn reads_never_follow_a_symlinked_directory_unless_opted_in() {
     let outside = tempfile::tempdir().unwrap();
     published(dir.path()).await;
     let link = link_out(dir.path(), "shards", outside.path());
-    let root = open_root(dir.path(), &StorageOptions::default());
+    let root = open_root(dir.path(), &StoreOptions::default());
     let listed = root.store().list("shards").await.unwrap_err();
     assert!(
         matches!(&listed, Error::RefusedFile { path, kind: "a symbolic link", .. } if path == &link),
@@ -388,9 +391,9 @@ async fn reads_never_follow_a_symlinked_directory_unless_opted_in() {
         "{err:?}"
     );
     // The explicit opt-in follows links beneath the root; FIFOs are still refused.
-    let trusting = StorageOptions {
+    let trusting = StoreOptions {
         follow_symlinks: true,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     let root = open_root(dir.path(), &trusting);
     let snapshot = root.snapshot("s1").await.unwrap();
@@ -426,7 +429,7 @@ async fn a_directory_swapped_for_a_link_mid_write_never_leaks_a_write() {
     let outside = tempfile::tempdir().unwrap();
     let root_path = dir.path().to_path_buf();
     let target = outside.path().to_path_buf();
-    let root = open_root(dir.path(), &StorageOptions::default());
+    let root = open_root(dir.path(), &StoreOptions::default());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
         let stop = std::sync::Arc::clone(&stop);

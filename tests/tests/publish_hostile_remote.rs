@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
 use guideloom_publish::fuzzing::{DATASET_KEY, MAX_CATALOG_BYTES, MAX_IDENTITY_BYTES};
-use guideloom_publish::{Error, ObjectStoreBucket, Registry, Root, StorageOptions};
+use guideloom_publish::{Error, ObjectStoreBucket, Registry, Root, RootOptions, StoreOptions};
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{
@@ -144,10 +144,7 @@ async fn lying_root(marker: &str, lie: Lie) -> (Root, Arc<AtomicU64>) {
         sent: Arc::clone(&sent),
     });
     let bucket = ObjectStoreBucket::new(store, "lying");
-    let root = Root::new(
-        Arc::new(bucket.root("ds").unwrap()),
-        StorageOptions::default(),
-    );
+    let root = Root::new(Arc::new(bucket.root("ds").unwrap()), RootOptions::default());
     let s = shard(&root, "w", 3).await;
     let snapshot = publish(&root, "s1", vec![s]).await;
     root.publish_annotations("labels", "v1", &snapshot, &[1, 2, 3], &fast_retry())
@@ -159,7 +156,7 @@ async fn lying_root(marker: &str, lie: Lie) -> (Root, Arc<AtomicU64>) {
 
 fn fresh(root: &Root) -> Root {
     // No identity cached.
-    Root::new(Arc::clone(root.store()), StorageOptions::default())
+    Root::new(Arc::clone(root.store()), RootOptions::default())
 }
 
 #[test]
@@ -257,9 +254,9 @@ fn an_http_root_of_gigabyte_objects_costs_a_few_kib() {
         let sub = unique("hostile-http");
         let dir = served.join(&sub);
         let _served = Served(dir.clone());
-        let local = Registry::new()
-            .resolve(dir.to_str().unwrap(), &StorageOptions::default())
-            .unwrap();
+        let local = Root::new(Registry::new()
+            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+            .unwrap(), RootOptions::default());
         let s = shard(&local, "w", 3).await;
         let snapshot = publish(&local, "s1", vec![s]).await;
         local
@@ -272,9 +269,9 @@ fn an_http_root_of_gigabyte_objects_costs_a_few_kib() {
             "annotations/catalog.json",
             "annotations/labels/v1/values.jsonl",
         ] {
-            let root = Registry::new()
-                .resolve(&base, &StorageOptions::default())
-                .unwrap();
+            let root = Root::new(Registry::new()
+                .resolve(&base, &StoreOptions::default())
+                .unwrap(), RootOptions::default());
             // Opened before the damage where the read under test needs a snapshot.
             let s1 = (key != DATASET_KEY).then_some(());
             let opened = match s1 {

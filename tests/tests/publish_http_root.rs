@@ -9,7 +9,7 @@ use std::sync::Arc;
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
     Error, HttpRootStore, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy,
-    Root, RootStore, ShardRef, StorageOptions,
+    Root, RootOptions, RootStore, ShardRef, StoreOptions,
 };
 
 /// Removes the published subdirectory of the nginx root whatever the outcome.
@@ -66,9 +66,12 @@ async fn http_root_reads_what_a_local_root_published() {
     let _served = Served(dir.clone());
 
     // Publish three snapshots (full, append, append) into the served directory.
-    let local = Registry::new()
-        .resolve(dir.to_str().unwrap(), &StorageOptions::default())
-        .unwrap();
+    let local = Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     let a = shard(&local, "w0", 0..40).await;
     let b = shard(&local, "w1", 40..41).await;
     let c = shard(&local, "w2", 41..100).await;
@@ -91,7 +94,7 @@ async fn http_root_reads_what_a_local_root_published() {
 
     let base = format!("{url}{subdir}");
     let store = Arc::new(HttpRootStore::new(&base).unwrap());
-    let root = Root::new(store.clone(), StorageOptions::default());
+    let root = Root::new(store.clone(), RootOptions::default());
     assert!(!root.store().capabilities().list);
 
     // Latest: seq 3 is found by 4 HEADs (1, 2, 4 absent, 3), then dataset.json and log/3.
@@ -151,7 +154,7 @@ async fn http_root_reads_what_a_local_root_published() {
     ));
 
     // A staged scan reads each shard with one GET and returns the same bytes.
-    let scan_root = Root::new(store.clone(), StorageOptions::default());
+    let scan_root = Root::new(store.clone(), RootOptions::default());
     let scan_reader = scan_root.reader(latest.clone());
     let before = requests(&store);
     let mut scan = scan_reader.scan(0..100).unwrap();
@@ -171,9 +174,12 @@ async fn http_root_reads_what_a_local_root_published() {
     assert_eq!(set.get::<u64>(99).unwrap(), 297);
 
     // The registry resolves the same URL to an HTTP root.
-    let resolved = Registry::new()
-        .resolve(&format!("{base}/"), &StorageOptions::default())
-        .unwrap();
+    let resolved = Root::new(
+        Registry::new()
+            .resolve(&format!("{base}/"), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     assert_eq!(resolved.latest().await.unwrap().id(), "third");
     assert_eq!(resolved.store().describe(), format!("{base}/"));
 }
@@ -186,14 +192,17 @@ async fn http_root_refuses_writes_with_a_typed_error() {
     let subdir = guideloom_tests::unique("http-ro");
     let dir = served_root.join(&subdir);
     let _served = Served(dir.clone());
-    let local = Registry::new()
-        .resolve(dir.to_str().unwrap(), &StorageOptions::default())
-        .unwrap();
+    let local = Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     let a = shard(&local, "w0", 0..5).await;
     publish(&local, "only", vec![a.clone()], PublishMode::Full).await;
 
     let store = Arc::new(HttpRootStore::new(&format!("{url}{subdir}")).unwrap());
-    let root = Root::new(store.clone(), StorageOptions::default());
+    let root = Root::new(store.clone(), RootOptions::default());
     let latest = root.latest().await.unwrap();
 
     let before = requests(&store);
@@ -243,9 +252,12 @@ async fn missing_http_base_is_not_found() {
         return;
     };
     let base = format!("{url}{}", guideloom_tests::unique("absent"));
-    let root = Registry::new()
-        .resolve(&base, &StorageOptions::default())
-        .unwrap();
+    let root = Root::new(
+        Registry::new()
+            .resolve(&base, &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     let err = root.latest().await.unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
     let err = root.snapshot("any").await.unwrap_err();

@@ -1,6 +1,6 @@
 //! A real mounted bucket (`cargo xtask servers up rclone`: `rclone mount --vfs-cache-mode off`
 //! of the Ceph RGW bucket, or moto's): publication through it as a declared mount
-//! (`StorageOptions { mount: true, .. }`, `LocalStore::mounted`), records read back through
+//! (`StoreOptions { mount: true, .. }`, `LocalStore::mounted`), records read back through
 //! the mount and through the `s3://` root of the same bucket, create-only collisions found by
 //! the mount's own lookup, and annotations refused on the mount but published over S3 and
 //! read through the mount. Each test works in a unique subdirectory of the mount, which is
@@ -19,8 +19,8 @@ use futures::TryStreamExt;
 use guideloom_format::ShardMetadata;
 use guideloom_format::metadata::KIND_DOCUMENTS;
 use guideloom_publish::{
-    Error, LocalStore, PublicationOptions, PublishMode, Registry, RetryPolicy, Root, ShardRef,
-    Snapshot, StorageOptions,
+    Error, LocalStore, PublicationOptions, PublishMode, Registry, RetryPolicy, Root, RootOptions,
+    ShardRef, Snapshot, StoreOptions,
 };
 use guideloom_tests::mount::{Mount, mount};
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -59,14 +59,17 @@ fn sample(len: u64, count: usize) -> Vec<u64> {
 /// The declared-mount root at `<mount>/<sub>` through the registry, and the `s3://` root of
 /// the same prefix in a registry that holds the mount's bucket.
 fn roots(m: &Mount, sub: &str) -> (Root, Root) {
-    let options = StorageOptions {
+    let options = StoreOptions {
         mount: true,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     let dir = m.dir.join(sub);
-    let mounted = Registry::new()
-        .resolve(dir.to_str().unwrap(), &options)
-        .unwrap();
+    let mounted = Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &options)
+            .unwrap(),
+        RootOptions::default(),
+    );
     let caps = mounted.store().capabilities();
     assert!(
         !caps.atomic_writes && !caps.compare_and_swap && !caps.create_only_across_hosts,
@@ -79,12 +82,15 @@ fn roots(m: &Mount, sub: &str) -> (Root, Root) {
         Arc::clone(&m.s3.store),
         format!("s3://{} at {}", m.s3.bucket, m.s3.endpoint),
     );
-    let s3 = registry
-        .resolve(
-            &format!("s3://{}/{sub}", m.s3.bucket),
-            &StorageOptions::default(),
-        )
-        .unwrap();
+    let s3 = Root::new(
+        registry
+            .resolve(
+                &format!("s3://{}/{sub}", m.s3.bucket),
+                &StoreOptions::default(),
+            )
+            .unwrap(),
+        RootOptions::default(),
+    );
     (mounted, s3)
 }
 
@@ -209,10 +215,7 @@ fn mount_publishes_several_shards_and_the_s3_root_reads_the_same() {
         // A second declared-mount root made from `LocalStore::mounted` reads the same.
         let local = Root::new(
             Arc::new(LocalStore::mounted(m.dir.join(&sub))),
-            StorageOptions {
-                mount: true,
-                ..StorageOptions::default()
-            },
+            RootOptions::default(),
         );
         assert!(local.store().describe().starts_with("mounted bucket at "));
         let via_local = check_records(&local, "LocalStore::mounted", &all, &indices).await;

@@ -11,7 +11,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use guideloom_publish::{
-    Error, PublicationOptions, PublishMode, Root, RootStore, ShardRef, StorageOptions, cas_update,
+    Error, PublicationOptions, PublishMode, Root, RootOptions, RootStore, ShardRef, StoreOptions,
+    cas_update,
 };
 use publish_common::*;
 
@@ -300,9 +301,8 @@ fn local_publishers_in_separate_processes() {
     }
     assert_eq!(ok.len(), 1, "winners: {ok:?}");
     assert_eq!(collisions, 7);
-    let root = guideloom_publish::Registry::new()
-        .resolve(dir.path().to_str().unwrap(), &StorageOptions::default())
-        .unwrap();
+    let dir_uri = dir.path().to_str().unwrap();
+    let root = Root::open(dir_uri, &StoreOptions::default(), RootOptions::default()).unwrap();
     let latest = block_on(root.latest()).unwrap();
     assert_eq!(latest.shards()[0].key, ok[0]);
     // No temporary file was left under a final name, and none lingers.

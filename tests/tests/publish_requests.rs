@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use guideloom_publish::{
-    Error, ObjectStoreBucket, PublicationOptions, PublishMode, Registry, Root, StorageOptions,
+    Error, ObjectStoreBucket, PublicationOptions, PublishMode, Registry, Root, RootOptions,
+    StoreOptions,
 };
 use object_store::memory::InMemory;
 use publish_common::*;
@@ -197,9 +198,12 @@ fn probe_refuses_a_fake_s3_that_ignores_conditional_headers() {
         Arc::new(store),
         format!("s3://bucket at {endpoint}"),
     );
-    let root = registry
-        .resolve("s3://bucket/ds", &StorageOptions::default())
-        .unwrap();
+    let root = Root::new(
+        registry
+            .resolve("s3://bucket/ds", &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     rt().block_on(async {
         let err = root.init("captures").await.unwrap_err();
         match &err {
@@ -232,12 +236,7 @@ fn probe_refuses_a_fake_s3_that_ignores_conditional_headers() {
 fn request_counts_are_as_documented() {
     rt().block_on(async {
         let bucket = ObjectStoreBucket::new(Arc::new(InMemory::new()), "counted");
-        let new_root = || {
-            Root::new(
-                Arc::new(bucket.root("ds").unwrap()),
-                StorageOptions::default(),
-            )
-        };
+        let new_root = || Root::new(Arc::new(bucket.root("ds").unwrap()), RootOptions::default());
         let root = new_root();
         let mut cost = {
             let mut last = 0;
@@ -297,10 +296,7 @@ fn request_counts_are_as_documented() {
 fn large_shard_collisions_are_decided_by_size_first() {
     rt().block_on(async {
         let bucket = ObjectStoreBucket::new(Arc::new(InMemory::new()), "big");
-        let root = Root::new(
-            Arc::new(bucket.root("").unwrap()),
-            StorageOptions::default(),
-        );
+        let root = Root::new(Arc::new(bucket.root("").unwrap()), RootOptions::default());
         let body = Bytes::from(vec![5u8; 2 << 20]);
         root.upload_shard("w", 0, body.clone(), 1).await.unwrap();
         let before = bucket.requests();

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_publish::fuzzing::{DATASET_KEY, log_key, pointer_key};
 use guideloom_publish::{
-    Error, PublicationOptions, PublishMode, RootStore, Sha256Inspector, ShardRef, StorageOptions,
+    Error, PublicationOptions, PublishMode, Root, RootOptions, RootStore, Sha256Inspector,
+    ShardRef, StoreOptions,
 };
 use publish_common::*;
 
@@ -237,13 +238,12 @@ fn rerunning_a_worker_collides_and_oversized_shards_are_refused_before_upload() 
         });
     }
     let dir = tempfile::tempdir().unwrap();
-    let opts = StorageOptions {
+    let opts = RootOptions {
         max_encoded_shard_bytes: 10,
-        ..StorageOptions::default()
+        ..RootOptions::default()
     };
-    let root = guideloom_publish::Registry::new()
-        .resolve(dir.path().to_str().unwrap(), &opts)
-        .unwrap();
+    let dir_uri = dir.path().to_str().unwrap();
+    let root = Root::open(dir_uri, &StoreOptions::default(), opts).unwrap();
     block_on(async {
         let err = root
             .upload_shard("w", 0, Bytes::from(vec![0u8; 11]), 1)
@@ -438,9 +438,12 @@ fn written_shards_read_back_by_index() {
 #[test]
 fn reading_one_record_from_an_object_store_costs_two_ranged_requests() {
     let registry = guideloom_publish::Registry::new();
-    let root = registry
-        .resolve("memory://reads", &StorageOptions::default())
-        .unwrap();
+    let root = Root::new(
+        registry
+            .resolve("memory://reads", &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     let bucket = registry.lookup("memory", "reads").unwrap();
     block_on(async {
         let meta = guideloom_format::ShardMetadata::new("raw", "documents");
@@ -483,15 +486,16 @@ fn s3_options_build_a_working_root_against_moto() {
     ) else {
         return;
     };
-    let mut opts = StorageOptions::default();
+    let mut opts = StoreOptions::default();
     opts.s3.endpoint = Some(endpoint);
     opts.s3.allow_http = true;
     opts.s3.region = Some(std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()));
     opts.s3.retry.policy.max_attempts = 2;
     let uri = format!("s3://{bucket}/{}", unique("s3-options"));
-    let root = guideloom_publish::Registry::new()
+    let store = guideloom_publish::Registry::new()
         .resolve(&uri, &opts)
         .unwrap();
+    let root = Root::new(store, RootOptions::default());
     block_on(async {
         let s = shard(&root, "w", 3).await;
         let snap = publish(&root, "s1", vec![s]).await;

@@ -14,8 +14,8 @@ use guideloom_format::ShardMetadata;
 use guideloom_io::AsyncReader;
 use guideloom_publish::{
     CasOutcome, CreateOutcome, Error, Etag, Object, ObjectInfo, PublicationOptions, PublishMode,
-    PublishRequest, Registry, Result, Root, RootStore, ShardRef, Snapshot, StagingOptions,
-    StorageOptions, StoreCapabilities,
+    PublishRequest, Registry, Result, Root, RootOptions, RootStore, ShardRef, Snapshot,
+    StagingOptions, StoreCapabilities, StoreOptions,
 };
 
 /// What the wrapper does to whole-object ranged reads of shards.
@@ -120,12 +120,15 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
         let work_id = format!("w{k}");
         let s = if sha256 {
             // Upload the encoded bytes ourselves: the reference then carries a SHA-256.
-            let scratch = Registry::new()
-                .resolve(
-                    &format!("memory://{}", guideloom_tests::unique("scratch")),
-                    &StorageOptions::default(),
-                )
-                .unwrap();
+            let scratch = Root::new(
+                Registry::new()
+                    .resolve(
+                        &format!("memory://{}", guideloom_tests::unique("scratch")),
+                        &StoreOptions::default(),
+                    )
+                    .unwrap(),
+                RootOptions::default(),
+            );
             let r = scratch
                 .write_shard(&work_id, 0, ShardMetadata::new("raw", "documents"), records)
                 .await
@@ -160,19 +163,19 @@ fn make_root(dir: &Path, budget: u64) -> (Root, Arc<Counting>) {
 /// [`make_root`] downloading in ranged reads of `chunk` bytes.
 fn make_root_chunked(dir: &Path, budget: u64, chunk: u64) -> (Root, Arc<Counting>) {
     let inner = Registry::new()
-        .resolve_store(
+        .resolve(
             &format!("memory://{}", guideloom_tests::unique("staging")),
-            &StorageOptions::default(),
+            &StoreOptions::default(),
         )
         .unwrap();
     let counting = Counting::new(inner);
-    let options = StorageOptions {
+    let options = RootOptions {
         staging: StagingOptions {
             dir: Some(dir.to_owned()),
             budget_bytes: budget,
             download_chunk_bytes: chunk,
         },
-        ..StorageOptions::default()
+        ..RootOptions::default()
     };
     (Root::new(counting.clone(), options), counting)
 }

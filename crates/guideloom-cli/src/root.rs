@@ -10,8 +10,8 @@ use guideloom::AsyncDataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::RootStore;
 use guideloom_publish::{
-    HttpRootOptions, Registry, Root, RootUri, S3Addressing, S3Options, S3Retry, Snapshot,
-    StorageOptions,
+    HttpRootOptions, Root, RootOptions, RootUri, S3Addressing, S3Options, S3Retry, Snapshot,
+    StoreOptions,
 };
 
 use crate::cli::Global;
@@ -138,15 +138,14 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
     } else {
         S3Options::default()
     };
-    let options = StorageOptions {
+    let options = StoreOptions {
         s3,
         http: http_options(global),
         mount: global.mount,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
-    let root = Registry::global()
-        .resolve(arg, &options)
-        .map_err(|e| CliError::root(arg, e))?;
+    let root =
+        Root::open(arg, &options, RootOptions::default()).map_err(|e| CliError::root(arg, e))?;
     Ok(OpenRoot {
         name: arg.to_owned(),
         uri,

@@ -234,7 +234,7 @@ fn records_json_cannot_carry_are_refused_by_cat() {
     use ciborium::Value;
     use guideloom_format::ShardMetadata;
     use guideloom_format::metadata::KIND_DOCUMENTS;
-    use guideloom_publish::{Registry, StorageOptions};
+    use guideloom_publish::{Root, RootOptions, StoreOptions};
 
     let tmp = tempfile::tempdir().unwrap();
     let root_dir = tmp.path().join("root");
@@ -257,9 +257,7 @@ fn records_json_cannot_carry_are_refused_by_cat() {
         cbor(&Value::Map(vec![(Value::Integer(7.into()), Value::Null)])),
         cbor(&Value::Array(vec![Value::Float(f64::INFINITY)])),
     ];
-    let root = Registry::global()
-        .resolve(r, &StorageOptions::default())
-        .unwrap();
+    let root = Root::open(r, &StoreOptions::default(), RootOptions::default()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,4 +1,5 @@
-//! Annotation sets and the catalog, the one mutable object of a root.
+//! The annotation protocol: annotation sets and the catalog, the one mutable object of a
+//! root. Free functions over the store trait; [`Root`](crate::Root) delegates to them.
 //!
 //! Values are written create-only to `annotations/<set>/<version>/values.jsonl` (one JSON
 //! value per line, record `i` on line `i`); then an entry is added to
@@ -12,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
+use crate::identity::Identity;
 use crate::key::{check_name, sha256_hex};
 use crate::manifest::{CONTROL_VERSION, MAX_CATALOG_BYTES, parse_json, to_json};
-use crate::publish::{Root, Snapshot};
-use crate::store::{cas_update, create_object};
+use crate::snapshot_log::Snapshot;
+use crate::store::{RootStore, cas_update, create_object};
 use guideloom_io::RetryPolicy;
 
 /// Key of the catalog.
@@ -156,201 +158,194 @@ impl AnnotationSet {
     }
 }
 
-impl Root {
-    /// Reads the catalog (an empty one if none exists yet).
-    pub async fn catalog(&self) -> Result<Catalog> {
-        let dataset_id = self.identity().await?.dataset_id;
-        match self.store().get(CATALOG_KEY, MAX_CATALOG_BYTES).await {
-            Ok(obj) => Catalog::parse(&obj.body, &dataset_id),
-            Err(e) if e.is_not_found() => Ok(Catalog::empty(&dataset_id)),
-            Err(e) => Err(e),
-        }
+/// Reads the catalog (an empty one if none exists yet).
+pub(crate) async fn catalog(store: &dyn RootStore, identity: &Identity) -> Result<Catalog> {
+    let dataset_id = identity.get(store).await?.dataset_id;
+    match store.get(CATALOG_KEY, MAX_CATALOG_BYTES).await {
+        Ok(obj) => Catalog::parse(&obj.body, &dataset_id),
+        Err(e) if e.is_not_found() => Ok(Catalog::empty(&dataset_id)),
+        Err(e) => Err(e),
     }
+}
 
-    /// Publishes annotation set `set` at `version` for the records of `snapshot`: the values
-    /// object create-only, then the catalog entry by compare-and-swap (bounded by `retry`).
-    ///
-    /// `values.len()` must equal the snapshot's record count ([`Error::CountMismatch`]).
-    /// Refused up front on a declared mounted bucket
-    /// ([`Error::MountedBucketCannotAnnotate`]).
-    pub async fn publish_annotations<T: Serialize>(
-        &self,
-        set: &str,
-        version: &str,
-        snapshot: &Snapshot,
-        values: &[T],
-        retry: &RetryPolicy,
-    ) -> Result<AnnotationEntry> {
-        self.store().check_cas()?;
-        check_name("annotation set", set)?;
-        check_name("annotation version", version)?;
-        let identity = self.identity().await?;
-        if values.len() as u64 != snapshot.total_records() {
-            return Err(Error::CountMismatch {
-                what: format!(
-                    "values of annotation set {set}/{version} vs records of snapshot {}",
-                    snapshot.id()
-                ),
-                expected: snapshot.total_records(),
-                actual: values.len() as u64,
-            });
-        }
-        let span = info_span!("publish_annotations", root = %self.store().describe(), set, version);
-        async {
-            let mut body = Vec::new();
-            for (i, v) in values.iter().enumerate() {
-                serde_json::to_writer(&mut body, v).map_err(|e| {
-                    Error::invalid(format!("annotation value {i} does not serialize: {e}"))
-                })?;
-                body.push(b'\n');
-            }
-            let key = values_key(set, version);
-            let entry = AnnotationEntry {
-                set: set.to_owned(),
-                version: version.to_owned(),
-                snapshot_id: snapshot.id().to_owned(),
-                seq: snapshot.seq(),
-                value_count: values.len() as u64,
-                key: key.clone(),
-                size: body.len() as u64,
-                sha256: sha256_hex(&body),
-                format: VALUES_FORMAT_JSONL.to_owned(),
-            };
-            create_object(&**self.store(), &key, Bytes::from(body)).await?;
-            let dataset_id = identity.dataset_id.clone();
-            cas_update(
-                &**self.store(),
-                CATALOG_KEY,
-                MAX_CATALOG_BYTES,
-                retry,
-                |current| {
-                    let mut catalog = match current {
-                        Some(body) => Catalog::parse(body, &dataset_id)?,
-                        None => Catalog::empty(&dataset_id),
-                    };
-                    if let Some(existing) = catalog.find(set, Some(version)) {
-                        return if *existing == entry {
-                            Ok(None) // already there (ours landed earlier)
-                        } else {
-                            Err(Error::PublicationCollision {
-                                key: format!("{CATALOG_KEY}#{set}/{version}"),
-                            })
-                        };
-                    }
-                    catalog.entries.push(entry.clone());
-                    Ok(Some(to_json(&catalog)))
-                },
-            )
-            .await?;
-            Ok(entry)
-        }
-        .instrument(span)
-        .await
+/// Publishes annotation set `set` at `version` for the records of `snapshot`: the values
+/// object create-only, then the catalog entry by compare-and-swap (bounded by `retry`).
+///
+/// `values.len()` must equal the snapshot's record count ([`Error::CountMismatch`]).
+/// Refused up front on a declared mounted bucket
+/// ([`Error::MountedBucketCannotAnnotate`]).
+pub(crate) async fn publish<T: Serialize>(
+    store: &dyn RootStore,
+    identity: &Identity,
+    set: &str,
+    version: &str,
+    snapshot: &Snapshot,
+    values: &[T],
+    retry: &RetryPolicy,
+) -> Result<AnnotationEntry> {
+    store.check_cas()?;
+    check_name("annotation set", set)?;
+    check_name("annotation version", version)?;
+    let identity = identity.get(store).await?;
+    if values.len() as u64 != snapshot.total_records() {
+        return Err(Error::CountMismatch {
+            what: format!(
+                "values of annotation set {set}/{version} vs records of snapshot {}",
+                snapshot.id()
+            ),
+            expected: snapshot.total_records(),
+            actual: values.len() as u64,
+        });
     }
-
-    /// Opens annotation set `set` (at `version`, or its latest) for the records of
-    /// `snapshot`. A set that annotates another snapshot is refused with
-    /// [`Error::AnnotationSnapshotMismatch`] unless `allow_other_snapshot`; even then its
-    /// value count must equal `snapshot`'s record count.
-    pub async fn annotations(
-        &self,
-        set: &str,
-        version: Option<&str>,
-        snapshot: &Snapshot,
-        allow_other_snapshot: bool,
-    ) -> Result<AnnotationSet> {
-        let catalog = self.catalog().await?;
-        let entry = catalog
-            .find(set, version)
-            .cloned()
-            .ok_or_else(|| Error::NotFound {
-                key: format!("{CATALOG_KEY}#{set}/{}", version.unwrap_or("latest")),
+    let span = info_span!("publish_annotations", root = %store.describe(), set, version);
+    async {
+        let mut body = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            serde_json::to_writer(&mut body, v).map_err(|e| {
+                Error::invalid(format!("annotation value {i} does not serialize: {e}"))
             })?;
-        let same = entry.snapshot_id == snapshot.id() && entry.seq == snapshot.seq();
-        if !same && !allow_other_snapshot {
-            return Err(Error::AnnotationSnapshotMismatch {
-                set: format!("{}/{}", entry.set, entry.version),
-                annotated: entry.snapshot_id.clone(),
-                requested: snapshot.id().to_owned(),
-            });
+            body.push(b'\n');
         }
-        if entry.value_count != snapshot.total_records() {
-            return Err(Error::CountMismatch {
-                what: format!(
-                    "values of annotation set {}/{} vs records of snapshot {}",
-                    entry.set,
-                    entry.version,
-                    snapshot.id()
-                ),
-                expected: snapshot.total_records(),
-                actual: entry.value_count,
-            });
-        }
-        if entry.format != VALUES_FORMAT_JSONL {
-            return Err(Error::Unsupported {
-                what: format!("annotation values format {:?}", entry.format),
-            });
-        }
-        if entry.size > MAX_VALUES_BYTES {
-            return Err(Error::TooLarge {
-                key: entry.key.clone(),
-                limit: MAX_VALUES_BYTES,
-                size: Some(entry.size),
-            });
-        }
-        // Bounded by the catalog's reference: a values object larger than its entry says is
-        // refused before its body is read.
-        let obj = match self.store().get(&entry.key, entry.size).await {
-            Err(Error::TooLarge { size, .. }) => {
-                return Err(Error::Verification {
-                    key: entry.key.clone(),
-                    what: "size",
-                    expected: entry.size.to_string(),
-                    actual: size
-                        .map_or_else(|| format!("more than {}", entry.size), |s| s.to_string()),
-                });
-            }
-            other => other?,
+        let key = values_key(set, version);
+        let entry = AnnotationEntry {
+            set: set.to_owned(),
+            version: version.to_owned(),
+            snapshot_id: snapshot.id().to_owned(),
+            seq: snapshot.seq(),
+            value_count: values.len() as u64,
+            key: key.clone(),
+            size: body.len() as u64,
+            sha256: sha256_hex(&body),
+            format: VALUES_FORMAT_JSONL.to_owned(),
         };
-        if obj.body.len() as u64 != entry.size {
+        create_object(store, &key, Bytes::from(body)).await?;
+        let dataset_id = identity.dataset_id.clone();
+        cas_update(store, CATALOG_KEY, MAX_CATALOG_BYTES, retry, |current| {
+            let mut catalog = match current {
+                Some(body) => Catalog::parse(body, &dataset_id)?,
+                None => Catalog::empty(&dataset_id),
+            };
+            if let Some(existing) = catalog.find(set, Some(version)) {
+                return if *existing == entry {
+                    Ok(None) // already there (ours landed earlier)
+                } else {
+                    Err(Error::PublicationCollision {
+                        key: format!("{CATALOG_KEY}#{set}/{version}"),
+                    })
+                };
+            }
+            catalog.entries.push(entry.clone());
+            Ok(Some(to_json(&catalog)))
+        })
+        .await?;
+        Ok(entry)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Opens annotation set `set` (at `version`, or its latest) for the records of
+/// `snapshot`. A set that annotates another snapshot is refused with
+/// [`Error::AnnotationSnapshotMismatch`] unless `allow_other_snapshot`; even then its
+/// value count must equal `snapshot`'s record count.
+pub(crate) async fn open(
+    store: &dyn RootStore,
+    identity: &Identity,
+    set: &str,
+    version: Option<&str>,
+    snapshot: &Snapshot,
+    allow_other_snapshot: bool,
+) -> Result<AnnotationSet> {
+    let catalog = catalog(store, identity).await?;
+    let entry = catalog
+        .find(set, version)
+        .cloned()
+        .ok_or_else(|| Error::NotFound {
+            key: format!("{CATALOG_KEY}#{set}/{}", version.unwrap_or("latest")),
+        })?;
+    let same = entry.snapshot_id == snapshot.id() && entry.seq == snapshot.seq();
+    if !same && !allow_other_snapshot {
+        return Err(Error::AnnotationSnapshotMismatch {
+            set: format!("{}/{}", entry.set, entry.version),
+            annotated: entry.snapshot_id.clone(),
+            requested: snapshot.id().to_owned(),
+        });
+    }
+    if entry.value_count != snapshot.total_records() {
+        return Err(Error::CountMismatch {
+            what: format!(
+                "values of annotation set {}/{} vs records of snapshot {}",
+                entry.set,
+                entry.version,
+                snapshot.id()
+            ),
+            expected: snapshot.total_records(),
+            actual: entry.value_count,
+        });
+    }
+    if entry.format != VALUES_FORMAT_JSONL {
+        return Err(Error::Unsupported {
+            what: format!("annotation values format {:?}", entry.format),
+        });
+    }
+    if entry.size > MAX_VALUES_BYTES {
+        return Err(Error::TooLarge {
+            key: entry.key.clone(),
+            limit: MAX_VALUES_BYTES,
+            size: Some(entry.size),
+        });
+    }
+    // Bounded by the catalog's reference: a values object larger than its entry says is
+    // refused before its body is read.
+    let obj = match store.get(&entry.key, entry.size).await {
+        Err(Error::TooLarge { size, .. }) => {
             return Err(Error::Verification {
                 key: entry.key.clone(),
                 what: "size",
                 expected: entry.size.to_string(),
-                actual: obj.body.len().to_string(),
+                actual: size.map_or_else(|| format!("more than {}", entry.size), |s| s.to_string()),
             });
         }
-        let actual = sha256_hex(&obj.body);
-        if actual != entry.sha256 {
-            return Err(Error::Verification {
-                key: entry.key.clone(),
-                what: "sha256",
-                expected: entry.sha256.clone(),
-                actual,
-            });
-        }
-        let mut lines = Vec::new();
-        let mut start = 0;
-        for (i, b) in obj.body.iter().enumerate() {
-            if *b == b'\n' {
-                lines.push((start, i));
-                start = i + 1;
-            }
-        }
-        if start != obj.body.len() || lines.len() as u64 != entry.value_count {
-            return Err(Error::corrupt(
-                &entry.key,
-                format!(
-                    "{} lines, catalog says {} values",
-                    lines.len(),
-                    entry.value_count
-                ),
-            ));
-        }
-        Ok(AnnotationSet {
-            entry,
-            body: obj.body,
-            lines,
-        })
+        other => other?,
+    };
+    if obj.body.len() as u64 != entry.size {
+        return Err(Error::Verification {
+            key: entry.key.clone(),
+            what: "size",
+            expected: entry.size.to_string(),
+            actual: obj.body.len().to_string(),
+        });
     }
+    let actual = sha256_hex(&obj.body);
+    if actual != entry.sha256 {
+        return Err(Error::Verification {
+            key: entry.key.clone(),
+            what: "sha256",
+            expected: entry.sha256.clone(),
+            actual,
+        });
+    }
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, b) in obj.body.iter().enumerate() {
+        if *b == b'\n' {
+            lines.push((start, i));
+            start = i + 1;
+        }
+    }
+    if start != obj.body.len() || lines.len() as u64 != entry.value_count {
+        return Err(Error::corrupt(
+            &entry.key,
+            format!(
+                "{} lines, catalog says {} values",
+                lines.len(),
+                entry.value_count
+            ),
+        ));
+    }
+    Ok(AnnotationSet {
+        entry,
+        body: obj.body,
+        lines,
+    })
 }

@@ -3,6 +3,10 @@
 //! bucket, `memory://` and (feature `s3`) `s3://`; read-only `http(s)://` roots (feature
 //! `http`); whole-shard staging for in-order scans ([`Stager`]).
 //!
+//! [`Registry::resolve`] turns a URI into a store ([`StoreOptions`]: how it is reached);
+//! [`Root`] is a store plus [`RootOptions`] (the shard size limit, staging), and
+//! [`Root::open`] does both.
+//!
 //! A root holds (see `docs/publication.md` in the repository for the guarantees and the
 //! tests that prove them):
 //! ```text
@@ -20,10 +24,11 @@
 //! # async fn main() -> guideloom_publish::Result<()> {
 //! use bytes::Bytes;
 //! use guideloom_publish::{
-//!     PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, StorageOptions,
+//!     PublicationOptions, PublishMode, PublishRequest, RetryPolicy, Root, RootOptions,
+//!     StoreOptions,
 //! };
 //!
-//! let root = Registry::new().resolve("memory://example", &StorageOptions::default())?;
+//! let root = Root::open("memory://example", &StoreOptions::default(), RootOptions::default())?;
 //! let shard = root.upload_shard("worker-000", 0, Bytes::from_static(b"encoded shard"), 3).await?;
 //! let request = PublishRequest {
 //!     dataset_id: "captures".into(),
@@ -45,21 +50,18 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod annotations;
-#[cfg(feature = "aws-profile")]
-#[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
-pub mod credentials;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod identity;
 mod key;
 mod manifest;
-mod publish;
-mod reader;
+mod publication;
 mod registry;
-mod seqlog;
+mod root;
 mod shards;
-mod snapshots;
+mod snapshot_log;
 mod staging;
 mod store;
 mod uri;
@@ -71,16 +73,17 @@ pub use error::{BoxError, Error, Result};
 pub use guideloom_io::RetryPolicy;
 pub use key::check_name;
 pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef};
-pub use publish::{
-    PublicationOptions, PublishRequest, Root, Sha256Inspector, ShardFacts, ShardInspector, Snapshot,
-};
-pub use reader::{InOrder, RecordRun, SnapshotReader};
+pub use publication::{PublicationOptions, PublishRequest};
+#[cfg(feature = "aws-profile")]
+#[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
+pub use registry::s3::credentials;
 pub use registry::{
     AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
-    StorageOptions,
+    StoreOptions,
 };
-pub use seqlog::LogAudit;
-pub use shards::FooterInspector;
+pub use root::{InOrder, RecordRun, Root, RootOptions, SnapshotReader};
+pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
+pub use snapshot_log::{LogAudit, Snapshot};
 pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
 pub use store::faulty;
 pub use store::{
@@ -110,5 +113,7 @@ mod send_sync {
         assert_send_sync::<super::AnnotationSet>();
         assert_send_sync::<std::sync::Arc<dyn super::RootStore>>();
         assert_send_sync::<super::PublicationOptions>();
+        assert_send_sync::<super::RootOptions>();
+        assert_send_sync::<super::StoreOptions>();
     }
 }

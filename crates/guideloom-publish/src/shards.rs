@@ -1,25 +1,62 @@
-//! Shards in the native format (`guideloom-format`): writing one into a root, uploading an
-//! encoded one, and checking published shards by their footers.
+//! The shard protocol, in the native format (`guideloom-format`): writing one into a root,
+//! uploading an encoded one, opening one checked against its reference, and inspecting
+//! published shards (by their footers, or whole). Free functions over the store trait;
+//! [`Root`](crate::Root) delegates to them.
 //!
-//! How a shard is written ([`Root::write_shard`]): records → [`ShardEncoder`] → [`Tally`]
+//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`]
 //! (size limit, SHA-256) → the store's [`PendingObject`] (a local root's create-only temporary
 //! file, or one buffer for stores that need one PUT) → commit (fsync + link, or the PUT) →
 //! [`create_streamed`]'s read-back only if the key was taken. Each byte is encoded once and
 //! written once; memory is the index (12 bytes per record) and a write buffer.
 
+use std::fmt::Debug;
 use std::io::Write;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_format::spec::FOOTER_LEN;
-use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata};
+use guideloom_format::{AsyncShard, Encoded, Footer, ReadOptions, ShardEncoder, ShardMetadata};
+use guideloom_io::AsyncReader;
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
 use crate::key::{check_name, sha256_hex};
 use crate::manifest::{Checksum, ShardRef, shard_key};
-use crate::publish::{Root, ShardFacts, ShardInspector};
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
+
+/// What a [`ShardInspector`] found in a shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardFacts {
+    /// Records in the shard.
+    pub record_count: u64,
+    /// Checksum found, comparable with the reference's.
+    pub checksum: Option<Checksum>,
+}
+
+/// Reads a shard's facts for `verify_record_counts`. The format crate provides the footer
+/// reader (one small tail read per shard); [`Sha256Inspector`] reads whole shards.
+#[async_trait]
+pub trait ShardInspector: Send + Sync + Debug + 'static {
+    /// Inspects `shard` (whose size has already been checked) in `store`.
+    async fn inspect(&self, store: &dyn RootStore, shard: &ShardRef) -> Result<ShardFacts>;
+}
+
+/// Downloads each shard whole and computes its SHA-256; takes the record count from the
+/// reference. Checks content for shards published with [`Checksum::Sha256`]; it costs a
+/// full read per shard, so it is meant for tests and audits, not routine publishing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sha256Inspector;
+
+#[async_trait]
+impl ShardInspector for Sha256Inspector {
+    async fn inspect(&self, store: &dyn RootStore, shard: &ShardRef) -> Result<ShardFacts> {
+        let obj = store.get(&shard.key, shard.size).await?;
+        Ok(ShardFacts {
+            record_count: shard.record_count,
+            checksum: Some(Checksum::Sha256(sha256_hex(&obj.body))),
+        })
+    }
+}
 
 /// Checks shards by their footers: one ranged read of the last 64 bytes per shard (no
 /// download), giving the record count and the footer's CRC32C (which covers the index and
@@ -43,6 +80,40 @@ impl ShardInspector for FooterInspector {
             checksum: Some(Checksum::FooterCrc32c(footer.checksum())),
         })
     }
+}
+
+/// Opens a shard over `reader` with one tail read and checks it against the manifest's
+/// reference: the object's size and the footer's record count. Shared by random access
+/// (the snapshot reader) and whole-shard staging.
+pub(crate) async fn open_checked(
+    reader: Box<dyn AsyncReader>,
+    reference: &ShardRef,
+    options: &ReadOptions,
+) -> Result<AsyncShard> {
+    let shard = AsyncShard::open(reader, options)
+        .await
+        .map_err(|e| Error::shard(&reference.key, e))?;
+    let size = shard.reader().size().await.map_err(|source| Error::Read {
+        key: reference.key.clone(),
+        source,
+    })?;
+    if size != reference.size {
+        return Err(Error::Verification {
+            key: reference.key.clone(),
+            what: "size",
+            expected: reference.size.to_string(),
+            actual: size.to_string(),
+        });
+    }
+    if shard.len() != reference.record_count {
+        return Err(Error::Verification {
+            key: reference.key.clone(),
+            what: "record count",
+            expected: reference.record_count.to_string(),
+            actual: shard.len().to_string(),
+        });
+    }
+    Ok(shard)
 }
 
 /// The sink between the encoder and the store: forwards bytes while the shard stays within
@@ -91,292 +162,140 @@ enum Body<'a> {
     },
 }
 
-impl Root {
-    /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`,
-    /// create-only at `shards/<work_id>/<index>.glm`, encoding each record once straight
-    /// into the store ([`RootStore::begin_create`]): on a local root into the create-only
-    /// temporary file (fsynced and linked once complete), on stores that need one PUT into
-    /// one buffer. Memory is the index (12 bytes per record) and a write buffer on a local
-    /// root. A shard larger than `max_encoded_shard_bytes` is refused
-    /// ([`Error::ShardTooLarge`], with its exact size): bytes past the limit never reach the
-    /// store, nothing appears under the key, and no request is made.
-    ///
-    /// The reference carries the record count and the footer CRC (from the encoder, not
-    /// parsed back), so `verify_record_counts` with [`FooterInspector`] costs one 64-byte
-    /// ranged read per shard. Re-running a worker collides
-    /// ([`Error::PublicationCollision`]) unless the bytes are identical, told apart by the
-    /// SHA-256 computed while writing.
-    pub async fn write_shard<I, R>(
-        &self,
-        work_id: &str,
-        index: u64,
-        metadata: ShardMetadata,
-        records: I,
-    ) -> Result<ShardRef>
-    where
-        I: IntoIterator<Item = R>,
-        R: AsRef<[u8]>,
-    {
-        let records = records.into_iter().map(Ok::<R, std::convert::Infallible>);
-        match self
-            .try_write_shard(work_id, index, metadata, records)
-            .await?
-        {
-            Ok(shard) => Ok(shard),
-            Err(never) => match never {},
-        }
-    }
-
-    /// [`write_shard`](Self::write_shard) of records that are produced fallibly (encoded as
-    /// they are written, say): the first `Err` stops the write — nothing appears under the
-    /// key, no request is made — and is returned as the inner `Err`; the outer `Err` is the
-    /// root's.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> guideloom_publish::Result<()> {
-    /// use guideloom_format::ShardMetadata;
-    /// use guideloom_publish::Root;
-    ///
-    /// let root = Root::open("memory://try-write", &Default::default())?;
-    /// let meta = || ShardMetadata::new("raw", "documents");
-    /// let good = (0..3u8).map(|i| Ok::<_, String>(vec![i; 4]));
-    /// let shard = root.try_write_shard("w", 0, meta(), good).await?.unwrap();
-    /// assert_eq!(shard.record_count, 3);
-    /// let bad = [Ok(vec![1u8]), Err("record 1 does not encode".to_owned())];
-    /// let err = root.try_write_shard("w", 1, meta(), bad).await?.unwrap_err();
-    /// assert_eq!(err, "record 1 does not encode");
-    /// assert!(root.store().head("shards/w/00000001.glm").await.is_err());
-    /// # Ok(()) }
-    /// ```
-    pub async fn try_write_shard<I, R, E>(
-        &self,
-        work_id: &str,
-        index: u64,
-        metadata: ShardMetadata,
-        records: I,
-    ) -> Result<std::result::Result<ShardRef, E>>
-    where
-        I: IntoIterator<Item = std::result::Result<R, E>>,
-        R: AsRef<[u8]>,
-    {
-        check_name("work id", work_id)?;
-        self.store().check_writable()?;
-        let key = shard_key(work_id, index);
-        let limit = self.options().max_encoded_shard_bytes;
-        let mut pending = self.store().begin_create(&key)?;
-        let mut tally = Tally {
-            out: &mut *pending,
-            digest: Digest256::default(),
-            limit,
-            over: 0,
-        };
-        let mut encoder =
-            ShardEncoder::new(&mut tally, metadata).map_err(|e| Error::shard(&key, e))?;
-        for r in records {
-            let r = match r {
-                Ok(r) => r,
-                // Dropping `pending` discards what reached it.
-                Err(e) => return Ok(Err(e)),
-            };
-            encoder
-                .append(r.as_ref())
-                .map_err(|e| Error::shard(&key, e))?;
-        }
-        let (_, encoded) = encoder.finish().map_err(|e| Error::shard(&key, e))?;
-        let Tally { digest, over, .. } = tally;
-        if over > 0 {
-            return Err(Error::ShardTooLarge {
-                key,
-                size: encoded.size,
-                limit,
-            });
-        }
-        debug_assert_eq!(digest.len(), encoded.size);
-        let body = Body::Streamed {
-            pending,
-            digest: digest.finish(),
-            encoded,
-        };
-        self.create_shard(key, body).await.map(Ok)
-    }
-
-    /// The one create-only write of a shard, encoded here or uploaded as bytes:
-    /// [`create_streamed`] or [`create_object`] under an `upload_shard` span, returning the
-    /// reference (the footer CRC when the encoder's facts are known, else the SHA-256).
-    async fn create_shard(&self, key: String, body: Body<'_>) -> Result<ShardRef> {
-        let store = &**self.store();
-        let (size, record_count, checksum) = match body {
-            Body::Streamed {
-                pending,
-                digest,
-                encoded,
-            } => {
-                create_streamed(store, &key, pending, encoded.size, digest)
-                    .instrument(info_span!("upload_shard", key, size = encoded.size))
-                    .await?;
-                let crc = Checksum::FooterCrc32c(encoded.footer_crc());
-                (encoded.size, encoded.records, crc)
-            }
-            Body::Encoded { bytes, records } => {
-                let size = bytes.len() as u64;
-                let limit = self.options().max_encoded_shard_bytes;
-                if size > limit {
-                    return Err(Error::ShardTooLarge { key, size, limit });
-                }
-                let checksum = Checksum::Sha256(sha256_hex(&bytes));
-                create_object(store, &key, bytes)
-                    .instrument(info_span!("upload_shard", key, size))
-                    .await?;
-                (size, records, checksum)
-            }
-        };
-        Ok(ShardRef {
-            key,
-            size,
-            record_count,
-            checksum: Some(checksum),
-        })
-    }
-
-    /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
-    /// its reference (with a SHA-256 checksum): the same create-only write as
-    /// [`write_shard`](Self::write_shard)'s. Refused before any request if it is larger
-    /// than `max_encoded_shard_bytes`. Re-running a worker collides
-    /// ([`Error::PublicationCollision`]) unless the bytes are identical.
-    pub async fn upload_shard(
-        &self,
-        work_id: &str,
-        index: u64,
-        body: Bytes,
-        record_count: u64,
-    ) -> Result<ShardRef> {
-        check_name("work id", work_id)?;
-        self.store().check_writable()?;
-        let key = shard_key(work_id, index);
-        let body = Body::Encoded {
-            bytes: body,
-            records: record_count,
-        };
-        self.create_shard(key, body).await
+/// Writes `records` as shard `index` of worker `work_id` (see
+/// [`Root::write_shard`](crate::Root::write_shard)).
+pub(crate) async fn write<I, R>(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    work_id: &str,
+    index: u64,
+    metadata: ShardMetadata,
+    records: I,
+) -> Result<ShardRef>
+where
+    I: IntoIterator<Item = R>,
+    R: AsRef<[u8]>,
+{
+    let records = records.into_iter().map(Ok::<R, std::convert::Infallible>);
+    match try_write(store, max_shard_bytes, work_id, index, metadata, records).await? {
+        Ok(shard) => Ok(shard),
+        Err(never) => match never {},
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
+/// Writes fallibly produced `records` (see
+/// [`Root::try_write_shard`](crate::Root::try_write_shard)): the first `Err` stops the write
+/// before any request and is the inner `Err`.
+pub(crate) async fn try_write<I, R, E>(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    work_id: &str,
+    index: u64,
+    metadata: ShardMetadata,
+    records: I,
+) -> Result<std::result::Result<ShardRef, E>>
+where
+    I: IntoIterator<Item = std::result::Result<R, E>>,
+    R: AsRef<[u8]>,
+{
+    check_name("work id", work_id)?;
+    store.check_writable()?;
+    let key = shard_key(work_id, index);
+    let limit = max_shard_bytes;
+    let mut pending = store.begin_create(&key)?;
+    let mut tally = Tally {
+        out: &mut *pending,
+        digest: Digest256::default(),
+        limit,
+        over: 0,
+    };
+    let mut encoder = ShardEncoder::new(&mut tally, metadata).map_err(|e| Error::shard(&key, e))?;
+    for r in records {
+        let r = match r {
+            Ok(r) => r,
+            // Dropping `pending` discards what reached it.
+            Err(e) => return Ok(Err(e)),
+        };
+        encoder
+            .append(r.as_ref())
+            .map_err(|e| Error::shard(&key, e))?;
+    }
+    let (_, encoded) = encoder.finish().map_err(|e| Error::shard(&key, e))?;
+    let Tally { digest, over, .. } = tally;
+    if over > 0 {
+        return Err(Error::ShardTooLarge {
+            key,
+            size: encoded.size,
+            limit,
+        });
+    }
+    debug_assert_eq!(digest.len(), encoded.size);
+    let body = Body::Streamed {
+        pending,
+        digest: digest.finish(),
+        encoded,
+    };
+    create(store, max_shard_bytes, key, body).await.map(Ok)
+}
 
-    use super::*;
-    use crate::manifest::PublishMode;
-    use crate::publish::{PublicationOptions, PublishRequest};
-    use crate::registry::{Registry, StorageOptions};
+/// Uploads an encoded shard as shard `index` of worker `work_id` (see
+/// [`Root::upload_shard`](crate::Root::upload_shard)).
+pub(crate) async fn upload(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    work_id: &str,
+    index: u64,
+    body: Bytes,
+    record_count: u64,
+) -> Result<ShardRef> {
+    check_name("work id", work_id)?;
+    store.check_writable()?;
+    let key = shard_key(work_id, index);
+    let body = Body::Encoded {
+        bytes: body,
+        records: record_count,
+    };
+    create(store, max_shard_bytes, key, body).await
+}
 
-    fn request(id: &str, shards: Vec<ShardRef>) -> PublishRequest {
-        PublishRequest {
-            dataset_id: "d".into(),
-            snapshot_id: id.into(),
-            shards,
-            mode: PublishMode::Full,
+/// The one create-only write of a shard, encoded here or uploaded as bytes:
+/// [`create_streamed`] or [`create_object`] under an `upload_shard` span, returning the
+/// reference (the footer CRC when the encoder's facts are known, else the SHA-256).
+async fn create(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    key: String,
+    body: Body<'_>,
+) -> Result<ShardRef> {
+    let (size, record_count, checksum) = match body {
+        Body::Streamed {
+            pending,
+            digest,
+            encoded,
+        } => {
+            create_streamed(store, &key, pending, encoded.size, digest)
+                .instrument(info_span!("upload_shard", key, size = encoded.size))
+                .await?;
+            let crc = Checksum::FooterCrc32c(encoded.footer_crc());
+            (encoded.size, encoded.records, crc)
         }
-    }
-
-    #[tokio::test]
-    async fn written_shards_verify_by_footer_with_one_small_read_each() {
-        let reg = Registry::new();
-        let root = reg
-            .resolve("memory://shards-test", &StorageOptions::default())
-            .unwrap();
-        let meta = || ShardMetadata::new("raw", "documents");
-        let records: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; usize::from(i) + 1]).collect();
-        let a = root.write_shard("w0", 0, meta(), &records).await.unwrap();
-        let b = root
-            .write_shard("w1", 0, meta(), &records[..2])
-            .await
-            .unwrap();
-        assert_eq!((a.record_count, b.record_count), (5, 2));
-        assert!(matches!(a.checksum, Some(Checksum::FooterCrc32c(_))));
-
-        let bucket = reg.lookup("memory", "shards-test").unwrap();
-        let opts = PublicationOptions {
-            verify_record_counts: true,
-            inspector: Some(Arc::new(FooterInspector)),
-            ..PublicationOptions::default()
-        };
-        // Warm the identity so the count below is the verification plus the commit only.
-        root.init("d").await.unwrap();
-        let before = bucket.requests();
-        let snap = root
-            .publish(&request("s1", vec![a.clone(), b.clone()]), &opts)
-            .await
-            .unwrap();
-        assert_eq!(snap.total_records(), 7);
-        // 2 HEAD + 2 tail reads + claim PUT + LIST + log PUT + pointer PUT.
-        assert_eq!(bucket.requests() - before, 8);
-
-        let mut wrong_count = a.clone();
-        wrong_count.record_count = 6;
-        let err = root
-            .publish(&request("s2", vec![wrong_count]), &opts)
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(&err, Error::Verification { what: "record count", key, .. } if *key == a.key),
-            "{err}"
-        );
-        let mut wrong_crc = a.clone();
-        wrong_crc.checksum = Some(Checksum::FooterCrc32c(0));
-        let err = root
-            .publish(&request("s2", vec![wrong_crc]), &opts)
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::Verification {
-                    what: "checksum",
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        // A non-shard object fails footer decoding with a typed error naming it.
-        let junk = root
-            .upload_shard("junk", 0, Bytes::from(vec![7u8; 100]), 1)
-            .await
-            .unwrap();
-        let err = root
-            .publish(&request("s2", vec![junk.clone()]), &opts)
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(&err, Error::Shard { key, source } if *key == junk.key && source.is_corrupt()),
-            "{err}"
-        );
-    }
-
-    #[tokio::test]
-    async fn oversized_written_shard_is_refused_before_upload() {
-        let dir = tempfile::tempdir().unwrap();
-        let opts = StorageOptions {
-            max_encoded_shard_bytes: 100,
-            ..StorageOptions::default()
-        };
-        let root = Registry::new()
-            .resolve(dir.path().join("root").to_str().unwrap(), &opts)
-            .unwrap();
-        let err = root
-            .write_shard(
-                "w",
-                0,
-                ShardMetadata::new("raw", "documents"),
-                [vec![0u8; 500]],
-            )
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(err, Error::ShardTooLarge { limit: 100, .. }),
-            "{err}"
-        );
-        assert!(!dir.path().join("root").exists(), "nothing was written");
-    }
+        Body::Encoded { bytes, records } => {
+            let size = bytes.len() as u64;
+            let limit = max_shard_bytes;
+            if size > limit {
+                return Err(Error::ShardTooLarge { key, size, limit });
+            }
+            let checksum = Checksum::Sha256(sha256_hex(&bytes));
+            create_object(store, &key, bytes)
+                .instrument(info_span!("upload_shard", key, size))
+                .await?;
+            (size, records, checksum)
+        }
+    };
+    Ok(ShardRef {
+        key,
+        size,
+        record_count,
+        checksum: Some(checksum),
+    })
 }

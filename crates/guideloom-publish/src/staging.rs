@@ -53,7 +53,7 @@ use tracing::{Instrument, debug, info_span};
 use crate::error::{Error, Result};
 use crate::key::hex;
 use crate::manifest::{Checksum, ShardRef};
-use crate::reader::open_checked;
+use crate::shards::open_checked;
 use crate::store::RootStore;
 use sha2::{Digest, Sha256};
 
@@ -64,17 +64,17 @@ pub(crate) const DEFAULT_STAGING_BUDGET_BYTES: u64 = 4 << 30;
 pub(crate) const DEFAULT_DOWNLOAD_CHUNK_BYTES: u64 = 64 << 20;
 
 /// Where and how much whole-shard staging may store (a field of
-/// [`StorageOptions`](crate::StorageOptions)).
+/// [`RootOptions`](crate::RootOptions)).
 ///
 /// ```
-/// use guideloom_publish::{StagingOptions, StorageOptions};
-/// let options = StorageOptions {
+/// use guideloom_publish::{RootOptions, StagingOptions};
+/// let options = RootOptions {
 ///     staging: StagingOptions {
 ///         dir: Some("/mnt/nvme/guideloom".into()),
 ///         budget_bytes: 16 << 30,
 ///         ..StagingOptions::default()
 ///     },
-///     ..StorageOptions::default()
+///     ..RootOptions::default()
 /// };
 /// assert_eq!(options.staging.directory(), std::path::Path::new("/mnt/nvme/guideloom"));
 /// ```

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use guideloom_format::{ShardEncoder, ShardMetadata};
-use guideloom_publish::{Checksum, Error, LocalStore, Root, StorageOptions};
+use guideloom_publish::{Checksum, Error, LocalStore, Root, RootOptions};
 
 fn meta() -> ShardMetadata {
     ShardMetadata::new("raw", "documents")
@@ -53,7 +53,7 @@ fn encoded(recs: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn root(dir: &Path, mounted: bool, limit: Option<u64>) -> Root {
-    let mut options = StorageOptions::default();
+    let mut options = RootOptions::default();
     if let Some(limit) = limit {
         options.max_encoded_shard_bytes = limit;
     }

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use guideloom::publish::{S3Options, StorageOptions};
+use guideloom::publish::{S3Options, StoreOptions};
 use guideloom::{Dataset, DatasetOptions, PublishMode, Publisher};
 
 const SHARD: u64 = 2_000;
@@ -33,7 +33,7 @@ fn xorshift(state: &mut u64) -> u64 {
     *state
 }
 
-fn run(label: &str, uri: &str, storage: StorageOptions, total: u64, random: usize, batches: usize) {
+fn run(label: &str, uri: &str, storage: StoreOptions, total: u64, random: usize, batches: usize) {
     let publisher = Publisher::open_with(uri, storage.clone()).expect("open publisher");
     let shards = (0..total / SHARD)
         .map(|n| {
@@ -104,7 +104,7 @@ fn main() {
     run(
         "local",
         local.to_str().unwrap(),
-        StorageOptions::default(),
+        StoreOptions::default(),
         n,
         random,
         random / 40,
@@ -118,13 +118,13 @@ fn main() {
             .unwrap()
             .as_nanos();
         let uri = format!("s3://{bucket}/bench-read-paths-{nanos}");
-        let storage = StorageOptions {
+        let storage = StoreOptions {
             s3: S3Options {
                 endpoint: Some(endpoint),
                 allow_http: true,
                 ..S3Options::default()
             },
-            ..StorageOptions::default()
+            ..StoreOptions::default()
         };
         run("s3 (moto)", &uri, storage, n, 300, 20);
     }

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use guideloom::dataset::{new_runtime, resolve_root};
 use guideloom::loader::{Loader, LoaderOptions};
-use guideloom::publish::{S3Addressing, S3Options, StorageOptions};
+use guideloom::publish::{S3Addressing, S3Options, StoreOptions};
 use guideloom::publisher::publish_cbor;
 use guideloom::{CborFormat, Dataset, DatasetOptions};
 
@@ -30,14 +30,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     };
     // The endpoint is configuration, never a credential: keys come from the AWS chain.
-    let options = DatasetOptions::default().storage(StorageOptions {
+    let options = DatasetOptions::default().storage(StoreOptions {
         s3: S3Options {
             endpoint: Some(endpoint.clone()),
             addressing: S3Addressing::Path,
             allow_http: endpoint.starts_with("http://"),
             ..S3Options::default()
         },
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     });
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
     let uri = format!("s3://{bucket}/examples/s3-custom-endpoint-{nanos}");

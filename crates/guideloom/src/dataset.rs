@@ -39,7 +39,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_format::{Format, ReadOptions, RunBudget};
 use guideloom_publish::{
-    AnnotationSet, InOrder, Registry, Root, RootUri, Snapshot, SnapshotReader, StorageOptions,
+    AnnotationSet, InOrder, Registry, Root, RootOptions, RootUri, Snapshot, SnapshotReader,
+    StoreOptions,
 };
 use serde::de::DeserializeOwned;
 
@@ -51,8 +52,10 @@ use crate::loader::RecordSource;
 pub struct DatasetOptions {
     /// The snapshot to open (`None`: the latest).
     pub snapshot: Option<String>,
-    /// Options of the root's storage (mount flag, S3 endpoint...).
-    pub storage: StorageOptions,
+    /// Options of the root's store (mount flag, S3 endpoint...).
+    pub storage: StoreOptions,
+    /// Options of the root itself (whole-shard staging, the shard size limit).
+    pub root: RootOptions,
     /// Shard read options (record CRC verification, speculative tail).
     pub read: ReadOptions,
     /// The registry resolving URIs (`None`: [`Registry::global`], so `memory://` roots and
@@ -66,9 +69,14 @@ impl DatasetOptions {
         self.snapshot = Some(id.into());
         self
     }
-    /// Sets the storage options.
-    pub fn storage(mut self, storage: StorageOptions) -> Self {
+    /// Sets the store options.
+    pub fn storage(mut self, storage: StoreOptions) -> Self {
         self.storage = storage;
+        self
+    }
+    /// Sets the root options.
+    pub fn root(mut self, root: RootOptions) -> Self {
+        self.root = root;
         self
     }
     /// Sets the shard read options.
@@ -88,8 +96,8 @@ impl DatasetOptions {
 /// `guideloom_publish::Error::Unsupported`).
 pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
     let root = match &options.registry {
-        Some(r) => r.resolve(uri, &options.storage)?,
-        None => Registry::global().resolve(uri, &options.storage)?,
+        Some(r) => Root::new(r.resolve(uri, &options.storage)?, options.root.clone()),
+        None => Root::open(uri, &options.storage, options.root.clone())?,
     };
     Ok(root)
 }

@@ -88,5 +88,5 @@ pub use guideloom_io::MmapIo;
 pub use guideloom_io::{AsyncReader, Backend, Location, PreadIo, RetryPolicy, SeekIo, SyncReader};
 pub use guideloom_publish::{
     AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
-    Root, ShardRef, Snapshot, StorageOptions,
+    Root, RootOptions, ShardRef, Snapshot, StoreOptions,
 };

@@ -44,7 +44,7 @@ use std::sync::Arc;
 use guideloom_format::{ReadOptions, ShardMetadata};
 use guideloom_publish::{
     AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root,
-    ShardRef, Snapshot, StorageOptions,
+    RootOptions, ShardRef, Snapshot, StoreOptions,
 };
 use serde::Serialize;
 
@@ -166,12 +166,12 @@ impl Publisher {
     /// Opens the root at `uri` for writing (a local path, `file://`, `memory://`, `s3://`
     /// with feature `s3`). A local directory is created by the first write.
     pub fn open(uri: &str) -> Result<Self> {
-        Self::open_with(uri, StorageOptions::default())
+        Self::open_with(uri, StoreOptions::default())
     }
 
     /// Opens the root at `uri` with storage `options` (e.g. `mount: true` for a local path
     /// that is a mounted bucket, or S3 endpoint settings).
-    pub fn open_with(uri: &str, options: StorageOptions) -> Result<Self> {
+    pub fn open_with(uri: &str, options: StoreOptions) -> Result<Self> {
         Self::open_in(uri, options, None)
     }
 
@@ -179,7 +179,7 @@ impl Publisher {
     /// [`Registry::global`].
     pub fn open_in(
         uri: &str,
-        options: StorageOptions,
+        options: StoreOptions,
         registry: Option<Arc<Registry>>,
     ) -> Result<Self> {
         let dataset_options = DatasetOptions {
@@ -200,6 +200,13 @@ impl Publisher {
     /// [`RetryPolicy::contended_update`]: 64 attempts, 2 ms doubling up to 500 ms).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Rebuilds the root on the same store with `options` (the shard size limit, whole-shard
+    /// staging; default [`RootOptions::default`]).
+    pub fn root_options(mut self, options: RootOptions) -> Self {
+        self.root = Root::new(Arc::clone(self.root.store()), options);
         self
     }
 

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
-    PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root, StorageOptions,
+    PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root, RootOptions,
+    StoreOptions,
 };
 use guideloom_tests::crash;
 
@@ -32,16 +33,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = StorageOptions {
+    let options = StoreOptions {
         mount,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     let uri = if mount {
         format!("file://{dir}")
     } else {
         dir.clone()
     };
-    let root = match Registry::new().resolve(&uri, &options) {
+    let root = match Registry::new()
+        .resolve(&uri, &options)
+        .map(|store| Root::new(store, RootOptions::default()))
+    {
         Ok(root) => root,
         Err(e) => {
             eprintln!("crash_writer: cannot open {uri}: {e}");

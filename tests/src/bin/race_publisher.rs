@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use guideloom_publish::{
-    Error, PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions,
+    Error, PublicationOptions, PublishMode, PublishRequest, Root, RootOptions, StoreOptions,
 };
 
 fn main() -> ExitCode {
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        let root = Registry::new().resolve(dir, &StorageOptions::default())?;
+        let root = Root::open(dir, &StoreOptions::default(), RootOptions::default())?;
         let work_id = format!("p{id}");
         let body = Bytes::from(format!("shard of {work_id} with 1 records").into_bytes());
         let shard = root.upload_shard(&work_id, 0, body, 1).await?;

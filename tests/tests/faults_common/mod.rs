@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use guideloom_faultproxy::Fault;
 use guideloom_io::RetryPolicy;
 use guideloom_io::http::HttpOptions;
-use guideloom_publish::{Registry, Root, S3Options, S3Retry, StorageOptions};
+use guideloom_publish::{Registry, Root, RootOptions, S3Options, S3Retry, StoreOptions};
 use object_store::ObjectStore;
 
 /// The hang detector around every case: generous, not a performance bound.
@@ -138,7 +138,7 @@ pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
 /// A root `s3://bucket/prefix` resolved the way a user does (a fresh registry, the
 /// endpoint and bounds in [`S3Options`]), so the conditional-write probe runs too.
 pub fn s3_root(endpoint: &str, bucket: &str, prefix: &str) -> Root {
-    let options = StorageOptions {
+    let options = StoreOptions {
         s3: S3Options {
             endpoint: Some(endpoint.to_owned()),
             region: Some(env("AWS_REGION", "us-east-1")),
@@ -146,10 +146,11 @@ pub fn s3_root(endpoint: &str, bucket: &str, prefix: &str) -> Root {
             retry: s3_retry(),
             ..S3Options::default()
         },
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     Registry::new()
         .resolve(&format!("s3://{bucket}/{prefix}"), &options)
+        .map(|store| Root::new(store, RootOptions::default()))
         .unwrap_or_else(|e| panic!("s3://{bucket}/{prefix} at {endpoint}: {e}"))
 }
 

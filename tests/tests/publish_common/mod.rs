@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use guideloom_publish::{
-    PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root, ShardRef,
-    Snapshot, StorageOptions,
+    PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root, RootOptions,
+    ShardRef, Snapshot, StoreOptions,
 };
 
 /// A fresh root plus whatever keeps it alive (a temp dir).
@@ -21,9 +21,12 @@ pub use guideloom_tests::unique;
 
 pub fn local() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let root = Registry::new()
-        .resolve(dir.path().to_str().unwrap(), &StorageOptions::default())
-        .unwrap();
+    let root = Root::new(
+        Registry::new()
+            .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
     Fixture {
         name: "local",
         root,
@@ -33,12 +36,15 @@ pub fn local() -> Fixture {
 
 pub fn mounted() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let opts = StorageOptions {
+    let opts = StoreOptions {
         mount: true,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     let uri = format!("file://{}", dir.path().display());
-    let root = Registry::new().resolve(&uri, &opts).unwrap();
+    let root = Root::new(
+        Registry::new().resolve(&uri, &opts).unwrap(),
+        RootOptions::default(),
+    );
     Fixture {
         name: "mount",
         root,
@@ -47,12 +53,15 @@ pub fn mounted() -> Fixture {
 }
 
 pub fn memory() -> Fixture {
-    let root = Registry::new()
-        .resolve(
-            &format!("memory://{}", unique("mem")),
-            &StorageOptions::default(),
-        )
-        .unwrap();
+    let root = Root::new(
+        Registry::new()
+            .resolve(
+                &format!("memory://{}", unique("mem")),
+                &StoreOptions::default(),
+            )
+            .unwrap(),
+        RootOptions::default(),
+    );
     Fixture {
         name: "memory",
         root,
@@ -90,7 +99,10 @@ fn s3_fixture(name: &'static str, server: guideloom_tests::Moto) -> (Fixture, Re
     let registry = Registry::new();
     registry.register("s3", &bucket, store, format!("s3://{bucket} at {endpoint}"));
     let uri = format!("s3://{bucket}/{}", unique("publish-test"));
-    let root = registry.resolve(&uri, &StorageOptions::default()).unwrap();
+    let root = Root::new(
+        registry.resolve(&uri, &StoreOptions::default()).unwrap(),
+        RootOptions::default(),
+    );
     let fixture = Fixture {
         name,
         root,

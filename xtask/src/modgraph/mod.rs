@@ -37,24 +37,6 @@ use scan::{Leaf, ModItems};
 /// tolerated until issue 11 (one read path) removes them. Shrink an entry when a cycle
 /// shrinks; a cycle with a module outside every entry fails tidy.
 pub(crate) const ALLOWED_CYCLES: &[(&str, &[&str])] = &[
-    // Issue 11 item 5: `Root`, the registry, the reader and staging import each other (and
-    // annotations since the snapshot reader caches annotation sets, while annotations.rs
-    // holds `impl Root` methods): open until `Root` delegates to protocol modules.
-    (
-        "guideloom-publish",
-        &[
-            "annotations",
-            "credentials",
-            "publish",
-            "reader",
-            "registry",
-            "staging",
-            "store",
-            "uri",
-        ],
-    ),
-    // Issue 11: the local store and its sweep of abandoned temporaries.
-    ("guideloom-publish", &["store::local", "store::sweep"]),
     // Issue 11: element widths, layouts and metadata of the format crate.
     ("guideloom-format", &["element", "layout", "metadata"]),
     // Issue 11: each server records itself in the session, which knows each server.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use guideloom_format::{ShardMetadata, ShardWriter};
 use guideloom_io::AsyncReader;
-use guideloom_publish::{Registry, Root, StorageOptions};
+use guideloom_publish::{Registry, Root, RootOptions, StoreOptions};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use tokio::runtime::Runtime;
@@ -50,7 +50,7 @@ pub(crate) fn encode_shards() -> Vec<Bytes> {
 /// The moto bucket and the options that reach it.
 #[cfg(feature = "s3")]
 pub(crate) struct Moto {
-    options: StorageOptions,
+    options: StoreOptions,
     bucket: String,
     prefix: String,
     handle: Arc<guideloom_publish::ObjectStoreBucket>,
@@ -107,7 +107,7 @@ impl Target {
                     .into(),
             );
         };
-        let mut options = StorageOptions::default();
+        let mut options = StoreOptions::default();
         options.s3.endpoint = Some(endpoint);
         options.s3.allow_http = true;
         options.s3.region = Some(var("AWS_REGION").unwrap_or_else(|| "us-east-1".into()));
@@ -119,7 +119,7 @@ impl Target {
         // Resolving a root registers the bucket handle every later root shares.
         let registry = Registry::new();
         registry
-            .resolve_store(&format!("s3://{bucket}/{prefix}"), &options)
+            .resolve(&format!("s3://{bucket}/{prefix}"), &options)
             .map_err(|e| format!("s3://{bucket}: {e}"))?;
         let handle = registry
             .lookup("s3", &bucket)
@@ -137,9 +137,9 @@ impl Target {
         })
     }
 
-    fn options(&self) -> StorageOptions {
+    fn options(&self) -> StoreOptions {
         match &self.kind {
-            Kind::Local(_) => StorageOptions::default(),
+            Kind::Local(_) => StoreOptions::default(),
             #[cfg(feature = "s3")]
             Kind::S3(m) => m.options.clone(),
         }
@@ -159,11 +159,13 @@ impl Target {
         }
     }
 
-    /// `Registry::resolve` of sub-root `sub`, as a user opens a root.
+    /// `Registry::resolve` of sub-root `sub` and a root on its store, as a user opens a root.
     pub(crate) fn resolve(&self, sub: &str) -> Root {
-        self.registry
+        let store = self
+            .registry
             .resolve(&self.uri(sub), &self.options())
-            .expect("resolve root")
+            .expect("resolve root");
+        Root::new(store, RootOptions::default())
     }
 
     /// Sub-root `sub` through a [`CountingStore`].
@@ -171,10 +173,13 @@ impl Target {
         let options = self.options();
         let store = self
             .registry
-            .resolve_store(&self.uri(sub), &options)
+            .resolve(&self.uri(sub), &options)
             .expect("resolve store");
         let counting = CountingStore::new(store);
-        (Root::new(Arc::new(counting.clone()), options), counting)
+        (
+            Root::new(Arc::new(counting.clone()), RootOptions::default()),
+            counting,
+        )
     }
 
     /// Requests the moto bucket handle has sent so far (store operations plus the record

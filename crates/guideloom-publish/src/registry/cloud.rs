@@ -60,7 +60,7 @@ pub struct AzureOptions {
 /// logs, userinfo and query strings (SAS tokens) never do.
 #[cfg(any(feature = "gcs", feature = "azure", test))]
 fn describe_endpoint(endpoint: &str) -> String {
-    super::redact_userinfo(endpoint.split(['?', '#']).next().unwrap_or_default())
+    crate::uri::redact_userinfo(endpoint.split(['?', '#']).next().unwrap_or_default())
 }
 
 #[cfg(any(feature = "gcs", feature = "azure"))]
@@ -195,7 +195,7 @@ mod tests {
     #[cfg(feature = "gcs")]
     #[test]
     fn gcs_builds_from_options_without_network() {
-        use crate::registry::{Registry, StorageOptions};
+        use crate::registry::{Registry, StoreOptions};
         let dir = tempfile::tempdir().unwrap();
         // The emulator form of a service-account file (fake-gcs-server): no key, no OAuth.
         let sa = dir.path().join("sa.json");
@@ -205,22 +205,18 @@ mod tests {
                 "client_email": "", "private_key": "", "private_key_id": ""}"#,
         )
         .unwrap();
-        let mut opts = StorageOptions::default();
+        let mut opts = StoreOptions::default();
         opts.gcs.service_account_path = Some(sa);
         opts.gcs.endpoint = Some("http://x:secret@127.0.0.1:1".into());
         opts.gcs.allow_http = true;
-        let store = Registry::new()
-            .resolve_store("gs://bkt/pre", &opts)
-            .unwrap();
+        let store = Registry::new().resolve("gs://bkt/pre", &opts).unwrap();
         let d = store.describe();
         assert!(d.contains("gs://bkt at http://127.0.0.1:1"), "{d}");
         assert!(!d.contains("secret"), "{d}");
 
         // A service-account file that does not exist: a configure error naming it.
         opts.gcs.service_account_path = Some(dir.path().join("missing.json"));
-        let err = Registry::new()
-            .resolve_store("gs://bkt/pre", &opts)
-            .unwrap_err();
+        let err = Registry::new().resolve("gs://bkt/pre", &opts).unwrap_err();
         assert!(
             matches!(&err, crate::Error::Storage { key, operation: "configure", .. }
                 if key == "gs://bkt")
@@ -232,13 +228,13 @@ mod tests {
     #[cfg(feature = "azure")]
     #[test]
     fn azure_builds_from_options_without_network() {
-        use crate::registry::{Registry, StorageOptions};
-        let mut opts = StorageOptions::default();
+        use crate::registry::{Registry, StoreOptions};
+        let mut opts = StoreOptions::default();
         opts.azure.account = Some("devaccount".into());
         opts.azure.endpoint = Some("http://127.0.0.1:1/devaccount?sig=SECRET".into());
         opts.azure.allow_http = true;
         let store = Registry::new()
-            .resolve_store("az://container/pre", &opts)
+            .resolve("az://container/pre", &opts)
             .unwrap();
         let d = store.describe();
         assert!(
@@ -248,23 +244,21 @@ mod tests {
         assert!(!d.contains("SECRET"), "{d}");
 
         // The emulator needs no account.
-        let emulated = StorageOptions {
+        let emulated = StoreOptions {
             azure: AzureOptions {
                 use_emulator: true,
                 ..AzureOptions::default()
             },
-            ..StorageOptions::default()
+            ..StoreOptions::default()
         };
-        let store = Registry::new()
-            .resolve_store("azure://c", &emulated)
-            .unwrap();
+        let store = Registry::new().resolve("azure://c", &emulated).unwrap();
         assert!(store.describe().contains("Azurite"), "{}", store.describe());
 
         // No account anywhere: a typed error naming what to set. (Assumes this process has
         // no AZURE_STORAGE_ACCOUNT_NAME, as on the CI machines.)
         if std::env::var_os("AZURE_STORAGE_ACCOUNT_NAME").is_none() {
             let err = Registry::new()
-                .resolve_store("az://c", &StorageOptions::default())
+                .resolve("az://c", &StoreOptions::default())
                 .unwrap_err();
             assert!(
                 matches!(&err, crate::Error::InvalidArgument { what }

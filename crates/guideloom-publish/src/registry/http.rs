@@ -17,19 +17,19 @@ use crate::store::RootStore;
 ///
 /// ```
 /// use std::time::Duration;
-/// use guideloom_publish::{HttpRootOptions, Registry, StorageOptions};
+/// use guideloom_publish::{HttpRootOptions, Registry, StoreOptions};
 ///
-/// let options = StorageOptions {
+/// let options = StoreOptions {
 ///     http: HttpRootOptions {
 ///         request_timeout: Duration::from_secs(5),
 ///         max_attempts: 3,
 ///         operation_timeout: Duration::from_secs(12),
 ///         ..HttpRootOptions::default()
 ///     },
-///     ..StorageOptions::default()
+///     ..StoreOptions::default()
 /// };
-/// let root = Registry::global().resolve("http://127.0.0.1:9/datasets/captures", &options)?;
-/// # let _ = root;
+/// let store = Registry::global().resolve("http://127.0.0.1:9/datasets/captures", &options)?;
+/// assert!(!store.capabilities().list, "HTTP roots are found by probing, not listing");
 /// # Ok::<(), guideloom_publish::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub(super) fn http_store(url: &str, _options: &HttpRootOptions) -> Result<Arc<dy
     Err(Error::Unsupported {
         what: format!(
             "{}: read-only HTTP roots need guideloom-publish's feature `http`",
-            super::redact_userinfo(url.split('?').next().unwrap_or(""))
+            crate::uri::redact_userinfo(url.split('?').next().unwrap_or(""))
         ),
     })
 }

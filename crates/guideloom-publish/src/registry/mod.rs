@@ -1,10 +1,12 @@
-//! Storage options and the scheme registry that turns root URIs into stores.
+//! The scheme registry: root URIs to stores, and the options stores are built with.
 //!
-//! Resolution order for a URI: a store registered for its scheme and bucket (always wins, so
-//! a store a user registered is used everywhere); otherwise a store built from
-//! [`StorageOptions`] (`memory://` names are remembered per registry, so two roots of
-//! `memory://x` share data); otherwise a typed [`Error::Unsupported`] naming the missing
-//! feature. A root built from an explicit store ([`Root::new`]) never consults a registry.
+//! [`Registry::resolve`] turns a URI into the [`RootStore`] at its prefix, the way
+//! object_store's `parse_url_opts` turns one into a store and a path: a store registered for
+//! its scheme and bucket wins (so a store a user registered is used everywhere); otherwise a
+//! store built from [`StoreOptions`] (`memory://` names are remembered per registry, so two
+//! roots of `memory://x` share data); otherwise a typed [`Error::Unsupported`] naming the
+//! missing feature. A [`Root`](crate::Root) is built from the store on the root side
+//! (`Root::open`, `Root::new`); the registry knows nothing of roots.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -12,7 +14,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use object_store::ObjectStore;
 
 use crate::error::{Error, Result};
-use crate::publish::Root;
 use crate::store::{LocalReads, LocalStore, ObjectStoreBucket, RootStore};
 use crate::uri::RootUri;
 
@@ -20,20 +21,27 @@ mod cloud;
 #[cfg(any(feature = "gcs", test))]
 mod generation;
 mod http;
-mod s3;
+pub(crate) mod s3;
 
 pub use cloud::{AzureOptions, GcsOptions};
 pub use http::HttpRootOptions;
 pub use s3::{S3Addressing, S3Options, S3Retry};
 
-/// Default [`StorageOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
-pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
-
-/// Options of a root's storage.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StorageOptions {
-    /// Largest shard that may be uploaded or published (one PUT): default 5 GiB.
-    pub max_encoded_shard_bytes: u64,
+/// How the stores of root URIs are built: the mount declaration and local reads of local
+/// paths, and the clients of `s3://`, `gs://`, `az://` and `http(s)://` roots. What a root
+/// does with its store (the shard size limit, whole-shard staging) is
+/// [`RootOptions`](crate::RootOptions).
+///
+/// ```
+/// use guideloom_publish::{LocalReads, Registry, StoreOptions};
+///
+/// let options = StoreOptions { mount: true, local_reads: LocalReads::Pread, ..StoreOptions::default() };
+/// let store = Registry::new().resolve("/mnt/bucket/datasets/captures", &options)?;
+/// assert!(!store.capabilities().compare_and_swap, "a declared mount cannot annotate");
+/// # Ok::<(), guideloom_publish::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreOptions {
     /// The local path is a mounted bucket (e.g. Mountpoint for S3): exclusive create and
     /// sequential writes only, no annotation updates.
     pub mount: bool,
@@ -45,8 +53,6 @@ pub struct StorageOptions {
     pub azure: AzureOptions,
     /// How `http(s)://` roots are reached (feature `http`): timeouts, attempts, deadline.
     pub http: HttpRootOptions,
-    /// Where and how much whole-shard staging (in-order scans) may store.
-    pub staging: crate::staging::StagingOptions,
     /// How local and mounted roots read shards (default: mmap on a local root, pread on a
     /// declared mount).
     pub local_reads: LocalReads,
@@ -55,22 +61,6 @@ pub struct StorageOptions {
     /// reader read, or a writer write, outside its directory). Opt in only for roots whose
     /// every link you control.
     pub follow_symlinks: bool,
-}
-
-impl Default for StorageOptions {
-    fn default() -> Self {
-        StorageOptions {
-            max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
-            mount: false,
-            s3: S3Options::default(),
-            gcs: GcsOptions::default(),
-            azure: AzureOptions::default(),
-            http: HttpRootOptions::default(),
-            staging: crate::staging::StagingOptions::default(),
-            local_reads: LocalReads::Auto,
-            follow_symlinks: false,
-        }
-    }
 }
 
 /// Maps `(scheme, bucket)` to object stores.
@@ -85,7 +75,7 @@ impl Registry {
         Registry::default()
     }
 
-    /// The process-wide default registry, used by [`Root::open`].
+    /// The process-wide default registry, used by [`Root::open`](crate::Root::open).
     pub fn global() -> &'static Registry {
         static GLOBAL: OnceLock<Registry> = OnceLock::new();
         GLOBAL.get_or_init(Registry::new)
@@ -123,8 +113,10 @@ impl Registry {
         self.buckets.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The store for `uri`.
-    pub fn resolve_store(&self, uri: &str, options: &StorageOptions) -> Result<Arc<dyn RootStore>> {
+    /// The store of `uri`, at its prefix (see the [module docs](self) for the order of
+    /// resolution). `uri` is a local path, `file://`, `memory://`, `s3://`, `gs://`, `az://`
+    /// or `http(s)://` URI ([`RootUri`]); an invalid one is [`Error::InvalidUri`].
+    pub fn resolve(&self, uri: &str, options: &StoreOptions) -> Result<Arc<dyn RootStore>> {
         let parsed = RootUri::parse(uri)?;
         if options.mount && !matches!(parsed, RootUri::Local(_)) {
             return Err(Error::invalid(format!(
@@ -176,19 +168,11 @@ impl Registry {
         }
     }
 
-    /// A [`Root`] for `uri`.
-    pub fn resolve(&self, uri: &str, options: &StorageOptions) -> Result<Root> {
-        Ok(Root::new(
-            self.resolve_store(uri, options)?,
-            options.clone(),
-        ))
-    }
-
     fn build_bucket(
         &self,
         scheme: &str,
         bucket: &str,
-        options: &StorageOptions,
+        options: &StoreOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
         match scheme {
             "s3" => s3::build_s3(bucket, &options.s3),
@@ -216,19 +200,6 @@ impl Registry {
     }
 }
 
-/// `scheme://user:secret@host/...` → `scheme://host/...`: endpoints are logged and put in
-/// errors, credentials never are.
-pub(crate) fn redact_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,10 +207,10 @@ mod tests {
     #[test]
     fn memory_roots_of_one_name_share_a_store() {
         let reg = Registry::new();
-        let opts = StorageOptions::default();
-        reg.resolve_store("memory://a", &opts).unwrap();
+        let opts = StoreOptions::default();
+        reg.resolve("memory://a", &opts).unwrap();
         let h1 = reg.lookup("memory", "a").unwrap();
-        reg.resolve_store("memory://a/p", &opts).unwrap();
+        reg.resolve("memory://a/p", &opts).unwrap();
         let h2 = reg.lookup("memory", "a").unwrap();
         assert!(Arc::ptr_eq(&h1, &h2));
     }
@@ -248,10 +219,10 @@ mod tests {
     #[test]
     fn unsupported_schemes_say_which_feature() {
         let reg = Registry::new();
-        let opts = StorageOptions::default();
+        let opts = StoreOptions::default();
         #[cfg(not(feature = "gcs"))]
         {
-            let err = reg.resolve_store("gs://b/p", &opts).unwrap_err();
+            let err = reg.resolve("gs://b/p", &opts).unwrap_err();
             assert!(
                 matches!(&err, Error::Unsupported { what } if what.contains("`gcs`")),
                 "{err}"
@@ -259,7 +230,7 @@ mod tests {
         }
         #[cfg(not(feature = "azure"))]
         {
-            let err = reg.resolve_store("az://b/p", &opts).unwrap_err();
+            let err = reg.resolve("az://b/p", &opts).unwrap_err();
             assert!(
                 matches!(&err, Error::Unsupported { what } if what.contains("`azure`")),
                 "{err}"
@@ -267,7 +238,7 @@ mod tests {
         }
         #[cfg(not(feature = "s3"))]
         assert!(matches!(
-            reg.resolve_store("s3://b/p", &opts),
+            reg.resolve("s3://b/p", &opts),
             Err(Error::Unsupported { .. })
         ));
     }
@@ -277,46 +248,54 @@ mod tests {
         let reg = Registry::new();
         let mem: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         let handle = reg.register("gs", "b", mem, "test store");
-        let store = reg
-            .resolve_store("gs://b/x", &StorageOptions::default())
-            .unwrap();
+        let store = reg.resolve("gs://b/x", &StoreOptions::default()).unwrap();
         assert!(store.describe().contains("test store"));
         assert!(Arc::ptr_eq(&handle, &reg.lookup("gs", "b").unwrap()));
     }
 
     #[test]
-    fn endpoints_lose_their_credentials() {
-        assert_eq!(
-            redact_userinfo("http://key:secret@127.0.0.1:9000/x"),
-            "http://127.0.0.1:9000/x"
-        );
-        assert_eq!(redact_userinfo("https://s3.example"), "https://s3.example");
+    fn http_roots_resolve_with_the_feature_and_name_it_without() {
+        let resolved =
+            Registry::new().resolve("http://u:pw@127.0.0.1:9/ds?t=s", &Default::default());
+        #[cfg(feature = "http")]
+        {
+            let store = resolved.unwrap();
+            assert!(!store.capabilities().list);
+            assert_eq!(store.describe(), "http://127.0.0.1:9/ds/?<redacted>");
+        }
+        #[cfg(not(feature = "http"))]
+        {
+            let err = resolved.unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported { what } if what.contains("feature `http`")
+                    && !what.contains("pw") && !what.contains("t=s")),
+                "{err}"
+            );
+        }
     }
 
     #[cfg(feature = "s3")]
     #[test]
     fn s3_options_configure_without_network() {
         let reg = Registry::new();
-        let mut opts = StorageOptions::default();
+        let mut opts = StoreOptions::default();
         opts.s3.endpoint = Some("http://u:p@127.0.0.1:1".into());
         opts.s3.allow_http = true;
         opts.s3.region = Some("eu-west-1".into());
         opts.s3.addressing = S3Addressing::VirtualHosted;
-        let store = reg.resolve_store("s3://bkt/pre/fix", &opts).unwrap();
+        let store = reg.resolve("s3://bkt/pre/fix", &opts).unwrap();
         let d = store.describe();
         assert!(d.contains("s3://bkt at http://127.0.0.1:1"), "{d}");
         assert!(d.contains("pre/fix") && !d.contains("u:p"), "{d}");
         // Registered once: a second resolve reuses the same bucket handle.
         let h = reg.lookup("s3", "bkt").unwrap();
-        reg.resolve_store("s3://bkt/other", &opts).unwrap();
+        reg.resolve("s3://bkt/other", &opts).unwrap();
         assert!(Arc::ptr_eq(&h, &reg.lookup("s3", "bkt").unwrap()));
         // Without the credentials bridge a profile is refused, never ignored.
         #[cfg(not(feature = "aws-profile"))]
         {
             opts.s3.profile = Some("dev".into());
-            let err = Registry::new()
-                .resolve_store("s3://bkt", &opts)
-                .unwrap_err();
+            let err = Registry::new().resolve("s3://bkt", &opts).unwrap_err();
             assert!(
                 matches!(&err, Error::Unsupported { what }
                     if what.contains("profile") && what.contains("aws-profile")),
@@ -328,16 +307,16 @@ mod tests {
     #[test]
     fn mount_flag_needs_a_local_path() {
         let reg = Registry::new();
-        let opts = StorageOptions {
+        let opts = StoreOptions {
             mount: true,
-            ..StorageOptions::default()
+            ..StoreOptions::default()
         };
         assert!(matches!(
-            reg.resolve_store("memory://x", &opts),
+            reg.resolve("memory://x", &opts),
             Err(Error::InvalidArgument { .. })
         ));
         assert!(
-            !reg.resolve_store("/tmp/x", &opts)
+            !reg.resolve("/tmp/x", &opts)
                 .unwrap()
                 .capabilities()
                 .compare_and_swap

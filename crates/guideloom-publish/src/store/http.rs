@@ -83,7 +83,7 @@ impl HttpRootStore {
     pub fn with_options(base_url: &str, options: HttpOptions) -> Result<Self> {
         let url = directory_url(base_url);
         let io = HttpIo::with_options(&url, options).map_err(|e| Error::InvalidUri {
-            uri: crate::registry::redact_userinfo(base_url.split('?').next().unwrap_or("")),
+            uri: crate::uri::redact_userinfo(base_url.split('?').next().unwrap_or("")),
             reason: e.to_string(),
         })?;
         Ok(HttpRootStore {

@@ -80,32 +80,4 @@ mod tests {
         assert_eq!(writer_pid(".catalog.json.lock"), None);
         assert_eq!(writer_pid("0.glm"), None);
     }
-
-    #[tokio::test]
-    async fn only_old_temporaries_of_dead_writers_go() {
-        use crate::store::{LocalStore, RootStore};
-        let dir = tempfile::tempdir().unwrap();
-        let shards = dir.path().join("shards/w");
-        std::fs::create_dir_all(&shards).unwrap();
-        // A PID that cannot be running: beyond the kernel's pid_max (2^22 at most).
-        let dead = ".0.glm.2147483000.aa.tmp";
-        let live = format!(".1.glm.{}.bb.tmp", std::process::id());
-        for name in [dead, live.as_str(), "0.glm", ".catalog.json.lock"] {
-            std::fs::write(shards.join(name), b"12345").unwrap();
-        }
-        // Too young for a one-hour minimum age: nothing goes.
-        let store = LocalStore::new(dir.path());
-        let young = store
-            .sweep_temporaries(Duration::from_secs(3600))
-            .await
-            .unwrap();
-        assert_eq!((young.removed.len(), young.kept), (0, 2));
-        let swept = store.sweep_temporaries(Duration::ZERO).await.unwrap();
-        assert_eq!(swept.removed, vec![format!("shards/w/{dead}")]);
-        assert_eq!((swept.bytes, swept.kept), (5, 1));
-        for kept in [live.as_str(), "0.glm", ".catalog.json.lock"] {
-            assert!(shards.join(kept).exists(), "{kept} kept");
-        }
-        assert!(!shards.join(dead).exists());
-    }
 }

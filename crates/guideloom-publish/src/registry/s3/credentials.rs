@@ -41,8 +41,8 @@ use object_store::aws::AwsCredential;
 use tokio::sync::{Mutex, OnceCell};
 use tracing::{Instrument, debug, info_span, warn};
 
+use super::S3Options;
 use crate::error::{Error, Result};
-use crate::registry::S3Options;
 
 /// A cached credential is refreshed this long before it expires.
 pub(crate) const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);

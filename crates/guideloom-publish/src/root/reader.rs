@@ -24,15 +24,16 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, Runs, ShardTable, plan_runs};
-use guideloom_io::AsyncReader;
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 use tracing::{Instrument, info_span};
 
+use super::Root;
 use crate::annotations::AnnotationSet;
 use crate::error::{Error, Result};
 use crate::manifest::ShardRef;
-use crate::publish::{Root, Snapshot};
+use crate::shards::open_checked;
+use crate::snapshot_log::Snapshot;
 use crate::staging::Scan;
 
 /// Random access to the records of one snapshot.
@@ -49,41 +50,24 @@ pub struct SnapshotReader {
     annotations: Mutex<HashMap<String, Arc<OnceCell<Arc<AnnotationSet>>>>>,
 }
 
-/// Opens a shard over `reader` with one tail read and checks it against the manifest's
-/// reference: the object's size and the footer's record count. Shared by random access
-/// ([`SnapshotReader`]) and staging ([`crate::staging`]).
-pub(crate) async fn open_checked(
-    reader: Box<dyn AsyncReader>,
-    reference: &ShardRef,
-    options: &ReadOptions,
-) -> Result<AsyncShard> {
-    let shard = AsyncShard::open(reader, options)
-        .await
-        .map_err(|e| Error::shard(&reference.key, e))?;
-    let size = shard.reader().size().await.map_err(|source| Error::Read {
-        key: reference.key.clone(),
-        source,
-    })?;
-    if size != reference.size {
-        return Err(Error::Verification {
-            key: reference.key.clone(),
-            what: "size",
-            expected: reference.size.to_string(),
-            actual: size.to_string(),
-        });
-    }
-    if shard.len() != reference.record_count {
-        return Err(Error::Verification {
-            key: reference.key.clone(),
-            what: "record count",
-            expected: reference.record_count.to_string(),
-            actual: shard.len().to_string(),
-        });
-    }
-    Ok(shard)
-}
-
 impl SnapshotReader {
+    /// A reader of `snapshot` of `root` with shard read `options`: no request until the
+    /// first read ([`Root::reader_with`]).
+    pub(super) fn new(root: Root, snapshot: Snapshot, options: ReadOptions) -> Self {
+        // Validated manifests keep the total within 2^48, far below the table's bound.
+        let table = ShardTable::from_counts(snapshot.shards().iter().map(|s| s.record_count))
+            .unwrap_or_default();
+        let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
+        SnapshotReader {
+            root,
+            snapshot,
+            table,
+            shards,
+            options,
+            annotations: Mutex::default(),
+        }
+    }
+
     /// The snapshot read.
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
@@ -188,9 +172,11 @@ impl SnapshotReader {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> guideloom_publish::Result<()> {
     /// use guideloom_format::{RunBudget, ShardMetadata};
-    /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions};
+    /// use guideloom_publish::{
+    ///     PublicationOptions, PublishMode, PublishRequest, Root, RootOptions, StoreOptions,
+    /// };
     ///
-    /// let root = Registry::new().resolve("memory://in-order-doc", &StorageOptions::default())?;
+    /// let root = Root::open("memory://in-order-doc", &StoreOptions::default(), RootOptions::default())?;
     /// let mut shards = Vec::new();
     /// for (n, records) in [[b"a".as_slice(), b"b"], [b"c", b"d"]].into_iter().enumerate() {
     ///     let meta = ShardMetadata::new("raw", "documents");
@@ -299,7 +285,7 @@ impl InOrder<'_> {
 impl SnapshotReader {
     /// An in-order scan of records `range` through whole-shard staging: each shard the range
     /// touches is fetched whole (one request per 64 MiB chunk) into an unnamed local file under the root's
-    /// [`StagingOptions`](crate::StagingOptions) budget, then read locally in runs (see
+    /// [`StagingOptions`](crate::StagingOptions) budget ([`RootOptions::staging`](crate::RootOptions::staging)), then read locally in runs (see
     /// [`Stager`](crate::Stager)). Use it for sequential passes over remote roots; random access
     /// ([`get`](Self::get), [`get_many`](Self::get_many)) reads ranges instead.
     ///
@@ -307,9 +293,11 @@ impl SnapshotReader {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> guideloom_publish::Result<()> {
     /// use guideloom_format::ShardMetadata;
-    /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Registry, StorageOptions};
+    /// use guideloom_publish::{
+    ///     PublicationOptions, PublishMode, PublishRequest, Root, RootOptions, StoreOptions,
+    /// };
     ///
-    /// let root = Registry::new().resolve("memory://scan-doc", &StorageOptions::default())?;
+    /// let root = Root::open("memory://scan-doc", &StoreOptions::default(), RootOptions::default())?;
     /// let records = [b"a".as_slice(), b"bb", b"ccc"];
     /// let shard = root.write_shard("w", 0, ShardMetadata::new("raw", "documents"), records).await?;
     /// let request = PublishRequest {
@@ -347,29 +335,6 @@ impl SnapshotReader {
     }
 }
 
-impl Root {
-    /// A reader of `snapshot`'s records (no request until the first read).
-    pub fn reader(&self, snapshot: Snapshot) -> SnapshotReader {
-        // Validated manifests keep the total within 2^48, far below the table's bound.
-        let table = ShardTable::from_counts(snapshot.shards().iter().map(|s| s.record_count))
-            .unwrap_or_default();
-        let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
-        SnapshotReader {
-            root: self.clone(),
-            snapshot,
-            table,
-            shards,
-            options: ReadOptions::default(),
-            annotations: Mutex::default(),
-        }
-    }
-
-    /// Opens the latest snapshot for reading.
-    pub async fn open_latest(&self) -> Result<SnapshotReader> {
-        Ok(self.reader(self.latest().await?))
-    }
-}
-
 impl SnapshotReader {
     /// The root read.
     pub fn root(&self) -> &Root {
@@ -400,16 +365,6 @@ impl SnapshotReader {
             )));
         }
         self.shard(i).await
-    }
-}
-
-impl Root {
-    /// A reader of `snapshot`'s records with shard read `options` (record CRC
-    /// verification, speculative tail); no request until the first read.
-    pub fn reader_with(&self, snapshot: Snapshot, options: ReadOptions) -> SnapshotReader {
-        let mut reader = self.reader(snapshot);
-        reader.options = options;
-        reader
     }
 }
 
@@ -453,7 +408,7 @@ mod tests {
 
     use crate::{
         CountingStore, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy,
-        Root, StorageOptions,
+        Root, RootOptions, StoreOptions,
     };
 
     /// Reading every value of an annotation set in a loop downloads the catalog and the
@@ -461,10 +416,10 @@ mod tests {
     #[tokio::test]
     async fn annotation_values_in_a_loop_cost_one_download() {
         let base = Registry::new()
-            .resolve("memory://reader-annotations", &StorageOptions::default())
+            .resolve("memory://reader-annotations", &StoreOptions::default())
             .unwrap();
-        let counting = Arc::new(CountingStore::new(Arc::clone(base.store())));
-        let root = Root::new(counting.clone(), StorageOptions::default());
+        let counting = Arc::new(CountingStore::new(base));
+        let root = Root::new(counting.clone(), RootOptions::default());
         let shard = root
             .upload_shard("w", 0, Bytes::from_static(b"shard bytes"), 40)
             .await

@@ -1,14 +1,19 @@
-//! `s3://` roots: options and the object_store Amazon S3 client.
+//! `s3://` stores: options, the object_store Amazon S3 client, and (feature `aws-profile`)
+//! the AWS credentials chain that signs its requests ([`credentials`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use guideloom_io::RetryPolicy;
 
-#[cfg(feature = "s3")]
-use super::redact_userinfo;
 use crate::error::{Error, Result};
 use crate::store::ObjectStoreBucket;
+#[cfg(feature = "s3")]
+use crate::uri::redact_userinfo;
+
+#[cfg(feature = "aws-profile")]
+#[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
+pub mod credentials;
 
 /// S3 addressing style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -99,14 +104,14 @@ impl S3Retry {
 /// regions").
 ///
 /// ```no_run
-/// use guideloom_publish::{Registry, S3Options, StorageOptions};
+/// use guideloom_publish::{Root, RootOptions, S3Options, StoreOptions};
 ///
 /// // Keys and region of the `analytics` profile (feature `aws-profile`).
-/// let options = StorageOptions {
+/// let options = StoreOptions {
 ///     s3: S3Options { profile: Some("analytics".into()), ..S3Options::default() },
-///     ..StorageOptions::default()
+///     ..StoreOptions::default()
 /// };
-/// let root = Registry::global().resolve("s3://my-datasets/captures", &options)?;
+/// let root = Root::open("s3://my-datasets/captures", &options, RootOptions::default())?;
 /// # Ok::<(), guideloom_publish::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -156,8 +161,8 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
     #[cfg(feature = "aws-profile")]
     let source = {
         // The full AWS chain (profiles included) replaces object_store's own; the region
-        // follows crate::credentials::RegionInputs::pick.
-        let chain = crate::credentials::AwsChain::resolve(options)?;
+        // follows credentials::RegionInputs::pick.
+        let chain = credentials::AwsChain::resolve(options)?;
         if let Some(region) = &chain.region {
             builder = builder.with_region(&region.region);
         }

@@ -1,0 +1,365 @@
+//! A dataset root: [`Root`], a store plus [`RootOptions`], and its whole public surface.
+//!
+//! Each method is a short delegation to the module of one protocol, written as free
+//! functions over the store trait (`&dyn RootStore`), the way
+//! [`create_object`](crate::create_object) and [`cas_update`](crate::cas_update) are:
+//!
+//! | methods | protocol module |
+//! |---|---|
+//! | [`identity`](Root::identity), [`init`](Root::init) | `identity`: `dataset.json` |
+//! | [`publish`](Root::publish) | `publication`: verify, claim, commit, pointer |
+//! | [`latest`](Root::latest), [`snapshot`](Root::snapshot), [`snapshots`](Root::snapshots), [`audit_log`](Root::audit_log) | `snapshot_log`: the log and its pointers |
+//! | [`write_shard`](Root::write_shard), [`try_write_shard`](Root::try_write_shard), [`upload_shard`](Root::upload_shard) | `shards`: writing and checking shards |
+//! | [`catalog`](Root::catalog), [`publish_annotations`](Root::publish_annotations), [`annotations`](Root::annotations) | `annotations`: values and the CAS catalog |
+//! | [`reader`](Root::reader), [`reader_with`](Root::reader_with), [`open_latest`](Root::open_latest) | [`SnapshotReader`] (this module's `reader`) |
+//!
+//! A root is built from a store on this side: [`Root::open`] resolves a URI through the
+//! [global registry](Registry::global) (the one place a root calls the registry), and
+//! [`Root::new`] takes any store.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use guideloom_format::{ReadOptions, ShardMetadata};
+use guideloom_io::RetryPolicy;
+use serde::Serialize;
+use tracing::{Instrument, info_span};
+
+use crate::annotations::{self, AnnotationEntry, AnnotationSet, Catalog};
+use crate::error::Result;
+use crate::identity::Identity;
+use crate::manifest::{DatasetIdentity, ShardRef};
+use crate::publication::{self, PublicationOptions, PublishRequest};
+use crate::registry::{Registry, StoreOptions};
+use crate::shards;
+use crate::snapshot_log::{self, LogAudit, Snapshot};
+use crate::staging::{Stager, StagingOptions};
+use crate::store::{RootStore, Sweep};
+
+mod reader;
+#[cfg(test)]
+mod tests;
+
+pub use reader::{InOrder, RecordRun, SnapshotReader};
+
+/// Default [`RootOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
+pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
+
+/// What a root does with its store, whatever the store: the shard size limit and
+/// whole-shard staging. How the store itself is reached is
+/// [`StoreOptions`](crate::StoreOptions).
+///
+/// ```
+/// use guideloom_publish::{Root, RootOptions, StoreOptions};
+///
+/// let options = RootOptions { max_encoded_shard_bytes: 1 << 30, ..RootOptions::default() };
+/// let root = Root::open("memory://root-options-doc", &StoreOptions::default(), options)?;
+/// assert_eq!(root.options().max_encoded_shard_bytes, 1 << 30);
+/// # Ok::<(), guideloom_publish::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootOptions {
+    /// Largest shard that may be written, uploaded or published (one PUT): default 5 GiB.
+    pub max_encoded_shard_bytes: u64,
+    /// Where and how much whole-shard staging (in-order scans) may store.
+    pub staging: StagingOptions,
+}
+
+impl Default for RootOptions {
+    fn default() -> Self {
+        RootOptions {
+            max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
+            staging: StagingOptions::default(),
+        }
+    }
+}
+
+/// A dataset root: a store plus options. Every operation of a call chain goes through this
+/// one store. Cheap to clone: clones share the cached `dataset.json` and the stager.
+#[derive(Debug, Clone)]
+pub struct Root {
+    store: Arc<dyn RootStore>,
+    options: RootOptions,
+    identity: Arc<Identity>,
+    stager: Arc<OnceLock<Stager>>,
+}
+
+impl Root {
+    /// A root on an explicit store (never replaced by a registry default).
+    pub fn new(store: Arc<dyn RootStore>, options: RootOptions) -> Self {
+        Root {
+            store,
+            options,
+            identity: Arc::default(),
+            stager: Arc::default(),
+        }
+    }
+
+    /// A root for `uri`, its store resolved by the [global registry](Registry::global) with
+    /// `store` options (a store registered for the URI's bucket wins; `memory://` names are
+    /// shared across the process). For another registry, pass its store to
+    /// [`Root::new`]: `Root::new(registry.resolve(uri, &store)?, options)`.
+    ///
+    /// ```
+    /// use guideloom_publish::{Root, RootOptions, StoreOptions};
+    ///
+    /// let root = Root::open("memory://open-doc/captures", &StoreOptions::default(), RootOptions::default())?;
+    /// assert!(root.store().describe().contains("memory://open-doc"));
+    /// # Ok::<(), guideloom_publish::Error>(())
+    /// ```
+    pub fn open(uri: &str, store: &StoreOptions, options: RootOptions) -> Result<Self> {
+        Ok(Root::new(Registry::global().resolve(uri, store)?, options))
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn RootStore> {
+        &self.store
+    }
+
+    /// The options.
+    pub fn options(&self) -> &RootOptions {
+        &self.options
+    }
+
+    /// The whole-shard stager of this root (created on first use from
+    /// [`RootOptions::staging`], downloading through [`store`](Self::store)); shared by
+    /// the root's clones and readers, so its budget holds for all of them.
+    pub fn stager(&self) -> &Stager {
+        self.stager
+            .get_or_init(|| Stager::new(Arc::clone(&self.store), self.options.staging.clone()))
+    }
+
+    /// Removes temporary files that crashed writers left in this root (local roots only; see
+    /// [`RootStore::sweep_temporaries`]): `.…tmp` files at least `min_age` old whose writer
+    /// process is gone. Safe beside running writers of this host; with writers on other
+    /// hosts sharing the directory, pick a `min_age` longer than any write.
+    pub async fn sweep_temporaries(&self, min_age: Duration) -> Result<Sweep> {
+        self.store
+            .sweep_temporaries(min_age)
+            .instrument(info_span!("sweep_temporaries", root = %self.store.describe()))
+            .await
+    }
+
+    /// Reads `dataset.json` (cached after the first success).
+    /// [`Error::NotFound`](crate::Error::NotFound) if nothing was ever published.
+    pub async fn identity(&self) -> Result<DatasetIdentity> {
+        self.identity.get(&*self.store).await
+    }
+
+    /// Writes `dataset.json` for `dataset_id` if absent; fails with
+    /// [`Error::DatasetMismatch`](crate::Error::DatasetMismatch) if the root belongs to
+    /// another dataset.
+    pub async fn init(&self, dataset_id: &str) -> Result<DatasetIdentity> {
+        self.identity.init(&*self.store, dataset_id).await
+    }
+
+    /// Publishes a snapshot.
+    ///
+    /// 1. validate the request (shards within [`RootOptions::max_encoded_shard_bytes`]) and
+    ///    `dataset.json` (written if absent);
+    /// 2. verify shards: one HEAD each, sizes must match (and, with `verify_record_counts`,
+    ///    the inspector's record counts and checksums) — nothing is written before this;
+    /// 3. claim the snapshot id (`claims/<id>.json`, create-only): the loser of a same-id race
+    ///    gets [`Error::PublicationCollision`](crate::Error::PublicationCollision) here;
+    /// 4. commit: list `log/`, build the manifest on the latest entry, create
+    ///    `log/<latest+1>`; if another publisher took that number, re-read and retry
+    ///    (bounded, jittered backoff) — an appender re-bases on the winner;
+    /// 5. write the pointer `snapshots/<id>.json`.
+    ///
+    /// A retry of the same request after a failure resumes where the first attempt stopped.
+    pub async fn publish(
+        &self,
+        request: &PublishRequest,
+        options: &PublicationOptions,
+    ) -> Result<Snapshot> {
+        let limit = self.options.max_encoded_shard_bytes;
+        publication::publish(&*self.store, &self.identity, limit, request, options).await
+    }
+
+    /// Opens the latest snapshot: LIST `log/`, GET the highest entry (size checked against
+    /// the listing), validate. [`Error::NotFound`](crate::Error::NotFound) (`log/`) if
+    /// nothing is published.
+    ///
+    /// On a store that cannot list (`http(s)://` roots, [`StoreCapabilities::list`]
+    /// `false`), the highest entry is found with HEAD requests instead: for latest sequence
+    /// number `n`, `2 * (floor(log2 n) + 1)` HEADs, then the GET of `dataset.json` (once per
+    /// root) and of the entry. On a store without atomic writes (a declared mount) an
+    /// incomplete newest entry (in flight, or left by a killed writer) is skipped.
+    ///
+    /// [`StoreCapabilities::list`]: crate::StoreCapabilities::list
+    pub async fn latest(&self) -> Result<Snapshot> {
+        snapshot_log::latest(&*self.store, &self.identity).await
+    }
+
+    /// Opens the snapshot `snapshot_id`: GET its pointer, GET the log entry it names and
+    /// check size and SHA-256 against the pointer. If the pointer is missing (a publisher
+    /// crashed after committing), falls back to scanning `log/` from the newest entry (on a
+    /// store that cannot list, the newest is found by probing, as in [`latest`](Self::latest)).
+    pub async fn snapshot(&self, snapshot_id: &str) -> Result<Snapshot> {
+        snapshot_log::by_id(&*self.store, &self.identity, snapshot_id).await
+    }
+
+    /// Every snapshot, in order (one LIST plus one GET per snapshot; on a store that cannot
+    /// list, the probe of [`latest`](Self::latest) instead of the LIST).
+    pub async fn snapshots(&self) -> Result<Vec<Snapshot>> {
+        snapshot_log::all(&*self.store, &self.identity).await
+    }
+
+    /// Audits the log for gaps (see [`LogAudit`]): one LIST, or on a store that cannot list,
+    /// the probe, one HEAD per entry below the latest, and about 75 HEADs above it (a gap
+    /// whose later entries all avoid those numbers stays invisible without a listing).
+    pub async fn audit_log(&self) -> Result<LogAudit> {
+        snapshot_log::audit(&*self.store).await
+    }
+
+    /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`,
+    /// create-only at `shards/<work_id>/<index>.glm`, encoding each record once straight
+    /// into the store ([`RootStore::begin_create`]): on a local root into the create-only
+    /// temporary file (fsynced and linked once complete), on stores that need one PUT into
+    /// one buffer. Memory is the index (12 bytes per record) and a write buffer on a local
+    /// root. A shard larger than [`RootOptions::max_encoded_shard_bytes`] is refused
+    /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge), with its exact size): bytes
+    /// past the limit never reach the store, nothing appears under the key, and no request
+    /// is made.
+    ///
+    /// The reference carries the record count and the footer CRC (from the encoder, not
+    /// parsed back), so `verify_record_counts` with
+    /// [`FooterInspector`](crate::FooterInspector) costs one 64-byte ranged read per shard.
+    /// Re-running a worker collides
+    /// ([`Error::PublicationCollision`](crate::Error::PublicationCollision)) unless the
+    /// bytes are identical, told apart by the SHA-256 computed while writing.
+    pub async fn write_shard<I, R>(
+        &self,
+        work_id: &str,
+        index: u64,
+        metadata: ShardMetadata,
+        records: I,
+    ) -> Result<ShardRef>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let limit = self.options.max_encoded_shard_bytes;
+        shards::write(&*self.store, limit, work_id, index, metadata, records).await
+    }
+
+    /// [`write_shard`](Self::write_shard) of records that are produced fallibly (encoded as
+    /// they are written, say): the first `Err` stops the write — nothing appears under the
+    /// key, no request is made — and is returned as the inner `Err`; the outer `Err` is the
+    /// root's.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_format::ShardMetadata;
+    /// use guideloom_publish::Root;
+    ///
+    /// let root = Root::open("memory://try-write", &Default::default(), Default::default())?;
+    /// let meta = || ShardMetadata::new("raw", "documents");
+    /// let good = (0..3u8).map(|i| Ok::<_, String>(vec![i; 4]));
+    /// let shard = root.try_write_shard("w", 0, meta(), good).await?.unwrap();
+    /// assert_eq!(shard.record_count, 3);
+    /// let bad = [Ok(vec![1u8]), Err("record 1 does not encode".to_owned())];
+    /// let err = root.try_write_shard("w", 1, meta(), bad).await?.unwrap_err();
+    /// assert_eq!(err, "record 1 does not encode");
+    /// assert!(root.store().head("shards/w/00000001.glm").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_write_shard<I, R, E>(
+        &self,
+        work_id: &str,
+        index: u64,
+        metadata: ShardMetadata,
+        records: I,
+    ) -> Result<std::result::Result<ShardRef, E>>
+    where
+        I: IntoIterator<Item = std::result::Result<R, E>>,
+        R: AsRef<[u8]>,
+    {
+        let limit = self.options.max_encoded_shard_bytes;
+        shards::try_write(&*self.store, limit, work_id, index, metadata, records).await
+    }
+
+    /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
+    /// its reference (with a SHA-256 checksum): the same create-only write as
+    /// [`write_shard`](Self::write_shard)'s. Refused before any request if it is larger
+    /// than [`RootOptions::max_encoded_shard_bytes`]. Re-running a worker collides
+    /// ([`Error::PublicationCollision`](crate::Error::PublicationCollision)) unless the
+    /// bytes are identical.
+    pub async fn upload_shard(
+        &self,
+        work_id: &str,
+        index: u64,
+        body: Bytes,
+        record_count: u64,
+    ) -> Result<ShardRef> {
+        let limit = self.options.max_encoded_shard_bytes;
+        shards::upload(&*self.store, limit, work_id, index, body, record_count).await
+    }
+
+    /// Reads the annotation catalog (an empty one if none exists yet).
+    pub async fn catalog(&self) -> Result<Catalog> {
+        annotations::catalog(&*self.store, &self.identity).await
+    }
+
+    /// Publishes annotation set `set` at `version` for the records of `snapshot`: the values
+    /// object create-only, then the catalog entry by compare-and-swap (bounded by `retry`).
+    ///
+    /// `values.len()` must equal the snapshot's record count
+    /// ([`Error::CountMismatch`](crate::Error::CountMismatch)). Refused up front on a
+    /// declared mounted bucket
+    /// ([`Error::MountedBucketCannotAnnotate`](crate::Error::MountedBucketCannotAnnotate)).
+    pub async fn publish_annotations<T: Serialize>(
+        &self,
+        set: &str,
+        version: &str,
+        snapshot: &Snapshot,
+        values: &[T],
+        retry: &RetryPolicy,
+    ) -> Result<AnnotationEntry> {
+        let (store, identity) = (&*self.store, &*self.identity);
+        annotations::publish(store, identity, set, version, snapshot, values, retry).await
+    }
+
+    /// Opens annotation set `set` (at `version`, or its latest) for the records of
+    /// `snapshot`: downloaded, its size and SHA-256 checked against the catalog. A set that
+    /// annotates another snapshot is refused with
+    /// [`Error::AnnotationSnapshotMismatch`](crate::Error::AnnotationSnapshotMismatch)
+    /// unless `allow_other_snapshot`; even then its value count must equal `snapshot`'s
+    /// record count. A reader caches opened sets ([`SnapshotReader::annotations`]).
+    pub async fn annotations(
+        &self,
+        set: &str,
+        version: Option<&str>,
+        snapshot: &Snapshot,
+        allow_other_snapshot: bool,
+    ) -> Result<AnnotationSet> {
+        let (store, identity) = (&*self.store, &*self.identity);
+        annotations::open(
+            store,
+            identity,
+            set,
+            version,
+            snapshot,
+            allow_other_snapshot,
+        )
+        .await
+    }
+
+    /// A reader of `snapshot`'s records (no request until the first read).
+    pub fn reader(&self, snapshot: Snapshot) -> SnapshotReader {
+        self.reader_with(snapshot, ReadOptions::default())
+    }
+
+    /// A reader of `snapshot`'s records with shard read `options` (record CRC
+    /// verification, speculative tail); no request until the first read.
+    pub fn reader_with(&self, snapshot: Snapshot, options: ReadOptions) -> SnapshotReader {
+        SnapshotReader::new(self.clone(), snapshot, options)
+    }
+
+    /// Opens the latest snapshot ([`latest`](Self::latest)) for reading.
+    pub async fn open_latest(&self) -> Result<SnapshotReader> {
+        Ok(self.reader(self.latest().await?))
+    }
+}
