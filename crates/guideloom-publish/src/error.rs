@@ -121,7 +121,7 @@ pub enum Error {
         /// The mounted root.
         root: String,
     },
-    /// A shard is larger than one PUT may carry (`StorageOptions::max_encoded_shard_bytes`).
+    /// A shard is larger than one PUT may carry (`RootOptions::max_encoded_shard_bytes`).
     #[error(
         "shard {key} is {size} bytes, above the {limit}-byte single-PUT limit \
          (max_encoded_shard_bytes); write smaller shards"
@@ -175,7 +175,7 @@ pub enum Error {
     },
     /// A local root found something other than a regular file or a real directory where it
     /// reads or writes: a symbolic link (local roots never follow links beneath the root
-    /// directory unless opted in with `StorageOptions::follow_symlinks`), a FIFO, a device
+    /// directory unless opted in with `StoreOptions::follow_symlinks`), a FIFO, a device
     /// or a socket. Refused at once, without opening it for I/O.
     #[error("refusing {}: it is {kind}, and a local root opens only {expected} (never through a symbolic link)", path.display())]
     RefusedFile {

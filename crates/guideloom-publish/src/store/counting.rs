@@ -13,11 +13,11 @@
 //! # async fn main() -> guideloom_publish::Result<()> {
 //! use std::sync::Arc;
 //! use bytes::Bytes;
-//! use guideloom_publish::{CountingStore, Registry, Root, RootStore, StorageOptions};
+//! use guideloom_publish::{CountingStore, Registry, Root, RootOptions, RootStore, StoreOptions};
 //!
-//! let store = Registry::new().resolve_store("memory://counted", &StorageOptions::default())?;
+//! let store = Registry::new().resolve("memory://counted", &StoreOptions::default())?;
 //! let counting = CountingStore::new(store);
-//! let root = Root::new(Arc::new(counting.clone()), StorageOptions::default());
+//! let root = Root::new(Arc::new(counting.clone()), RootOptions::default());
 //! root.upload_shard("w", 0, Bytes::from_static(b"shard bytes"), 1).await?;
 //! let counts = counting.counts();
 //! assert_eq!((counts.put_create.requests, counts.put_create.bytes_sent), (1, 11));

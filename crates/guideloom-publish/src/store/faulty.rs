@@ -14,12 +14,12 @@
 //! use std::sync::Arc;
 //! use bytes::Bytes;
 //! use guideloom_publish::faulty::{Fault, FaultyStore, Operation};
-//! use guideloom_publish::{Registry, Root, RootStore, StorageOptions};
+//! use guideloom_publish::{Registry, Root, RootOptions, RootStore, StoreOptions};
 //!
-//! let store = Registry::new().resolve_store("memory://faulty", &StorageOptions::default())?;
+//! let store = Registry::new().resolve("memory://faulty", &StoreOptions::default())?;
 //! let faulty = Arc::new(FaultyStore::new(store));
 //! faulty.plan(Operation::PutCreate, 1, Fault::LoseReply);
-//! let root = Root::new(faulty.clone(), StorageOptions::default());
+//! let root = Root::new(faulty.clone(), RootOptions::default());
 //! // The upload lands, its reply is lost, and create_object reads it back: success.
 //! root.upload_shard("w", 0, Bytes::from_static(b"shard"), 1).await?;
 //! assert_eq!(faulty.calls(Operation::PutCreate), 1);

@@ -39,14 +39,14 @@ pub(crate) const HTTP_GET_FIRST_BYTES: u64 = 1 << 20;
 /// [`HttpIo`] (one pooled client; retries and timeouts from [`HttpOptions`]).
 ///
 /// ```
-/// use guideloom_publish::{Error, HttpRootStore, Root, RootStore, StorageOptions};
+/// use guideloom_publish::{Error, HttpRootStore, Root, RootOptions, RootStore};
 /// use std::sync::Arc;
 ///
 /// let store = HttpRootStore::new("http://127.0.0.1:9/datasets/captures").unwrap();
 /// assert_eq!(store.describe(), "http://127.0.0.1:9/datasets/captures/");
 /// assert!(!store.capabilities().list);
 /// assert!(matches!(store.check_cas(), Err(Error::ReadOnlyRoot { .. })));
-/// let root = Root::new(Arc::new(store), StorageOptions::default());
+/// let root = Root::new(Arc::new(store), RootOptions::default());
 /// # let _ = root;
 /// ```
 #[derive(Debug, Clone)]

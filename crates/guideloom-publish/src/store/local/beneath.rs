@@ -9,7 +9,7 @@
 //! an `fstatat` that does not open them and refused at once ([`Error::RefusedFile`]), so a
 //! FIFO planted where a control object should be cannot hang a reader.
 //!
-//! With `follow` set (the explicit opt-in `StorageOptions::follow_symlinks`) symbolic links
+//! With `follow` set (the explicit opt-in `StoreOptions::follow_symlinks`) symbolic links
 //! beneath the root are followed; everything else still holds.
 
 use std::fs::File;

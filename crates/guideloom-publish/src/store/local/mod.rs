@@ -70,7 +70,7 @@ pub enum LocalReads {
 /// opened: a FIFO, device or socket where an object should be is refused at once with
 /// [`Error::RefusedFile`], before it is opened. Listings skip such entries. Following links
 /// beneath the root is an explicit opt-in ([`with_follow_symlinks`](Self::with_follow_symlinks),
-/// `StorageOptions::follow_symlinks`), for roots whose every link you trust.
+/// `StoreOptions::follow_symlinks`), for roots whose every link you trust.
 ///
 /// Local roots need a unix platform; elsewhere every operation answers
 /// [`Error::Unsupported`].
