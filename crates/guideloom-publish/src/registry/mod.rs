@@ -113,9 +113,13 @@ impl Registry {
         self.buckets.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The store of `uri`, at its prefix (see the [module docs](self) for the order of
-    /// resolution). `uri` is a local path, `file://`, `memory://`, `s3://`, `gs://`, `az://`
-    /// or `http(s)://` URI ([`RootUri`]); an invalid one is [`Error::InvalidUri`].
+    /// The store of `uri`, at its prefix, the way object_store's `parse_url_opts` gives a
+    /// store and a path: a store registered for the URI's scheme and bucket wins; otherwise
+    /// one is built from `options` (and registered, so later roots of the bucket share it;
+    /// `memory://` names are remembered per registry); otherwise a typed
+    /// [`Error::Unsupported`] naming the missing feature. `uri` is a local path, `file://`,
+    /// `memory://`, `s3://`, `gs://`, `az://` or `http(s)://` URI ([`RootUri`]); an invalid
+    /// one is [`Error::InvalidUri`].
     pub fn resolve(&self, uri: &str, options: &StoreOptions) -> Result<Arc<dyn RootStore>> {
         let parsed = RootUri::parse(uri)?;
         if options.mount && !matches!(parsed, RootUri::Local(_)) {
