@@ -205,6 +205,18 @@ impl Publisher {
 
     /// Rebuilds the root on the same store with `options` (the shard size limit, whole-shard
     /// staging; default [`RootOptions::default`]).
+    ///
+    /// ```
+    /// use guideloom::publish::Error as PublishError;
+    /// use guideloom::{Error, Publisher, RootOptions, ShardMetadata};
+    ///
+    /// let small = RootOptions { max_encoded_shard_bytes: 64, ..RootOptions::default() };
+    /// let publisher = Publisher::open("memory://root-options-doc")?.root_options(small);
+    /// let meta = ShardMetadata::new("raw", "documents");
+    /// let err = publisher.write_raw_shard("w", 0, meta, [vec![0u8; 100]]).unwrap_err();
+    /// assert!(matches!(err, Error::Publish(PublishError::ShardTooLarge { limit: 64, .. })));
+    /// # Ok::<(), guideloom::Error>(())
+    /// ```
     pub fn root_options(mut self, options: RootOptions) -> Self {
         self.root = Root::new(Arc::clone(self.root.store()), options);
         self
