@@ -55,19 +55,6 @@ pub(crate) const ALLOWED_CYCLES: &[(&str, &[&str])] = &[
     ),
     // Issue 11: the local store and its sweep of abandoned temporaries.
     ("guideloom-publish", &["store::local", "store::sweep"]),
-    // Issue 11: element widths, layouts and metadata of the format crate.
-    ("guideloom-format", &["element", "layout", "metadata"]),
-    // Issue 11: each server records itself in the session, which knows each server.
-    (
-        "xtask",
-        &[
-            "servers::ceph",
-            "servers::moto",
-            "servers::nginx",
-            "servers::rclone",
-            "servers::session",
-        ],
-    ),
 ];
 
 /// One module of a tree.
