@@ -6,13 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use guideloom::dataset::{new_runtime, resolve_root};
-use guideloom::loader::{Loader, LoaderOptions};
-use guideloom::publish::{RetryPolicy, S3Options, StoreOptions};
-use guideloom::publisher::publish_cbor;
 use guideloom::{
-    AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, PublishMode, Publisher, RecordSource,
-    ShardMetadata,
+    AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, Loader, LoaderOptions, PublishMode,
+    Publisher, RecordSource, RetryPolicy, S3Options, ShardMetadata, StoreOptions, publish_cbor,
+    resolve_root,
 };
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -46,7 +43,7 @@ fn unique(tag: &str) -> String {
 /// Publishes two snapshots (s1: 23 records "one", s2: 37 records "two") and a label set on
 /// s2, then checks every read path.
 fn exercise(uri: &str, options: &DatasetOptions) {
-    let rt = new_runtime().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let root = resolve_root(uri, options).unwrap();
         publish_cbor(&root, "facade", "s1", &samples(23, "one"), 5, "w1")
@@ -186,7 +183,7 @@ fn declared_mount_reads_but_refuses_annotation_writes() {
         mount: true,
         ..StoreOptions::default()
     });
-    let rt = new_runtime().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
     let snap = rt.block_on(async {
         let root = resolve_root(uri, &options).unwrap();
         let snap = publish_cbor(&root, "m", "s1", &samples(9, "m"), 4, "w")
@@ -361,7 +358,7 @@ fn async_flavour_reads_the_same_records() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("ds");
     let uri = uri.to_str().unwrap().to_owned();
-    let rt = new_runtime().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async move {
         let root = resolve_root(&uri, &DatasetOptions::default()).unwrap();
         publish_cbor(&root, "a", "s1", &samples(12, "a"), 5, "w")
@@ -389,7 +386,7 @@ fn async_flavour_reads_the_same_records() {
 fn a_damaged_shard_is_a_typed_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("ds");
-    let rt = new_runtime().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
     let snap = rt.block_on(async {
         let root = resolve_root(uri.to_str().unwrap(), &DatasetOptions::default()).unwrap();
         publish_cbor(&root, "d", "s1", &samples(10, "d"), 10, "w")
@@ -472,7 +469,7 @@ fn public_types_are_send_sync_debug() {
     check::<Loader<Sample>>();
     check::<LoaderOptions>();
     check::<guideloom::LoaderState>();
-    check::<guideloom::EpochPlan>();
+    check::<guideloom::order::EpochPlan>();
     fn send<T: Send>() {}
     send::<guideloom::Epoch<Sample>>();
     send::<guideloom::Batch<Sample>>();
@@ -487,7 +484,7 @@ fn shard_window_shuffle_cuts_object_store_requests() {
     let name = unique("window");
     let uri = format!("memory://{name}");
     let options = DatasetOptions::default().registry(Arc::clone(&registry));
-    let rt = new_runtime().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let root = resolve_root(&uri, &options).unwrap();
         publish_cbor(&root, "w", "s1", &samples(1000, "w"), 25, "w")

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use bytes::Bytes;
-use guideloom::loader::{Loader, LoaderOptions, LoaderState, MemorySource, RecordSource};
-use guideloom::{Equalize, Error, ShuffleMode};
+use guideloom::{
+    Equalize, Error, Loader, LoaderOptions, LoaderState, MemorySource, RecordSource, ShuffleMode,
+};
 use proptest::prelude::*;
 
 /// Records `0..n`, each the 8-byte little-endian of its index.

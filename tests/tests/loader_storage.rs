@@ -4,10 +4,9 @@
 //! same batches — every record exactly once per epoch — in every shuffle mode; the stream
 //! storages hand out their chunks / documents as records.
 
-use guideloom::format::{RawFormat, StreamStorage, StreamWithMetaStorage, WriterOptions};
-use guideloom::loader::{Loader, LoaderOptions, RecordSource};
 use guideloom::{
-    Bytes, Dataset, DocumentStorage, PublishMode, Publisher, ShardMetadata, ShuffleMode,
+    Bytes, Dataset, DocumentStorage, Loader, LoaderOptions, PublishMode, Publisher, RawFormat,
+    RecordSource, ShardMetadata, ShuffleMode, StreamStorage, StreamWithMetaStorage, WriterOptions,
 };
 
 const SHARD: usize = 10;

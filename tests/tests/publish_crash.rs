@@ -7,7 +7,7 @@
 //! annotation set reading back exactly what the writer wrote.
 //!
 //! What it measures is printed (`--nocapture`): where the kills landed, and how many
-//! temporary files and staging directories the crashes left behind (nothing cleans them).
+//! temporary files the crashes left behind (until `Root::sweep_temporaries` removes them).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{BufRead, BufReader, Read};
@@ -69,9 +69,6 @@ struct Report {
     /// `.`-prefixed temporary files (`.tmp`; not the catalog's lock file) in the root after
     /// the last kill.
     temp_files: usize,
-    /// Entries left in the staging directory after the last kill (`write_shard` encodes into
-    /// unnamed temporary files, so none are expected).
-    staging_dirs: usize,
     /// Temporary files `Root::sweep_temporaries` removed once every writer was dead.
     swept: usize,
     /// Snapshots published in all.
@@ -106,9 +103,7 @@ fn open_root(dir: &Path, kind: &str) -> Root {
 fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
     let dir = tempfile::tempdir().unwrap();
     let root_dir = dir.path().join("root");
-    let staging = dir.path().join("staging");
     std::fs::create_dir_all(&root_dir).unwrap();
-    std::fs::create_dir_all(&staging).unwrap();
     let root = open_root(&root_dir, kind);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -122,7 +117,6 @@ fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
         let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
             .arg(&root_dir)
             .arg(kind)
-            .arg(&staging)
             .arg(&tag)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -181,7 +175,6 @@ fn crash_loop(kind: &str, iterations: u64, seed: u64) -> Report {
             .iter()
             .filter(|(key, _)| file_name(key).starts_with('.') && key.ends_with(".tmp"))
             .count();
-        report.staging_dirs = check_staging(&staging, &context);
     }
     report.snapshots = state.verified.len();
     report.interrupted = interrupted(&root_dir);
@@ -283,21 +276,6 @@ fn walk(dir: &Path) -> Vec<(String, PathBuf)> {
 
 fn file_name(key: &str) -> &str {
     key.rsplit('/').next().unwrap_or(key)
-}
-
-/// The staging directory holds only `write_shard`'s temporary directories; returns how
-/// many there are (left by kills: nothing removes them).
-fn check_staging(staging: &Path, context: &str) -> usize {
-    let mut n = 0;
-    for e in std::fs::read_dir(staging).unwrap() {
-        let name = e.unwrap().file_name().into_string().unwrap();
-        assert!(
-            name.starts_with(".guideloom-shard-"),
-            "{context}: staging holds {name}"
-        );
-        n += 1;
-    }
-    n
 }
 
 /// Every file in the root: a temporary or lock file of the local store (`.`-prefixed, next
@@ -570,10 +548,6 @@ fn sigkill_at_random_points_leaves_a_local_root_consistent() {
         );
     }
     assert!(report.snapshots > 0, "{report:?}");
-    assert_eq!(
-        report.staging_dirs, 0,
-        "write_shard stages in unnamed files: {report:?}"
-    );
 }
 
 #[test]

@@ -253,12 +253,12 @@ impl<E: Element> FileSystemStream<E> {
 
     /// Finished shards up to the first missing one, each checked to hold `E`.
     pub fn discover(&self) -> Result<Vec<LocalShard>> {
-        discover_local(&self.dir, SHARD_PREFIX, &E::expected())
+        discover_local(&self.dir, SHARD_PREFIX, &Expected::stream::<E>())
     }
 
     /// Opens finished shard `n` for reading ([`Error::NotFound`] if it does not exist).
     pub fn open_shard(&self, n: u64, options: &ReadOptions) -> Result<SyncShard> {
-        open_local(&self.shard_path(n), options, &E::expected())
+        open_local(&self.shard_path(n), options, &Expected::stream::<E>())
     }
 
     /// Starts writing shard `n`; append runs of elements encoded with

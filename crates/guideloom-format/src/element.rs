@@ -6,8 +6,6 @@ use std::ops::Deref;
 
 use bytes::Bytes;
 
-use crate::layout::Expected;
-
 mod sealed {
     pub trait Sealed {}
 }
@@ -28,14 +26,6 @@ pub trait Element:
 
     /// Decodes one element from exactly [`WIDTH`](Element::WIDTH) little-endian bytes.
     fn from_le(bytes: &[u8]) -> Self;
-
-    /// What a stream shard of this element looks like to a reader.
-    fn expected() -> Expected {
-        Expected::Stream {
-            element: Self::NAME,
-            width: Self::WIDTH,
-        }
-    }
 }
 
 macro_rules! element {

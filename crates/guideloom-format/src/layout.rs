@@ -7,6 +7,7 @@ use bytes::Bytes;
 use guideloom_io::Tail;
 use guideloom_io::coalesce::{self, CoalescePolicy, MergedRange};
 
+use crate::element::{Element, element_width};
 use crate::error::{Corruption, Error, Result};
 use crate::footer::Footer;
 use crate::index::Index;
@@ -100,6 +101,14 @@ pub enum Expected {
 }
 
 impl Expected {
+    /// A stream of element type `E` (what a typed stream reader expects).
+    pub fn stream<E: Element>() -> Self {
+        Expected::Stream {
+            element: E::NAME,
+            width: E::WIDTH,
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Expected::Documents(f) => f.clone(),
@@ -181,10 +190,7 @@ pub(crate) fn complete(
     let metadata = ShardMetadata::decode(shard, meta, footer.record_count)?;
     // A stream's records are whole runs of elements, whoever reads them (a typed stream
     // reader checks again against its own element type).
-    if let Some(width) = metadata
-        .element
-        .as_deref()
-        .and_then(crate::element::element_width)
+    if let Some(width) = metadata.element.as_deref().and_then(element_width)
         && (0..index.len()).any(|i| {
             let r = index.range(i);
             !(r.end - r.start).is_multiple_of(width)

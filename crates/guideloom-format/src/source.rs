@@ -1,6 +1,6 @@
 //! [`RecordSource`]: anything whose records can be fetched by global index, in batches.
 //!
-//! The trait the facade's loader (`guideloom::loader::Loader`) reads from. It lives here,
+//! The trait the facade's loader (`guideloom::Loader`) reads from. It lives here,
 //! below the loader and the snapshot reader, so that every layer's readers implement it: the
 //! storages' sync readers ([`DocumentReader`], [`StreamReader`], [`StreamWithMetaReader`])
 //! here, a published snapshot (`guideloom::Dataset`) in the facade, in-memory sources in

@@ -7,9 +7,7 @@
 
 use std::sync::Arc;
 
-use guideloom::dataset::{new_runtime, resolve_root};
-use guideloom::publisher::publish_cbor;
-use guideloom::{Dataset, DatasetOptions, RetryPolicy};
+use guideloom::{Dataset, DatasetOptions, RetryPolicy, publish_cbor, resolve_root};
 
 const WRITERS: u64 = 4;
 const VERSIONS: u64 = 3;
@@ -25,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .ok_or("non-UTF-8 path")?
             .to_owned(),
     };
-    let runtime = Arc::new(new_runtime()?);
+    let runtime = Arc::new(tokio::runtime::Runtime::new()?);
     let texts: Vec<String> = (0..100).map(|i| format!("document {i}")).collect();
     let snapshot = runtime.block_on(async {
         let root = resolve_root(&uri, &DatasetOptions::default())?;

@@ -8,12 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use guideloom::Bytes;
-use guideloom::format::{CborFormat, DocumentStorage, WriterOptions};
 use guideloom::io::conformance::{FnFixture, run_all};
 use guideloom::io::error::check_range;
-use guideloom::io::{
-    AsyncReader, Backend, BoxError, Capabilities, Error, Location, Result, SyncReader,
+use guideloom::io::{BoxError, Capabilities, Error, Result};
+use guideloom::{
+    AsyncReader, Backend, Bytes, CborFormat, DocumentStorage, Location, SyncReader, WriterOptions,
 };
 
 /// Where an object lives in the map: a `/`-separated key.

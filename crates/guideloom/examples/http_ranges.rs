@@ -13,9 +13,9 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use guideloom::format::{CborFormat, DocumentStorage, WriterOptions};
 use guideloom::io::blocking::BlockingIo;
 use guideloom::io::http::{HttpIo, HttpPath};
+use guideloom::{CborFormat, DocumentStorage, WriterOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (Ok(base), Ok(served)) = (

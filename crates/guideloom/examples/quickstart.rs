@@ -3,8 +3,7 @@
 //!
 //! `cargo run -p guideloom --example quickstart`
 
-use guideloom::loader::{Loader, LoaderOptions};
-use guideloom::{CborFormat, Dataset, PublishMode, Publisher};
+use guideloom::{CborFormat, Dataset, Loader, LoaderOptions, PublishMode, Publisher};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Sample {

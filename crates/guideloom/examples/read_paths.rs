@@ -9,8 +9,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use guideloom::publish::{S3Options, StoreOptions};
-use guideloom::{Dataset, DatasetOptions, PublishMode, Publisher};
+use guideloom::{Dataset, DatasetOptions, PublishMode, Publisher, S3Options, StoreOptions};
 
 const SHARD: u64 = 2_000;
 const REPS: usize = 5;

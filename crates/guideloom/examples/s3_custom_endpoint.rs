@@ -10,11 +10,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use guideloom::dataset::{new_runtime, resolve_root};
-use guideloom::loader::{Loader, LoaderOptions};
-use guideloom::publish::{S3Addressing, S3Options, StoreOptions};
-use guideloom::publisher::publish_cbor;
-use guideloom::{CborFormat, Dataset, DatasetOptions};
+use guideloom::publish::S3Addressing;
+use guideloom::{
+    CborFormat, Dataset, DatasetOptions, Loader, LoaderOptions, S3Options, StoreOptions,
+    publish_cbor, resolve_root,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (Ok(endpoint), Ok(bucket)) = (
@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
     let uri = format!("s3://{bucket}/examples/s3-custom-endpoint-{nanos}");
 
-    let runtime = new_runtime()?;
+    let runtime = tokio::runtime::Runtime::new()?;
     let records: Vec<String> = (0..300).map(|i| format!("line {i}")).collect();
     let snap = runtime.block_on(async {
         let root = resolve_root(&uri, &options)?;

@@ -20,8 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use guideloom::Publisher;
-use guideloom_format::ShardMetadata;
+use guideloom::{Publisher, ShardMetadata};
 
 const POOL: usize = 4 << 20;
 

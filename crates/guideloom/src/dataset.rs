@@ -1,43 +1,11 @@
-//! The unified dataset API: open a published root, read records by index.
-//!
-//! [`AsyncDataset`] is the async flavour (call it from your tokio runtime); [`Dataset`] is
-//! the synchronous one: it owns a small tokio runtime, so sync callers (training loops,
-//! threads, the [`Loader`](crate::Loader)) never touch tokio.
-//!
-//! A dataset is one snapshot of a root (the latest, or one chosen by id): its records are
-//! the records of the snapshot's shards, in manifest order. Shards are opened lazily by
-//! guideloom-publish's [`SnapshotReader`] (one per dataset, shared by clones): one tail read
-//! each, size and record count checked against the manifest; a record is then one ranged
-//! read, and [`Dataset::get_many`] makes one batched read per shard touched, shards read
-//! concurrently.
-//!
-//! ```
-//! # fn main() -> guideloom::Result<()> {
-//! use guideloom::{Dataset, DatasetOptions};
-//! # let tmp = tempfile::tempdir().unwrap();
-//! # let root = tmp.path().join("root");
-//! # let root = root.to_str().unwrap();
-//! # let publisher = guideloom::Publisher::open(root)?;
-//! # let records: Vec<String> = (0..10).map(|i| format!("record {i}")).collect();
-//! # let shards = records.chunks(4).enumerate().map(|(n, chunk)| publisher.write_shard("w", n as u64, chunk));
-//! # let shards = shards.collect::<guideloom::Result<Vec<_>>>()?;
-//! # publisher.publish("example", "s1", shards, guideloom::PublishMode::Full)?;
-//! let ds = Dataset::open(root)?; // the latest snapshot
-//! assert_eq!(ds.len(), 10);
-//! let text: String = ds.get_as(3)?; // CBOR records decode through serde
-//! assert_eq!(text, "record 3");
-//! let all: Vec<String> = ds.iter_as::<String>().collect::<Result<_, _>>()?;
-//! assert_eq!(all.len(), 10);
-//! let same = Dataset::open_with(root, DatasetOptions::default().snapshot(ds.snapshot().id()))?;
-//! assert_eq!(same.get(9)?, ds.get(9)?);
-//! # Ok(()) }
-//! ```
+//! The unified dataset API: open a published root, read records by index ([`Dataset`],
+//! [`AsyncDataset`], re-exported at the crate root).
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::{Format, ReadOptions, RunBudget};
+use guideloom_format::{Format, ReadOptions, RecordSource, RunBudget};
 use guideloom_publish::{
     AnnotationSet, InOrder, Registry, Root, RootOptions, RootUri, Snapshot, SnapshotReader,
     StoreOptions,
@@ -45,7 +13,6 @@ use guideloom_publish::{
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
-use crate::loader::RecordSource;
 
 /// How to open a dataset.
 #[derive(Debug, Clone, Default)]
@@ -91,9 +58,20 @@ impl DatasetOptions {
     }
 }
 
-/// Resolves `uri` to a [`Root`] with the registry of `options`. `http(s)://` base URLs are
-/// read-only roots (feature `http`; without it they are refused with
-/// `guideloom_publish::Error::Unsupported`).
+/// Resolves `uri` to a [`Root`] (for its async API: writing shards, publishing, reading
+/// the snapshot log) with the storage options and registry of `options`, as
+/// [`Dataset::open_with`] does. `http(s)://` base URLs are read-only roots (feature `http`;
+/// without it they are refused with `publish::Error::Unsupported`).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> guideloom::Result<()> {
+/// use guideloom::{DatasetOptions, resolve_root};
+///
+/// let root = resolve_root("memory://resolve-root-doc", &DatasetOptions::default())?;
+/// assert!(root.latest().await.unwrap_err().is_not_found()); // nothing published yet
+/// # Ok(()) }
+/// ```
 pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
     let root = match &options.registry {
         Some(r) => Root::new(r.resolve(uri, &options.storage)?, options.root.clone()),
@@ -111,7 +89,8 @@ struct Inner {
     remote: bool,
 }
 
-/// A dataset snapshot, read asynchronously. Cheap to clone (shared state).
+/// A dataset snapshot, read asynchronously (call it from your tokio runtime): the same
+/// reads as [`Dataset`], which is the synchronous flavour. Cheap to clone (shared state).
 #[derive(Debug, Clone)]
 pub struct AsyncDataset {
     inner: Arc<Inner>,
@@ -211,7 +190,7 @@ impl AsyncDataset {
     }
 
     /// Record `index` decoded as CBOR into `T` (records written with
-    /// [`CborFormat`](guideloom_format::CborFormat)).
+    /// [`CborFormat`](crate::CborFormat)).
     pub async fn get_as<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
         decode_as(index, self.get(index).await?)
     }
@@ -238,7 +217,7 @@ impl AsyncDataset {
     }
 }
 
-/// Decodes one CBOR record exactly as [`CborFormat`](guideloom_format::CborFormat) does (one item, no trailing bytes),
+/// Decodes one CBOR record exactly as [`CborFormat`](crate::CborFormat) does (one item, no trailing bytes),
 /// without requiring `T: Serialize`.
 fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
     guideloom_format::cbor::decode_one(&bytes).map_err(|e| Error::Decode {
@@ -249,17 +228,48 @@ fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
 
 /// A dataset snapshot, read synchronously through an internal tokio runtime.
 ///
-/// Use it from plain threads. Calling its methods from inside an async task panics (tokio
-/// forbids blocking a runtime thread): use [`AsyncDataset`] there ([`Dataset::as_async`]).
+/// A dataset is one snapshot of a root (the latest, or one chosen by id): its records are
+/// the records of the snapshot's shards, in manifest order. Shards are opened lazily by
+/// guideloom-publish's [`SnapshotReader`] (one per dataset, shared by clones): one tail read
+/// each, size and record count checked against the manifest; a record is then one ranged
+/// read, and [`Dataset::get_many`] makes one batched read per shard touched, shards read
+/// concurrently.
+///
+/// Use it from plain threads (training loops, the [`Loader`](crate::Loader)): it never
+/// exposes tokio. Calling its methods from inside an async task panics (tokio forbids
+/// blocking a runtime thread): use [`AsyncDataset`] there ([`Dataset::as_async`]).
+///
+/// ```
+/// # fn main() -> guideloom::Result<()> {
+/// use guideloom::{Dataset, DatasetOptions};
+/// # let tmp = tempfile::tempdir().unwrap();
+/// # let root = tmp.path().join("root");
+/// # let root = root.to_str().unwrap();
+/// # let publisher = guideloom::Publisher::open(root)?;
+/// # let records: Vec<String> = (0..10).map(|i| format!("record {i}")).collect();
+/// # let shards = records.chunks(4).enumerate().map(|(n, chunk)| publisher.write_shard("w", n as u64, chunk));
+/// # let shards = shards.collect::<guideloom::Result<Vec<_>>>()?;
+/// # publisher.publish("example", "s1", shards, guideloom::PublishMode::Full)?;
+/// let ds = Dataset::open(root)?; // the latest snapshot
+/// assert_eq!(ds.len(), 10);
+/// let text: String = ds.get_as(3)?; // CBOR records decode through serde
+/// assert_eq!(text, "record 3");
+/// let all: Vec<String> = ds.iter_as::<String>().collect::<Result<_, _>>()?;
+/// assert_eq!(all.len(), 10);
+/// let same = Dataset::open_with(root, DatasetOptions::default().snapshot(ds.snapshot().id()))?;
+/// assert_eq!(same.get(9)?, ds.get(9)?);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Dataset {
     inner: AsyncDataset,
     runtime: Arc<tokio::runtime::Runtime>,
 }
 
-/// Builds the runtime a synchronous [`Dataset`] drives its reads on: multi-threaded with two
-/// workers (IO is mostly waiting), all drivers enabled.
-pub fn new_runtime() -> Result<tokio::runtime::Runtime> {
+/// Builds the runtime a synchronous [`Dataset`] (and a [`Publisher`](crate::Publisher))
+/// drives its calls on: multi-threaded with two workers (IO is mostly waiting), all drivers
+/// enabled.
+pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("guideloom-dataset")

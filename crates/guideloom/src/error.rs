@@ -11,7 +11,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// The lower crates' errors are wrapped unchanged ([`Error::Io`], [`Error::Format`],
 /// [`Error::Publish`]) so callers match on their variants, e.g.
-/// `Error::Publish(guideloom_publish::Error::NotFound { .. })`, with two exceptions that
+/// `Error::Publish(publish::Error::NotFound { .. })`, with two exceptions that
 /// make the everyday failures one variant each however they arise: a record index past the
 /// end is always [`Error::OutOfRange`], and damaged shard bytes (footer, index, metadata or
 /// a record) are always [`Error::Shard`].
@@ -68,7 +68,7 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
-    /// A record source (the loader's [`RecordSource`](crate::loader::RecordSource)) failed
+    /// A record source (the loader's [`RecordSource`](crate::RecordSource)) failed
     /// to fetch records.
     #[error("cannot fetch records from {source_name}: {source}")]
     Fetch {

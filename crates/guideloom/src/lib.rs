@@ -1,26 +1,51 @@
 //! guideloom: sharded datasets of records for training and evaluating ML models, in one
 //! dependency.
 //!
-//! - [`io`], [`format`](mod@format), [`publish`]: the lower crates, re-exported whole
-//!   (`guideloom-io`, `guideloom-format`, `guideloom-publish`); their common types are also
-//!   at this crate's root.
-//! - [`Dataset`] (sync; owns a tokio runtime) and [`AsyncDataset`]: open any root URI and
-//!   read records by index, in order, by range, typed through serde, with annotations and
-//!   snapshot selection.
-//! - [`Publisher`] (sync; owns a tokio runtime): write shards of serde records, publish
-//!   snapshots and annotation sets without async code.
-//! - [`Loader`]: the training-loop reader — deterministic shuffle from `(seed, epoch)`,
-//!   batches, worker threads, bounded prefetch, ranks, O(1) resume. See [`loader`] and
-//!   `docs/loader.md`.
+//! Everything a dataset user needs is at this crate's root, each item at one path:
 //!
-//! Features: `mmap` (default) for [`io::MmapIo`]; `http` for `io::http::HttpIo` and read-only
-//! `http(s)://` dataset roots;
-//! `object-store` for `io::objstore::ObjectStoreIo`; `s3` for `s3://` roots; `blocking` for
-//! `io::blocking::BlockingIo`; `conformance` for the IO conformance kit.
+//! - **Read**: [`Dataset`] (sync; owns a tokio runtime) and [`AsyncDataset`] open any root URI
+//!   ([`DatasetOptions`]: snapshot, [`StoreOptions`], [`RootOptions`], [`ReadOptions`], [`Registry`]) and
+//!   read records by index, in order ([`Records`]), by range, typed through serde, with
+//!   annotations ([`AnnotationSet`]) and snapshot selection ([`Snapshot`]).
+//! - **Write**: [`Publisher`] (sync; owns a tokio runtime) writes shards of serde records
+//!   ([`ShardRef`]), publishes snapshots ([`PublishMode`], [`PublishRequest`],
+//!   [`PublicationOptions`]) and annotation sets ([`AnnotationEntry`], [`RetryPolicy`])
+//!   without async code; in async code, [`resolve_root`] gives the [`Root`] and
+//!   [`write_cbor_shard`] / [`publish_cbor`] write serde records to it.
+//! - **Train**: [`Loader`] ([`LoaderOptions`], [`ShuffleMode`], [`Equalize`]) yields
+//!   [`Batch`]es of an [`Epoch`] — deterministic shuffle from `(seed, epoch)`, worker threads,
+//!   bounded prefetch, ranks, O(1) resume from a [`LoaderState`] — from any [`RecordSource`]
+//!   (a [`Dataset`], a [`MemorySource`], a storage's reader). The order itself, specified bit
+//!   for bit in `docs/loader.md`, is the [`order`] module.
+//! - **Records and storages**: the record [`Format`]s ([`CborFormat`], [`RawFormat`]),
+//!   [`ShardMetadata`], and plain storage directories ([`DocumentStorage`],
+//!   [`StreamStorage`], [`StreamWithMetaStorage`], [`WriterOptions`]).
+//! - **IO**: the traits a backend implements ([`Backend`], [`Location`], [`SyncReader`],
+//!   [`AsyncReader`]) and the local backends ([`SeekIo`], [`PreadIo`], [`MmapIo`]).
+//! - **Errors**: one [`enum@Error`] ([`Result`], [`BoxError`]) wrapping the lower crates'
+//!   errors unchanged.
+//!
+//! # The lower layers: escape hatches
+//!
+//! [`io`], [`format`](mod@format) and [`publish`] are the three crates this one is built
+//! on (`guideloom-io`, `guideloom-format`, `guideloom-publish`), re-exported whole and as they
+//! are, for backend authors and advanced use: the conformance kit, HTTP and object-store
+//! backends, shard readers and writers, the root store trait, the lower crates' error enums
+//! for matching. They are not this crate's documented API: what the root re-exports from
+//! them is the everyday part, and where an item is at the root, use it from there.
+//!
+//! Features: `http` for `io::http::HttpIo` and read-only `http(s)://` dataset roots; `s3`,
+//! `gcs`, `azure` for `s3://`, `gs://`, `az://` roots (`aws-profile` for the full AWS
+//! credential chain); `blocking` for `io::blocking::BlockingIo`; `conformance` for the IO
+//! conformance kit. Memory-mapped local reads ([`MmapIo`]) and the object-store backend
+//! (`io::objstore::ObjectStoreIo`) are always built: dataset roots read through them.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
-pub mod dataset;
+mod dataset;
+mod error;
+mod loader;
+mod publisher;
 
 /// The user guide (`docs/guide.md`); its code blocks run as doctests.
 #[doc = include_str!("../../../docs/guide.md")]
@@ -29,8 +54,83 @@ pub mod guide {
     #[doc = include_str!("../../../docs/loader.md")]
     pub mod loader {}
 }
-pub mod error;
-pub mod loader;
+
+pub mod order {
+    //! The [`Loader`](crate::Loader)'s sample order, specified bit for bit in `docs/loader.md`
+    //! (the [`guide::loader`](crate::guide::loader) page), for reproducing it elsewhere or
+    //! planning an epoch without IO.
+    //!
+    //! The order of an epoch is a pure function of `(seed, epoch, position)`: [`EpochOrder`]
+    //! maps a global position to a record index (a keyed [`Permutation`] built from [`mix64`]
+    //! and [`derive_key`], shard-aware for [`ShuffleMode::ShardWindow`]); [`EpochPlan`] cuts
+    //! the positions of an epoch ([`epoch_len`]) into one rank's batches.
+    //!
+    //! ```
+    //! use guideloom::ShuffleMode;
+    //! use guideloom::order::EpochOrder;
+    //!
+    //! let order = EpochOrder::new(ShuffleMode::Full, 0, 0, 10, None);
+    //! let records: Vec<u64> = (0..10).map(|p| order.record(p)).collect();
+    //! assert_eq!(records, [2, 9, 7, 8, 3, 0, 4, 5, 1, 6]); // the same on every machine
+    //! ```
+
+    #[cfg(doc)]
+    use crate::ShuffleMode;
+
+    pub use crate::loader::order::{
+        DEFAULT_WINDOW, EpochOrder, FEISTEL_ROUNDS, GOLDEN, Permutation, SALT_RECORDS, SALT_SHARDS,
+        derive_key, mix64,
+    };
+    pub use crate::loader::{EpochPlan, epoch_len};
+}
+
+/// `guideloom-io`, the byte-range IO layer, whole: for backend authors (the conformance kit,
+/// `error::check_range`) and advanced use (HTTP and object-store backends, `BlockingIo`,
+/// request counters). Not the documented everyday API: its traits and local backends are at
+/// this crate's root.
+pub use guideloom_io as io;
+
+/// `guideloom-format`, the shard format layer, whole: for advanced use (shard readers and
+/// writers, the footer and index, the shard table and run planner, its `Error` for matching).
+/// Not the documented everyday API: the record formats and storages are at this crate's root.
+pub use guideloom_format as format;
+
+/// `guideloom-publish`, the dataset-root layer, whole: for advanced use (the root store
+/// trait and its implementations, the snapshot reader, per-store options, its `Error` for
+/// matching, e.g. `publish::Error::NotFound`). Not the documented everyday API: roots,
+/// snapshots and publication types are at this crate's root.
+pub use guideloom_publish as publish;
+
+/// Record buffers (re-exported so users need no direct `bytes` dependency).
+pub use bytes::{self, Bytes};
+
+pub use dataset::{AsyncDataset, Dataset, DatasetOptions, Records, resolve_root};
+pub use error::{BoxError, Error, Result};
+pub use loader::order::ShuffleMode;
+pub use loader::{Batch, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource};
+pub use publisher::{Publisher, publish_cbor, write_cbor_shard};
+
+/// Anything the [`Loader`] can read records from, by index: defined in `guideloom-format`
+/// (so the storages' readers implement it too) and re-exported here.
+///
+/// [`Dataset`] implements it (with `Error = guideloom::Error`), as do the storages' sync
+/// readers ([`DocumentReader`](format::DocumentReader),
+/// [`StreamReader`](format::StreamReader),
+/// [`StreamWithMetaReader`](format::StreamWithMetaReader), with `Error = format::Error`) and
+/// [`MemorySource`]. The loader takes any source whose `Error` converts into [`enum@Error`];
+/// the shard-window shuffle ([`ShuffleMode::ShardWindow`]) reads its shard bounds.
+pub use guideloom_format::RecordSource;
+pub use guideloom_format::{
+    CborFormat, DocumentStorage, Format, RawFormat, ReadOptions, ShardMetadata, StreamStorage,
+    StreamWithMetaStorage, WriterOptions,
+};
+pub use guideloom_io::{
+    AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
+};
+pub use guideloom_publish::{
+    AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
+    Root, RootOptions, S3Options, ShardRef, Snapshot, StoreOptions,
+};
 
 /// The repository README's Rust example, run as a doctest.
 #[cfg(doctest)]
@@ -48,45 +148,3 @@ pub struct ObjectStoreDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/publication.md")]
 pub struct PublicationDoctests;
-pub mod order;
-pub mod publisher;
-
-/// Byte-range IO (`guideloom-io`): reader and backend traits, local backends and, behind
-/// features, HTTP and object-store backends and the conformance kit.
-pub mod io {
-    pub use guideloom_io::*;
-}
-
-/// The shard format, record formats and storages (`guideloom-format`).
-pub mod format {
-    pub use guideloom_format::*;
-}
-
-/// Dataset roots: publication, snapshots, annotations, the scheme registry
-/// (`guideloom-publish`).
-pub mod publish {
-    pub use guideloom_publish::*;
-}
-
-/// Record buffers (re-exported so users need no direct `bytes` dependency).
-pub use bytes::{self, Bytes};
-pub use dataset::{AsyncDataset, Dataset, DatasetOptions};
-pub use error::{BoxError, Error, Result};
-pub use loader::{
-    Batch, Epoch, EpochPlan, Equalize, Loader, LoaderOptions, LoaderState, MemorySource,
-    RecordSource,
-};
-pub use order::ShuffleMode;
-pub use publisher::Publisher;
-
-pub use guideloom_format::{
-    CborFormat, DocumentStorage, Format, RawFormat, ReadOptions, ShardMetadata, StreamStorage,
-    StreamWithMetaStorage, WriterOptions,
-};
-#[cfg(feature = "mmap")]
-pub use guideloom_io::MmapIo;
-pub use guideloom_io::{AsyncReader, Backend, Location, PreadIo, RetryPolicy, SeekIo, SyncReader};
-pub use guideloom_publish::{
-    AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
-    Root, RootOptions, ShardRef, Snapshot, StoreOptions,
-};

@@ -1,43 +1,5 @@
-//! Writing and publishing datasets without async code: [`Publisher`].
-//!
-//! A training-pipeline author who produces records in plain threads writes shards, publishes
-//! them as a snapshot, and annotates it, all through blocking calls. [`Publisher`] owns a
-//! small tokio runtime (like [`Dataset`]) and drives guideloom-publish's async root
-//! operations on it: [`Root::write_shard`], [`Root::publish`] and
-//! [`Root::publish_annotations`]. The guarantees are theirs (create-only shards, one
-//! totally ordered log entry per snapshot, compare-and-swap catalog updates), see
-//! `docs/publication.md`.
-//!
-//! ```
-//! # fn main() -> guideloom::Result<()> {
-//! use guideloom::{PublishMode, Publisher};
-//! # let tmp = tempfile::tempdir().unwrap();
-//! # let root = tmp.path().join("captions");
-//! # let root = root.to_str().unwrap();
-//! #[derive(serde::Serialize, serde::Deserialize)]
-//! struct Caption {
-//!     id: u64,
-//!     text: String,
-//! }
-//!
-//! let publisher = Publisher::open(root)?; // a path, file://, s3://..., memory://
-//! let mut shards = Vec::new();
-//! for (n, chunk) in (0..10u64).collect::<Vec<_>>().chunks(4).enumerate() {
-//!     let records: Vec<Caption> =
-//!         chunk.iter().map(|&id| Caption { id, text: format!("caption {id}") }).collect();
-//!     shards.push(publisher.write_shard("worker-0", n as u64, &records)?); // CBOR records
-//! }
-//! let snapshot = publisher.publish("captions", "v1", shards, PublishMode::Full)?;
-//! assert_eq!(snapshot.total_records(), 10);
-//! let quality: Vec<f32> = (0..10).map(|i| i as f32 / 10.0).collect();
-//! publisher.publish_annotations("quality", "v1", &snapshot, &quality)?;
-//!
-//! let ds = publisher.dataset()?; // read it back (the latest snapshot)
-//! let third: Caption = ds.get_as(3)?;
-//! assert_eq!(third.text, "caption 3");
-//! assert_eq!(ds.annotation::<f32>("quality", 5)?, 0.5);
-//! # Ok(()) }
-//! ```
+//! Writing and publishing datasets: [`Publisher`] (sync) and the async helpers
+//! [`write_cbor_shard`] and [`publish_cbor`], re-exported at the crate root.
 
 use std::sync::Arc;
 
@@ -52,13 +14,13 @@ use crate::dataset::{AsyncDataset, Dataset, DatasetOptions, new_runtime, resolve
 use crate::error::{Error, Result};
 
 /// The record format name of shards written by [`Publisher::write_shard`] (the same as
-/// [`CborFormat`](guideloom_format::CborFormat)'s).
-pub const CBOR_FORMAT: &str = "cbor";
+/// [`CborFormat`](crate::CborFormat)'s).
+const CBOR_FORMAT: &str = "cbor";
 
 /// Encodes record `index` of shard `shard` of `work_id` as CBOR (one item, as [`CborFormat`]
 /// does), naming the record at fault in the error.
 ///
-/// [`CborFormat`]: guideloom_format::CborFormat
+/// [`CborFormat`]: crate::CborFormat
 fn encode_one<T: Serialize>(
     work_id: &str,
     shard: u64,
@@ -73,19 +35,6 @@ fn encode_one<T: Serialize>(
         source: Box::new(e),
     })?;
     Ok(out)
-}
-
-/// Encodes `records` as CBOR (one item per record, as [`CborFormat`] does), naming the
-/// record at fault in the error. [`write_cbor_shard`] encodes them one at a time as it
-/// writes instead, without holding them all.
-///
-/// [`CborFormat`]: guideloom_format::CborFormat
-pub fn encode_cbor<T: Serialize>(work_id: &str, shard: u64, records: &[T]) -> Result<Vec<Vec<u8>>> {
-    records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| encode_one(work_id, shard, i, r))
-        .collect()
 }
 
 /// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), each record
@@ -114,8 +63,7 @@ where
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> guideloom::Result<()> {
-/// use guideloom::dataset::{DatasetOptions, resolve_root};
-/// use guideloom::publisher::publish_cbor;
+/// use guideloom::{DatasetOptions, publish_cbor, resolve_root};
 ///
 /// let root = resolve_root("memory://publish-cbor-doc", &DatasetOptions::default())?;
 /// let records: Vec<String> = (0..10).map(|i| format!("record {i}")).collect();
@@ -151,9 +99,48 @@ where
 
 /// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
 ///
+/// A training-pipeline author who produces records in plain threads writes shards, publishes
+/// them as a snapshot, and annotates it, all through blocking calls. [`Publisher`] owns a
+/// small tokio runtime (like [`Dataset`]) and drives guideloom-publish's async root
+/// operations on it: [`Root::write_shard`], [`Root::publish`] and
+/// [`Root::publish_annotations`]. The guarantees are theirs (create-only shards, one
+/// totally ordered log entry per snapshot, compare-and-swap catalog updates), see
+/// `docs/publication.md`.
+///
 /// Call it from plain threads: calling its methods from inside an async task panics (tokio
 /// forbids blocking a runtime thread); use [`Root`]'s async methods there
-/// ([`Publisher::root`]).
+/// ([`Publisher::root`]), or [`write_cbor_shard`] and [`publish_cbor`].
+///
+/// ```
+/// # fn main() -> guideloom::Result<()> {
+/// use guideloom::{PublishMode, Publisher};
+/// # let tmp = tempfile::tempdir().unwrap();
+/// # let root = tmp.path().join("captions");
+/// # let root = root.to_str().unwrap();
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Caption {
+///     id: u64,
+///     text: String,
+/// }
+///
+/// let publisher = Publisher::open(root)?; // a path, file://, s3://..., memory://
+/// let mut shards = Vec::new();
+/// for (n, chunk) in (0..10u64).collect::<Vec<_>>().chunks(4).enumerate() {
+///     let records: Vec<Caption> =
+///         chunk.iter().map(|&id| Caption { id, text: format!("caption {id}") }).collect();
+///     shards.push(publisher.write_shard("worker-0", n as u64, &records)?); // CBOR records
+/// }
+/// let snapshot = publisher.publish("captions", "v1", shards, PublishMode::Full)?;
+/// assert_eq!(snapshot.total_records(), 10);
+/// let quality: Vec<f32> = (0..10).map(|i| i as f32 / 10.0).collect();
+/// publisher.publish_annotations("quality", "v1", &snapshot, &quality)?;
+///
+/// let ds = publisher.dataset()?; // read it back (the latest snapshot)
+/// let third: Caption = ds.get_as(3)?;
+/// assert_eq!(third.text, "caption 3");
+/// assert_eq!(ds.annotation::<f32>("quality", 5)?, 0.5);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Publisher {
     uri: String,

@@ -4,7 +4,7 @@
 //! unless the root is a declared mount, publishes an annotation set over that snapshot.
 //! Before each phase it prints `<phase> <k>` on stdout (see `guideloom_tests::crash`).
 //!
-//! Usage: `crash_writer <root-dir> <local|mount> <staging-dir> <run-tag>`. It exits by itself
+//! Usage: `crash_writer <root-dir> <local|mount> <run-tag>`. It exits by itself
 //! after `MAX_ITERATIONS` iterations, with status 1 and a message on stderr if a step fails.
 
 use std::io::Write;
@@ -19,10 +19,8 @@ use guideloom_tests::crash;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // `<staging-dir>` is no longer used (shards stream into the root); it goes together with
-    // publish_crash.rs's check that it stays empty.
-    let [dir, kind, _staging, tag] = args.as_slice() else {
-        eprintln!("usage: crash_writer <root-dir> <local|mount> <staging-dir> <run-tag>");
+    let [dir, kind, tag] = args.as_slice() else {
+        eprintln!("usage: crash_writer <root-dir> <local|mount> <run-tag>");
         return ExitCode::from(2);
     };
     let mount = match kind.as_str() {

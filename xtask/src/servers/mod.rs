@@ -12,7 +12,9 @@
 //! Layout: this file holds the server kinds, [`Servers`] and the `servers` command; `session`
 //! the on-disk state (session directories, PID/port files, `env.sh`); `process` spawning,
 //! readiness polling and signal escalation; `nginx`, `moto`, `ceph` and `rclone` one server
-//! kind each.
+//! kind each. The servers record themselves in the session; what differs by kind (the test
+//! environment, the mount) the session asks of [`Kind`] here, so the session module knows no
+//! server module and the two never import each other.
 
 mod ceph;
 mod moto;
@@ -109,6 +111,41 @@ impl Kind {
 
     fn state_dir(self, session: &Path) -> PathBuf {
         session.join(self.name())
+    }
+
+    /// The test environment of this kind's server answering on `port` in `session`; `None`
+    /// for a mount that is gone (nothing to test against).
+    fn env(self, session: &Path, port: u16) -> Option<Vec<(&'static str, String)>> {
+        Some(match self {
+            Kind::Nginx => nginx::nginx_env(port, &self.state_dir(session).join("root")),
+            Kind::Moto => moto::moto_env(port),
+            Kind::Ceph => ceph::ceph_env(port),
+            // The recorded port is the mounted S3 server's.
+            Kind::Rclone => {
+                let mount = rclone::mount_dir(session);
+                if !rclone::is_mounted(&mount) {
+                    return None;
+                }
+                rclone::rclone_env(port, &mount)
+            }
+        })
+    }
+
+    /// What a status line says of this kind beyond its processes: the mount's state for
+    /// rclone, nothing for the servers (their status is whether their port answers).
+    fn mount_status(self, session: &Path) -> Option<String> {
+        match self {
+            Kind::Rclone => Some(rclone::mount_status(session)),
+            _ => None,
+        }
+    }
+
+    /// A mount of this kind left in `session` (by a killed rclone, when no process runs).
+    fn mounted_dir(self, session: &Path) -> Option<PathBuf> {
+        match self {
+            Kind::Rclone => Some(rclone::mount_dir(session)).filter(|d| rclone::is_mounted(d)),
+            _ => None,
+        }
     }
 
     /// What must happen before this kind's processes are signalled: the mount is unmounted

@@ -4,11 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::ceph::ceph_env;
-use super::moto::moto_env;
-use super::nginx::nginx_env;
 use super::process::{Proc, process_alive};
-use super::rclone::{is_mounted, mount_dir, mount_status, rclone_env};
 use super::{ENV_REMOVE, Kind, Running, removable};
 use crate::error::Result;
 use crate::http;
@@ -129,12 +125,16 @@ pub(super) fn stop_recorded(session: &Path, kind: Kind) -> Result<bool> {
 
 pub(super) fn status_line(session: &Path, kind: Kind) -> String {
     let procs = recorded_procs(session, kind);
-    if procs.is_empty() && kind == Kind::Rclone && is_mounted(&mount_dir(session)) {
+    if procs.is_empty()
+        && let Some(mount) = kind.mounted_dir(session)
+    {
         return format!(
-            "{}: not running, but its dead mount remains at {} (`servers up rclone` or \
-             `servers down rclone` unmounts it)",
+            "{}: not running, but its dead mount remains at {} (`servers up {}` or \
+             `servers down {}` unmounts it)",
             kind.name(),
-            mount_dir(session).display()
+            mount.display(),
+            kind.name(),
+            kind.name()
         );
     }
     if procs.is_empty() {
@@ -145,12 +145,8 @@ pub(super) fn status_line(session: &Path, kind: Kind) -> String {
         .map(|p| format!("{} {}", p.label, p.pid))
         .collect::<Vec<_>>()
         .join(", ");
-    if kind == Kind::Rclone {
-        return format!(
-            "{}: running ({pids}), {}",
-            kind.name(),
-            mount_status(session)
-        );
+    if let Some(status) = kind.mount_status(session) {
+        return format!("{}: running ({pids}), {status}", kind.name());
     }
     let port: Option<u16> = read_number(&port_file(session, kind));
     let answer = port.map_or_else(
@@ -169,14 +165,7 @@ fn recorded_env(session: &Path, kind: Kind) -> Option<Vec<(&'static str, String)
         return None;
     }
     let port: u16 = read_number(&port_file(session, kind))?;
-    Some(match kind {
-        Kind::Nginx => nginx_env(port, &kind.state_dir(session).join("root")),
-        Kind::Moto => moto_env(port),
-        Kind::Ceph => ceph_env(port),
-        // The recorded port is the mounted S3 server's.
-        Kind::Rclone if is_mounted(&mount_dir(session)) => rclone_env(port, &mount_dir(session)),
-        Kind::Rclone => return None,
-    })
+    kind.env(session, port)
 }
 
 /// The environment of every server of `session`: those just `started`, and those recorded

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use guideloom::format::RunBudget;
+use guideloom::AsyncDataset;
+use guideloom_format::RunBudget;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -127,6 +128,33 @@ fn fresh_dir() -> Result<PathBuf> {
     Ok(dir.keep())
 }
 
+/// Reads every record of `dataset` in order (consecutive records of a shard read together)
+/// as JSON and hands each to `each` with its index; stops at the first error, a record that
+/// is not JSON naming its shard. Returns the number of records read.
+async fn for_each_json(
+    root: &root::OpenRoot,
+    dataset: &AsyncDataset,
+    mut each: impl FnMut(u64, serde_json::Value) -> Result<()>,
+) -> Result<u64> {
+    let shards = dataset.snapshot().shards();
+    let mut runs = dataset
+        .reader()
+        .read_in_order(0..dataset.len(), RunBudget::default())
+        .map_err(|e| root.err(e))?;
+    let mut index = 0u64;
+    while let Some(run) = runs.next_run().await {
+        let run = run.map_err(|e| root.err(e))?;
+        let key = &shards[run.shard].key;
+        for bytes in run.records {
+            let v = record_to_json("cbor", &bytes)
+                .map_err(|what| CliError::argument(key.clone(), what))?;
+            each(index, v)?;
+            index += 1;
+        }
+    }
+    Ok(index)
+}
+
 /// One timed step of the run.
 struct Step {
     name: &'static str,
@@ -236,20 +264,12 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
     let t = Instant::now();
     let dataset = root.dataset(snapshot.clone());
     let mut scores = Vec::with_capacity(usize::try_from(records).unwrap_or(0));
-    let mut runs = dataset
-        .reader()
-        .read_in_order(0..dataset.len(), RunBudget::default())
-        .map_err(|e| root.err(e))?;
-    while let Some(run) = runs.next_run().await {
-        let run = run.map_err(|e| root.err(e))?;
-        let key = &snapshot.shards()[run.shard].key;
-        for bytes in run.records {
-            let v = record_to_json("cbor", &bytes)
-                .map_err(|what| CliError::argument(key.clone(), what))?;
-            let words = v["tokens"].as_array().map_or(0, Vec::len);
-            scores.push(json!({"quality": (words as f64 / 18.0 * 100.0).round() / 100.0}));
-        }
-    }
+    for_each_json(&root, &dataset, |_, v| {
+        let words = v["tokens"].as_array().map_or(0, Vec::len);
+        scores.push(json!({"quality": (words as f64 / 18.0 * 100.0).round() / 100.0}));
+        Ok(())
+    })
+    .await?;
     let entry =
         annotate::annotate(&root, &snapshot, "quality", "v1", &scores, "quality scores").await?;
     steps.push(Step {
@@ -295,30 +315,20 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
         ),
     });
     let t = Instant::now();
-    let mut seen = 0u64;
-    let mut runs = dataset
-        .reader()
-        .read_in_order(0..dataset.len(), RunBudget::default())
-        .map_err(|e| root.err(e))?;
-    while let Some(run) = runs.next_run().await {
-        let run = run.map_err(|e| root.err(e))?;
-        let key = &snapshot.shards()[run.shard].key;
-        for bytes in run.records {
-            let v = record_to_json("cbor", &bytes)
-                .map_err(|what| CliError::argument(key.clone(), what))?;
-            if v["id"] != json!(expected_id(seen)) {
-                return Err(CliError::argument(
-                    &root.name,
-                    format!(
-                        "record {seen} reads back as {} instead of {}",
-                        v["id"],
-                        expected_id(seen)
-                    ),
-                ));
-            }
-            seen += 1;
+    let seen = for_each_json(&root, &dataset, |i, v| {
+        if v["id"] == json!(expected_id(i)) {
+            return Ok(());
         }
-    }
+        Err(CliError::argument(
+            &root.name,
+            format!(
+                "record {i} reads back as {} instead of {}",
+                v["id"],
+                expected_id(i)
+            ),
+        ))
+    })
+    .await?;
     steps.push(Step {
         name: "sequential read",
         took: t.elapsed(),

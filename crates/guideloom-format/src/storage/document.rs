@@ -303,6 +303,35 @@ fn decode<F: Format>(format: &F, shard: &str, local: u64, bytes: Bytes) -> Resul
     })
 }
 
+/// The body of both readers' `read_many`, which differ only in whether a shard's batched
+/// read is awaited (pass `await` for the async reader): group `indices` by shard, one
+/// batched read per shard touched, each record decoded into its place in the batch.
+macro_rules! read_many_decoded {
+    ($reader:expr, $indices:expr $(, $await:tt)?) => {{
+        let reader = $reader;
+        let indices: &[u64] = $indices;
+        let groups = reader
+            .table
+            .group(indices)
+            .map_err(|i| out_of_range(i, reader.table.len()))?;
+        let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
+        for ShardGroup {
+            shard,
+            positions,
+            locals,
+        } in groups
+        {
+            let shard = &reader.shards[shard];
+            let bufs = shard.read_many(&locals)$(.$await)?;
+            let bufs = bufs?;
+            for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
+                out[pos] = Some(decode(&*reader.format, shard.name(), local, bytes)?);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }};
+}
+
 /// Reads documents from a [`DocumentStorage`] synchronously; shareable across threads.
 #[derive(Debug)]
 pub struct DocumentReader<F: Format> {
@@ -380,21 +409,7 @@ impl<F: Format> DocumentReader<F> {
 
     /// Many records in the order asked: one batched, coalesced read per shard involved.
     pub fn read_many(&self, indices: &[u64]) -> Result<Vec<F::Record>> {
-        let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
-        let groups = (self.table.group(indices)).map_err(|i| out_of_range(i, self.len()))?;
-        for ShardGroup {
-            shard,
-            positions,
-            locals,
-        } in groups
-        {
-            let shard = &self.shards[shard];
-            let bufs = shard.read_many(&locals)?;
-            for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
-                out[pos] = Some(decode(&*self.format, shard.name(), local, bytes)?);
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
+        read_many_decoded!(self, indices)
     }
 
     /// All records in order, read in batches of up to [`ITER_BATCH_BYTES`].
@@ -561,21 +576,7 @@ impl<F: Format> AsyncDocumentReader<F> {
 
     /// Many records in the order asked: one batched read per shard involved.
     pub async fn read_many(&self, indices: &[u64]) -> Result<Vec<F::Record>> {
-        let mut out: Vec<Option<F::Record>> = (0..indices.len()).map(|_| None).collect();
-        let groups = (self.table.group(indices)).map_err(|i| out_of_range(i, self.len()))?;
-        for ShardGroup {
-            shard,
-            positions,
-            locals,
-        } in groups
-        {
-            let shard = &self.shards[shard];
-            let bufs = shard.read_many(&locals).await?;
-            for ((pos, local), bytes) in positions.into_iter().zip(locals).zip(bufs) {
-                out[pos] = Some(decode(&*self.format, shard.name(), local, bytes)?);
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
+        read_many_decoded!(self, indices, await)
     }
 
     /// The next in-order batch starting at record `start` (up to [`ITER_BATCH_BYTES`],

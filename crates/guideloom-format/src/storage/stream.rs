@@ -10,7 +10,7 @@ use guideloom_io::{Backend, Location, SeekIo};
 use crate::discovery::{FileSystemStream, SHARD_PREFIX, discover_async, discover_sync};
 use crate::element::{Element, Elements};
 use crate::error::{Error, Result};
-use crate::layout::ReadOptions;
+use crate::layout::{Expected, ReadOptions};
 use crate::reader::{AsyncShard, SyncShard};
 use crate::storage::WriterOptions;
 use crate::table::ShardTable;
@@ -83,7 +83,7 @@ impl<E: Element, B: Backend> StreamStorage<E, B> {
             SHARD_PREFIX,
             0,
             &self.read_options,
-            &E::expected(),
+            &Expected::stream::<E>(),
         )?;
         StreamReader::new(self.dir.describe(), shards)
     }
@@ -96,7 +96,7 @@ impl<E: Element, B: Backend> StreamStorage<E, B> {
             SHARD_PREFIX,
             0,
             &self.read_options,
-            &E::expected(),
+            &Expected::stream::<E>(),
         )
         .await?;
         AsyncStreamReader::new(shards)

@@ -102,7 +102,7 @@ where
     /// A synchronous reader over the shard pairs finished now.
     pub fn sync_reader(&self) -> Result<StreamWithMetaReader<E, M>> {
         let (b, o) = (&*self.backend, &self.read_options);
-        let shards = discover_sync(b, &self.dir, SHARD_PREFIX, 0, o, &E::expected())?;
+        let shards = discover_sync(b, &self.dir, SHARD_PREFIX, 0, o, &Expected::stream::<E>())?;
         let mut metas = Vec::with_capacity(shards.len());
         for (n, s) in shards.iter().enumerate() {
             let loc = self.dir.child(&shard_name(META_PREFIX, n as u64));
@@ -123,7 +123,8 @@ where
     /// An asynchronous reader over the shard pairs finished now.
     pub async fn async_reader(&self) -> Result<AsyncStreamWithMetaReader<E, M>> {
         let (b, o) = (&*self.backend, &self.read_options);
-        let shards = discover_async(b, &self.dir, SHARD_PREFIX, 0, o, &E::expected()).await?;
+        let shards =
+            discover_async(b, &self.dir, SHARD_PREFIX, 0, o, &Expected::stream::<E>()).await?;
         let mut metas = Vec::with_capacity(shards.len());
         for (n, s) in shards.iter().enumerate() {
             let loc = self.dir.child(&shard_name(META_PREFIX, n as u64));

@@ -1,39 +1,14 @@
-//! The training-loop reader: shuffled, batched, multi-threaded, multi-rank and resumable.
+//! The training-loop reader, [`Loader`], and what it hands out (re-exported at the crate
+//! root); its order is the crate's public [`order`](crate::order) namespace.
 //!
-//! A [`Loader`] reads a [`RecordSource`] (a [`Dataset`](crate::Dataset), or anything that
-//! can fetch records by index) and yields [`Batch`]es of decoded records for one epoch at a
-//! time ([`Loader::epoch`], [`Loader::resume`]). The order is a pure function of
-//! `(seed, epoch, position)` ([`crate::order`]), the same on every machine and whatever the
-//! number of ranks or workers; ranks take a deterministic interleave of it. `docs/loader.md`
-//! specifies the order, the rank split, equalisation, resume and the memory bound.
-//!
-//! ```
-//! use bytes::Bytes;
-//! use guideloom::loader::{Loader, LoaderOptions, MemorySource};
-//!
-//! let records: Vec<Bytes> = (0..10u8).map(|i| Bytes::from(vec![i])).collect();
-//! let source = MemorySource::new(records);
-//! let options = LoaderOptions::new(4).seed(7).workers(2);
-//! // The decode function gets (record index, bytes); any error type converting to BoxError.
-//! let loader = Loader::new(source, options, |_index, bytes: Bytes| {
-//!     Ok::<u8, guideloom::Error>(bytes[0])
-//! })?;
-//!
-//! let mut seen = Vec::new();
-//! for batch in loader.epoch(0)? {
-//!     seen.extend(batch?.records);
-//! }
-//! seen.sort_unstable();
-//! assert_eq!(seen, (0..10).collect::<Vec<u8>>()); // every record once, shuffled
-//! # Ok::<(), guideloom::Error>(())
-//! ```
-//!
-//! Layout: [`MemorySource`] and the re-exported [`RecordSource`] (`source.rs`), the options and the values the
-//! loader hands out (`options.rs`), the pure per-rank plan of an epoch (`plan.rs`), and the
-//! worker pool with its bounded prefetch behind an [`Epoch`] (`epoch.rs`).
+//! Layout: the loader itself here; [`MemorySource`] (`source.rs`); the options and the
+//! values the loader hands out (`options.rs`); the global sample order (`order.rs`); the
+//! pure per-rank plan of an epoch (`plan.rs`); the worker pool with its bounded prefetch
+//! behind an [`Epoch`] (`epoch.rs`).
 
 mod epoch;
 mod options;
+pub(crate) mod order;
 mod plan;
 mod source;
 
@@ -41,14 +16,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::Format;
+use guideloom_format::{Format, RecordSource};
 
 use crate::error::{BoxError, Error, Result};
 
 pub use epoch::Epoch;
 pub use options::{Batch, Equalize, LoaderOptions, LoaderState};
 pub use plan::{EpochPlan, epoch_len};
-pub use source::{MemorySource, RecordSource};
+pub use source::MemorySource;
 
 type DecodeFn<T> = dyn Fn(u64, Bytes) -> std::result::Result<T, BoxError> + Send + Sync;
 
@@ -106,8 +81,36 @@ impl<S: RecordSource> RecordSource for Adapted<S> {
     }
 }
 
-/// The loader: a source, options and a decode function. Cheap to keep; each epoch starts
-/// its own workers ([`Loader::epoch`]).
+/// The training-loop reader: shuffled, batched, multi-threaded, multi-rank and resumable.
+///
+/// A loader reads a [`RecordSource`] (a [`Dataset`](crate::Dataset), or anything that can
+/// fetch records by index) and yields [`Batch`]es of decoded records for one epoch at a time
+/// ([`Loader::epoch`], [`Loader::resume`]). The order is a pure function of
+/// `(seed, epoch, position)` ([`crate::order`]), the same on every machine and whatever the
+/// number of ranks or workers; ranks take a deterministic interleave of it. `docs/loader.md`
+/// specifies the order, the rank split, equalisation, resume and the memory bound.
+///
+/// Cheap to keep; each epoch starts its own workers.
+///
+/// ```
+/// use guideloom::{Bytes, Loader, LoaderOptions, MemorySource};
+///
+/// let records: Vec<Bytes> = (0..10u8).map(|i| Bytes::from(vec![i])).collect();
+/// let source = MemorySource::new(records);
+/// let options = LoaderOptions::new(4).seed(7).workers(2);
+/// // The decode function gets (record index, bytes); any error type converting to BoxError.
+/// let loader = Loader::new(source, options, |_index, bytes: Bytes| {
+///     Ok::<u8, guideloom::Error>(bytes[0])
+/// })?;
+///
+/// let mut seen = Vec::new();
+/// for batch in loader.epoch(0)? {
+///     seen.extend(batch?.records);
+/// }
+/// seen.sort_unstable();
+/// assert_eq!(seen, (0..10).collect::<Vec<u8>>()); // every record once, shuffled
+/// # Ok::<(), guideloom::Error>(())
+/// ```
 pub struct Loader<T> {
     source: Arc<DynSource>,
     decode: Arc<DecodeFn<T>>,
@@ -127,7 +130,7 @@ impl<T: Send + 'static> Loader<T> {
     /// A loader decoding each record with `decode(index, bytes)`.
     ///
     /// `source` is any [`RecordSource`]: a [`Dataset`](crate::Dataset), a [`MemorySource`],
-    /// a storage's sync reader ([`DocumentReader`](guideloom_format::DocumentReader), the
+    /// a storage's sync reader ([`DocumentReader`](crate::format::DocumentReader), the
     /// stream readers), or your own. Its errors reach the batches as the facade's
     /// [`Error`]: an [`Error`] as it is, the lower crates' errors as [`Error::Format`],
     /// [`Error::Publish`] or [`Error::Io`], any other as [`Error::Fetch`] naming the source.

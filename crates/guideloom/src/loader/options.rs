@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(doc)]
 use super::Loader;
+use super::order::ShuffleMode;
 use crate::error::{Error, Result};
-use crate::order::ShuffleMode;
 
 /// How batch counts are made equal across ranks (uneven counts deadlock collective
 /// operations in distributed training).

@@ -1,7 +1,7 @@
 //! The pure plan of an epoch for one rank: the global order, padding or dropping for
 //! equalisation, and the interleave of global batches across ranks. No IO.
 
-use crate::order::{DEFAULT_WINDOW, EpochOrder, ShuffleMode};
+use super::order::{DEFAULT_WINDOW, EpochOrder, ShuffleMode};
 
 use super::{DynSource, Equalize, LoaderOptions, LoaderState};
 

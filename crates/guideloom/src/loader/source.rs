@@ -1,22 +1,12 @@
-//! What the loader reads from: [`RecordSource`] (re-exported from `guideloom-format`), and
-//! [`MemorySource`] for tests and examples.
+//! [`MemorySource`], the in-memory [`RecordSource`] for tests and examples (the trait itself
+//! is `guideloom-format`'s, re-exported at the crate root).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use guideloom_format::RecordSource;
 
 use crate::error::{Error, Result};
-/// Anything the loader can read records from, by index: defined in `guideloom-format`
-/// (so the storages' readers implement it too) and re-exported here.
-///
-/// [`Dataset`](crate::Dataset) implements it (with `Error = guideloom::Error`), as do the
-/// storages' sync readers ([`DocumentReader`](guideloom_format::DocumentReader),
-/// [`StreamReader`](guideloom_format::StreamReader),
-/// [`StreamWithMetaReader`](guideloom_format::StreamWithMetaReader), with
-/// `Error = guideloom_format::Error`) and [`MemorySource`]. The loader takes any source whose
-/// `Error` converts into [`Error`]; the shard-window shuffle
-/// ([`ShuffleMode::ShardWindow`](crate::ShuffleMode::ShardWindow)) reads its shard bounds.
-pub use guideloom_format::RecordSource;
 
 /// Records held in memory, optionally split into shards: a [`RecordSource`] for tests,
 /// examples and small pipelines.
