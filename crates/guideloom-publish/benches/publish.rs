@@ -30,6 +30,10 @@
 //!   on moto. On the local root, `preadio_async` (guideloom-io's async `PreadIo` reader of
 //!   the same ranges, files kept open) is a diagnostic between the two: the cost of the
 //!   blocking-pool hop alone.
+//! - `in_order_32MiB` (see `publish/in_order.rs`): a 4-shard, 32 MiB snapshot read in order,
+//!   cold, by ranged runs (`read_in_order`, what `Dataset::iter` does) and by whole-shard
+//!   staging (`scan`), beside `ceiling_whole_objects` (each shard read whole, raw); then a
+//!   counted pass of each strategy is printed (requests, bytes received).
 //!
 //! After the timed runs each operation is repeated once more through a counting store (every
 //! `RootStore` method, and the reads of the readers it opens) and a markdown table is printed
@@ -44,6 +48,8 @@
 
 #[path = "publish/economy.rs"]
 mod economy;
+#[path = "publish/in_order.rs"]
+mod in_order;
 #[path = "publish/target.rs"]
 mod target;
 
@@ -339,6 +345,9 @@ fn run(c: &mut Criterion, rt: &Runtime, t: &Target, shards: &[Bytes]) -> economy
     publish_group(c, rt, t, shards);
     open_group(c, rt, t, &published);
     random_get_group(c, rt, t, &published);
+    let ordered = in_order::create(rt, t);
+    in_order::group(c, rt, t, &ordered);
+    println!("{}", in_order::counts(rt, t, &ordered));
     economy::table(rt, t, shards, &published)
 }
 
