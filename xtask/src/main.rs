@@ -25,6 +25,7 @@ mod fuzz;
 mod http;
 mod metrics;
 mod modgraph;
+mod python;
 mod servers;
 mod tidy;
 mod util;
