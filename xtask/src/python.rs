@@ -5,7 +5,8 @@
 //!    `pip install maturin pytest mypy numpy` (timed; a no-op once installed).
 //! 2. `maturin develop --release` builds the extension module and installs the package
 //!    editable into that venv.
-//! 3. `python -m pytest python/tests` with the servers' environment (`GUIDELOOM_CI=1`, so a
+//! 3. The facade's example `python_interop` (the Rust half of the interop tests) is built, then
+//!    `python -m pytest python/tests` with the servers' environment (`GUIDELOOM_CI=1`, so a
 //!    missing server fails): exit 5 ("no tests collected") is a failure, not a pass.
 //! 4. `python -m mypy --strict` on the tests and examples, against the package's stubs.
 
@@ -81,8 +82,23 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
+    // The Rust half of the interop tests, built as the `examples` step builds it.
+    util::run(util::cargo(root).args([
+        "build",
+        "-p",
+        "guideloom",
+        "--all-features",
+        "--example",
+        "python_interop",
+    ]))?;
+    let interop = util::target_dir(root)?
+        .join("debug")
+        .join("examples")
+        .join("python_interop");
+
     let started = Instant::now();
     let mut pytest = venv_command(&venv, "python");
+    pytest.env("GUIDELOOM_INTEROP_EXAMPLE", &interop);
     pytest
         .current_dir(root)
         .args(["-m", "pytest", "-p", "no:cacheprovider", "python/tests"]);
