@@ -15,8 +15,12 @@ from __future__ import annotations
 from guideloom._guideloom import (
     Bytes,
     CborFormat,
+    AsyncDocumentReader,
     Dataset,
     DocumentPickleFormat,
+    DocumentReader,
+    DocumentStorage,
+    DocumentWriter,
     PublicationOptions,
     RawFormat,
     S3Options,
@@ -53,6 +57,7 @@ from guideloom.exceptions import (
 )
 
 __all__ = [
+    "AsyncDocumentReader",
     "Bytes",
     "CborFormat",
     "ConcurrentUpdateError",
@@ -63,6 +68,9 @@ __all__ = [
     "DatasetMismatchError",
     "DecodeError",
     "DocumentPickleFormat",
+    "DocumentReader",
+    "DocumentStorage",
+    "DocumentWriter",
     "EncodeError",
     "FormatMismatchError",
     "GuideloomError",
