@@ -32,6 +32,7 @@ from guideloom._guideloom import (
     publish_annotations,
     write_shard,
 )
+from guideloom._streams import StreamReader, StreamStorage, StreamWriter
 from guideloom.exceptions import (
     ConcurrentUpdateError,
     CorruptObjectError,
@@ -88,6 +89,9 @@ __all__ = [
     "ShardRef",
     "Snapshot",
     "StorageError",
+    "StreamReader",
+    "StreamStorage",
+    "StreamWriter",
     "TooLargeError",
     "UnsupportedError",
     "VerificationError",

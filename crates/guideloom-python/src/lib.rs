@@ -22,10 +22,12 @@ mod aio;
 mod dataset;
 mod errors;
 mod format;
+mod io;
 mod options;
 mod publish;
 mod runtime;
 mod storage;
+mod stream;
 
 /// The extension module `guideloom._guideloom`.
 #[pymodule(name = "_guideloom")]
@@ -41,16 +43,19 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;
     m.add_class::<pyo3_bytes::PyBytes>()?; // `Bytes`: zero-copy record buffers
-    m.add_class::<storage::SeekIO>()?;
-    m.add_class::<storage::PosixPreadIO>()?;
-    m.add_class::<storage::MmapIO>()?;
-    m.add_class::<storage::HttpIO>()?;
+    m.add_class::<io::SeekIO>()?;
+    m.add_class::<io::PosixPreadIO>()?;
+    m.add_class::<io::MmapIO>()?;
+    m.add_class::<io::HttpIO>()?;
     m.add_class::<storage::DocumentStorage>()?;
     m.add_class::<storage::DocumentWriter>()?;
     m.add_class::<storage::DocumentReader>()?;
     m.add_class::<storage::DocumentIter>()?;
     m.add_class::<storage::AsyncDocumentReaderContext>()?;
     m.add_class::<storage::AsyncDocumentReaderPy>()?;
+    m.add_class::<stream::RawStreamStorage>()?;
+    m.add_class::<stream::RawStreamReader>()?;
+    m.add_class::<stream::RawStreamWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(publish::write_shard, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
