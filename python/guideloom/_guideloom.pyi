@@ -2,7 +2,11 @@
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from os import PathLike
 from types import TracebackType
-from typing import Any, Literal, SupportsIndex, final, overload
+from typing import Any, Literal, SupportsIndex, TypeVar, final, overload
+
+from guideloom.types import IOReaderAbstract
+
+_P = TypeVar("_P")
 
 __version__: str
 
@@ -224,12 +228,23 @@ class _AsyncDocumentReaderContext:
 
 @final
 class DocumentStorage:
+    @overload
     def __init__(
         self,
         directory: _Root,
         format: _FormatArg | None = None,
         *,
         read_interface: _ReadInterface | None = None,
+        max_shard_records: int | None = None,
+        max_shard_bytes: int | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        directory: _P,
+        format: _FormatArg | None = None,
+        *,
+        read_interface: IOReaderAbstract[_P],
         max_shard_records: int | None = None,
         max_shard_bytes: int | None = None,
     ) -> None: ...

@@ -2,7 +2,8 @@
 //! cdylib `crates/guideloom-python`) into the project venv and tests it.
 //!
 //! 1. The venv `.xtask/venv` (the one moto lives in) is created when missing, then
-//!    `pip install maturin pytest mypy numpy` (timed; a no-op once installed).
+//!    `pip install maturin pytest mypy numpy aiohttp` (timed; a no-op once installed; aiohttp
+//!    is the HTTP client of the custom-backend example).
 //! 2. `maturin develop --release` builds the extension module and installs the package
 //!    editable into that venv.
 //! 3. The facade's example `python_interop` (the Rust half of the interop tests) is built, then
@@ -19,7 +20,7 @@ use crate::servers;
 use crate::util;
 
 /// What pip installs into the venv for this step.
-pub(crate) const PIP_PACKAGES: &[&str] = &["maturin", "pytest", "mypy", "numpy"];
+pub(crate) const PIP_PACKAGES: &[&str] = &["maturin", "pytest", "mypy", "numpy", "aiohttp"];
 
 /// pytest's exit status when it collected no tests.
 pub(crate) const PYTEST_NO_TESTS: i32 = 5;

@@ -280,10 +280,20 @@ fn build(py: Python<'_>, mapped: &Mapped, text: &str) -> PyResult<PyErr> {
     Ok(PyErr::from_value(value))
 }
 
-/// The Python exception for a facade error.
+/// The Python exception for a facade error; a Python exception in its source chain (raised
+/// by a backend written in Python) becomes its `__cause__`.
 pub(crate) fn to_pyerr(py: Python<'_>, e: &guideloom::Error) -> PyErr {
     let mapped = map(e);
-    build(py, &mapped, &message(e)).unwrap_or_else(|err| err)
+    let err = build(py, &mapped, &message(e)).unwrap_or_else(|err| err);
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(cause) = s.downcast_ref::<PyErr>() {
+            err.set_cause(py, Some(cause.clone_ref(py)));
+            break;
+        }
+        source = s.source();
+    }
+    err
 }
 
 /// A Python exception of `guideloom.exceptions` by class name (for the bindings' own checks).

@@ -11,6 +11,8 @@ pub(crate) enum Interface {
     Pread,
     Mmap,
     Http,
+    /// A `guideloom.types.IOReaderAbstract` subclass (see `pybackend.rs`).
+    Python,
 }
 
 macro_rules! io_class {
@@ -88,9 +90,16 @@ pub(crate) fn interface(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Interface> {
         Ok(Interface::Mmap)
     } else if obj.is_instance_of::<HttpIO>() {
         Ok(Interface::Http)
+    } else if obj.is_instance(
+        &obj.py()
+            .import("guideloom.types")?
+            .getattr("IOReaderAbstract")?,
+    )? {
+        Ok(Interface::Python)
     } else {
         Err(PyTypeError::new_err(format!(
-            "read_interface must be SeekIO(), PosixPreadIO(), MmapIO() or HttpIO(), not {}",
+            "read_interface must be SeekIO(), PosixPreadIO(), MmapIO(), HttpIO() or a \
+             guideloom.types.IOReaderAbstract, not {}",
             obj.get_type().name()?
         )))
     }

@@ -25,6 +25,7 @@ mod format;
 mod io;
 mod options;
 mod publish;
+mod pybackend;
 mod runtime;
 mod storage;
 mod stream;

@@ -15,7 +15,7 @@ use guideloom::format::{
     DocumentWriter as RustWriter, Format, WriterOptions,
 };
 use guideloom::io::http::{HttpIo, HttpPath};
-use guideloom::io::{Backend, BoxError, MmapIo, PreadIo, SeekIo};
+use guideloom::io::{Backend, BoxError, Location, MmapIo, PreadIo, SeekIo};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PySlice};
@@ -25,6 +25,7 @@ use crate::errors::{Error, raise};
 use crate::format::RecordFormat;
 use crate::io::{Interface, interface};
 use crate::options::root_uri;
+use crate::pybackend::{PyBackend, PyLocation};
 use crate::runtime::{block_on, detached};
 
 /// How many records an iterator reads at a time.
@@ -63,6 +64,8 @@ pub(crate) struct DocumentStorage {
     format: RecordFormat,
     interface: Interface,
     writer_options: WriterOptions,
+    /// A backend written in Python and the directory in its own path type.
+    custom: Option<(Arc<Py<PyAny>>, PyLocation)>,
 }
 
 impl DocumentStorage {
@@ -80,12 +83,33 @@ impl DocumentStorage {
         ))
     }
 
+    fn custom(
+        &self,
+        event_loop: Option<Arc<Py<PyAny>>>,
+    ) -> PyResult<RustStorage<Stored, PyBackend>> {
+        let (backend, directory) = self
+            .custom
+            .as_ref()
+            .ok_or_else(|| raise("InternalError", "a Python backend without its object"))?;
+        Ok(RustStorage::new(
+            directory.clone(),
+            Stored(self.format),
+            PyBackend::new(Arc::clone(backend), event_loop),
+        ))
+    }
+
     fn open_sync(&self, py: Python<'_>) -> PyResult<ReaderImpl> {
         if self.interface == Interface::Http {
             return Ok(ReaderImpl::Async(Arc::new(block_on(
                 py,
-                self.open_async_future()?,
+                self.open_async_future(None)?,
             )?)));
+        }
+        if self.interface == Interface::Python {
+            let storage = self.custom(None)?;
+            return detached(py, || {
+                Ok(ReaderImpl::Sync(Arc::new(storage.sync_reader()?)))
+            });
         }
         detached(py, || {
             let reader = match self.interface {
@@ -97,8 +121,10 @@ impl DocumentStorage {
         })
     }
 
+    /// Opening an async reader (`event_loop`: where a Python backend's coroutines run).
     fn open_async_future(
         &self,
+        event_loop: Option<Arc<Py<PyAny>>>,
     ) -> PyResult<
         impl std::future::Future<Output = Result<AsyncDocumentReader<Stored>, Error>> + Send + 'static,
     > {
@@ -107,12 +133,14 @@ impl DocumentStorage {
             Pread(RustStorage<Stored, PreadIo>),
             Mmap(RustStorage<Stored, MmapIo>),
             Http(RustStorage<Stored, HttpIo>),
+            Python(RustStorage<Stored, PyBackend>),
         }
         let storage = match self.interface {
             Interface::Seek => Any::Seek(self.local(SeekIo::new())),
             Interface::Pread => Any::Pread(self.local(PreadIo::new())),
             Interface::Mmap => Any::Mmap(self.local(MmapIo::new())),
             Interface::Http => Any::Http(self.http()?),
+            Interface::Python => Any::Python(self.custom(event_loop)?),
         };
         Ok(async move {
             Ok(match storage {
@@ -120,6 +148,7 @@ impl DocumentStorage {
                 Any::Pread(s) => s.async_reader().await?,
                 Any::Mmap(s) => s.async_reader().await?,
                 Any::Http(s) => s.async_reader().await?,
+                Any::Python(s) => s.async_reader().await?,
             })
         })
     }
@@ -143,21 +172,34 @@ impl DocumentStorage {
         if let Some(n) = max_shard_bytes {
             writer_options = writer_options.max_shard_bytes(n);
         }
+        let interface = interface(read_interface)?;
+        let (text, custom) = match (interface, read_interface) {
+            (Interface::Python, Some(backend)) => {
+                let location = PyLocation::new(directory)?;
+                (
+                    location.describe(),
+                    Some((Arc::new(backend.clone().unbind()), location)),
+                )
+            }
+            _ => (root_uri(directory)?, None),
+        };
         Ok(DocumentStorage {
-            directory: root_uri(directory)?,
+            directory: text,
             format: RecordFormat::extract(format, RecordFormat::Pickle)?,
-            interface: interface(read_interface)?,
+            interface,
             writer_options,
+            custom,
         })
     }
 
     /// A writer appending documents 0, 1, 2, ... (a context manager: leaving the block
     /// finishes the last shard; leaving it by an exception discards the unfinished shard).
     fn sync_writer(&self, py: Python<'_>) -> PyResult<DocumentWriter> {
-        if self.interface == Interface::Http {
+        if matches!(self.interface, Interface::Http | Interface::Python) {
             return Err(raise(
                 "UnsupportedError",
-                "an HttpIO storage is read-only: write to the directory the server serves",
+                "this storage reads through HttpIO or a Python backend, which are read-only: \
+                 write to the local directory behind it",
             ));
         }
         let writer = detached(py, || Ok(self.local(SeekIo::new()).sync_writer()?))?;
@@ -469,7 +511,8 @@ impl AsyncDocumentReaderContext {
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let storage = self.storage.bind(py).get();
         let format = storage.format;
-        let opening = storage.open_async_future()?;
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let opening = storage.open_async_future(Some(Arc::new(event_loop.unbind())))?;
         let future = async move {
             let reader = opening.await?;
             Ok((reader, format))

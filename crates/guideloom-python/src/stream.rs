@@ -162,6 +162,13 @@ impl RawStreamStorage {
                 format!("unknown element type {element:?}"),
             ));
         }
+        let interface = interface(read_interface)?;
+        if interface == Interface::Python {
+            return Err(raise(
+                "UnsupportedError",
+                "backends written in Python read DocumentStorage only (not streams, yet)",
+            ));
+        }
         let mut writer_options = WriterOptions::default();
         if let Some(n) = max_shard_bytes {
             writer_options = writer_options.max_shard_bytes(n);
@@ -172,7 +179,7 @@ impl RawStreamStorage {
         Ok(RawStreamStorage {
             directory: root_uri(directory)?,
             element,
-            interface: interface(read_interface)?,
+            interface,
             writer_options,
         })
     }
