@@ -308,3 +308,22 @@ impl RawFormat {
 pub(crate) fn annotation_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     to_value(obj, 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_match_the_rust_formats() {
+        for f in [RecordFormat::Cbor, RecordFormat::Pickle, RecordFormat::Raw] {
+            assert_eq!(RecordFormat::from_name(f.name()), Some(f));
+        }
+        use guideloom::format::Format as _;
+        assert_eq!(
+            RecordFormat::Cbor.name(),
+            guideloom::CborFormat::<u8>::new().name()
+        );
+        assert_eq!(RecordFormat::Raw.name(), guideloom::RawFormat.name());
+        assert_eq!(RecordFormat::from_name("json"), None);
+    }
+}

@@ -586,3 +586,33 @@ impl AsyncDocumentReaderPy {
         usize::try_from(self.inner.len()).unwrap_or(usize::MAX)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_records_keep_their_bytes_and_format_name() {
+        let f = Stored(RecordFormat::Pickle);
+        assert_eq!(f.name(), "pickle");
+        let record = Bytes::from_static(b"\x80\x05N.");
+        let mut out = Vec::new();
+        f.encode(&record, &mut out).unwrap();
+        assert_eq!(out, record);
+        let decoded = f.decode(record.clone()).unwrap();
+        assert_eq!(decoded.as_ptr(), record.as_ptr());
+        assert_eq!(f.encoded_ref(&record), Some(&record[..]));
+    }
+
+    #[test]
+    fn negative_indices_count_from_the_end_and_the_end_is_refused() {
+        assert_eq!(resolve_index(-1, 10).ok(), Some(9));
+        assert_eq!(resolve_index(0, 10).ok(), Some(0));
+        // Out of range builds a Python exception, which needs an interpreter: only check
+        // that the in-range arithmetic never wraps.
+        assert_eq!(
+            resolve_index(i64::MIN + 1, u64::MAX).ok(),
+            Some(u64::MAX - (1 << 63) + 1)
+        );
+    }
+}

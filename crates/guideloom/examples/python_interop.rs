@@ -59,7 +59,8 @@ fn expected(n: u64) -> Vec<Caption> {
             text: format!("caption {id} é"),
             score: id as f64 / 4.0,
             tags: (0..id % 3).map(|t| format!("t{t}")).collect(),
-            blob: (id % 2 == 0).then(|| serde_bytes_like::Blob(vec![id as u8; 3])),
+            blob: (id % 2 == 0)
+                .then(|| serde_bytes_like::Blob(vec![u8::try_from(id % 256).unwrap_or(0); 3])),
         })
         .collect()
 }
