@@ -64,6 +64,11 @@ pub(crate) const STEPS: &[Step] = &[
         always: false,
     },
     Step {
+        name: "python",
+        run: python,
+        always: false,
+    },
+    Step {
         name: "servers-down",
         run: servers_down,
         always: true,
@@ -330,6 +335,12 @@ fn examples(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The Python package: venv, `maturin develop --release`, pytest against the servers, mypy
+/// (see `python.rs`).
+fn python(ctx: &mut Ctx) -> Result<()> {
+    crate::python::run(&ctx.root, |cmd| test_env(ctx, cmd))
+}
+
 fn deny(ctx: &mut Ctx) -> Result<()> {
     if !util::succeeds(util::cargo(&ctx.root).args(["deny", "--version"])) {
         println!("[ci] cargo-deny is missing: `cargo install --locked cargo-deny`");
@@ -385,6 +396,7 @@ mod tests {
         assert!(pos("clippy") < pos("features") && pos("features") < pos("servers-up"));
         assert!(pos("test") < pos("servers-down"));
         assert!(pos("servers-up") < pos("examples") && pos("examples") < pos("servers-down"));
+        assert!(pos("servers-up") < pos("python") && pos("python") < pos("servers-down"));
         let always: Vec<&str> = STEPS.iter().filter(|s| s.always).map(|s| s.name).collect();
         assert_eq!(always, ["servers-down"]);
     }

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, servers-up, test,
-//!                                       examples, servers-down, deny
+//!                                       examples, python, servers-down, deny
 //!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0
 //!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
 //! cargo xtask tidy                      layering, manifest and module-cycle checks (also a #[test])
@@ -25,6 +25,7 @@ mod fuzz;
 mod http;
 mod metrics;
 mod modgraph;
+mod python;
 mod servers;
 mod tidy;
 mod util;
@@ -39,7 +40,7 @@ usage: cargo xtask <command> [options]
 commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
                                  steps: fmt tidy clippy features doc servers-up test
-                                 examples servers-down deny
+                                 examples python servers-down deny
                                  (servers-up starts Ceph RGW and the rclone mount too;
                                  GUIDELOOM_XTASK_CEPH=0 / GUIDELOOM_XTASK_MOUNT=0: not)
   tidy                           check crate layering, manifests and module import cycles

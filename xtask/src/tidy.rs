@@ -30,6 +30,9 @@ pub(crate) const LAYERS: &[&str] = &[
     "guideloom-publish",
     "guideloom",
     "guideloom-cli",
+    // The Python bindings sit beside the CLI at the top; above it in this list only because
+    // the order is linear (it depends on no CLI code, and nothing depends on it).
+    "guideloom-python",
 ];
 
 /// Internal helper crates outside [`LAYERS`]: they depend on no layer crate, and a layer crate

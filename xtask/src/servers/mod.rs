@@ -23,6 +23,8 @@ mod process;
 mod rclone;
 mod session;
 
+pub(crate) use moto::venv_dir;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::http;
 use crate::util;
 
-fn venv_dir(root: &Path) -> PathBuf {
+/// The project venv (`.xtask/venv`): moto, and the Python package's build and test tools.
+pub(crate) fn venv_dir(root: &Path) -> PathBuf {
     root.join(".xtask").join("venv")
 }
 /// `moto_server` from the project venv, creating it and installing moto when missing.

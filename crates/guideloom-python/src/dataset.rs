@@ -1,0 +1,399 @@
+//! `guideloom.open(root)`: a published snapshot read from Python.
+//!
+//! A thin layer over the facade's `AsyncDataset`, driven on the process runtime with the GIL
+//! released; records are decoded (CBOR, pickle) or handed out as zero-copy buffers (raw) once
+//! the GIL is back. The snapshot is pinned when the dataset is opened, so a dataset re-opened
+//! in a forked child (see [`crate::runtime`]) reads exactly the same records.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use guideloom::AsyncDataset;
+use guideloom::dataset::DatasetOptions;
+use guideloom::format::Value;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyInt, PyIterator, PyList, PySlice};
+
+use crate::errors::raise;
+use crate::format::{RecordFormat, from_value};
+use crate::options::{S3Options, root_uri, storage_options};
+use crate::runtime::{self, block_on};
+
+/// How many records an iterator reads at a time (one in-order read per shard run).
+const ITER_CHUNK: u64 = 1024;
+
+/// The facade's dataset and the process it was opened in.
+struct Opened {
+    pid: u32,
+    dataset: AsyncDataset,
+}
+
+/// One snapshot of a dataset root: `len`, `[i]`, `[a:b]`, `get_many`, iteration,
+/// annotations.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+pub(crate) struct Dataset {
+    uri: String,
+    /// With the snapshot pinned (re-opening after a fork reads the same snapshot).
+    options: DatasetOptions,
+    format: RecordFormat,
+    snapshot_id: String,
+    len: u64,
+    state: Mutex<Opened>,
+}
+
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataset")
+            .field("uri", &self.uri)
+            .field("snapshot", &self.snapshot_id)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// Opens the latest snapshot of `root` (or `snapshot`): a local path, `file://`, `memory://`,
+/// `s3://bucket/prefix` or a read-only `http(s)://` base URL.
+#[pyfunction]
+#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false))]
+pub(crate) fn open(
+    py: Python<'_>,
+    root: &Bound<'_, PyAny>,
+    snapshot: Option<String>,
+    format: Option<&Bound<'_, PyAny>>,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+) -> PyResult<Dataset> {
+    let uri = root_uri(root)?;
+    let mut options = DatasetOptions::default().storage(storage_options(s3, mount));
+    options.snapshot = snapshot;
+    // None: whatever the first shard says it holds.
+    let chosen = match format {
+        Some(f) if !f.is_none() => Some(RecordFormat::extract(Some(f), RecordFormat::Cbor)?),
+        _ => None,
+    };
+    let (dataset, stored) = {
+        let uri = uri.clone();
+        let options = options.clone();
+        block_on(py, async move {
+            let dataset = AsyncDataset::open_with(&uri, options).await?;
+            let stored = if dataset.is_empty() {
+                None
+            } else {
+                let shard = dataset.reader().open_shard(0).await?;
+                Some(shard.metadata().format.to_string())
+            };
+            Ok::<_, crate::errors::Error>((dataset, stored))
+        })?
+    };
+    let format = match (chosen, stored) {
+        (Some(f), _) => f,
+        (None, None) => RecordFormat::Cbor,
+        (None, Some(name)) => RecordFormat::from_name(&name).ok_or_else(|| {
+            raise(
+                "UnsupportedError",
+                format!(
+                    "{uri}: records of format {name:?} cannot be decoded here; pass format=\"raw\" \
+                     to read their bytes"
+                ),
+            )
+        })?,
+    };
+    let snapshot_id = dataset.snapshot().id().to_owned();
+    options.snapshot = Some(snapshot_id.clone());
+    Ok(Dataset {
+        len: dataset.len(),
+        uri,
+        options,
+        format,
+        snapshot_id,
+        state: Mutex::new(Opened {
+            pid: runtime::pid(),
+            dataset,
+        }),
+    })
+}
+
+impl Dataset {
+    /// The facade dataset of this process: re-opened (same snapshot) in a forked child.
+    fn current(&self, py: Python<'_>) -> PyResult<AsyncDataset> {
+        let pid = runtime::pid();
+        {
+            let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.pid == pid {
+                return Ok(state.dataset.clone());
+            }
+        }
+        let uri = self.uri.clone();
+        let options = self.options.clone();
+        let fresh = block_on(py, async move {
+            Ok::<_, crate::errors::Error>(AsyncDataset::open_with(&uri, options).await?)
+        })?;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.pid != pid {
+            let stale = std::mem::replace(
+                &mut *state,
+                Opened {
+                    pid,
+                    dataset: fresh.clone(),
+                },
+            );
+            // Its connections belong to the parent's runtime (and its epoll set, which the
+            // child shares): dropping them here could deregister the parent's sockets.
+            std::mem::forget(stale);
+        }
+        Ok(state.dataset.clone())
+    }
+
+    /// A Python index (negative from the end) as a record index.
+    fn index(&self, i: i64) -> PyResult<u64> {
+        let resolved = if i < 0 {
+            i128::from(i) + i128::from(self.len)
+        } else {
+            i128::from(i)
+        };
+        match u64::try_from(resolved) {
+            Ok(index) if index < self.len => Ok(index),
+            _ => Err(index_error(i, self.len)),
+        }
+    }
+
+    fn fetch(&self, py: Python<'_>, index: u64) -> PyResult<Bytes> {
+        let dataset = self.current(py)?;
+        block_on(py, async move {
+            Ok::<_, crate::errors::Error>(dataset.get(index).await?)
+        })
+    }
+
+    fn fetch_many(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Vec<Bytes>> {
+        let dataset = self.current(py)?;
+        block_on(py, async move {
+            Ok::<_, crate::errors::Error>(dataset.get_many(&indices).await?)
+        })
+    }
+
+    fn fetch_range(&self, py: Python<'_>, range: Range<u64>) -> PyResult<Vec<Bytes>> {
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        let dataset = self.current(py)?;
+        block_on(py, async move {
+            Ok::<_, crate::errors::Error>(dataset.get_range(range).await?)
+        })
+    }
+
+    fn decode_all<'py>(
+        &self,
+        py: Python<'py>,
+        records: Vec<Bytes>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for record in records {
+            list.append(self.format.decode(py, record)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Record indices from any iterable of integers (a list, a range, a numpy array).
+    fn indices(&self, indices: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        PyIterator::from_object(indices)?
+            .map(|i| self.index(i?.extract::<i64>()?))
+            .collect()
+    }
+}
+
+fn index_error(i: i64, len: u64) -> PyErr {
+    Python::attach(|py| {
+        let err = raise(
+            "IndexOutOfRangeError",
+            format!("record {i} is out of range for a dataset of {len} records"),
+        );
+        let value = err.value(py);
+        let _ = value.setattr("index", i);
+        let _ = value.setattr("len", len);
+        err
+    })
+}
+
+#[pymethods]
+impl Dataset {
+    fn __len__(&self) -> PyResult<usize> {
+        usize::try_from(self.len).map_err(|_| {
+            raise(
+                "GuideloomError",
+                "the dataset is longer than this platform's len()",
+            )
+        })
+    }
+
+    /// `ds[i]` (negative from the end) or `ds[a:b:c]` (a list).
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(slice) = key.cast::<PySlice>() {
+            let len = isize::try_from(self.len)
+                .map_err(|_| raise("GuideloomError", "the dataset is too long to slice"))?;
+            let ix = slice.indices(len)?;
+            if ix.step == 1 {
+                let (start, stop) = (ix.start.max(0) as u64, ix.stop.max(0) as u64);
+                let records = self.fetch_range(py, start..stop.max(start))?;
+                return Ok(self.decode_all(py, records)?.into_any());
+            }
+            let indices: Vec<u64> = (0..ix.slicelength)
+                .map(|k| (ix.start + k as isize * ix.step) as u64)
+                .collect();
+            let records = self.fetch_many(py, indices)?;
+            return Ok(self.decode_all(py, records)?.into_any());
+        }
+        if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? {
+            let i: i64 = key.extract()?;
+            return self.get(py, i);
+        }
+        Err(PyTypeError::new_err(format!(
+            "dataset indices must be integers or slices, not {}",
+            key.get_type().name()?
+        )))
+    }
+
+    /// Record `index`, decoded.
+    fn get<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = self.fetch(py, self.index(index)?)?;
+        self.format.decode(py, bytes)
+    }
+
+    /// Records at `indices` (any order, repeats allowed), decoded: one batched read per shard
+    /// touched, shards read concurrently.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        indices: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let indices = self.indices(indices)?;
+        let records = self.fetch_many(py, indices)?;
+        self.decode_all(py, records)
+    }
+
+    /// Record `index`'s bytes as a read-only buffer (no copy; `memoryview(...)` works).
+    fn get_raw(&self, py: Python<'_>, index: i64) -> PyResult<pyo3_bytes::PyBytes> {
+        Ok(pyo3_bytes::PyBytes::new(
+            self.fetch(py, self.index(index)?)?,
+        ))
+    }
+
+    /// The bytes of the records at `indices`, as read-only buffers (no copy).
+    fn get_many_raw(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<pyo3_bytes::PyBytes>> {
+        let indices = self.indices(indices)?;
+        let records = self.fetch_many(py, indices)?;
+        Ok(records.into_iter().map(pyo3_bytes::PyBytes::new).collect())
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> DatasetIter {
+        let end = slf.get().len;
+        DatasetIter {
+            dataset: slf.unbind(),
+            next: 0,
+            end,
+            buffer: VecDeque::new(),
+        }
+    }
+
+    /// The value of annotation set `name` for record `index`.
+    fn annotation<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        index: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let index = self.index(index)?;
+        let dataset = self.current(py)?;
+        let value: Value = block_on(py, async move {
+            Ok::<_, crate::errors::Error>(dataset.annotation::<Value>(&name, index).await?)
+        })?;
+        from_value(py, &value)
+    }
+
+    /// Every value of annotation set `name`, in record order.
+    fn annotations<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyList>> {
+        let dataset = self.current(py)?;
+        let values: Vec<Value> = block_on(py, async move {
+            let set = dataset.annotations(&name).await?;
+            let values = (0..set.len() as u64)
+                .map(|i| set.get::<Value>(i))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok::<_, crate::errors::Error>(values)
+        })?;
+        let list = PyList::empty(py);
+        for v in &values {
+            list.append(from_value(py, v)?)?;
+        }
+        Ok(list)
+    }
+
+    /// The snapshot read (pinned when the dataset was opened).
+    #[getter]
+    fn snapshot_id(&self) -> &str {
+        &self.snapshot_id
+    }
+
+    /// The root URI.
+    #[getter]
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The record format's name (`"cbor"`, `"pickle"`, `"raw"`).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.format.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "guideloom.Dataset({:?}, snapshot={:?}, len={}, format={:?})",
+            self.uri,
+            self.snapshot_id,
+            self.len,
+            self.format.name()
+        )
+    }
+}
+
+/// In-order iteration over a dataset, `ITER_CHUNK` records per read (one in-order read per
+/// shard run), decoded one at a time as Python asks.
+#[pyclass(module = "guideloom._guideloom")]
+#[derive(Debug)]
+pub(crate) struct DatasetIter {
+    dataset: Py<Dataset>,
+    next: u64,
+    end: u64,
+    buffer: VecDeque<Bytes>,
+}
+
+#[pymethods]
+impl DatasetIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let dataset = self.dataset.bind(py).get();
+        if self.buffer.is_empty() && self.next < self.end {
+            let stop = self.end.min(self.next.saturating_add(ITER_CHUNK));
+            let records = dataset.fetch_range(py, self.next..stop)?;
+            self.next = stop;
+            self.buffer.extend(records);
+        }
+        match self.buffer.pop_front() {
+            Some(record) => Ok(Some(dataset.format.decode(py, record)?)),
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The Rust core of the `guideloom` Python package (`guideloom._guideloom`).
+//!
+//! Built by maturin from the repository's `pyproject.toml` into the package whose pure-Python
+//! part lives in `python/guideloom/` (exceptions, stubs, `py.typed`); see `docs/python.md`.
+//! It binds the facade crate: dataset roots (`dataset.rs`: `open`; `publish.rs`: `write_shard`,
+//! `publish`, `publish_annotations`) and the record formats (`format.rs`).
+//!
+//! Rules every binding follows:
+//! - Rust work that does IO or waits runs through `runtime::block_on`: the GIL is released
+//!   and a panic becomes `guideloom.exceptions.InternalError`, never a crash.
+//! - One tokio runtime per process, created lazily and re-created in a forked child.
+//! - Errors keep their kind: `errors.rs` maps each Rust variant to a `guideloom.exceptions`
+//!   class with the key or path as attributes.
+//!
+//! The crate is an `rlib` too, so that the workspace's clippy, tests and rustdoc cover it; it
+//! has no `extension-module` cargo feature (maturin sets `PYO3_BUILD_EXTENSION_MODULE`).
+//! Its behaviour is tested from Python (`python/tests/`, run by `cargo xtask ci`).
+
+use pyo3::prelude::*;
+
+mod aio;
+mod dataset;
+mod errors;
+mod format;
+mod io;
+mod options;
+mod publish;
+mod pybackend;
+mod runtime;
+mod storage;
+mod stream;
+
+/// The extension module `guideloom._guideloom`.
+#[pymodule(name = "_guideloom")]
+fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<dataset::Dataset>()?;
+    m.add_class::<dataset::DatasetIter>()?;
+    m.add_class::<format::CborFormat>()?;
+    m.add_class::<format::DocumentPickleFormat>()?;
+    m.add_class::<format::RawFormat>()?;
+    m.add_class::<options::S3Options>()?;
+    m.add_class::<publish::ShardRef>()?;
+    m.add_class::<publish::Snapshot>()?;
+    m.add_class::<publish::PublicationOptions>()?;
+    m.add_class::<pyo3_bytes::PyBytes>()?; // `Bytes`: zero-copy record buffers
+    m.add_class::<io::SeekIO>()?;
+    m.add_class::<io::PosixPreadIO>()?;
+    m.add_class::<io::MmapIO>()?;
+    m.add_class::<io::HttpIO>()?;
+    m.add_class::<storage::DocumentStorage>()?;
+    m.add_class::<storage::DocumentWriter>()?;
+    m.add_class::<storage::DocumentReader>()?;
+    m.add_class::<storage::DocumentIter>()?;
+    m.add_class::<storage::AsyncDocumentReaderContext>()?;
+    m.add_class::<storage::AsyncDocumentReaderPy>()?;
+    m.add_class::<stream::RawStreamStorage>()?;
+    m.add_class::<stream::RawStreamReader>()?;
+    m.add_class::<stream::RawStreamWriter>()?;
+    m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::write_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::publish_annotations, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! Writing shards and publishing snapshots and annotation sets from Python.
+//!
+//! `write_shard` streams: the caller's records are pulled from its iterator one at a time,
+//! encoded (with the GIL, briefly) and written into the store as they come, so memory is one
+//! record plus the shard's index on a local root, as for the Rust `Publisher`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use guideloom::format::{ShardMetadata, Value};
+use guideloom::publish::{FooterInspector, Root};
+use guideloom::{PublishMode, PublishRequest, RetryPolicy};
+use pyo3::prelude::*;
+use pyo3::types::PyIterator;
+
+use crate::errors::{Error, raise};
+use crate::format::{RecordFormat, annotation_value};
+use crate::options::{S3Options, root_uri, storage_options};
+use crate::runtime::block_on;
+
+/// A written shard: pass it to `publish`.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug, Clone)]
+pub(crate) struct ShardRef {
+    inner: guideloom::ShardRef,
+}
+
+#[pymethods]
+impl ShardRef {
+    /// The shard's key in the root (`shards/<work_id>/<n>.glm`).
+    #[getter]
+    fn key(&self) -> &str {
+        &self.inner.key
+    }
+    /// Its size in bytes.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.inner.size
+    }
+    /// The number of records in it.
+    #[getter]
+    fn record_count(&self) -> u64 {
+        self.inner.record_count
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "ShardRef(key={:?}, size={}, record_count={})",
+            self.inner.key, self.inner.size, self.inner.record_count
+        )
+    }
+}
+
+/// A published snapshot.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    inner: guideloom::Snapshot,
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The snapshot id.
+    #[getter]
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+    /// Its position in the root's log (0, 1, ...).
+    #[getter]
+    fn seq(&self) -> u64 {
+        self.inner.seq()
+    }
+    /// The number of records.
+    #[getter]
+    fn total_records(&self) -> u64 {
+        self.inner.total_records()
+    }
+    /// Its shards, in record order.
+    #[getter]
+    fn shards(&self) -> Vec<ShardRef> {
+        self.inner
+            .shards()
+            .iter()
+            .map(|s| ShardRef { inner: s.clone() })
+            .collect()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Snapshot(id={:?}, seq={}, total_records={}, shards={})",
+            self.inner.id(),
+            self.inner.seq(),
+            self.inner.total_records(),
+            self.inner.shards().len()
+        )
+    }
+}
+
+/// Options of `publish`.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug, Clone)]
+pub(crate) struct PublicationOptions {
+    verify_record_counts: bool,
+}
+
+#[pymethods]
+impl PublicationOptions {
+    #[new]
+    #[pyo3(signature = (*, verify_record_counts = false))]
+    fn new(verify_record_counts: bool) -> Self {
+        PublicationOptions {
+            verify_record_counts,
+        }
+    }
+    /// Read each shard's footer (one 64-byte ranged read) and check its record count and
+    /// checksum against the reference before publishing.
+    #[getter]
+    fn verify_record_counts(&self) -> bool {
+        self.verify_record_counts
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "PublicationOptions(verify_record_counts={})",
+            if self.verify_record_counts {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}
+
+impl PublicationOptions {
+    fn to_rust(&self) -> guideloom::PublicationOptions {
+        guideloom::PublicationOptions {
+            verify_record_counts: self.verify_record_counts,
+            inspector: self
+                .verify_record_counts
+                .then(|| Arc::new(FooterInspector) as Arc<dyn guideloom::publish::ShardInspector>),
+            ..guideloom::PublicationOptions::default()
+        }
+    }
+}
+
+fn resolve(
+    root: &Bound<'_, PyAny>,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+) -> PyResult<Root> {
+    let uri = root_uri(root)?;
+    let options = guideloom::dataset::DatasetOptions::default().storage(storage_options(s3, mount));
+    Ok(guideloom::dataset::resolve_root(&uri, &options).map_err(Error::from)?)
+}
+
+/// The caller's records, pulled and encoded one at a time (with the GIL, only for that).
+struct Records {
+    iter: Py<PyIterator>,
+    format: RecordFormat,
+}
+
+impl Iterator for Records {
+    type Item = Result<Bytes, PyErr>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Python::attach(|py| {
+            let mut iter = self.iter.bind(py).clone();
+            match iter.next()? {
+                Ok(record) => Some(self.format.encode(&record)),
+                Err(e) => Some(Err(e)),
+            }
+        })
+    }
+}
+
+/// Writes `records` (any iterable) as shard `shard` of worker `work_id` in `root`,
+/// create-only at `shards/<work_id>/<shard>.glm`, and returns its reference.
+#[pyfunction]
+#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_shard(
+    py: Python<'_>,
+    records: &Bound<'_, PyAny>,
+    root: &Bound<'_, PyAny>,
+    work_id: String,
+    shard: u64,
+    format: Option<&Bound<'_, PyAny>>,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+) -> PyResult<ShardRef> {
+    let format = RecordFormat::extract(format, RecordFormat::Cbor)?;
+    let root = resolve(root, s3, mount)?;
+    let records = Records {
+        iter: PyIterator::from_object(records)?.unbind(),
+        format,
+    };
+    let written = block_on(py, async move {
+        let meta = ShardMetadata::new(format.name(), "documents");
+        Ok::<_, Error>(root.try_write_shard(&work_id, shard, meta, records).await?)
+    })?;
+    Ok(ShardRef { inner: written? })
+}
+
+/// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
+/// them the whole snapshot, `mode="append"` extends the latest snapshot with them.
+#[pyfunction]
+#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn publish(
+    py: Python<'_>,
+    root: &Bound<'_, PyAny>,
+    shards: Vec<Bound<'_, ShardRef>>,
+    dataset_id: String,
+    snapshot_id: String,
+    mode: &str,
+    options: Option<&Bound<'_, PublicationOptions>>,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+) -> PyResult<Snapshot> {
+    let mode = match mode {
+        "full" => PublishMode::Full,
+        "append" => PublishMode::Append,
+        other => {
+            return Err(raise(
+                "InvalidArgumentError",
+                format!("mode must be \"full\" or \"append\", not {other:?}"),
+            ));
+        }
+    };
+    let options = options.map(|o| o.get().to_rust()).unwrap_or_default();
+    let request = PublishRequest {
+        dataset_id,
+        snapshot_id,
+        shards: shards.iter().map(|s| s.get().inner.clone()).collect(),
+        mode,
+    };
+    let root = resolve(root, s3, mount)?;
+    let snapshot = block_on(py, async move {
+        Ok::<_, Error>(root.publish(&request, &options).await?)
+    })?;
+    Ok(Snapshot { inner: snapshot })
+}
+
+/// Publishes annotation set `name` at `version` for a snapshot (the latest, or
+/// `snapshot`): one JSON-compatible value per record, in record order.
+#[pyfunction]
+#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn publish_annotations(
+    py: Python<'_>,
+    root: &Bound<'_, PyAny>,
+    name: String,
+    version: String,
+    values: &Bound<'_, PyAny>,
+    snapshot: Option<String>,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+) -> PyResult<()> {
+    let values: Vec<Value> = PyIterator::from_object(values)?
+        .map(|v| annotation_value(&v?))
+        .collect::<PyResult<_>>()?;
+    let root = resolve(root, s3, mount)?;
+    block_on(py, async move {
+        let snapshot = match snapshot {
+            Some(id) => root.snapshot(&id).await?,
+            None => root.latest().await?,
+        };
+        let retry = RetryPolicy::contended_update();
+        root.publish_annotations(&name, &version, &snapshot, &values, &retry)
+            .await?;
+        Ok::<_, Error>(())
+    })
+}

@@ -1,0 +1,110 @@
+//! The Rust half of the Python interop test (`python/tests/test_interop.py`): a dataset of
+//! serde records written here reads in Python, and one written from Python reads here through
+//! `CborFormat`'s serde decoding.
+//!
+//! ```text
+//! cargo run -p guideloom --example python_interop -- write DIR   # Rust writes DIR
+//! cargo run -p guideloom --example python_interop -- check DIR   # Rust reads Python's DIR
+//! cargo run -p guideloom --example python_interop                # both, in a temporary dir
+//! ```
+
+use guideloom::{Dataset, PublishMode, Publisher};
+use serde::{Deserialize, Serialize};
+
+/// The record both sides agree on (Python sees it as a dict).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Caption {
+    id: u64,
+    text: String,
+    score: f64,
+    tags: Vec<String>,
+    blob: Option<serde_bytes_like::Blob>,
+}
+
+mod serde_bytes_like {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Bytes as a CBOR byte string (Python `bytes`), not an array of integers.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(super) struct Blob(pub(super) Vec<u8>);
+
+    impl Serialize for Blob {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(&self.0)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Blob {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl serde::de::Visitor<'_> for Visitor {
+                type Value = Blob;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a byte string")
+                }
+                fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Blob, E> {
+                    Ok(Blob(v.to_vec()))
+                }
+            }
+            d.deserialize_bytes(Visitor)
+        }
+    }
+}
+
+/// The records both sides write and expect: `n` captions.
+fn expected(n: u64) -> Vec<Caption> {
+    (0..n)
+        .map(|id| Caption {
+            id,
+            text: format!("caption {id} é"),
+            score: id as f64 / 4.0,
+            tags: (0..id % 3).map(|t| format!("t{t}")).collect(),
+            blob: (id % 2 == 0)
+                .then(|| serde_bytes_like::Blob(vec![u8::try_from(id % 256).unwrap_or(0); 3])),
+        })
+        .collect()
+}
+
+const RECORDS: u64 = 25;
+
+fn write(dir: &str) -> guideloom::Result<()> {
+    let publisher = Publisher::open(dir)?;
+    let records = expected(RECORDS);
+    let shards = records
+        .chunks(10)
+        .enumerate()
+        .map(|(n, chunk)| publisher.write_shard("rust", n as u64, chunk))
+        .collect::<guideloom::Result<Vec<_>>>()?;
+    publisher.publish("interop", "from-rust", shards, PublishMode::Full)?;
+    Ok(())
+}
+
+fn check(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let ds = Dataset::open(dir)?;
+    let got: Vec<Caption> = ds.iter_as::<Caption>().collect::<Result<_, _>>()?;
+    if got != expected(RECORDS) {
+        return Err(format!("{dir}: the records differ from the expected ones: {got:?}").into());
+    }
+    println!(
+        "{dir}: {} records read through CborFormat's serde decoding",
+        got.len()
+    );
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [cmd, dir] if cmd == "write" => write(dir)?,
+        [cmd, dir] if cmd == "check" => check(dir)?,
+        [] => {
+            let tmp = tempfile::tempdir()?;
+            let dir = tmp.path().join("root");
+            let dir = dir.to_str().ok_or("temporary path is not UTF-8")?;
+            write(dir)?;
+            check(dir)?;
+        }
+        _ => return Err("usage: python_interop [write DIR | check DIR]".into()),
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+"""The exceptions guideloom raises.
+
+Every one derives from :class:`GuideloomError`. Some also derive from the builtin a Python
+caller already handles: a missing object is a :class:`FileNotFoundError`, an index past the
+end an :class:`IndexError`, a bad argument a :class:`ValueError`. The object at fault is in
+the message and, when known, in the attributes ``key`` (relative to the root), ``path``
+(a local file), ``index``/``len`` (a record index and the number of records), ``uri`` and
+``root``; attributes that do not apply are ``None``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConcurrentUpdateError",
+    "CorruptObjectError",
+    "CorruptShardError",
+    "CountMismatchError",
+    "DatasetMismatchError",
+    "DecodeError",
+    "EncodeError",
+    "FormatMismatchError",
+    "GuideloomError",
+    "IndexOutOfRangeError",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "PublicationCollisionError",
+    "ReadOnlyRootError",
+    "RefusedFileError",
+    "ShardExistsError",
+    "StorageError",
+    "TooLargeError",
+    "UnsupportedError",
+    "VerificationError",
+]
+
+
+class GuideloomError(Exception):
+    """The base of every guideloom exception."""
+
+    key: str | None
+    path: str | None
+    index: int | None
+    len: int | None
+    uri: str | None
+    root: str | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        path: str | None = None,
+        index: int | None = None,
+        len: int | None = None,  # noqa: A002 - the attribute is named after the record count
+        uri: str | None = None,
+        root: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.path = path
+        self.index = index
+        self.len = len
+        self.uri = uri
+        self.root = root
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class NotFoundError(GuideloomError, FileNotFoundError):
+    """The object (shard, snapshot, annotation set, file) does not exist."""
+
+
+class IndexOutOfRangeError(GuideloomError, IndexError):
+    """A record index (or stream slice) past the end; ``index`` and ``len`` say which."""
+
+
+class InvalidArgumentError(GuideloomError, ValueError):
+    """An invalid argument: a name, a URI, an option, a non-dense index."""
+
+
+class EncodeError(GuideloomError, ValueError):
+    """A record could not be encoded by its format (``index`` is the record's)."""
+
+
+class DecodeError(GuideloomError, ValueError):
+    """A record's bytes could not be decoded by its format."""
+
+
+class CountMismatchError(GuideloomError, ValueError):
+    """A count given by the caller differs from the one it must equal."""
+
+
+class PublicationCollisionError(GuideloomError):
+    """A create-only object (``key``) already exists with different content."""
+
+
+class ShardExistsError(GuideloomError, FileExistsError):
+    """A storage writer found a shard already at the name it was about to use."""
+
+
+class StorageError(GuideloomError):
+    """A storage request or local file operation failed (transport, permission, disk)."""
+
+
+class CorruptShardError(GuideloomError):
+    """A shard (``key``) is damaged or not a shard: footer, index, metadata or a record."""
+
+
+class CorruptObjectError(GuideloomError):
+    """A control object of a root (identity, log entry, pointer, catalog) is malformed."""
+
+
+class FormatMismatchError(GuideloomError):
+    """A shard holds another record format or storage kind than the one asked for."""
+
+
+class VerificationError(GuideloomError):
+    """An object's size, hash or record count differs from the reference to it."""
+
+
+class DatasetMismatchError(GuideloomError):
+    """The root holds another dataset (or the annotation set another snapshot)."""
+
+
+class ConcurrentUpdateError(GuideloomError):
+    """A compare-and-swap kept losing to concurrent writers and gave up."""
+
+
+class TooLargeError(GuideloomError):
+    """An object is larger than its limit (a shard for one PUT, a control object, staging)."""
+
+
+class ReadOnlyRootError(GuideloomError):
+    """The root (an ``http(s)://`` base URL) is served, not written."""
+
+
+class RefusedFileError(GuideloomError):
+    """A local root met a symbolic link, FIFO, device or socket where it reads or writes."""
+
+
+class UnsupportedError(GuideloomError):
+    """The operation or root kind is not available (in this build, or on this store)."""
+
+
+class InternalError(GuideloomError):
+    """A bug in guideloom: a Rust panic was caught before it could reach the interpreter."""

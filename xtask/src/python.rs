@@ -1,0 +1,140 @@
+//! The `python` step of `cargo xtask ci`: builds the Python package (`pyproject.toml`, the
+//! cdylib `crates/guideloom-python`) into the project venv and tests it.
+//!
+//! 1. The venv `.xtask/venv` (the one moto lives in) is created when missing, then
+//!    `pip install maturin pytest mypy numpy aiohttp` (timed; a no-op once installed; aiohttp
+//!    is the HTTP client of the custom-backend example).
+//! 2. `maturin develop --release` builds the extension module and installs the package
+//!    editable into that venv.
+//! 3. The facade's example `python_interop` (the Rust half of the interop tests) is built, then
+//!    `python -m pytest python/tests` with the servers' environment (`GUIDELOOM_CI=1`, so a
+//!    missing server fails): exit 5 ("no tests collected") is a failure, not a pass.
+//! 4. `python -m mypy --strict` on the tests and examples, against the package's stubs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::servers;
+use crate::util;
+
+/// What pip installs into the venv for this step.
+pub(crate) const PIP_PACKAGES: &[&str] = &["maturin", "pytest", "mypy", "numpy", "aiohttp"];
+
+/// pytest's exit status when it collected no tests.
+pub(crate) const PYTEST_NO_TESTS: i32 = 5;
+
+/// The meaning of a pytest exit status: `Ok` only for 0.
+pub(crate) fn pytest_verdict(code: Option<i32>) -> std::result::Result<(), String> {
+    match code {
+        Some(0) => Ok(()),
+        Some(PYTEST_NO_TESTS) => Err("pytest collected no tests (exit 5)".into()),
+        Some(code) => Err(format!("pytest failed (exit {code})")),
+        None => Err("pytest was killed by a signal".into()),
+    }
+}
+
+fn venv_command(venv: &Path, program: &str) -> Command {
+    let bin = venv.join("bin");
+    let mut cmd = Command::new(bin.join(program));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![bin.clone()];
+    dirs.extend(std::env::split_paths(&path));
+    cmd.env("PATH", std::env::join_paths(dirs).unwrap_or(path));
+    cmd.env("VIRTUAL_ENV", venv);
+    cmd.env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
+    cmd
+}
+
+fn ensure_venv(root: &Path) -> Result<PathBuf> {
+    let venv = servers::venv_dir(root);
+    if !venv.join("bin").join("python").is_file() {
+        let python = util::which("python3").ok_or_else(|| Error::Check {
+            check: "python".into(),
+            problems: vec!["python3 (3.11 or newer) is not on PATH".into()],
+        })?;
+        util::run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
+    }
+    Ok(venv)
+}
+
+/// Runs the step; `env` gives pytest the servers' environment.
+pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
+    let venv = ensure_venv(root)?;
+    let started = Instant::now();
+    let mut pip = venv_command(&venv, "pip");
+    pip.args(["install", "--quiet"]).args(PIP_PACKAGES);
+    println!("[python] $ {}", util::display(&pip));
+    util::run(&mut pip)?;
+    println!(
+        "[python] pip install {} in {:.1}s",
+        PIP_PACKAGES.join(" "),
+        started.elapsed().as_secs_f64()
+    );
+
+    let started = Instant::now();
+    let mut maturin = venv_command(&venv, "maturin");
+    maturin.current_dir(root).args(["develop", "--release"]);
+    println!("[python] $ {}", util::display(&maturin));
+    util::run(&mut maturin)?;
+    println!(
+        "[python] maturin develop --release in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // The Rust half of the interop tests, built as the `examples` step builds it.
+    util::run(util::cargo(root).args([
+        "build",
+        "-p",
+        "guideloom",
+        "--all-features",
+        "--example",
+        "python_interop",
+    ]))?;
+    let interop = util::target_dir(root)?
+        .join("debug")
+        .join("examples")
+        .join("python_interop");
+
+    let started = Instant::now();
+    let mut pytest = venv_command(&venv, "python");
+    pytest.env("GUIDELOOM_INTEROP_EXAMPLE", &interop);
+    pytest
+        .current_dir(root)
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "python/tests"]);
+    env(&mut pytest);
+    println!("[python] $ {}", util::display(&pytest));
+    let status = pytest.status().map_err(|source| Error::Spawn {
+        program: util::display(&pytest),
+        source,
+    })?;
+    pytest_verdict(status.code()).map_err(|problem| Error::Check {
+        check: "python".into(),
+        problems: vec![problem],
+    })?;
+    println!("[python] pytest in {:.1}s", started.elapsed().as_secs_f64());
+
+    let mut mypy = venv_command(&venv, "python");
+    mypy.current_dir(root)
+        .args(["-m", "mypy", "--strict", "python/tests", "python/examples"]);
+    println!("[python] $ {}", util::display(&mypy));
+    util::run(&mut mypy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_exit_zero_passes_and_no_tests_is_a_failure() {
+        assert_eq!(pytest_verdict(Some(0)), Ok(()));
+        assert!(
+            pytest_verdict(Some(PYTEST_NO_TESTS))
+                .unwrap_err()
+                .contains("no tests")
+        );
+        assert!(pytest_verdict(Some(1)).is_err());
+        assert!(pytest_verdict(None).is_err());
+    }
+}
