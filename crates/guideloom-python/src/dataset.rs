@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use guideloom::AsyncDataset;
-use guideloom::dataset::DatasetOptions;
+use guideloom::DatasetOptions;
 use guideloom::format::Value;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

@@ -1,7 +1,7 @@
 //! Root arguments and storage options from Python: a root is a `str` or an `os.PathLike`;
 //! `S3Options` configures `s3://` roots (endpoint, region, addressing, plain HTTP, profile).
 
-use guideloom::StorageOptions;
+use guideloom::StoreOptions;
 use guideloom::publish::{S3Addressing, S3Options as RustS3Options};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -109,10 +109,10 @@ impl S3Options {
 }
 
 /// The storage options of a root argument's call.
-pub(crate) fn storage_options(s3: Option<&Bound<'_, S3Options>>, mount: bool) -> StorageOptions {
-    let mut options = StorageOptions {
+pub(crate) fn storage_options(s3: Option<&Bound<'_, S3Options>>, mount: bool) -> StoreOptions {
+    let mut options = StoreOptions {
         mount,
-        ..StorageOptions::default()
+        ..StoreOptions::default()
     };
     if let Some(s3) = s3 {
         options.s3 = s3.get().inner.clone();

@@ -146,8 +146,8 @@ fn resolve(
     mount: bool,
 ) -> PyResult<Root> {
     let uri = root_uri(root)?;
-    let options = guideloom::dataset::DatasetOptions::default().storage(storage_options(s3, mount));
-    Ok(guideloom::dataset::resolve_root(&uri, &options).map_err(Error::from)?)
+    let options = guideloom::DatasetOptions::default().storage(storage_options(s3, mount));
+    Ok(guideloom::resolve_root(&uri, &options).map_err(Error::from)?)
 }
 
 /// The caller's records, pulled and encoded one at a time (with the GIL, only for that).
