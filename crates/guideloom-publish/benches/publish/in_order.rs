@@ -143,7 +143,8 @@ pub(crate) fn counts(rt: &Runtime, t: &Target, s: &InOrderSnapshot) -> String {
     type Strategy = for<'a> fn(
         &'a Root,
         &'a Snapshot,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + 'a>>;
+    )
+        -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + 'a>>;
     let strategies: [(&str, Strategy); 2] = [
         ("ranged_runs", |r, s| Box::pin(ranged(r, s))),
         ("staged_scan", |r, s| Box::pin(staged(r, s))),

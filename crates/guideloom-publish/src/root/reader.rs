@@ -11,8 +11,12 @@
 //!   [`get_range`](SnapshotReader::get_range)) are split by [`ShardTable::runs`] and
 //!   [`plan_runs`] into reads of at most one [`RunBudget`] each.
 //! - Annotation sets are opened once per reader ([`annotations`](SnapshotReader::annotations)).
-//! - Whole-shard staging ([`scan`](SnapshotReader::scan)) is the other in-order strategy:
-//!   each shard fetched whole into a local file, then read locally.
+//! - Whole-shard staging is the other in-order strategy: each shard fetched whole into a
+//!   local file, then read locally. [`read_in_order`](SnapshotReader::read_in_order) uses it
+//!   by itself where it is cheaper — on stores whose reads are network requests, for a piece
+//!   of at least half a shard (measured: 4 requests instead of 40 and 2.4 × the throughput
+//!   on moto; 8 × slower on a local root, where it is never used) — and
+//!   [`scan`](SnapshotReader::scan) asks for it explicitly.
 //!
 //! Every failure of a shard's bytes — its footer, index, metadata or a record — is the same
 //! [`Error::Shard`] carrying the key and the format crate's error.
@@ -34,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::manifest::ShardRef;
 use crate::shards::open_checked;
 use crate::snapshot_log::Snapshot;
-use crate::staging::Scan;
+use crate::staging::{Scan, StagedShard};
 
 /// Random access to the records of one snapshot.
 #[derive(Debug)]
@@ -214,9 +218,23 @@ impl SnapshotReader {
             reader: self,
             pieces: self.table.runs(range),
             piece: None,
+            staged: None,
             budget,
             failed: false,
         })
+    }
+
+    /// Whether an in-order read of `piece` goes through whole-shard staging: on a store whose
+    /// reads are network requests ([`StoreCapabilities::remote_reads`](crate::StoreCapabilities::remote_reads)),
+    /// for a piece of at least half of its shard, when the shard fits the staging budget.
+    /// Measured on moto (`publish/s3/in_order_32MiB`): 4 requests instead of 40 and about
+    /// 2.4 × the throughput of 1 MiB ranged runs; on a local root staging only adds a copy
+    /// (about 8 × slower), so local, mounted and memory roots always read ranged runs.
+    fn stages(&self, piece: &Run) -> bool {
+        let reference = &self.snapshot.shards()[piece.shard];
+        self.root.store().capabilities().remote_reads
+            && piece.count.saturating_mul(2) >= self.table.shard_len(piece.shard)
+            && reference.size <= self.root.stager().options().budget_bytes
     }
 }
 
@@ -239,6 +257,9 @@ pub struct InOrder<'r> {
     pieces: Runs<'r>,
     /// The shard piece being read: its remaining local records.
     piece: Option<Run>,
+    /// The staged copy of the piece's shard, when the piece is read from one
+    /// ([`SnapshotReader::stages`]), held so it is not evicted mid-piece.
+    staged: Option<(usize, Arc<StagedShard>)>,
     budget: RunBudget,
     failed: bool,
 }
@@ -260,7 +281,28 @@ impl InOrder<'_> {
 
     async fn read(&mut self, piece: Run) -> Result<RecordRun> {
         let reader = self.reader;
-        let shard = reader.shard(piece.shard).await?;
+        if self.staged.as_ref().is_some_and(|(s, _)| *s != piece.shard) {
+            self.staged = None;
+        }
+        if self.staged.is_none() && reader.stages(&piece) {
+            let reference = &reader.snapshot.shards()[piece.shard];
+            match reader.root.stager().stage(reference).await {
+                Ok(staged) => self.staged = Some((piece.shard, staged)),
+                // Damaged bytes are damaged whichever way they are read.
+                Err(e @ Error::Shard { .. }) => return Err(e),
+                // Anything else (the staging directory full or unwritable, a download cut
+                // off): read this piece by ranged runs instead, which report their own error.
+                Err(e) => tracing::warn!(
+                    key = %reference.key,
+                    error = %e,
+                    "staging failed; reading the shard by ranged runs"
+                ),
+            }
+        }
+        let shard = match &self.staged {
+            Some((_, staged)) => staged.shard(),
+            None => reader.shard(piece.shard).await?,
+        };
         let run = plan_runs(shard.index(), piece, self.budget)
             .next()
             .unwrap_or(piece);

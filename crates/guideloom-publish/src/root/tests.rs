@@ -63,12 +63,14 @@ fn snapshot_of_nothing() -> Snapshot {
     }
 }
 
-/// Forwards to a memory root, counts HEADs, and cannot list when `list` is false.
+/// Forwards to a memory root, counts HEADs, cannot list when `list` is false, and claims
+/// network reads when `remote` is true.
 #[derive(Debug)]
 struct NoList {
     inner: Arc<dyn RootStore>,
     heads: AtomicU64,
     list: bool,
+    remote: bool,
 }
 
 #[async_trait]
@@ -79,6 +81,7 @@ impl RootStore for NoList {
     fn capabilities(&self) -> StoreCapabilities {
         StoreCapabilities {
             list: self.list,
+            remote_reads: self.remote,
             ..self.inner.capabilities()
         }
     }
@@ -125,6 +128,7 @@ async fn probing_finds_the_latest_entry_with_logarithmic_heads() {
     let probing = Arc::new(NoList {
         inner: Arc::clone(&inner),
         heads: AtomicU64::new(0),
+        remote: false,
         list: false,
     });
     // Publishing through the non-listing store exercises the probe in `commit` too.
@@ -164,6 +168,7 @@ async fn a_hand_made_gap_gives_every_reader_the_same_latest_and_is_reported() {
     let probing = Arc::new(NoList {
         inner: Arc::clone(&local),
         heads: AtomicU64::new(0),
+        remote: false,
         list: false,
     });
     let root = Root::new(probing, RootOptions::default());
@@ -347,4 +352,66 @@ async fn oversized_written_shard_is_refused_before_upload() {
         "{err}"
     );
     assert!(!dir.path().join("root").exists(), "nothing was written");
+}
+
+/// In-order reads stage a shard whole exactly where the reader's rule says (a store with
+/// network reads, a piece of at least half the shard) and give the same records either way.
+#[tokio::test]
+async fn in_order_reads_stage_most_of_a_remote_shard_and_range_the_rest() {
+    let memory = Registry::new()
+        .resolve("memory://in-order-staging", &StoreOptions::default())
+        .unwrap();
+    assert!(!memory.capabilities().remote_reads);
+    let writer = Root::new(Arc::clone(&memory), RootOptions::default());
+    let mut shards = Vec::new();
+    for n in 0..2u64 {
+        let records: Vec<Vec<u8>> = (0..10u64)
+            .map(|i| format!("{n}:{i}").into_bytes())
+            .collect();
+        let meta = ShardMetadata::new("raw", "documents");
+        shards.push(writer.write_shard("w", n, meta, &records).await.unwrap());
+    }
+    writer
+        .publish(&request("s", shards), &PublicationOptions::default())
+        .await
+        .unwrap();
+    let expected: Vec<Bytes> = (0..2u64)
+        .flat_map(|n| (0..10u64).map(move |i| Bytes::from(format!("{n}:{i}"))))
+        .collect();
+
+    async fn read(root: &Root, range: Range<u64>) -> Vec<Bytes> {
+        let reader = root.open_latest().await.unwrap();
+        let mut runs = reader
+            .read_in_order(range, guideloom_format::RunBudget::default())
+            .unwrap();
+        let mut got = Vec::new();
+        while let Some(run) = runs.next_run().await {
+            got.extend(run.unwrap().records);
+        }
+        got
+    }
+
+    // A memory root never stages.
+    assert_eq!(read(&writer, 0..20).await, expected);
+    assert_eq!(writer.stager().stats().downloads, 0);
+
+    for remote in [false, true] {
+        let store = Arc::new(NoList {
+            inner: Arc::clone(&memory),
+            heads: AtomicU64::new(0),
+            list: true,
+            remote,
+        });
+        let root = Root::new(store, RootOptions::default());
+        // 3 of shard 0's 10 records: ranged whatever the store.
+        assert_eq!(read(&root, 2..5).await, expected[2..5]);
+        assert_eq!(root.stager().stats().downloads, 0);
+        // 6 of shard 0's records and all of shard 1: both staged on a remote store.
+        assert_eq!(read(&root, 4..20).await, expected[4..20]);
+        let staged = if remote { 2 } else { 0 };
+        assert_eq!(root.stager().stats().downloads, staged, "remote: {remote}");
+        // Read again: the staged copies are reused, not downloaded twice.
+        assert_eq!(read(&root, 0..20).await, expected);
+        assert_eq!(root.stager().stats().downloads, staged, "remote: {remote}");
+    }
 }

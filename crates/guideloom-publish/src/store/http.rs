@@ -139,6 +139,7 @@ impl RootStore for HttpRootStore {
             create_only_across_hosts: false,
             atomic_writes: true,
             list: false,
+            remote_reads: true,
         }
     }
 

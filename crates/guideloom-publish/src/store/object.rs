@@ -348,6 +348,7 @@ impl RootStore for ObjectStoreRoot {
             create_only_across_hosts: true,
             atomic_writes: true,
             list: true,
+            remote_reads: !self.bucket.endpoint.starts_with("memory://"),
         }
     }
 

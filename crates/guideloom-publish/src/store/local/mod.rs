@@ -174,6 +174,8 @@ impl RootStore for LocalStore {
             create_only_across_hosts: !self.mounted,
             atomic_writes: !self.mounted,
             list: true,
+            // A declared mount reads through the kernel (page cache, readahead) like a disk.
+            remote_reads: false,
         }
     }
 
