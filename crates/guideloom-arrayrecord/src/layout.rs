@@ -139,7 +139,9 @@ impl Layout {
         self.num_records == 0
     }
 
-    /// Records per chunk (every chunk but the last holds exactly this many); 0 without chunks.
+    /// Records per chunk: every chunk but the last holds exactly this many. Read, as
+    /// array_record does, from the first chunk, so a file with fewer records than the
+    /// writer's `group_size` reports its record count; 0 without chunks.
     pub fn group_size(&self) -> u64 {
         self.group_size
     }
