@@ -35,8 +35,10 @@ fn options() -> impl Strategy<Value = WriterOptions> {
     let compression = prop_oneof![
         Just(Compression::Uncompressed),
         Just(Compression::Snappy),
-        (-3i32..4, 10u32..24).prop_map(|(level, window_log)| Compression::Zstd { level, window_log }),
-        (0u32..5, 10u32..26).prop_map(|(level, window_log)| Compression::Brotli { level, window_log }),
+        (-3i32..4, 10u32..24)
+            .prop_map(|(level, window_log)| Compression::Zstd { level, window_log }),
+        (0u32..5, 10u32..26)
+            .prop_map(|(level, window_log)| Compression::Brotli { level, window_log }),
     ];
     (compression, 1u32..40, any::<bool>()).prop_map(|(c, g, pad)| {
         WriterOptions::default()
