@@ -1,6 +1,7 @@
 //! Interop with the real `array_record` package (0.8.6, in the project venv `.xtask/venv`),
 //! both directions, for every codec × group size {1, 7, 256, 65536} × record sizes {0 B, 1 B,
-//! 1 KiB, 300 KiB, records straddling 64 KiB block boundaries}:
+//! 1 KiB, 300 KiB, records straddling 64 KiB block boundaries}, plus Brotli's large window,
+//! a 2^27 zstd window, block-boundary padding and the defaults:
 //! - the package writes → guideloom reads the same records;
 //! - guideloom writes → the package's `ArrayRecordReader` (and grain's `ArrayRecordDataSource`)
 //!   read the same records.
@@ -130,24 +131,39 @@ fn both_directions_with_the_array_record_package() {
         let recs = records(set);
         let recs_path = dir.path().join(format!("{set}.records"));
         save(&recs_path, &recs);
+        let mut matrix: Vec<String> = Vec::new();
         for codec in ["uncompressed", "zstd:3", "snappy", "brotli:6"] {
             for group in [1u32, 7, 256, 65536] {
-                let options = format!("group_size:{group},{codec}");
-                let case = format!("{set}-{}-{group}", codec.replace(':', ""));
-                let rust_file = dir.path().join(format!("{case}.rust.array_record"));
-                let py_out = dir.path().join(format!("{case}.py.array_record"));
-                let opts: WriterOptions = options.parse().unwrap();
-                let mut w = ArrayRecordWriter::create(&rust_file, opts).unwrap();
-                for r in &recs {
-                    w.write(r).unwrap();
-                }
-                w.finish().unwrap();
-                jobs.push(json!({
-                    "records": recs_path, "options": options,
-                    "rust_file": rust_file, "py_out": py_out,
-                }));
-                expected.push((py_out, set));
+                matrix.push(format!("group_size:{group},{codec}"));
             }
+        }
+        if set == "kib" || set == "straddle" {
+            // Beyond the matrix: Brotli's large window, a wide zstd window, padding, defaults.
+            matrix.extend(
+                [
+                    "group_size:3,brotli:5,window_log:26",
+                    "group_size:2,zstd:1,window_log:27,pad_to_block_boundary:true",
+                    "pad_to_block_boundary:true,snappy",
+                    "",
+                ]
+                .map(String::from),
+            );
+        }
+        for (k, options) in matrix.into_iter().enumerate() {
+            let case = format!("{set}-{k}");
+            let rust_file = dir.path().join(format!("{case}.rust.array_record"));
+            let py_out = dir.path().join(format!("{case}.py.array_record"));
+            let opts: WriterOptions = options.parse().unwrap();
+            let mut w = ArrayRecordWriter::create(&rust_file, opts).unwrap();
+            for r in &recs {
+                w.write(r).unwrap();
+            }
+            w.finish().unwrap();
+            jobs.push(json!({
+                "records": recs_path, "options": options,
+                "rust_file": rust_file, "py_out": py_out,
+            }));
+            expected.push((py_out, set));
         }
     }
     let jobs_path = dir.path().join("jobs.json");
