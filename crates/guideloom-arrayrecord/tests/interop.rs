@@ -163,7 +163,7 @@ fn both_directions_with_the_array_record_package() {
                 "records": recs_path, "options": options,
                 "rust_file": rust_file, "py_out": py_out,
             }));
-            expected.push((py_out, set));
+            expected.push((py_out, set, options));
         }
     }
     let jobs_path = dir.path().join("jobs.json");
@@ -195,8 +195,14 @@ fn both_directions_with_the_array_record_package() {
             "{report}"
         );
     }
-    for (py_out, set) in &expected {
+    // Not required (codec implementations may encode differently), but worth seeing.
+    let mut differ = Vec::new();
+    for (py_out, set, options) in &expected {
         check_file(py_out, &records(set), &mut failures);
+        let rust_file = py_out.to_string_lossy().replace(".py.", ".rust.");
+        if std::fs::read(py_out).ok() != std::fs::read(rust_file).ok() {
+            differ.push(format!("{set} `{options}`"));
+        }
     }
     assert!(
         failures.is_empty(),
@@ -205,8 +211,10 @@ fn both_directions_with_the_array_record_package() {
         failures.join("\n")
     );
     eprintln!(
-        "{} files each way; grain checked {} of guideloom's",
+        "{} files each way, {} byte-identical (not: {}); grain checked {} of guideloom's",
         jobs.len(),
+        jobs.len() - differ.len(),
+        differ.join(", "),
         report["grain_checked"]
     );
 }
