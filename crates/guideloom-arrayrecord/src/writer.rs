@@ -20,7 +20,10 @@ use crate::simple::Encoder;
 /// The layout is the one array_record's writer produces with the same options: the file
 /// signature, one simple chunk per group, the footer chunk (the metadata record, then one
 /// entry per chunk) padded to a 64 KiB boundary, and the postscript (three identical records)
-/// in a block of its own. Files are at least 128 KiB.
+/// in a block of its own. Files are at least 128 KiB. A writer dropped without
+/// [`finish`](Self::finish) leaves a file with no footer, which readers refuse
+/// ([`create`](ArrayRecordWriter::create) writes in place; write to a temporary name and
+/// rename it to publish atomically).
 ///
 /// ```
 /// use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
