@@ -51,7 +51,10 @@ fn read_all(file: Bytes, options: &ReadOptions) -> Option<Vec<Bytes>> {
     let one: Vec<Bytes> = (0..n).map(|i| ar.get(i)).collect::<Result<_, _>>().ok()?;
     let rev: Vec<u64> = (0..n).rev().collect();
     if let Ok(batch) = ar.get_many(&rev) {
-        assert!(batch.iter().rev().eq(one.iter()), "get_many disagrees with get");
+        assert!(
+            batch.iter().rev().eq(one.iter()),
+            "get_many disagrees with get"
+        );
     }
     Some(one)
 }
@@ -78,6 +81,13 @@ fuzz_target!(|data: &[u8]| {
         at = &tail[len..];
     }
     let options: WriterOptions = OPTIONS[usize::from(sel >> 1 & 7)].parse().expect("valid");
+    // `read_all` reads at most 2^16 records; padding gives every chunk a 64 KiB block of its
+    // own (by design): bound the file's size.
+    records.truncate(if options.pad_to_block_boundary() {
+        32
+    } else {
+        1 << 16
+    });
     let mut w = ArrayRecordWriter::new(Vec::new(), options);
     for r in &records {
         w.write(r).expect("writing to memory");
@@ -85,13 +95,20 @@ fuzz_target!(|data: &[u8]| {
     let mut file = w.finish().expect("writing to memory");
     let got = read_all(Bytes::from(file.clone()), &read_options(sel >> 4)).expect("round trip");
     assert_eq!(got.len(), records.len());
-    assert!(got.iter().zip(&records).all(|(g, r)| g[..] == r[..]), "round trip differs");
+    assert!(
+        got.iter().zip(&records).all(|(g, r)| g[..] == r[..]),
+        "round trip differs"
+    );
     let mut pos = [0u8; 4];
     pos[..flip.len()].copy_from_slice(flip);
     let pos = usize::try_from(u32::from_le_bytes(pos)).unwrap_or(0) % file.len();
     file[pos] ^= 1 << (sel >> 5 & 7);
     if let Some(after) = read_all(Bytes::from(file), &read_options(sel >> 4)) {
-        assert_eq!(after.len(), records.len(), "a flip at {pos} changed the record count");
+        assert_eq!(
+            after.len(),
+            records.len(),
+            "a flip at {pos} changed the record count"
+        );
         assert!(
             after.iter().zip(&records).all(|(g, r)| g[..] == r[..]),
             "a flip at {pos} changed a record"
