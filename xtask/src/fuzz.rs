@@ -17,6 +17,11 @@ const TOOLCHAIN: &str = "nightly";
 const FIXTURE_SEEDS: &[(&str, &str)] = &[
     ("shard_reader", "crates/guideloom-format/tests/fixtures"),
     ("metadata_decode", "crates/guideloom-format/tests/fixtures"),
+    // Files the array_record package wrote, valid and corrupted.
+    (
+        "arrayrecord_reader",
+        "crates/guideloom-arrayrecord/tests/fixtures",
+    ),
 ];
 
 /// What one fuzzing run left behind.

@@ -26,6 +26,9 @@ use crate::util;
 /// Crates that do not exist yet are simply absent from the workspace.
 pub(crate) const LAYERS: &[&str] = &[
     "guideloom-io",
+    // Beside guideloom-format (it depends only on io); placed below it so the format and
+    // publish layers may use it to read ArrayRecord shards.
+    "guideloom-arrayrecord",
     "guideloom-format",
     "guideloom-publish",
     "guideloom",

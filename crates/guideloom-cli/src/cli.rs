@@ -103,6 +103,9 @@ pub(crate) enum Command {
     Bench(BenchArgs),
     /// Build, publish, annotate, read and verify a small realistic dataset.
     Quickstart(QuickstartArgs),
+    /// Convert one shard file between the native format (.glm) and ArrayRecord
+    /// (.array_record), keeping every record's bytes.
+    Convert(ConvertArgs),
 }
 
 /// `guideloom write`.
@@ -246,4 +249,30 @@ pub(crate) struct QuickstartArgs {
     /// Number of workers.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub(crate) workers: u64,
+}
+
+/// The format `convert` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ConvertTo {
+    /// An ArrayRecord file, readable by the `array_record` package and Grain.
+    Arrayrecord,
+    /// A native guideloom shard (raw records).
+    Native,
+}
+
+/// `guideloom convert`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertArgs {
+    /// The shard file to read.
+    pub(crate) src: PathBuf,
+    /// The file to write (must not exist).
+    pub(crate) dst: PathBuf,
+    /// The output format. Default: from the names, the side whose name contains
+    /// `.array_record` is the ArrayRecord file.
+    #[arg(long, value_enum)]
+    pub(crate) to: Option<ConvertTo>,
+    /// ArrayRecord output: array_record's option string, e.g. `group_size:1,zstd:3`
+    /// (the default) or `group_size:64,snappy`.
+    #[arg(long, default_value = "")]
+    pub(crate) options: String,
 }

@@ -38,6 +38,24 @@ pub(crate) enum CliError {
         #[source]
         source: Box<guideloom_format::Error>,
     },
+    /// Reading or writing a local shard file failed (`convert`).
+    #[error("{}: {source}", path.display())]
+    ShardFile {
+        /// The shard file.
+        path: PathBuf,
+        /// The format layer's error.
+        #[source]
+        source: Box<guideloom_format::Error>,
+    },
+    /// Reading or writing an ArrayRecord file failed (`convert`).
+    #[error("{}: {source}", path.display())]
+    ArrayRecord {
+        /// The ArrayRecord file.
+        path: PathBuf,
+        /// The ArrayRecord layer's error.
+        #[source]
+        source: Box<guideloom_arrayrecord::Error>,
+    },
     /// Reading bytes through an IO backend failed.
     #[error("{location}: {source}")]
     Io {
@@ -192,6 +210,15 @@ impl CliError {
                 && f.is_corrupt()
             {
                 return "corrupt";
+            }
+            if let Some(a) = find::<guideloom_arrayrecord::Error>(e) {
+                match a {
+                    guideloom_arrayrecord::Error::Corrupt { .. } => return "corrupt",
+                    guideloom_arrayrecord::Error::Unsupported { .. } => return "unsupported",
+                    guideloom_arrayrecord::Error::TooLarge { .. } => return "too_large",
+                    guideloom_arrayrecord::Error::Options { .. } => return "invalid_argument",
+                    _ => {}
+                }
             }
             if let Some(io) = find::<guideloom_io::Error>(e) {
                 match io {

@@ -63,6 +63,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Annotate(a) => commands::annotate::run(a, global).await,
         Command::Bench(a) => commands::bench::run(a, global).await,
         Command::Quickstart(a) => commands::quickstart::run(a, global).await,
+        Command::Convert(a) => commands::convert::run(a, global).await,
     }
 }
 

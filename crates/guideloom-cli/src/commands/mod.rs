@@ -2,6 +2,7 @@
 
 pub(crate) mod annotate;
 pub(crate) mod bench;
+pub(crate) mod convert;
 pub(crate) mod info;
 pub(crate) mod publish;
 pub(crate) mod quickstart;

@@ -1,0 +1,245 @@
+//! ArrayRecord random reads beside raw `pread` of the same chunks, measured in the same run.
+//!
+//! Run with `cargo xtask bench --bench arrayrecord` (which prints the table with ratios) or
+//! `cargo bench -p guideloom-arrayrecord --bench arrayrecord`.
+//!
+//! # What is measured
+//! Two files of 1 KiB random records (`GUIDELOOM_BENCH_FILE_MIB`, default 64 MiB of payload),
+//! written by `ArrayRecordWriter` with `group_size:1,uncompressed` (byte-identical to what the
+//! `array_record` package writes with those options) and with the Python defaults
+//! (`group_size:1,zstd:3,window_log:20`). Groups `arrayrecord/<pattern>/<options>`:
+//! - `random_get`: `get(i)` of one random record per iteration;
+//! - `get_many_64`: `get_many` of 64 random records per iteration.
+//!
+//! Readers: `pread` (`ArrayRecordReader` over `PreadIo`) and `mmap` (over `MmapIo`), with the
+//! chunk cache off so every read is a read. The ceiling, `ceiling_pread`, is a raw `pread` of
+//! the **same chunk ranges** (the footer's `[offset_i, offset_{i+1})`) into a fresh `Vec`: the
+//! bytes a reader must fetch, without hashing, decoding or decompressing them. Every bench
+//! touches one byte per 4 KiB page of what it gets.
+//!
+//! The request counts (open, get, get_many) go to the counts table of `cargo xtask bench`.
+//!
+//! # Knobs (environment)
+//! As the other benches: `GUIDELOOM_BENCH_FILE_MIB`, `GUIDELOOM_BENCH_MEASURE_SECS`,
+//! `GUIDELOOM_BENCH_WARMUP_SECS`, `GUIDELOOM_BENCH_SAMPLES`, `GUIDELOOM_BENCH_DIR`,
+//! `GUIDELOOM_BENCH_CLOCK`.
+
+#[cfg(unix)]
+mod unix {
+    use std::fs::File;
+    use std::hint::black_box;
+    use std::ops::Range;
+    use std::path::PathBuf;
+
+    use criterion::{BenchmarkGroup, Criterion, Throughput};
+    use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ReadOptions};
+    use guideloom_benchkit::{
+        BenchDir, Clock, env_u64, pread, random_bytes, random_indices, touch, touch_all, us,
+        warm_file,
+    };
+    use guideloom_io::{Backend, CountingReader, MmapIo, PreadIo, SyncReader};
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    const RECORD: u64 = 1024;
+    const SEQUENCE: usize = 4096;
+    const BATCH: usize = 64;
+
+    struct Set {
+        name: &'static str,
+        path: PathBuf,
+        file: File,
+        /// The chunk range of each record (group size 1: one chunk per record).
+        chunks: Vec<Range<u64>>,
+        indices: Vec<u64>,
+    }
+
+    fn options() -> ReadOptions {
+        ReadOptions::default().with_cache_chunks(0)
+    }
+
+    impl Set {
+        fn create(dir: &std::path::Path, name: &'static str, opts: &str, mib: u64) -> Set {
+            let path = dir.join(format!("{name}.array_record"));
+            let count = mib * 1024 * 1024 / RECORD;
+            let mut rng = StdRng::seed_from_u64(7);
+            let mut w =
+                ArrayRecordWriter::create(&path, opts.parse().expect("options")).expect("create");
+            for _ in 0..count {
+                w.write(&random_bytes(&mut rng, us(RECORD))).expect("write");
+            }
+            w.finish().expect("finish");
+            let ar = ArrayRecordReader::open(PreadIo::new().open(&path).expect("open"), &options())
+                .expect("open");
+            let chunks = ar
+                .layout()
+                .chunks()
+                .iter()
+                .map(|c| c.offset..c.end)
+                .collect();
+            Set {
+                name,
+                file: File::open(&path).expect("open"),
+                path,
+                chunks,
+                indices: random_indices(&mut rng, count, SEQUENCE * BATCH),
+            }
+        }
+
+        fn readers(&self) -> Vec<(&'static str, ArrayRecordReader)> {
+            vec![
+                (
+                    "pread",
+                    ArrayRecordReader::open(
+                        PreadIo::new().open(&self.path).expect("open"),
+                        &options(),
+                    )
+                    .expect("open"),
+                ),
+                (
+                    "mmap",
+                    ArrayRecordReader::open(
+                        MmapIo::new().open(&self.path).expect("open"),
+                        &options(),
+                    )
+                    .expect("open"),
+                ),
+            ]
+        }
+
+        fn group<'a>(
+            &self,
+            c: &'a mut Criterion<Clock>,
+            pattern: &str,
+        ) -> BenchmarkGroup<'a, Clock> {
+            c.benchmark_group(format!("arrayrecord/{pattern}/{}", self.name))
+        }
+    }
+
+    fn random_get(c: &mut Criterion<Clock>, s: &Set) {
+        let mut g = s.group(c, "random_get");
+        g.throughput(Throughput::Bytes(RECORD));
+        warm_file(&s.path);
+        g.bench_function("ceiling_pread", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let buf = pread(&s.file, s.chunks[us(s.indices[k])].clone());
+                black_box(touch(&buf));
+                buf
+            })
+        });
+        for (name, reader) in s.readers() {
+            g.bench_function(name, |b| {
+                let mut k = 0;
+                b.iter(|| {
+                    k = (k + 1) % SEQUENCE;
+                    let got = reader.get(s.indices[k]).expect("get");
+                    black_box(touch(&got));
+                    got
+                })
+            });
+        }
+        g.finish();
+    }
+
+    fn get_many(c: &mut Criterion<Clock>, s: &Set) {
+        let mut g = s.group(c, "get_many_64");
+        g.throughput(Throughput::Bytes(RECORD * BATCH as u64));
+        warm_file(&s.path);
+        g.bench_function("ceiling_pread", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let bufs: Vec<Vec<u8>> = s.indices[k * BATCH..(k + 1) * BATCH]
+                    .iter()
+                    .map(|&i| pread(&s.file, s.chunks[us(i)].clone()))
+                    .collect();
+                black_box(touch_all(&bufs));
+                bufs
+            })
+        });
+        for (name, reader) in s.readers() {
+            g.bench_function(name, |b| {
+                let mut k = 0;
+                b.iter(|| {
+                    k = (k + 1) % SEQUENCE;
+                    let got = reader
+                        .get_many(&s.indices[k * BATCH..(k + 1) * BATCH])
+                        .expect("get_many");
+                    black_box(touch_all(&got));
+                    got
+                })
+            });
+        }
+        g.finish();
+    }
+
+    /// Calls on the reader for open, one get and one get_many, per file.
+    fn counts(sets: &[Set]) -> String {
+        let mut table = String::from(
+            "| file | open: calls (bytes) | get: calls (bytes) | get_many(64): calls (bytes) |\n|---|---|---|---|\n",
+        );
+        for s in sets {
+            let counted = CountingReader::new(PreadIo::new().open(&s.path).expect("open"));
+            let stats = std::sync::Arc::clone(counted.stats());
+            let ar = ArrayRecordReader::open(counted, &options()).expect("open");
+            let open = stats.reset();
+            ar.get(s.indices[0]).expect("get");
+            let get = stats.reset();
+            ar.get_many(&s.indices[..BATCH]).expect("get_many");
+            let many = stats.reset();
+            table.push_str(&format!(
+                "| {} | {} ({}) | {} ({}) | {} ({}) |\n",
+                s.name,
+                open.requests,
+                open.bytes_received,
+                get.requests,
+                get.bytes_received,
+                many.requests,
+                many.bytes_received
+            ));
+            let _ = ar.reader().close();
+        }
+        table
+    }
+
+    pub(crate) fn arrayrecord(c: &mut Criterion<Clock>) {
+        let dir = BenchDir::from_env(Some("arrayrecord"));
+        std::fs::create_dir_all(dir.path()).expect("bench dir");
+        let mib = env_u64("GUIDELOOM_BENCH_FILE_MIB", 64);
+        let sets = [
+            Set::create(
+                dir.path(),
+                "g1_uncompressed",
+                "group_size:1,uncompressed",
+                mib,
+            ),
+            Set::create(dir.path(), "default", "", mib),
+        ];
+        let table = counts(&sets);
+        println!("{table}");
+        guideloom_benchkit::write_counts("arrayrecord", &table);
+        for s in &sets {
+            random_get(c, s);
+            get_many(c, s);
+        }
+        for s in &sets {
+            let _ = std::fs::remove_file(&s.path);
+        }
+    }
+
+    criterion::criterion_group! {
+        name = benches;
+        config = guideloom_benchkit::config();
+        targets = arrayrecord
+    }
+}
+
+#[cfg(unix)]
+criterion::criterion_main!(unix::benches);
+
+#[cfg(not(unix))]
+fn main() {
+    eprintln!("skipped: the arrayrecord benches compare against unix positioned reads (pread)");
+}

@@ -1,0 +1,443 @@
+//! Opening a file without doing IO: from the tail bytes to a validated [`Layout`] (the
+//! postscript, then the footer), and decoding a data chunk from the bytes of its range.
+
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+use guideloom_io::Tail;
+
+use crate::block::{BLOCK_SIZE, is_possible_chunk_boundary};
+use crate::chunk::{self, SIMPLE, TRANSPOSED};
+use crate::error::{Error, Result};
+use crate::proto::{FooterEntry, FooterMetadata, MAGIC, Postscript, VERSION};
+use crate::simple;
+
+/// Limits and tuning of a reader.
+///
+/// ```
+/// use guideloom_arrayrecord::ReadOptions;
+///
+/// let o = ReadOptions::default().with_tail_len(1 << 20).with_cache_chunks(64);
+/// assert_eq!(o.tail_len(), 1 << 20);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    tail_len: u64,
+    max_chunk_bytes: u64,
+    max_footer_bytes: u64,
+    cache_chunks: usize,
+    cache_bytes: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            tail_len: 256 * 1024,
+            max_chunk_bytes: 1 << 30,
+            max_footer_bytes: 256 << 20,
+            cache_chunks: 16,
+            cache_bytes: 64 << 20,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Bytes of the speculative tail read at open (default 256 KiB, at least 64 KiB): the
+    /// postscript's 64 KiB block plus, when it fits, the footer.
+    pub fn tail_len(&self) -> u64 {
+        self.tail_len
+    }
+
+    /// Sets [`tail_len`](Self::tail_len) (raised to 64 KiB).
+    pub fn with_tail_len(mut self, len: u64) -> Self {
+        self.tail_len = len.max(BLOCK_SIZE);
+        self
+    }
+
+    /// Largest decoded chunk accepted (default 1 GiB), checked before decompressing.
+    pub fn max_chunk_bytes(&self) -> u64 {
+        self.max_chunk_bytes
+    }
+
+    /// Sets [`max_chunk_bytes`](Self::max_chunk_bytes).
+    pub fn with_max_chunk_bytes(mut self, n: u64) -> Self {
+        self.max_chunk_bytes = n;
+        self
+    }
+
+    /// Largest footer accepted, stored or decoded (default 256 MiB), checked before reading.
+    pub fn max_footer_bytes(&self) -> u64 {
+        self.max_footer_bytes
+    }
+
+    /// Sets [`max_footer_bytes`](Self::max_footer_bytes).
+    pub fn with_max_footer_bytes(mut self, n: u64) -> Self {
+        self.max_footer_bytes = n;
+        self
+    }
+
+    /// Decoded chunks kept for later reads (default 16; 0 disables the cache).
+    pub fn cache_chunks(&self) -> usize {
+        self.cache_chunks
+    }
+
+    /// Sets [`cache_chunks`](Self::cache_chunks).
+    pub fn with_cache_chunks(mut self, n: usize) -> Self {
+        self.cache_chunks = n;
+        self
+    }
+
+    /// Decoded bytes the cache may hold (default 64 MiB).
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_bytes
+    }
+
+    /// Sets [`cache_bytes`](Self::cache_bytes).
+    pub fn with_cache_bytes(mut self, n: u64) -> Self {
+        self.cache_bytes = n;
+        self
+    }
+}
+
+/// One data chunk as the footer describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Where the chunk begins in the file.
+    pub offset: u64,
+    /// Where the next chunk (or the footer) begins: the chunk's range is `offset..end`.
+    pub end: u64,
+    /// Records in the chunk.
+    pub num_records: u64,
+    /// Sum of its record sizes.
+    pub decoded_data_size: u64,
+}
+
+/// What the footer says about a file: its chunks and records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    size: u64,
+    footer_offset: u64,
+    chunks: Vec<ChunkInfo>,
+    group_size: u64,
+    num_records: u64,
+    writer_options: String,
+}
+
+impl Layout {
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Records in the file.
+    pub fn len(&self) -> u64 {
+        self.num_records
+    }
+
+    /// `true` when the file holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.num_records == 0
+    }
+
+    /// Records per chunk: every chunk but the last holds exactly this many. Read, as
+    /// array_record does, from the first chunk, so a file with fewer records than the
+    /// writer's `group_size` reports its record count; 0 without chunks.
+    pub fn group_size(&self) -> u64 {
+        self.group_size
+    }
+
+    /// The data chunks, in file order.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    /// Where the footer chunk begins (the data chunks end there).
+    pub fn footer_offset(&self) -> u64 {
+        self.footer_offset
+    }
+
+    /// The option string of the writer, as stored in the footer.
+    pub fn writer_options(&self) -> &str {
+        &self.writer_options
+    }
+
+    /// The chunk holding record `index` and the record's position in it.
+    pub(crate) fn locate(&self, location: &str, index: u64) -> Result<(usize, usize)> {
+        if index >= self.num_records {
+            return Err(Error::IndexOutOfRange {
+                location: location.to_owned(),
+                index,
+                len: self.num_records,
+            });
+        }
+        let chunk = usize::try_from(index / self.group_size).unwrap_or(usize::MAX);
+        let within = usize::try_from(index % self.group_size).unwrap_or(usize::MAX);
+        Ok((chunk, within))
+    }
+
+    /// The byte range of chunk `c`.
+    pub(crate) fn chunk_range(&self, c: usize) -> Range<u64> {
+        let info = &self.chunks[c];
+        info.offset..info.end
+    }
+
+    /// Decodes chunk `c` from `buf`, the bytes of its range.
+    pub(crate) fn decode_chunk(
+        &self,
+        location: &str,
+        c: usize,
+        buf: &Bytes,
+        options: &ReadOptions,
+    ) -> Result<Vec<Bytes>> {
+        let info = &self.chunks[c];
+        if info.decoded_data_size > options.max_chunk_bytes {
+            return Err(Error::TooLarge {
+                location: location.to_owned(),
+                offset: info.offset,
+                what: "chunk",
+                size: info.decoded_data_size,
+                limit: options.max_chunk_bytes,
+            });
+        }
+        let chunk = chunk::read_chunk(location, buf, info.offset)?;
+        match chunk.header.chunk_type {
+            SIMPLE => {}
+            TRANSPOSED => {
+                return Err(Error::unsupported(
+                    location,
+                    info.offset,
+                    "transposed chunk ('t', written with the `transpose` option)",
+                ));
+            }
+            t => {
+                return Err(Error::corrupt(
+                    location,
+                    info.offset,
+                    format!("expected a records chunk, found chunk type {t:#04x}"),
+                ));
+            }
+        }
+        if chunk.header.num_records != info.num_records
+            || chunk.header.decoded_data_size != info.decoded_data_size
+        {
+            return Err(Error::corrupt(
+                location,
+                info.offset,
+                format!(
+                    "chunk holds {} records of {} bytes, the footer says {} of {}",
+                    chunk.header.num_records,
+                    chunk.header.decoded_data_size,
+                    info.num_records,
+                    info.decoded_data_size
+                ),
+            ));
+        }
+        simple::decode(location, &chunk, options.max_chunk_bytes)
+    }
+}
+
+/// The outcome of parsing the tail read.
+#[derive(Debug)]
+pub(crate) enum TailOutcome {
+    /// The footer was in the tail.
+    Done(Layout),
+    /// The footer begins before the tail: read `range` and pass it to [`complete`] with
+    /// the pending state.
+    NeedMore(Pending, Range<u64>),
+}
+
+/// What is known after the postscript, while the start of the footer is being read.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    size: u64,
+    footer_offset: u64,
+    /// The footer bytes already in the tail: `[tail offset, size - 64 KiB)`.
+    known: Bytes,
+}
+
+/// Decodes the postscript from the tail and, when the footer is in it too, the footer.
+pub(crate) fn parse_tail(
+    location: &str,
+    tail: &Tail,
+    options: &ReadOptions,
+) -> Result<TailOutcome> {
+    let size = tail.size;
+    if tail.bytes.len() as u64 > size {
+        return Err(Error::corrupt(
+            location,
+            0,
+            format!(
+                "the tail read returned {} bytes of a {size}-byte object",
+                tail.bytes.len()
+            ),
+        ));
+    }
+    if size < 2 * BLOCK_SIZE {
+        return Err(Error::corrupt(
+            location,
+            0,
+            format!("{size} bytes is smaller than the smallest ArrayRecord file (128 KiB)"),
+        ));
+    }
+    let ps_begin = size - BLOCK_SIZE;
+    let tail_offset = tail.offset();
+    if tail_offset > ps_begin {
+        return Err(Error::corrupt(
+            location,
+            tail_offset,
+            "the tail read missed the postscript block",
+        ));
+    }
+    let rel = |pos: u64| usize::try_from(pos - tail_offset).unwrap_or(usize::MAX);
+    let ps_bytes = tail.bytes.slice(rel(ps_begin)..);
+    let chunk = chunk::read_chunk(location, &ps_bytes, ps_begin)?;
+    let bad_ps = |what: &str| Error::corrupt(location, ps_begin, format!("postscript: {what}"));
+    if chunk.header.chunk_type != SIMPLE || chunk.header.num_records == 0 {
+        return Err(bad_ps("not a simple chunk with records"));
+    }
+    let records = simple::decode(location, &chunk, BLOCK_SIZE)?;
+    let ps = Postscript::decode(&records[0]).ok_or_else(|| bad_ps("malformed message"))?;
+    if ps.magic != MAGIC {
+        return Err(bad_ps(&format!("bad magic {:#x}", ps.magic)));
+    }
+    let footer_offset = ps.footer_offset;
+    if footer_offset < 64 || footer_offset >= ps_begin || !is_possible_chunk_boundary(footer_offset)
+    {
+        return Err(bad_ps(&format!(
+            "footer offset {footer_offset} is not a chunk boundary before it"
+        )));
+    }
+    let footer_len = ps_begin - footer_offset;
+    if footer_len > options.max_footer_bytes {
+        return Err(Error::TooLarge {
+            location: location.to_owned(),
+            offset: footer_offset,
+            what: "footer",
+            size: footer_len,
+            limit: options.max_footer_bytes,
+        });
+    }
+    if footer_offset >= tail_offset {
+        let footer = tail.bytes.slice(rel(footer_offset)..rel(ps_begin));
+        return complete_footer(location, size, footer_offset, &footer, options)
+            .map(TailOutcome::Done);
+    }
+    let pending = Pending {
+        size,
+        footer_offset,
+        known: tail.bytes.slice(..rel(ps_begin)),
+    };
+    Ok(TailOutcome::NeedMore(pending, footer_offset..tail_offset))
+}
+
+/// Finishes opening with `missing`, the bytes of the range [`TailOutcome::NeedMore`] asked for.
+pub(crate) fn complete(
+    location: &str,
+    pending: Pending,
+    missing: Bytes,
+    options: &ReadOptions,
+) -> Result<Layout> {
+    let mut footer = BytesMut::with_capacity(missing.len() + pending.known.len());
+    footer.extend_from_slice(&missing);
+    footer.extend_from_slice(&pending.known);
+    complete_footer(
+        location,
+        pending.size,
+        pending.footer_offset,
+        &footer.freeze(),
+        options,
+    )
+}
+
+/// Decodes and validates the footer, `footer` being the bytes `[footer_offset, size - 64 KiB)`.
+fn complete_footer(
+    location: &str,
+    size: u64,
+    footer_offset: u64,
+    footer: &Bytes,
+    options: &ReadOptions,
+) -> Result<Layout> {
+    let corrupt = |what: String| Error::corrupt(location, footer_offset, format!("footer: {what}"));
+    let chunk = chunk::read_chunk(location, footer, footer_offset)?;
+    if chunk.header.chunk_type != SIMPLE || chunk.header.num_records == 0 {
+        return Err(corrupt("not a simple chunk with records".into()));
+    }
+    let records = simple::decode(location, &chunk, options.max_footer_bytes)?;
+    let meta = FooterMetadata::decode(&records[0])
+        .ok_or_else(|| corrupt("malformed metadata record".into()))?;
+    if meta.version != VERSION {
+        return Err(Error::unsupported(
+            location,
+            footer_offset,
+            format!("ArrayRecord footer version {}", meta.version),
+        ));
+    }
+    let entries = &records[1..];
+    if meta.num_chunks != entries.len() as u64 {
+        return Err(corrupt(format!(
+            "metadata says {} chunks, the footer lists {}",
+            meta.num_chunks,
+            entries.len()
+        )));
+    }
+    let mut chunks: Vec<ChunkInfo> = Vec::with_capacity(entries.len());
+    let mut total: u64 = 0;
+    let group_size = match entries.first() {
+        Some(first) => {
+            FooterEntry::decode(first)
+                .ok_or_else(|| corrupt("malformed entry 0".into()))?
+                .num_records
+        }
+        None => 0,
+    };
+    for (i, bytes) in entries.iter().enumerate() {
+        let e =
+            FooterEntry::decode(bytes).ok_or_else(|| corrupt(format!("malformed entry {i}")))?;
+        let min_offset = chunks.last().map_or(64, |c: &ChunkInfo| c.offset + 1);
+        let last = i + 1 == entries.len();
+        if e.chunk_offset < min_offset
+            || e.chunk_offset >= footer_offset
+            || !is_possible_chunk_boundary(e.chunk_offset)
+        {
+            return Err(corrupt(format!(
+                "entry {i}: chunk offset {} out of order",
+                e.chunk_offset
+            )));
+        }
+        if e.num_records == 0
+            || e.num_records > group_size
+            || (!last && e.num_records != group_size)
+        {
+            return Err(corrupt(format!(
+                "entry {i}: {} records in a group of {group_size}",
+                e.num_records
+            )));
+        }
+        if let Some(prev) = chunks.last_mut() {
+            prev.end = e.chunk_offset;
+        }
+        chunks.push(ChunkInfo {
+            offset: e.chunk_offset,
+            end: footer_offset,
+            num_records: e.num_records,
+            decoded_data_size: e.decoded_data_size,
+        });
+        total = total
+            .checked_add(e.num_records)
+            .ok_or_else(|| corrupt("record count overflows".into()))?;
+    }
+    if total != meta.num_records {
+        return Err(corrupt(format!(
+            "metadata says {} records, the entries add up to {total}",
+            meta.num_records
+        )));
+    }
+    Ok(Layout {
+        size,
+        footer_offset,
+        chunks,
+        group_size,
+        num_records: total,
+        writer_options: meta.writer_options,
+    })
+}
