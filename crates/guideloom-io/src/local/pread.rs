@@ -28,9 +28,10 @@ use crate::reader::{AsyncReader, SyncReader};
 /// most [`with_batch_arena`](PreadIo::with_batch_arena) bytes, 32 MiB by default), which the
 /// next batch reuses in place once every buffer of the previous batch has been dropped: no
 /// allocation and no page faults per batch. Buffers handed out are never overwritten; one
-/// still held sends the next batch to a new allocation. The cost: a record kept alive keeps
+/// still held sends the next batch to a new allocation. The cost is memory: each open reader
+/// keeps its largest batch's buffer (up to the cap) for reuse, and a record kept alive keeps
 /// its whole batch's allocation alive, so copy the few records you keep for long
-/// (`Bytes::copy_from_slice`), or set the arena to `0`.
+/// (`Bytes::copy_from_slice`), or lower the cap (`0`: allocate per batch).
 ///
 /// # Async reads
 /// Async readers run opens, closes and large reads on tokio's blocking pool. A read (or batch)
