@@ -24,6 +24,9 @@
 //! - `ceiling_pread`: raw `pread` of the **same byte ranges** (the records' ranges in the shard
 //!   file, found through `record_range`) into a fresh `Vec` per range, as a reader hands out
 //!   an owned buffer per read;
+//! - `ceiling_pread_reused` (`read_many`): the same ranges by raw `pread` into 64 buffers
+//!   allocated once and reused, the strictest bound on a batch (no allocation, no page
+//!   faults);
 //! - `ceiling_read` (`iterate`): `read` of the shard files from start to end, 4 MiB buffer;
 //! - `ceiling_write` (`write`): the same payloads through a 1 MiB `BufWriter` (the shard
 //!   writer's buffer size) into a new file, then `fsync`, as the shard writer does.
@@ -305,6 +308,22 @@ mod unix {
                 let out: Vec<Vec<u8>> = (at..at + BATCH).map(|k| d.pread(k)).collect();
                 black_box(touch_all(&out));
                 out
+            })
+        });
+        // The strictest ceiling: the same ranges into buffers allocated once and reused (no
+        // allocation, no zeroing, no page faults per batch).
+        g.bench_function("ceiling_pread_reused", |b| {
+            use std::os::unix::fs::FileExt;
+            let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; us(d.record)]; BATCH];
+            let mut at = 0;
+            b.iter(|| {
+                at = (at + BATCH) % (SEQUENCE - BATCH);
+                for (buf, k) in bufs.iter_mut().zip(at..at + BATCH) {
+                    let (f, r) = &d.ranges[k];
+                    buf.resize(us(r.end - r.start), 0);
+                    d.files[*f].read_exact_at(buf, r.start).expect("pread");
+                }
+                black_box(touch_all(&bufs))
             })
         });
         for (backend, crc) in READERS {
