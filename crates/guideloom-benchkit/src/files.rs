@@ -134,6 +134,31 @@ impl BenchDir {
     }
 }
 
+/// Minor page faults of this process so far (`getrusage(RUSAGE_SELF).ru_minflt`), or `None`
+/// where the platform does not say. Counts are what a shared noisy machine still measures
+/// reliably: a reader that faults its buffers in again per batch shows here whatever the
+/// clock does.
+///
+/// ```
+/// if let Some(before) = guideloom_benchkit::minor_faults() {
+///     let pages = vec![1u8; 1 << 20];
+///     assert!(guideloom_benchkit::minor_faults().unwrap() >= before);
+///     drop(pages);
+/// }
+/// ```
+pub fn minor_faults() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+        u64::try_from(usage.minor_page_faults()).ok()
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

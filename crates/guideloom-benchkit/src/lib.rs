@@ -8,7 +8,8 @@
 //! way:
 //! - [`settings`]: criterion settings from the `GUIDELOOM_BENCH_*` knobs, and the [`Clock`]
 //!   chosen by `GUIDELOOM_BENCH_CLOCK` (`wall` or `cpu`);
-//! - [`touch`], [`touch_all`], [`pread`], [`warm_file`], [`warm_dir`], [`files`], [`BenchDir`]: the shared
+//! - [`touch`], [`touch_all`], [`pread`], [`warm_file`], [`warm_dir`], [`files`], [`BenchDir`],
+//!   [`minor_faults`]: the shared
 //!   consumer, the raw-`pread` ceiling read, page-cache warming and where bench files go;
 //! - [`write_random_file`], [`random_bytes`], [`record_range`], [`random_records`],
 //!   [`random_indices`]: seeded fixtures and the random sequences benches cycle through;
@@ -24,7 +25,9 @@ pub use clock::Clock;
 pub use counts::{COUNTS_DIR_ENV, write_counts, write_counts_to};
 #[cfg(unix)]
 pub use files::pread;
-pub use files::{BenchDir, CHUNK, PAGE, files, touch, touch_all, warm_dir, warm_file};
+pub use files::{
+    BenchDir, CHUNK, PAGE, files, minor_faults, touch, touch_all, warm_dir, warm_file,
+};
 pub use fixture::{random_bytes, random_indices, random_records, record_range, write_random_file};
 
 use std::time::Duration;

@@ -24,9 +24,17 @@
 //! - `ceiling_pread`: raw `pread` of the **same byte ranges** (the records' ranges in the shard
 //!   file, found through `record_range`) into a fresh `Vec` per range, as a reader hands out
 //!   an owned buffer per read;
+//! - `ceiling_pread_reused` (`read_many`): the same ranges by raw `pread` into 64 buffers
+//!   allocated once and reused, the strictest bound on a batch (no allocation, no page
+//!   faults);
 //! - `ceiling_read` (`iterate`): `read` of the shard files from start to end, 4 MiB buffer;
 //! - `ceiling_write` (`write`): the same payloads through a 1 MiB `BufWriter` (the shard
 //!   writer's buffer size) into a new file, then `fsync`, as the shard writer does.
+//!
+//! After the timed runs, `read_many` is repeated untimed to count minor page faults per record
+//! (`getrusage`) for the ceiling and every reader; the table is printed and, under
+//! `cargo xtask bench`, written to `format.md` for the summary (counts survive a noisy
+//! machine where times do not).
 //!
 //! Every bench hands the bytes it gets to the same consumer (one byte per 4 KiB page), so a
 //! zero-copy reader cannot win by never touching its bytes. Each bench re-reads the files it
@@ -51,8 +59,8 @@ mod unix {
     use bytes::Bytes;
     use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput};
     use guideloom_benchkit::{
-        BenchDir, CHUNK, Clock, env_u64, files, pread, random_bytes, random_indices, touch,
-        touch_all, us, warm_dir as warm,
+        BenchDir, CHUNK, Clock, env_u64, files, minor_faults, pread, random_bytes, random_indices,
+        touch, touch_all, us, warm_dir as warm, write_counts,
     };
     use guideloom_format::{
         DocumentReader, DocumentStorage, RawFormat, ReadOptions, StreamReader, StreamStorage,
@@ -253,6 +261,42 @@ mod unix {
         g.finish();
     }
 
+    /// Batches per fault count of [`read_many_faults`].
+    const FAULT_BATCHES: usize = 32;
+
+    /// Minor page faults per record of `FAULT_BATCHES` batches of `batch` (after one untimed
+    /// batch), or `None` where the platform does not count them.
+    fn faults_per_record(mut batch: impl FnMut(usize) -> u64) -> Option<f64> {
+        black_box(batch(0));
+        let before = minor_faults()?;
+        for n in 1..=FAULT_BATCHES {
+            black_box(batch(n * BATCH % (SEQUENCE - BATCH)));
+        }
+        let faults = minor_faults()?.saturating_sub(before);
+        Some(faults as f64 / (FAULT_BATCHES * BATCH) as f64)
+    }
+
+    /// The table row of `read_many`'s minor faults per record, ceiling first.
+    fn read_many_faults(d: &DocSet) -> String {
+        let show = |f: Option<f64>| f.map_or_else(|| "n/a".to_owned(), |f| format!("{f:.2}"));
+        let mut row = format!("| {} | ", d.label);
+        row += &show(faults_per_record(|at| {
+            let out: Vec<Vec<u8>> = (at..at + BATCH).map(|k| d.pread(k)).collect();
+            touch_all(&out)
+        }));
+        for (backend, crc) in READERS {
+            let reader = d.reader(backend, crc);
+            row += " | ";
+            row += &show(faults_per_record(|at| {
+                let out = reader
+                    .read_many(&d.indices[at..at + BATCH])
+                    .expect("read_many");
+                touch_all(&out)
+            }));
+        }
+        row + " |\n"
+    }
+
     fn read_many(c: &mut Criterion<Clock>, d: &DocSet) {
         let mut g = d.group(c, "read_many");
         g.throughput(Throughput::Bytes(BATCH as u64 * d.record));
@@ -264,6 +308,22 @@ mod unix {
                 let out: Vec<Vec<u8>> = (at..at + BATCH).map(|k| d.pread(k)).collect();
                 black_box(touch_all(&out));
                 out
+            })
+        });
+        // The strictest ceiling: the same ranges into buffers allocated once and reused (no
+        // allocation, no zeroing, no page faults per batch).
+        g.bench_function("ceiling_pread_reused", |b| {
+            use std::os::unix::fs::FileExt;
+            let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; us(d.record)]; BATCH];
+            let mut at = 0;
+            b.iter(|| {
+                at = (at + BATCH) % (SEQUENCE - BATCH);
+                for (buf, k) in bufs.iter_mut().zip(at..at + BATCH) {
+                    let (f, r) = &d.ranges[k];
+                    buf.resize(us(r.end - r.start), 0);
+                    d.files[*f].read_exact_at(buf, r.start).expect("pread");
+                }
+                black_box(touch_all(&bufs))
             })
         });
         for (backend, crc) in READERS {
@@ -485,11 +545,17 @@ mod unix {
         let dir = BenchDir::from_env(Some("format"));
         let root = dir.path();
         let _ = std::fs::remove_dir_all(root);
+        let mut faults = format!(
+            "### format: minor page faults per record, `read_many` of {BATCH}\n\n\
+             | record | ceiling_pread | {} |\n|---|---|---|---|---|---|\n",
+            READERS.map(|(b, crc)| reader_id(b, crc)).join(" | ")
+        );
         for (label, record) in [("1KiB", 1024), ("256KiB", 256 * 1024)] {
             let d = DocSet::create(root, label, record, file_mib);
             random_read(c, &d);
             random_read_2threads(c, &d);
             read_many(c, &d);
+            faults += &read_many_faults(&d);
             iterate(c, &d);
             write(c, root, label, record);
             let _ = std::fs::remove_dir_all(&d.dir);
@@ -497,6 +563,8 @@ mod unix {
         let s = StreamSet::create(root, file_mib);
         stream_slices(c, &s);
         let _ = std::fs::remove_dir_all(root);
+        println!("{faults}");
+        write_counts("format", &faults);
     }
 
     criterion::criterion_group! {

@@ -128,15 +128,31 @@ pub fn split_owned(
 pub fn read_coalesced<E>(
     ranges: &[Range<u64>],
     policy: CoalescePolicy,
+    read: impl FnMut(u64, u64) -> Result<Bytes, E>,
+) -> Result<Vec<Bytes>, E> {
+    read_planned(&plan(ranges, policy), ranges, read)
+}
+
+/// [`read_coalesced`] of a plan already made (by [`plan`] for the same `ranges`), for
+/// readers that size a buffer from the plan first.
+pub(crate) fn read_planned<E>(
+    plan: &[MergedRange],
+    ranges: &[Range<u64>],
     mut read: impl FnMut(u64, u64) -> Result<Bytes, E>,
 ) -> Result<Vec<Bytes>, E> {
-    let plan = plan(ranges, policy);
     let mut out: Vec<Option<Bytes>> = vec![None; ranges.len()];
-    for m in &plan {
+    for m in plan {
         let buf = read(m.range.start, m.range.end - m.range.start)?;
         split_owned(m, buf, ranges, &mut out);
     }
     Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// Total bytes the merged reads of `plan` read.
+pub(crate) fn planned_bytes(plan: &[MergedRange]) -> u64 {
+    plan.iter()
+        .map(|m| m.range.end.saturating_sub(m.range.start))
+        .sum()
 }
 
 #[cfg(test)]

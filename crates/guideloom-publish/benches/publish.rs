@@ -29,10 +29,11 @@
 //!   on the local root, `ceiling_objectstore_io` (guideloom-io's `ObjectStoreIo`, same client)
 //!   on moto. On the local root, `preadio_async` (guideloom-io's async `PreadIo` reader of
 //!   the same ranges, files kept open) is a diagnostic between the two: the cost of the
-//!   blocking-pool hop alone.
+//!   async hop alone; `snapshot_reader_get_pread` is `snapshot_reader_get` on the same root
+//!   resolved with `LocalReads::Pread` (the default on a declared mount).
 //! - `in_order_32MiB` (see `publish/in_order.rs`): a 4-shard, 32 MiB snapshot read in order,
-//!   cold, by ranged runs (`read_in_order`, what `Dataset::iter` does) and by whole-shard
-//!   staging (`scan`), beside `ceiling_whole_objects` (each shard read whole, raw); then a
+//!   cold, by ranged runs (`read_in_order` with staging off) and by whole-shard staging
+//!   (`scan`; what `read_in_order` picks by itself on remote roots), beside `ceiling_whole_objects` (each shard read whole, raw); then a
 //!   counted pass of each strategy is printed (requests, bytes received).
 //!
 //! After the timed runs each operation is repeated once more through a counting store (every
@@ -65,7 +66,8 @@ use guideloom_benchkit::{pread, random_indices};
 use guideloom_format::{AsyncShard, ReadOptions};
 use guideloom_io::{AsyncReader, Backend, PreadIo};
 use guideloom_publish::{
-    FooterInspector, PublicationOptions, PublishMode, PublishRequest, Root, ShardRef, Snapshot,
+    FooterInspector, LocalReads, PublicationOptions, PublishMode, PublishRequest, Root, ShardRef,
+    Snapshot,
 };
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -336,6 +338,21 @@ fn random_get_group(c: &mut Criterion, rt: &Runtime, t: &Target, p: &Published) 
                 .expect("get")
         })
     });
+    // The same root read with `LocalReads::Pread`, the default on a declared mount.
+    if let Some(root) = t.resolve_local_reads(&p.sub, LocalReads::Pread) {
+        let reader = root.reader(p.snapshot.clone());
+        for s in 0..SHARDS {
+            rt.block_on(reader.get(s * RECORDS)).expect("open shard");
+        }
+        g.bench_function("snapshot_reader_get_pread", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k += 1;
+                rt.block_on(reader.get(p.sequence[k % SEQUENCE]))
+                    .expect("get")
+            })
+        });
+    }
     g.finish();
 }
 

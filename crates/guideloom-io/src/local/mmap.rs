@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
@@ -21,6 +21,11 @@ use crate::reader::{AsyncReader, SyncReader, Tail};
 /// buffer is dropped. Reads take no lock around any system call and make none, so they run
 /// in parallel from any number of threads. An empty file is not mapped at all (mapping zero
 /// bytes is an error on most platforms); its reader serves empty reads.
+///
+/// Each reader holds the mapping in several stripes, each with its own reference count and
+/// lock on its own cache line; a thread always uses the same stripe, so reads from different
+/// threads do not contend on one shared counter (buffers of every stripe keep the one
+/// mapping alive).
 ///
 /// # Risks
 ///
@@ -103,20 +108,28 @@ impl MmapIo {
 
     fn map_reader(file: &std::fs::File, location: String) -> Result<MmapReader> {
         let size = file.metadata().map_err(|e| Error::io(&location, e))?.len();
-        let data = if size == 0 {
-            Bytes::new()
+        let map = if size == 0 {
+            None
         } else {
-            let map = map_file(file).map_err(|e| Error::io(&location, e))?;
-            Bytes::from_owner(map)
+            Some(Arc::new(
+                map_file(file).map_err(|e| Error::io(&location, e))?,
+            ))
         };
         // The mapping's length is authoritative: the file could have changed since `stat`.
-        let size = data.len() as u64;
+        let size = map.as_ref().map_or(0, |m| m.len() as u64);
+        // One handle per stripe, each with a reference count of its own.
+        let stripe = || {
+            let data = map
+                .as_ref()
+                .map_or_else(Bytes::new, |m| Bytes::from_owner(Mapping(Arc::clone(m))));
+            Stripe(RwLock::new(Some(data)))
+        };
         tracing::debug!(backend = "MmapIo", location = %location, size, "opened (mapped)");
         Ok(MmapReader {
             inner: Arc::new(Inner {
                 location,
                 size,
-                data: RwLock::new(Some(data)),
+                stripes: std::array::from_fn(|_| stripe()),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -132,6 +145,33 @@ fn map_file(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
     // remaining risk (SIGBUS on truncation) is documented in `MmapIo`'s `# Risks` section.
     // The mapping is read-only and never handed out as `&mut`.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+/// A shared handle on one mapping, as the owner of a stripe's [`Bytes`].
+struct Mapping(Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for Mapping {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Stripes of handles on the mapping per reader.
+const STRIPES: usize = 8;
+
+/// One handle on the mapping (`None` once closed), alone on its cache line.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Stripe(RwLock<Option<Bytes>>);
+
+/// The stripe of the calling thread: threads are numbered in the order they first read
+/// (through any reader), round-robin over the stripes.
+fn stripe_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+    }
+    STRIPE.with(|s| *s)
 }
 
 #[async_trait]
@@ -164,7 +204,8 @@ impl Backend for MmapIo {
     }
 }
 
-/// A `MmapIo` reader (sync and async): the mapping as one `Bytes`, `None` once closed.
+/// A `MmapIo` reader (sync and async): the mapping as one `Bytes` per stripe, `None` once
+/// closed.
 #[derive(Debug)]
 struct MmapReader {
     inner: Arc<Inner>,
@@ -174,44 +215,43 @@ struct MmapReader {
 struct Inner {
     location: String,
     size: u64,
-    data: RwLock<Option<Bytes>>,
+    stripes: [Stripe; STRIPES],
     closed: AtomicBool,
 }
 
 impl Inner {
-    /// A handle on the whole mapping (a reference-count bump), or `Closed`.
-    fn data(&self) -> Result<Bytes> {
-        let guard = self.data.read().unwrap_or_else(|p| p.into_inner());
-        guard.clone().ok_or_else(|| closed(&self.location))
+    /// Runs `f` on the calling thread's handle on the mapping, or fails with `Closed`.
+    fn with_data<T>(&self, f: impl FnOnce(&Bytes) -> Result<T>) -> Result<T> {
+        let stripe = &self.stripes[stripe_index()];
+        // A poisoned lock only means a reader panicked; the handle itself is intact.
+        let guard = stripe.0.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(data) => f(data),
+            None => Err(closed(&self.location)),
+        }
     }
 
     fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
-        let data = self.data()?;
-        slice(&self.location, &data, offset, len)
+        self.with_data(|data| slice(&self.location, data, offset, len))
     }
 
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let data = self.data()?;
-        check_ranges(&self.location, ranges, self.size)?;
-        ranges
-            .iter()
-            .map(|r| {
-                slice(
-                    &self.location,
-                    &data,
-                    r.start,
-                    r.end.saturating_sub(r.start),
-                )
-            })
-            .collect()
+        self.with_data(|data| {
+            check_ranges(&self.location, ranges, self.size)?;
+            ranges
+                .iter()
+                .map(|r| slice(&self.location, data, r.start, r.end.saturating_sub(r.start)))
+                .collect()
+        })
     }
 
     fn read_tail(&self, len: u64) -> Result<Tail> {
-        let data = self.data()?;
         let len = len.min(self.size);
-        Ok(Tail {
-            size: self.size,
-            bytes: slice(&self.location, &data, self.size - len, len)?,
+        self.with_data(|data| {
+            Ok(Tail {
+                size: self.size,
+                bytes: slice(&self.location, data, self.size - len, len)?,
+            })
         })
     }
 
@@ -222,10 +262,14 @@ impl Inner {
         Ok(self.size)
     }
 
-    /// Takes the mapping out; it is unmapped when the last buffer sharing it is dropped.
-    fn take(&self) -> Option<Bytes> {
+    /// Marks the reader closed and takes every stripe's handle (waiting for reads in
+    /// flight); the mapping is unmapped when the last handle and buffer sharing it are dropped.
+    fn take(&self) -> Vec<Bytes> {
         self.closed.store(true, Ordering::Release);
-        self.data.write().unwrap_or_else(|p| p.into_inner()).take()
+        self.stripes
+            .iter()
+            .filter_map(|s| s.0.write().unwrap_or_else(|p| p.into_inner()).take())
+            .collect()
     }
 }
 

@@ -12,9 +12,12 @@
 //! | `MmapIo`    | slice of a shared mapping                | parallel, no syscall        | yes       | unix, windows |
 //!
 //! # Async readers
-//! The async readers of `SeekIo` and `PreadIo` run every file system call (open, read, close)
+//! The async readers of `SeekIo` and `PreadIo` run file system calls (open, read, close)
 //! under [`tokio::task::spawn_blocking`], so they never block an executor thread; `size` is
-//! answered from the value cached at open. `MmapIo` opens under `spawn_blocking` and then
+//! answered from the value cached at open. One exception: `PreadIo` first tries a small read
+//! (at most [`PreadIo::inline_reads`] bytes) on the calling thread with Linux's
+//! `preadv2(RWF_NOWAIT)`, which copies from the page cache or refuses at once rather than wait
+//! for I/O; only a refusal goes to the blocking pool. `MmapIo` opens under `spawn_blocking` and then
 //! answers reads inline: a read only bumps a reference count and slices, it touches no page
 //! (see `MmapIo` for where page faults happen instead).
 
@@ -30,6 +33,8 @@ use crate::coalesce::CoalescePolicy;
 use crate::error::{Error, Result, check_range};
 use crate::reader::{AsyncReader, SyncReader, Tail};
 
+#[cfg(unix)]
+mod buffers;
 #[cfg(feature = "mmap")]
 mod mmap;
 mod pread;
@@ -37,7 +42,7 @@ mod seek;
 
 #[cfg(feature = "mmap")]
 pub use mmap::MmapIo;
-pub use pread::PreadIo;
+pub use pread::{DEFAULT_BATCH_ARENA, DEFAULT_INLINE_READS, PreadIo};
 pub use seek::SeekIo;
 
 /// The coalescing policy local backends use for `read_ranges` unless told otherwise.
@@ -152,6 +157,19 @@ async fn blocking<T: Send + 'static>(
 trait LocalReader: SyncReader + 'static {
     /// The size cached at open, or `Closed`.
     fn cached_size(&self) -> Result<u64>;
+
+    /// Reads the (already checked) range on the calling thread if that cannot block, or
+    /// `None` to send the read to the blocking pool. The default never tries.
+    fn read_now(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
+        let _ = (offset, len);
+        None
+    }
+
+    /// [`read_now`](LocalReader::read_now) for a checked batch: all of it, or `None`.
+    fn read_ranges_now(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
+        let _ = ranges;
+        None
+    }
 }
 
 /// The async face of a blocking local reader: every file system call on the blocking pool.
@@ -184,12 +202,18 @@ impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
         if len == 0 {
             return Ok(Bytes::new());
         }
+        if let Some(read) = self.inner.read_now(offset, len) {
+            return read;
+        }
         let inner = Arc::clone(&self.inner);
         blocking(self.location(), move || inner.read(offset, len)).await
     }
 
     async fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         check_ranges(self.location(), ranges, self.inner.cached_size()?)?;
+        if let Some(read) = self.inner.read_ranges_now(ranges) {
+            return read;
+        }
         let inner = Arc::clone(&self.inner);
         let ranges = ranges.to_vec();
         blocking(self.location(), move || inner.read_ranges(&ranges)).await
@@ -214,3 +238,5 @@ impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, unix))]
+mod tests_pread;

@@ -21,7 +21,26 @@ use crate::reader::{AsyncReader, SyncReader};
 /// Reads share a read-lock on the file handle that only `close` takes exclusively, so reads
 /// never wait for each other and `close` waits for in-flight reads before the descriptor
 /// is released. `read_ranges` coalesces neighbours with [`LOCAL_COALESCE`] (see
-/// [`PreadIo::with_coalesce`]). Async readers run every call on tokio's blocking pool.
+/// [`PreadIo::with_coalesce`]). Buffers are filled by the kernel without being zeroed first.
+///
+/// # Batches share one reusable buffer
+/// The merged reads of one `read_ranges` batch go into one buffer per reader (an arena of at
+/// most [`with_batch_arena`](PreadIo::with_batch_arena) bytes, 32 MiB by default), which the
+/// next batch reuses in place once every buffer of the previous batch has been dropped: no
+/// allocation and no page faults per batch. Buffers handed out are never overwritten; one
+/// still held sends the next batch to a new allocation. The cost is memory: each open reader
+/// keeps its largest batch's buffer (up to the cap) for reuse, and a record kept alive keeps
+/// its whole batch's allocation alive, so copy the few records you keep for long
+/// (`Bytes::copy_from_slice`), or lower the cap (`0`: allocate per batch).
+///
+/// # Async reads
+/// Async readers run opens, closes and large reads on tokio's blocking pool. A read (or batch)
+/// of at most [`inline_reads`](PreadIo::inline_reads) bytes (64 KiB by default) is first tried
+/// on the calling thread with `preadv2(RWF_NOWAIT)` (Linux): the kernel copies the bytes if
+/// they are all in the page cache and otherwise refuses at once without waiting for I/O; a
+/// refusal sends the read to the blocking pool as before. A file system that does not
+/// support `RWF_NOWAIT` (FUSE and network mounts among them) refuses with `EOPNOTSUPP`, and
+/// the reader then stops trying. Elsewhere than Linux every async read uses the pool.
 ///
 /// ```
 /// # #[cfg(unix)] {
@@ -44,15 +63,25 @@ use crate::reader::{AsyncReader, SyncReader};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreadIo {
     coalesce: CoalescePolicy,
+    inline_reads: u64,
+    batch_arena: u64,
 }
 
 impl Default for PreadIo {
     fn default() -> Self {
         PreadIo {
             coalesce: LOCAL_COALESCE,
+            inline_reads: DEFAULT_INLINE_READS,
+            batch_arena: DEFAULT_BATCH_ARENA,
         }
     }
 }
+
+/// Default of [`PreadIo::inline_reads`]: 64 KiB.
+pub const DEFAULT_INLINE_READS: u64 = 64 * 1024;
+
+/// Default of [`PreadIo::batch_arena`]: 32 MiB.
+pub const DEFAULT_BATCH_ARENA: u64 = 32 << 20;
 
 impl PreadIo {
     /// The backend with the default coalescing policy, [`LOCAL_COALESCE`].
@@ -70,6 +99,48 @@ impl PreadIo {
     /// The coalescing policy in use.
     pub fn coalesce(&self) -> CoalescePolicy {
         self.coalesce
+    }
+
+    /// Async reads (and batches) of at most `max_len` bytes first try a non-blocking
+    /// `preadv2(RWF_NOWAIT)` on the calling thread, and go to tokio's blocking pool only when
+    /// the kernel would have to wait for I/O (see "Async reads" above). `0` sends every async
+    /// read to the blocking pool. The cap bounds how long a page-cache copy may hold an
+    /// executor thread (64 KiB, the default, copies in a few microseconds).
+    ///
+    /// ```
+    /// use guideloom_io::PreadIo;
+    /// assert_eq!(PreadIo::new().inline_reads(), 64 * 1024);
+    /// assert_eq!(PreadIo::new().with_inline_reads(0).inline_reads(), 0);
+    /// ```
+    #[must_use]
+    pub fn with_inline_reads(mut self, max_len: u64) -> Self {
+        self.inline_reads = max_len;
+        self
+    }
+
+    /// The largest async read tried on the calling thread.
+    pub fn inline_reads(&self) -> u64 {
+        self.inline_reads
+    }
+
+    /// Each reader reuses one buffer of up to `max_len` bytes for its `read_ranges` batches
+    /// (see "Batches share one reusable buffer" above); larger batches, and `0`, allocate per
+    /// batch.
+    ///
+    /// ```
+    /// use guideloom_io::PreadIo;
+    /// assert_eq!(PreadIo::new().batch_arena(), 32 << 20);
+    /// assert_eq!(PreadIo::new().with_batch_arena(0).batch_arena(), 0);
+    /// ```
+    #[must_use]
+    pub fn with_batch_arena(mut self, max_len: u64) -> Self {
+        self.batch_arena = max_len;
+        self
+    }
+
+    /// The largest batch buffer a reader keeps for reuse.
+    pub fn batch_arena(&self) -> u64 {
+        self.batch_arena
     }
 
     /// A synchronous reader over an already-open `file` (for example an unnamed temporary
@@ -94,7 +165,7 @@ impl PreadIo {
             Ok(Box::new(unix::PreadReader::from_file(
                 file,
                 location.to_owned(),
-                self.coalesce,
+                *self,
             )?))
         }
         #[cfg(not(unix))]
@@ -109,7 +180,7 @@ impl PreadIo {
     pub fn open_file_async(&self, file: File, location: &str) -> Result<Box<dyn AsyncReader>> {
         #[cfg(unix)]
         {
-            let reader = unix::PreadReader::from_file(file, location.to_owned(), self.coalesce)?;
+            let reader = unix::PreadReader::from_file(file, location.to_owned(), *self)?;
             Ok(Box::new(super::BlockingAsync::new(reader)))
         }
         #[cfg(not(unix))]
@@ -146,7 +217,7 @@ impl Backend for PreadIo {
     fn open(&self, location: &PathBuf) -> Result<Box<dyn SyncReader>> {
         #[cfg(unix)]
         {
-            Ok(Box::new(unix::PreadReader::open(location, self.coalesce)?))
+            Ok(Box::new(unix::PreadReader::open(location, *self)?))
         }
         #[cfg(not(unix))]
         {
@@ -158,10 +229,10 @@ impl Backend for PreadIo {
     async fn open_async(&self, location: &PathBuf) -> Result<Box<dyn AsyncReader>> {
         #[cfg(unix)]
         {
-            let coalesce = self.coalesce;
+            let config = *self;
             let path = location.clone();
             let reader = super::blocking(&super::describe(location), move || {
-                unix::PreadReader::open(&path, coalesce)
+                unix::PreadReader::open(&path, config)
             })
             .await?;
             Ok(Box::new(super::BlockingAsync::new(reader)))
@@ -187,15 +258,16 @@ fn unsupported(operation: &'static str) -> crate::Error {
 mod unix {
     use std::fs::File;
     use std::ops::Range;
-    use std::os::unix::fs::FileExt;
     use std::path::Path;
     use std::sync::RwLock;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use bytes::Bytes;
 
-    use super::super::{LocalReader, check_ranges, closed, describe, fill, open_file};
-    use crate::coalesce::{CoalescePolicy, read_coalesced};
+    use super::super::buffers::{Arena, NowOutcome, read_fresh, read_into, read_nowait};
+    use super::super::{LocalReader, check_ranges, closed, describe, open_file};
+    use super::PreadIo;
+    use crate::coalesce::{plan, planned_bytes, read_planned};
     use crate::error::{Result, check_range};
     use crate::reader::{SyncReader, Tail};
 
@@ -204,32 +276,39 @@ mod unix {
     pub(crate) struct PreadReader {
         location: String,
         size: u64,
-        coalesce: CoalescePolicy,
+        config: PreadIo,
         file: RwLock<Option<File>>,
         /// Set by `close`, so `size` answers without touching the lock.
         closed: AtomicBool,
+        /// The buffer `read_ranges` batches reuse.
+        arena: Arena,
+        /// Whether async reads still try `RWF_NOWAIT` first (cleared when the file system
+        /// refuses it).
+        nowait: AtomicBool,
     }
 
     impl PreadReader {
-        pub(crate) fn open(path: &Path, coalesce: CoalescePolicy) -> Result<Self> {
+        pub(crate) fn open(path: &Path, config: PreadIo) -> Result<Self> {
             let location = describe(path);
             let (file, size) = open_file(path, &location)?;
             tracing::debug!(backend = "PreadIo", location = %location, size, "opened");
-            Ok(PreadReader {
+            Ok(Self::new(location, size, config, file))
+        }
+
+        fn new(location: String, size: u64, config: PreadIo, file: File) -> Self {
+            PreadReader {
                 location,
                 size,
-                coalesce,
+                config,
                 file: RwLock::new(Some(file)),
                 closed: AtomicBool::new(false),
-            })
+                arena: Arena::new(config.batch_arena),
+                nowait: AtomicBool::new(config.inline_reads > 0),
+            }
         }
 
         /// A reader over an already-open file; the size comes from its metadata.
-        pub(crate) fn from_file(
-            file: File,
-            location: String,
-            coalesce: CoalescePolicy,
-        ) -> Result<Self> {
+        pub(crate) fn from_file(file: File, location: String, config: PreadIo) -> Result<Self> {
             let meta = file
                 .metadata()
                 .map_err(|e| crate::Error::io(&location, e))?;
@@ -243,13 +322,7 @@ mod unix {
                 ));
             }
             tracing::debug!(backend = "PreadIo", location = %location, size = meta.len(), "opened a file handle");
-            Ok(PreadReader {
-                location,
-                size: meta.len(),
-                coalesce,
-                file: RwLock::new(Some(file)),
-                closed: AtomicBool::new(false),
-            })
+            Ok(Self::new(location, meta.len(), config, file))
         }
 
         /// Runs `f` on the open file under a shared lock, or fails with `Closed`.
@@ -266,7 +339,29 @@ mod unix {
             if len == 0 {
                 return Ok(Bytes::new());
             }
-            fill(&self.location, offset, len, |buf, at| file.read_at(buf, at))
+            read_fresh(&self.location, file, offset, len)
+        }
+
+        /// One non-blocking attempt at `len` bytes at `offset`, if this reader still tries.
+        fn now(&self, file: &File, offset: u64, len: u64) -> Option<Bytes> {
+            if len == 0 {
+                return Some(Bytes::new());
+            }
+            let n = usize::try_from(len).ok()?;
+            match read_nowait(file, offset, n) {
+                NowOutcome::Read(bytes) => Some(bytes),
+                NowOutcome::WouldBlock => None,
+                NowOutcome::Unsupported => {
+                    tracing::debug!(backend = "PreadIo", location = %self.location, "no RWF_NOWAIT: async reads use the blocking pool");
+                    self.nowait.store(false, Ordering::Relaxed);
+                    None
+                }
+            }
+        }
+
+        /// Whether an async read of `len` bytes is tried inline.
+        fn tries_now(&self, len: u64) -> bool {
+            len <= self.config.inline_reads && self.nowait.load(Ordering::Relaxed)
         }
     }
 
@@ -289,8 +384,11 @@ mod unix {
         fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
             self.with_file(|file| {
                 check_ranges(&self.location, ranges, self.size)?;
-                read_coalesced(ranges, self.coalesce, |offset, len| {
-                    self.pread(file, offset, len)
+                let plan = plan(ranges, self.config.coalesce);
+                self.arena.with_buf(planned_bytes(&plan), |buf| {
+                    read_planned(&plan, ranges, |offset, len| {
+                        read_into(buf, &self.location, file, offset, len)
+                    })
                 })
             })
         }
@@ -319,6 +417,33 @@ mod unix {
                 return Err(closed(&self.location));
             }
             Ok(self.size)
+        }
+
+        fn read_now(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
+            if !self.tries_now(len) {
+                return None;
+            }
+            let guard = self.file.read().unwrap_or_else(|p| p.into_inner());
+            match guard.as_ref() {
+                Some(file) => self.now(file, offset, len).map(Ok),
+                None => Some(Err(closed(&self.location))),
+            }
+        }
+
+        fn read_ranges_now(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
+            let plan = plan(ranges, self.config.coalesce);
+            if !self.tries_now(planned_bytes(&plan)) {
+                return None;
+            }
+            let guard = self.file.read().unwrap_or_else(|p| p.into_inner());
+            let Some(file) = guard.as_ref() else {
+                return Some(Err(closed(&self.location)));
+            };
+            read_planned(&plan, ranges, |offset, len| {
+                self.now(file, offset, len).ok_or(())
+            })
+            .ok()
+            .map(Ok)
         }
     }
 }

@@ -1,9 +1,11 @@
 //! In-order reads of a whole snapshot, the two strategies of the one snapshot reader side by
-//! side: ranged runs (`SnapshotReader::read_in_order`, what `Dataset::iter` does: one ranged
-//! read of up to 1 MiB per run, shards opened by one tail read) and whole-shard staging
-//! (`SnapshotReader::scan`: each shard fetched whole, in 64 MiB chunks, into a local temporary
-//! file, then read locally), beside the ceiling of plain whole-object reads of the same shards
-//! (no shard open, no decoding). Group `publish/<local|s3>/in_order_32MiB`, then one counted
+//! side: ranged runs (`SnapshotReader::read_in_order` on a root whose staging budget is 0, so
+//! it never stages: one ranged read of up to 1 MiB per run, shards opened by one tail read)
+//! and whole-shard staging (`SnapshotReader::scan`: each shard fetched whole, in 64 MiB
+//! chunks, into a local temporary file, then read locally), beside the ceiling of plain
+//! whole-object reads of the same shards (no shard open, no decoding). These numbers decide
+//! which one `read_in_order` (and so `Dataset::iter`) picks by itself: staging where reads are
+//! network requests (`StoreCapabilities::remote_reads`), ranged runs elsewhere. Group `publish/<local|s3>/in_order_32MiB`, then one counted
 //! pass of each strategy printed as a table (requests and bytes received).
 //!
 //! The snapshot: 4 shards of 8 192 incompressible records of 1 KiB (about 8 MiB each). Every
@@ -14,7 +16,9 @@ use std::fmt::Write as _;
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use guideloom_format::{RunBudget, ShardMetadata};
-use guideloom_publish::{Root, Snapshot};
+use std::sync::Arc;
+
+use guideloom_publish::{Root, RootOptions, RootStore, Snapshot, StagingOptions};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use tokio::runtime::Runtime;
@@ -67,7 +71,22 @@ pub(crate) fn create(rt: &Runtime, t: &Target) -> InOrderSnapshot {
     }
 }
 
-/// Every record through ranged runs; returns the payload bytes read.
+/// A root on `store` that never stages (a staging budget of 0 bytes fits no shard).
+fn never_staging(store: Arc<dyn RootStore>) -> Root {
+    let staging = StagingOptions {
+        budget_bytes: 0,
+        ..StagingOptions::default()
+    };
+    Root::new(
+        store,
+        RootOptions {
+            staging,
+            ..RootOptions::default()
+        },
+    )
+}
+
+/// Every record through ranged runs (`root` must never stage); returns the payload bytes.
 async fn ranged(root: &Root, snapshot: &Snapshot) -> u64 {
     let reader = root.reader(snapshot.clone());
     let mut runs = reader
@@ -115,7 +134,7 @@ pub(crate) fn group(c: &mut Criterion, rt: &Runtime, t: &Target, s: &InOrderSnap
     });
     g.bench_function("ranged_runs", |b| {
         b.iter(|| {
-            let root = t.resolve(&s.sub);
+            let root = never_staging(Arc::clone(t.resolve(&s.sub).store()));
             let got = rt.block_on(ranged(&root, &s.snapshot));
             assert_eq!(got, s.payload);
             got
@@ -151,6 +170,11 @@ pub(crate) fn counts(rt: &Runtime, t: &Target, s: &InOrderSnapshot) -> String {
     ];
     for (name, run) in strategies {
         let (root, counting) = t.counted(&s.sub);
+        let root = if name == "ranged_runs" {
+            never_staging(Arc::new(counting.clone()))
+        } else {
+            root
+        };
         let got = rt.block_on(run(&root, &s.snapshot));
         let total = counting.counts().total();
         let _ = writeln!(

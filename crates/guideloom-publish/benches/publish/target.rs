@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use guideloom_format::{ShardMetadata, ShardWriter};
 use guideloom_io::AsyncReader;
-use guideloom_publish::{Registry, Root, RootOptions, StoreOptions};
+use guideloom_publish::{LocalReads, Registry, Root, RootOptions, StoreOptions};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use tokio::runtime::Runtime;
@@ -166,6 +166,26 @@ impl Target {
             .resolve(&self.uri(sub), &self.options())
             .expect("resolve root");
         Root::new(store, RootOptions::default())
+    }
+
+    /// Sub-root `sub` of a local target resolved with `local_reads` (the facade's
+    /// `StoreOptions::local_reads`); `None` on moto.
+    pub(crate) fn resolve_local_reads(&self, sub: &str, local_reads: LocalReads) -> Option<Root> {
+        match &self.kind {
+            Kind::Local(_) => {
+                let options = StoreOptions {
+                    local_reads,
+                    ..StoreOptions::default()
+                };
+                let store = self
+                    .registry
+                    .resolve(&self.uri(sub), &options)
+                    .expect("resolve root");
+                Some(Root::new(store, RootOptions::default()))
+            }
+            #[cfg(feature = "s3")]
+            Kind::S3(_) => None,
+        }
     }
 
     /// Sub-root `sub` through a [`CountingStore`].

@@ -56,8 +56,10 @@ pub enum LocalReads {
     /// never rewritten; truncating one by hand while it is mapped raises SIGBUS (see
     /// `MmapIo`'s `# Risks`).
     Mmap,
-    /// Positioned reads of one open file (guideloom-io's `PreadIo`), each run on tokio's
-    /// blocking pool.
+    /// Positioned reads of one open file (guideloom-io's `PreadIo`). A small read whose
+    /// bytes are in the page cache runs on the calling thread (Linux `RWF_NOWAIT`); any other
+    /// read, and every read on a file system that refuses `RWF_NOWAIT` (FUSE mounts among
+    /// them), runs on tokio's blocking pool.
     Pread,
 }
 
