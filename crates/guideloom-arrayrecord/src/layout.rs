@@ -330,13 +330,21 @@ pub(crate) fn parse_tail(
     Ok(TailOutcome::NeedMore(pending, footer_offset..tail_offset))
 }
 
-/// Finishes opening with `missing`, the bytes of the range [`TailOutcome::NeedMore`] asked for.
+/// Finishes opening with `missing`, the bytes read of `range`, the range
+/// [`TailOutcome::NeedMore`] asked for (a short read is refused here, for both readers).
 pub(crate) fn complete(
     location: &str,
     pending: Pending,
+    range: std::ops::Range<u64>,
     missing: Bytes,
     options: &ReadOptions,
 ) -> Result<Layout> {
+    guideloom_io::error::check_len(
+        location,
+        range.start,
+        range.end - range.start,
+        missing.len(),
+    )?;
     let mut footer = BytesMut::with_capacity(missing.len() + pending.known.len());
     footer.extend_from_slice(&missing);
     footer.extend_from_slice(&pending.known);

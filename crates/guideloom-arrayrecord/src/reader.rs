@@ -194,13 +194,7 @@ impl<R: SyncReader> ArrayRecordReader<R> {
             TailOutcome::Done(layout) => layout,
             TailOutcome::NeedMore(pending, range) => {
                 let bytes = reader.read(range.start, range.end - range.start)?;
-                guideloom_io::error::check_len(
-                    &location,
-                    range.start,
-                    range.end - range.start,
-                    bytes.len(),
-                )?;
-                complete(&location, pending, bytes, options)?
+                complete(&location, pending, range, bytes, options)?
             }
         };
         Ok(ArrayRecordReader {
@@ -251,13 +245,7 @@ impl<R: AsyncReader> AsyncArrayRecordReader<R> {
             TailOutcome::Done(layout) => layout,
             TailOutcome::NeedMore(pending, range) => {
                 let bytes = reader.read(range.start, range.end - range.start).await?;
-                guideloom_io::error::check_len(
-                    &location,
-                    range.start,
-                    range.end - range.start,
-                    bytes.len(),
-                )?;
-                complete(&location, pending, bytes, options)?
+                complete(&location, pending, range, bytes, options)?
             }
         };
         Ok(AsyncArrayRecordReader {
