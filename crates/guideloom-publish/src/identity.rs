@@ -51,10 +51,37 @@ impl Identity {
     }
 }
 
-/// GETs and parses `dataset.json`, bounded by its cap.
+/// How long a reader waits for a `dataset.json` that another writer is still writing, on a
+/// store whose objects do not appear whole ([`StoreCapabilities::atomic_writes`] `false`: a
+/// declared mount, where the first publisher's exclusive create is visible before its bytes).
+/// Past it, the object is taken as damaged (a writer killed mid-write leaves it so).
+///
+/// [`StoreCapabilities::atomic_writes`]: crate::StoreCapabilities::atomic_writes
+const SETTLE_WAITS_MS: [u64; 8] = [10, 20, 40, 80, 160, 320, 640, 1280];
+
+/// GETs and parses `dataset.json`, bounded by its cap. On a store without atomic writes an
+/// unparseable object is read again after a pause (see [`SETTLE_WAITS_MS`]): it may be
+/// another publisher's object caught between its creation and its last byte.
 async fn read(store: &dyn RootStore) -> Result<DatasetIdentity> {
-    let obj = store.get(DATASET_KEY, MAX_IDENTITY_BYTES).await?;
-    DatasetIdentity::parse(&obj.body)
+    let settles = !store.capabilities().atomic_writes;
+    let mut waits = SETTLE_WAITS_MS.iter();
+    loop {
+        let obj = store.get(DATASET_KEY, MAX_IDENTITY_BYTES).await?;
+        match DatasetIdentity::parse(&obj.body) {
+            Err(Error::Corrupt { .. }) if settles => match waits.next() {
+                Some(ms) => {
+                    tracing::debug!(
+                        key = DATASET_KEY,
+                        wait_ms = ms,
+                        "identity incomplete; reading again"
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(*ms)).await;
+                }
+                None => return DatasetIdentity::parse(&obj.body),
+            },
+            parsed => return parsed,
+        }
+    }
 }
 
 fn check(id: DatasetIdentity, dataset_id: &str) -> Result<DatasetIdentity> {
@@ -65,5 +92,65 @@ fn check(id: DatasetIdentity, dataset_id: &str) -> Result<DatasetIdentity> {
             expected: dataset_id.to_owned(),
             actual: id.dataset_id,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::error::Error;
+    use crate::manifest::{DATASET_KEY, DatasetIdentity, to_json};
+    use crate::{Registry, Root, RootOptions, StoreOptions};
+
+    fn mounted_root(dir: &std::path::Path) -> Root {
+        let options = StoreOptions {
+            mount: true,
+            ..StoreOptions::default()
+        };
+        let uri = dir.to_str().unwrap();
+        Root::new(
+            Registry::new().resolve(uri, &options).unwrap(),
+            RootOptions::default(),
+        )
+    }
+
+    /// On a mount, a second publisher can find the first one's `dataset.json` created but
+    /// still empty (exclusive create, then the bytes): it waits for the bytes instead of
+    /// calling the object damaged (the race CI once hit on the rclone mount).
+    #[tokio::test]
+    async fn a_mount_waits_for_an_identity_still_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DATASET_KEY);
+        std::fs::write(&path, b"").unwrap();
+        let body = to_json(&DatasetIdentity::new("d"));
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            std::fs::write(&path, body).unwrap();
+        });
+        let id = mounted_root(dir.path()).init("d").await.unwrap();
+        assert_eq!(id.dataset_id, "d");
+        writer.await.unwrap();
+    }
+
+    /// A writer killed mid-write leaves the identity partial for good: after the waits the
+    /// reader gets the typed error, and a local (atomic) root does not wait at all.
+    #[tokio::test]
+    async fn a_partial_identity_is_corrupt_after_the_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(DATASET_KEY), b"{\"format\":").unwrap();
+        let err = mounted_root(dir.path()).init("d").await.unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupt { ref key, .. } if key == DATASET_KEY),
+            "{err}"
+        );
+        let local = Root::new(
+            Registry::new()
+                .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
+                .unwrap(),
+            RootOptions::default(),
+        );
+        let err = local.init("d").await.unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     }
 }
