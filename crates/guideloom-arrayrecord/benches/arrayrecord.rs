@@ -9,7 +9,9 @@
 //! `array_record` package writes with those options) and with the Python defaults
 //! (`group_size:1,zstd:3,window_log:20`). Groups `arrayrecord/<pattern>/<options>`:
 //! - `random_get`: `get(i)` of one random record per iteration;
-//! - `get_many_64`: `get_many` of 64 random records per iteration.
+//! - `get_many_64`: `get_many` of 64 random records per iteration;
+//! - `write/<options>`: `ArrayRecordWriter` writing 4 MiB of 1 KiB records to a new file, beside
+//!   `ceiling_write`, a buffered `std::fs` write of the same bytes (no fsync on either).
 //!
 //! Readers: `pread` (`ArrayRecordReader` over `PreadIo`) and `mmap` (over `MmapIo`), with the
 //! chunk cache off so every read is a read. The ceiling, `ceiling_pread`, is a raw `pread` of
@@ -204,6 +206,44 @@ mod unix {
         table
     }
 
+    /// Writes 4 MiB of 1 KiB records with each option string, beside a buffered raw write.
+    fn write(c: &mut Criterion<Clock>, dir: &std::path::Path) {
+        use std::io::Write;
+        let mut rng = StdRng::seed_from_u64(11);
+        let records: Vec<Vec<u8>> = (0..4096)
+            .map(|_| random_bytes(&mut rng, us(RECORD)))
+            .collect();
+        let path = dir.join("write.array_record");
+        let mut g = c.benchmark_group("arrayrecord/write");
+        g.throughput(Throughput::Bytes(4096 * RECORD));
+        g.bench_function("ceiling_write", |b| {
+            b.iter(|| {
+                let mut f = std::io::BufWriter::new(File::create(&path).expect("create"));
+                for r in &records {
+                    f.write_all(r).expect("write");
+                }
+                f.flush().expect("flush");
+            })
+        });
+        for (name, opts) in [
+            ("g1_uncompressed", "group_size:1,uncompressed"),
+            ("default", ""),
+        ] {
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    let mut w = ArrayRecordWriter::create(&path, opts.parse().expect("options"))
+                        .expect("create");
+                    for r in &records {
+                        w.write(r).expect("write");
+                    }
+                    black_box(w.finish().expect("finish"));
+                })
+            });
+        }
+        g.finish();
+        let _ = std::fs::remove_file(&path);
+    }
+
     pub(crate) fn arrayrecord(c: &mut Criterion<Clock>) {
         let dir = BenchDir::from_env(Some("arrayrecord"));
         std::fs::create_dir_all(dir.path()).expect("bench dir");
@@ -224,6 +264,7 @@ mod unix {
             random_get(c, s);
             get_many(c, s);
         }
+        write(c, dir.path());
         for s in &sets {
             let _ = std::fs::remove_file(&s.path);
         }
