@@ -172,6 +172,7 @@ fn an_announced_3_gib_control_object_is_refused_before_its_body_is_read() {
                     root.annotations("labels", None, &s, false).await.unwrap_err()
                 }
                 "snapshots/" => root.snapshot("s1").await.unwrap_err(),
+                DATASET_KEY => root.identity().await.unwrap_err(),
                 _ => root.latest().await.unwrap_err(),
             };
             let bounded = matches!(&err, Error::TooLarge { size: Some(s), .. } if *s == 3 << 30)
@@ -197,7 +198,7 @@ fn a_body_that_never_ends_is_cut_at_the_limit() {
             let root = fresh(&root);
             let err = match marker {
                 "catalog.json" => root.catalog().await.unwrap_err(),
-                _ => root.latest().await.unwrap_err(),
+                _ => root.identity().await.unwrap_err(),
             };
             assert!(
                 matches!(&err, Error::TooLarge { size: None, limit: l, .. } if *l == limit),
@@ -283,7 +284,7 @@ fn an_http_root_of_gigabyte_objects_costs_a_few_kib() {
             std::fs::File::create(&path).unwrap().set_len(1 << 30).unwrap();
             let before = peak_rss();
             let err = match (key, &opened) {
-                (DATASET_KEY, _) => root.latest().await.unwrap_err(),
+                (DATASET_KEY, _) => root.identity().await.unwrap_err(),
                 ("annotations/catalog.json", _) => root.catalog().await.unwrap_err(),
                 (_, Some(s)) => root.annotations("labels", None, s, false).await.unwrap_err(),
                 (_, None) => unreachable!(),

@@ -97,17 +97,15 @@ async fn http_root_reads_what_a_local_root_published() {
     let root = Root::new(store.clone(), RootOptions::default());
     assert!(!root.store().capabilities().list);
 
-    // Latest: seq 3 is found by 4 HEADs (1, 2, 4 absent, 3), then dataset.json and log/3.
+    // Latest: seq 3 is found by 4 GET probes (1, 2, 4 absent, 3); the last brought log/3
+    // whole, and dataset.json is not read.
     let latest = root.latest().await.unwrap();
     assert_eq!(
         (latest.id(), latest.seq(), latest.total_records()),
         ("third", 3, 100)
     );
     let open_requests = requests(&store);
-    assert_eq!(
-        open_requests, 6,
-        "HEAD x4 + GET dataset.json + GET log entry"
-    );
+    assert_eq!(open_requests, 4, "4 GET probes, the last one the entry");
 
     // First record: one tail read opens the shard, one ranged GET reads the record.
     let reader = root.reader(latest.clone());

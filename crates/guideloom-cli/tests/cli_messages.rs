@@ -93,6 +93,10 @@ fn damaged_roots_fail_in_words_naming_the_root_once() {
             vec!["get", root_s.as_str(), "3", "--snapshot", "s1"],
             vec!["verify", root_s.as_str(), "--deep"],
         ] {
+            if what.contains("dataset.json") && args[0] == "get" {
+                // Readers of a snapshot do not read the identity; `verify` does.
+                continue;
+            }
             let out = guideloom(&args);
             assert_eq!(out.status.code(), Some(1), "{what} {args:?}");
             let err = stderr(&out);

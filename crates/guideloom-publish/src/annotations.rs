@@ -161,9 +161,14 @@ impl AnnotationSet {
 /// Reads the catalog (an empty one if none exists yet).
 pub(crate) async fn catalog(store: &dyn RootStore, identity: &Identity) -> Result<Catalog> {
     let dataset_id = identity.get(store).await?.dataset_id;
+    catalog_of(store, &dataset_id).await
+}
+
+/// Reads the catalog of a root of `dataset_id` (an empty one if none exists yet).
+async fn catalog_of(store: &dyn RootStore, dataset_id: &str) -> Result<Catalog> {
     match store.get(CATALOG_KEY, MAX_CATALOG_BYTES).await {
-        Ok(obj) => Catalog::parse(&obj.body, &dataset_id),
-        Err(e) if e.is_not_found() => Ok(Catalog::empty(&dataset_id)),
+        Ok(obj) => Catalog::parse(&obj.body, dataset_id),
+        Err(e) if e.is_not_found() => Ok(Catalog::empty(dataset_id)),
         Err(e) => Err(e),
     }
 }
@@ -256,7 +261,14 @@ pub(crate) async fn open(
     snapshot: &Snapshot,
     allow_other_snapshot: bool,
 ) -> Result<AnnotationSet> {
-    let catalog = catalog(store, identity).await?;
+    // A reader checks the catalog against the dataset its snapshot names (checked against
+    // `dataset.json` when the root has read it), without a request for the identity.
+    let dataset_id = identity
+        .cached()
+        .map_or(snapshot.manifest.dataset_id.as_str(), |id| {
+            id.dataset_id.as_str()
+        });
+    let catalog = catalog_of(store, dataset_id).await?;
     let entry = catalog
         .find(set, version)
         .cloned()

@@ -24,6 +24,12 @@ impl Identity {
         self.cell.get_or_try_init(|| read(store)).await.cloned()
     }
 
+    /// The identity if this root has read it already (a publisher always has): readers check
+    /// log entries against it when known and do not spend a request to learn it.
+    pub(crate) fn cached(&self) -> Option<&DatasetIdentity> {
+        self.cell.get()
+    }
+
     /// Writes `dataset.json` for `dataset_id` if absent; [`Error::DatasetMismatch`] if
     /// `store` holds another dataset.
     pub(crate) async fn init(

@@ -186,8 +186,24 @@ impl Manifest {
     /// Validates every field: format, dataset id, sequence number against `key`, shard keys
     /// inside the root, bounded sizes and counts, no duplicate shards, consistent total.
     pub fn validate(&self, key: &str, dataset_id: &str) -> Result<()> {
+        self.validate_for(key, Some(dataset_id))
+    }
+
+    /// Parses and validates a log entry; its dataset id is checked against `dataset_id`
+    /// when given (a reader that has not read `dataset.json` checks everything else).
+    pub(crate) fn parse_for(key: &str, body: &[u8], dataset_id: Option<&str>) -> Result<Self> {
+        let m: Manifest = parse_json(key, body)?;
+        m.validate_for(key, dataset_id)?;
+        Ok(m)
+    }
+
+    fn validate_for(&self, key: &str, dataset_id: Option<&str>) -> Result<()> {
         check_format(key, &self.format, MANIFEST_FORMAT, self.version)?;
-        if self.dataset_id != dataset_id {
+        check_name("dataset id", &self.dataset_id)
+            .map_err(|e| Error::corrupt(key, e.to_string()))?;
+        if let Some(dataset_id) = dataset_id
+            && self.dataset_id != dataset_id
+        {
             return Err(Error::corrupt(
                 key,
                 format!(

@@ -182,9 +182,11 @@ impl Root {
     /// nothing is published.
     ///
     /// On a store that cannot list (`http(s)://` roots, [`StoreCapabilities::list`]
-    /// `false`), the highest entry is found with HEAD requests instead: for latest sequence
-    /// number `n`, `2 * (floor(log2 n) + 1)` HEADs, then the GET of `dataset.json` (once per
-    /// root) and of the entry. On a store without atomic writes (a declared mount) an
+    /// `false`), the highest entry is found by probing with GETs of at most 64 KiB instead:
+    /// for latest sequence number `n`, `2 * (floor(log2 n) + 1)` GETs, the last of which
+    /// usually brings the entry whole. `dataset.json` is not read: the entry's dataset id is
+    /// checked against it only when this root has read it already (see
+    /// [`identity`](Self::identity)). On a store without atomic writes (a declared mount) an
     /// incomplete newest entry (in flight, or left by a killed writer) is skipped.
     ///
     /// [`StoreCapabilities::list`]: crate::StoreCapabilities::list

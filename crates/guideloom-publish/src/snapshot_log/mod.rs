@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use tracing::{Instrument, debug, info_span, warn};
@@ -82,17 +83,30 @@ pub(crate) const MAX_INCOMPLETE_SKIPPED: u64 = 16;
 /// the listing), validate. [`Error::NotFound`] (`log/`) if nothing is published.
 ///
 /// On a store that cannot list (`http(s)://` roots, [`StoreCapabilities::list`]
-/// `false`), the highest entry is found with HEAD requests instead: for latest sequence
-/// number `n`, `2 * (floor(log2 n) + 1)` HEADs, then the GET of `dataset.json` (once per
-/// root) and of the entry.
+/// `false`), the highest entry is found by probing with GETs of at most [`PROBE_BYTES`]
+/// instead of a listing: for latest sequence number `n`, `2 * (floor(log2 n) + 1)` requests,
+/// and the latest entry's bytes are usually in hand when the search ends (one more GET when
+/// it is larger than a probe reads). Opening a fresh root is thus 2 requests either way
+/// (`n = 1`): `dataset.json` is not read (see [`entry_from_body`]).
 ///
 /// [`StoreCapabilities::list`]: crate::StoreCapabilities::list
 pub(crate) async fn latest(store: &dyn RootStore, identity: &Identity) -> Result<Snapshot> {
     async {
-        let (seq, info) = latest_entry(store).await?.ok_or_else(|| Error::NotFound {
+        let not_found = || Error::NotFound {
             key: format!("{LOG_PREFIX}/"),
-        })?;
-        match read_entry(store, identity, seq, Some(info.size)).await {
+        };
+        let (seq, read) = if store.capabilities().list {
+            let (seq, info) = latest_entry(store).await?.ok_or_else(not_found)?;
+            (seq, read_entry(store, identity, seq, Some(info.size)).await)
+        } else {
+            let (seq, size, body) = probe_latest_by_get(store).await?.ok_or_else(not_found)?;
+            let read = match body {
+                Some(body) => entry_from_body(identity, seq, size, body),
+                None => read_entry(store, identity, seq, size).await,
+            };
+            (seq, read)
+        };
+        match read {
             Err(e @ (Error::Corrupt { .. } | Error::Verification { .. }))
                 if !store.capabilities().atomic_writes =>
             {
@@ -343,6 +357,39 @@ pub(crate) async fn probe_latest(store: &dyn RootStore) -> Result<Option<(u64, O
     .await
 }
 
+/// What a GET probe of a log entry reads at most: a manifest of up to a few hundred shards
+/// arrives whole, a larger one only proves that the entry exists (and gives its size).
+const PROBE_BYTES: u64 = 64 << 10;
+
+/// The latest log entry without listing, by GET probes of at most [`PROBE_BYTES`] (the
+/// search of [`probe_latest`], one request per tested number): its sequence number, size
+/// (when the store tells it) and, when it fit in the probe, its bytes.
+async fn probe_latest_by_get(
+    store: &dyn RootStore,
+) -> Result<Option<(u64, Option<u64>, Option<Bytes>)>> {
+    let span = info_span!("probe_log_get", root = %store.describe(), gets = tracing::field::Empty);
+    async {
+        let mut search = LatestSearch::new();
+        let mut found = None;
+        while let Some(seq) = search.next()? {
+            let seen = match store.get(&log_key(seq), PROBE_BYTES).await {
+                Ok(obj) => Some((Some(obj.body.len() as u64), Some(obj.body))),
+                Err(Error::TooLarge { size, .. }) => Some((size, None)),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e),
+            };
+            search.observe(seq, seen.is_some());
+            if let Some((size, body)) = seen {
+                found = Some((seq, size, body));
+            }
+        }
+        tracing::Span::current().record("gets", search.tests());
+        Ok(found.filter(|(seq, ..)| Some(*seq) == search.latest()))
+    }
+    .instrument(span)
+    .await
+}
+
 /// GETs and validates log entry `seq`; its size must be `expected_size` when known (from
 /// a listing, a HEAD or a pointer), and at most [`MAX_MANIFEST_BYTES`] always; the read is
 /// bounded by that size before it is made.
@@ -360,7 +407,6 @@ pub(crate) async fn read_entry(
             size: expected_size,
         });
     }
-    let dataset_id = identity.get(store).await?.dataset_id;
     // Bounded by the size the reference gives (a listing, a HEAD, a pointer): an entry
     // that grew or lies is refused without reading past it.
     let limit = expected_size.unwrap_or(MAX_MANIFEST_BYTES);
@@ -375,7 +421,21 @@ pub(crate) async fn read_entry(
         }
         other => other?,
     };
-    let size = obj.body.len() as u64;
+    entry_from_body(identity, seq, expected_size, obj.body)
+}
+
+/// Validates the bytes of log entry `seq` (read by [`read_entry`] or by a GET probe): size
+/// against the reference, every field, and the dataset id against `dataset.json` when this
+/// root has read it (readers do not spend a request on it: the log is create-only and
+/// written only by publishers that checked it; `guideloom verify` checks every entry).
+fn entry_from_body(
+    identity: &Identity,
+    seq: u64,
+    expected_size: Option<u64>,
+    body: Bytes,
+) -> Result<Snapshot> {
+    let key = log_key(seq);
+    let size = body.len() as u64;
     if let Some(expected) = expected_size
         && size != expected
     {
@@ -386,11 +446,12 @@ pub(crate) async fn read_entry(
             actual: size.to_string(),
         });
     }
-    let manifest = Manifest::parse(&key, &obj.body, &dataset_id)?;
+    let dataset_id = identity.cached().map(|id| id.dataset_id.as_str());
+    let manifest = Manifest::parse_for(&key, &body, dataset_id)?;
     Ok(Snapshot {
         manifest,
         log_key: key,
         log_size: size,
-        log_sha256: sha256_hex(&obj.body),
+        log_sha256: sha256_hex(&body),
     })
 }
