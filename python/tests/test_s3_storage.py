@@ -280,7 +280,7 @@ def test_staging_arguments_are_checked(tmp_path: Path) -> None:
     with pytest.raises(gl.InvalidArgumentError, match="max_object_bytes"):
         EphemeralFileStaging(objects=store, max_object_bytes=-1)
     with pytest.raises(TypeError):
-        EphemeralFileStaging(objects=store, max_object_bytes=True)  # type: ignore[arg-type]
+        EphemeralFileStaging(objects=store, max_object_bytes=True)
     staging = EphemeralFileStaging(objects=store)
     assert staging.directory is None and staging.max_object_bytes == 4 << 30
     assert staging.objects is store
