@@ -58,6 +58,7 @@ class S3Options:
         addressing_style: Literal["path", "virtual"] = "path",
         profile_name: str | None = None,
         allow_http: bool = False,
+        retries: int | None = None,
     ) -> None: ...
     @property
     def region_name(self) -> str | None: ...
@@ -69,6 +70,48 @@ class S3Options:
     def profile_name(self) -> str | None: ...
     @property
     def allow_http(self) -> bool: ...
+    @property
+    def retries(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class S3ObjectStore:
+    def __init__(self, options: S3Options | None = None) -> None: ...
+    @property
+    def options(self) -> S3Options: ...
+
+@final
+class S3Backend:
+    def __init__(self, options: S3Options | None = None) -> None: ...
+    @property
+    def scheme(self) -> Literal["s3"]: ...
+    @property
+    def options(self) -> S3Options: ...
+
+def s3_backend(options: S3Options | None = None) -> S3Backend: ...
+@final
+class Registry:
+    def register(self, backend: S3Backend, *, replace: bool = False) -> None: ...
+    def unregister(self, scheme: str) -> bool: ...
+    def backend(self, scheme: str) -> S3Backend | None: ...
+
+def default_registry() -> Registry: ...
+@final
+class EphemeralFileStaging:
+    def __init__(
+        self,
+        *,
+        objects: S3ObjectStore,
+        directory: str | PathLike[str] | None = None,
+        max_object_bytes: int | None = None,
+    ) -> None: ...
+    @property
+    def objects(self) -> S3ObjectStore: ...
+    @property
+    def directory(self) -> str | None: ...
+    @property
+    def max_object_bytes(self) -> int: ...
 
 @final
 class ShardRef:
@@ -126,6 +169,8 @@ def open(
     format: _FormatArg | None = None,
     s3: S3Options | None = None,
     mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    shard_store: EphemeralFileStaging | None = None,
 ) -> Dataset: ...
 def write_shard(
     records: Iterable[Any],
@@ -136,6 +181,7 @@ def write_shard(
     format: _FormatArg | None = None,
     s3: S3Options | None = None,
     mount: bool = False,
+    object_store: S3ObjectStore | None = None,
 ) -> ShardRef: ...
 def publish(
     root: _Root,
@@ -147,6 +193,7 @@ def publish(
     options: PublicationOptions | None = None,
     s3: S3Options | None = None,
     mount: bool = False,
+    object_store: S3ObjectStore | None = None,
 ) -> Snapshot: ...
 def publish_annotations(
     root: _Root,
@@ -157,6 +204,7 @@ def publish_annotations(
     snapshot: str | None = None,
     s3: S3Options | None = None,
     mount: bool = False,
+    object_store: S3ObjectStore | None = None,
 ) -> None: ...
 
 @final

@@ -1,8 +1,10 @@
-"""Shared fixtures: roots on the local disk, on S3 (moto) and behind nginx.
+"""Shared fixtures: roots on the local disk, on S3 (moto and Ceph RGW) and behind nginx.
 
 The servers come from `cargo xtask ci` (or `cargo xtask servers up` + `source .../env.sh`)
 through the environment, as for the Rust tests: without the variables a server test is
-skipped, unless GUIDELOOM_CI=1, where a missing server is a failure.
+skipped, unless GUIDELOOM_CI=1, where a missing server is a failure. Ceph RGW is the
+exception the Rust tests make too: when CI was told to leave it out
+(GUIDELOOM_XTASK_CEPH=0), its tests are skipped even under GUIDELOOM_CI=1.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ def server_var(name: str) -> str:
 class S3Root:
     uri: str
     options: gl.S3Options
+    server: str
+    """`moto` or `ceph`."""
+    bucket: str
+
+
+# The S3 servers every S3 test runs against: (endpoint variable, bucket variable).
+S3_SERVERS = {
+    "moto": ("GUIDELOOM_S3_ENDPOINT", "GUIDELOOM_S3_BUCKET"),
+    "ceph": ("GUIDELOOM_RGW_ENDPOINT", "GUIDELOOM_RGW_BUCKET"),
+}
 
 
 @dataclass
@@ -43,16 +55,29 @@ def local_root(tmp_path: Path) -> Path:
     return tmp_path / "root"
 
 
-@pytest.fixture
-def s3_root() -> S3Root:
-    endpoint = server_var("GUIDELOOM_S3_ENDPOINT")
-    bucket = server_var("GUIDELOOM_S3_BUCKET")
+def s3_server(server: str) -> tuple[str, str]:
+    """The endpoint and bucket of `server` (a key of S3_SERVERS), or skip / fail."""
+    endpoint_var, bucket_var = S3_SERVERS[server]
+    if (
+        server == "ceph"
+        and not os.environ.get(endpoint_var)
+        and os.environ.get("GUIDELOOM_XTASK_CEPH") == "0"
+    ):
+        pytest.skip(f"skipped: {endpoint_var} not set (GUIDELOOM_XTASK_CEPH=0)")
+    return server_var(endpoint_var), server_var(bucket_var)
+
+
+@pytest.fixture(params=sorted(S3_SERVERS))
+def s3_root(request: pytest.FixtureRequest) -> S3Root:
+    """A fresh prefix in the test bucket of moto, then of Ceph RGW."""
+    server: str = request.param
+    endpoint, bucket = s3_server(server)
     options = gl.S3Options(
         endpoint_url=endpoint,
         region_name=os.environ.get("AWS_REGION", "us-east-1"),
         allow_http=True,
     )
-    return S3Root(f"s3://{bucket}/python-{uuid.uuid4().hex}", options)
+    return S3Root(f"s3://{bucket}/python-{uuid.uuid4().hex}", options, server, bucket)
 
 
 @pytest.fixture

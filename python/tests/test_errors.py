@@ -33,6 +33,9 @@ def test_missing_root_is_file_not_found(tmp_path: Path) -> None:
         gl.open(tmp_path / "nothing here")
     assert isinstance(caught.value, gl.NotFoundError)
     assert caught.value.key is not None
+    # The message and the `root` attribute name the root, not only the key within it.
+    assert str(tmp_path / "nothing here") in str(caught.value)
+    assert caught.value.root is not None and "nothing here" in caught.value.root
 
 
 def test_missing_snapshot(local_root: Path) -> None:

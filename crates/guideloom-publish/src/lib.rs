@@ -79,7 +79,7 @@ pub use publication::{PublicationOptions, PublishRequest};
 pub use registry::s3::credentials;
 pub use registry::{
     AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
-    StoreOptions,
+    SchemeBackend, StoreOptions,
 };
 pub use root::{InOrder, RecordRun, Root, RootOptions, SnapshotReader};
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};

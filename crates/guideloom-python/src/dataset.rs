@@ -19,8 +19,9 @@ use pyo3::types::{PyInt, PyIterator, PyList, PySlice};
 
 use crate::errors::raise;
 use crate::format::{RecordFormat, from_value};
-use crate::options::{S3Options, root_uri, storage_options};
+use crate::options::{S3Options, root_uri};
 use crate::runtime::{self, block_on};
+use crate::stores::{EphemeralFileStaging, S3ObjectStore, StoreArgs, call_options};
 
 /// How many records an iterator reads at a time (one in-order read per shard run).
 const ITER_CHUNK: u64 = 1024;
@@ -55,9 +56,11 @@ impl std::fmt::Debug for Dataset {
 }
 
 /// Opens the latest snapshot of `root` (or `snapshot`): a local path, `file://`, `memory://`,
-/// `s3://bucket/prefix` or a read-only `http(s)://` base URL.
+/// `s3://bucket/prefix` or a read-only `http(s)://` base URL. `object_store` reuses an
+/// `S3ObjectStore`; `shard_store` stages whole shards (see `crate::stores`).
 #[pyfunction]
-#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false))]
+#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
     py: Python<'_>,
     root: &Bound<'_, PyAny>,
@@ -65,9 +68,17 @@ pub(crate) fn open(
     format: Option<&Bound<'_, PyAny>>,
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
+    object_store: Option<&Bound<'_, S3ObjectStore>>,
+    shard_store: Option<&Bound<'_, EphemeralFileStaging>>,
 ) -> PyResult<Dataset> {
     let uri = root_uri(root)?;
-    let mut options = DatasetOptions::default().storage(storage_options(s3, mount));
+    let args = StoreArgs {
+        s3,
+        mount,
+        object_store,
+        shard_store,
+    };
+    let mut options: DatasetOptions = call_options(&uri, args)?;
     options.snapshot = snapshot;
     // None: whatever the first shard says it holds.
     let chosen = match format {
@@ -78,7 +89,14 @@ pub(crate) fn open(
         let uri = uri.clone();
         let options = options.clone();
         block_on(py, async move {
-            let dataset = AsyncDataset::open_with(&uri, options).await?;
+            let root = guideloom::resolve_root(&uri, &options)?;
+            let name = root.store().describe();
+            let snapshot = match &options.snapshot {
+                Some(id) => root.snapshot(id).await,
+                None => root.latest().await,
+            }
+            .map_err(|e| crate::errors::Error::from(e).in_root(name))?;
+            let dataset = AsyncDataset::from_snapshot(&uri, root, snapshot, options.read);
             let stored = if dataset.is_empty() {
                 None
             } else {

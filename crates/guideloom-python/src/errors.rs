@@ -28,6 +28,30 @@ pub(crate) enum Error {
     /// iterating the caller's records), passed on unchanged.
     #[error(transparent)]
     Python(#[from] PyErr),
+    /// An error of an operation on the root `root`, which the Python exception names (in its
+    /// message and as its `root` attribute) even where the facade's error names only a key
+    /// relative to the root (`not found: log/` for a root where nothing was published).
+    #[error("{root}: {source}")]
+    InRoot {
+        /// The root as its store describes it (credentials redacted).
+        root: String,
+        /// What failed.
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// `self`, naming `root` (the store's redacted description) unless it is a Python
+    /// exception passed through or already names a root.
+    pub(crate) fn in_root(self, root: String) -> Self {
+        match self {
+            Error::Guideloom(_) => Error::InRoot {
+                root,
+                source: Box::new(self),
+            },
+            other => other,
+        }
+    }
 }
 
 impl From<PublishError> for Error {
@@ -53,6 +77,10 @@ impl From<Error> for PyErr {
         match e {
             Error::Python(err) => err,
             Error::Guideloom(err) => Python::attach(|py| to_pyerr(py, &err)),
+            Error::InRoot { root, source } => match *source {
+                Error::Guideloom(err) => Python::attach(|py| to_pyerr_in(py, &err, Some(&root))),
+                other => other.into(),
+            },
         }
     }
 }
@@ -283,8 +311,24 @@ fn build(py: Python<'_>, mapped: &Mapped, text: &str) -> PyResult<PyErr> {
 /// The Python exception for a facade error; a Python exception in its source chain (raised
 /// by a backend written in Python) becomes its `__cause__`.
 pub(crate) fn to_pyerr(py: Python<'_>, e: &guideloom::Error) -> PyErr {
-    let mapped = map(e);
-    let err = build(py, &mapped, &message(e)).unwrap_or_else(|err| err);
+    to_pyerr_in(py, e, None)
+}
+
+/// [`to_pyerr`] for an error of an operation on `root`: unless the error names a root of its
+/// own (a mounted bucket refusing annotations), `root` becomes the `root` attribute and
+/// starts the message (where the message does not name it already).
+fn to_pyerr_in(py: Python<'_>, e: &guideloom::Error, root: Option<&str>) -> PyErr {
+    let mut mapped = map(e);
+    let mut text = message(e);
+    if let Some(root) = root
+        && mapped.root.is_none()
+    {
+        mapped.root = Some(root.to_owned());
+        if !text.contains(root) {
+            text = format!("{root}: {text}");
+        }
+    }
+    let err = build(py, &mapped, &text).unwrap_or_else(|err| err);
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(cause) = s.downcast_ref::<PyErr>() {

@@ -28,6 +28,7 @@ mod publish;
 mod pybackend;
 mod runtime;
 mod storage;
+mod stores;
 mod stream;
 
 /// The extension module `guideloom._guideloom`.
@@ -61,5 +62,11 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(publish::write_shard, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish_annotations, m)?)?;
+    m.add_class::<stores::S3ObjectStore>()?;
+    m.add_class::<stores::S3Backend>()?;
+    m.add_class::<stores::DefaultRegistry>()?;
+    m.add_class::<stores::EphemeralFileStaging>()?;
+    m.add_function(wrap_pyfunction!(stores::s3_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(stores::default_registry, m)?)?;
     Ok(())
 }

@@ -1,10 +1,11 @@
 //! Root arguments and storage options from Python: a root is a `str` or an `os.PathLike`;
-//! `S3Options` configures `s3://` roots (endpoint, region, addressing, plain HTTP, profile).
+//! `S3Options` configures `s3://` roots (endpoint, region, addressing, plain HTTP, profile,
+//! retries).
 
-use guideloom::StoreOptions;
-use guideloom::publish::{S3Addressing, S3Options as RustS3Options};
+use guideloom::publish::{RetryPolicy, S3Addressing, S3Options as RustS3Options};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyInt, PyString};
 
 use crate::errors::raise;
 
@@ -28,19 +29,63 @@ pub(crate) fn root_uri(root: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug, Clone)]
 pub(crate) struct S3Options {
-    inner: RustS3Options,
+    pub(crate) inner: RustS3Options,
+}
+
+/// The most attempts `retries=` accepts (a bound, so a typo cannot retry for hours).
+const MAX_ATTEMPTS: u32 = 100;
+
+/// A non-negative `int` argument (not a `bool`) as a `u64`.
+pub(crate) fn count_arg(value: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    let n: i128 = value.extract()?;
+    u64::try_from(n).map_err(|_| {
+        raise(
+            "InvalidArgumentError",
+            format!("{name} must be a non-negative int that fits 64 bits, not {n}"),
+        )
+    })
+}
+
+/// `retries=`: the number of attempts of each request (1 = no retry), with the S3 store's
+/// default backoff bounds.
+fn retry_policy(retries: &Bound<'_, PyAny>) -> PyResult<RetryPolicy> {
+    let attempts = count_arg(retries, "retries")?;
+    match u32::try_from(attempts) {
+        Ok(n @ 1..=MAX_ATTEMPTS) => {
+            let default = RustS3Options::default().retry.policy;
+            Ok(RetryPolicy::new(
+                n,
+                default.initial_backoff,
+                default.max_backoff,
+            ))
+        }
+        _ => Err(raise(
+            "InvalidArgumentError",
+            format!(
+                "retries is the number of attempts of a request, from 1 (no retry) to \
+                 {MAX_ATTEMPTS}, not {attempts}"
+            ),
+        )),
+    }
 }
 
 #[pymethods]
 impl S3Options {
     #[new]
-    #[pyo3(signature = (*, region_name = None, endpoint_url = None, addressing_style = "path", profile_name = None, allow_http = false))]
+    #[pyo3(signature = (*, region_name = None, endpoint_url = None, addressing_style = "path", profile_name = None, allow_http = false, retries = None))]
     fn new(
         region_name: Option<String>,
         endpoint_url: Option<String>,
         addressing_style: &str,
         profile_name: Option<String>,
         allow_http: bool,
+        retries: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let addressing = match addressing_style {
             "path" => S3Addressing::Path,
@@ -52,16 +97,18 @@ impl S3Options {
                 ));
             }
         };
-        Ok(S3Options {
-            inner: RustS3Options {
-                region: region_name,
-                endpoint: endpoint_url,
-                addressing,
-                allow_http,
-                profile: profile_name,
-                ..RustS3Options::default()
-            },
-        })
+        let mut inner = RustS3Options {
+            region: region_name,
+            endpoint: endpoint_url,
+            addressing,
+            allow_http,
+            profile: profile_name,
+            ..RustS3Options::default()
+        };
+        if let Some(retries) = retries.filter(|r| !r.is_none()) {
+            inner.retry.policy = retry_policy(retries)?;
+        }
+        Ok(S3Options { inner })
     }
 
     #[getter]
@@ -92,30 +139,59 @@ impl S3Options {
         self.inner.allow_http
     }
 
+    /// Attempts of each request (1 = no retry).
+    #[getter]
+    fn retries(&self) -> u32 {
+        self.inner.retry.policy.max_attempts
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<S3Options>()
+            .is_ok_and(|o| o.get().inner == self.inner)
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}", self.inner).hash(&mut h);
+        h.finish()
+    }
+
     fn __repr__(&self) -> String {
+        let endpoint = self.inner.endpoint.as_deref().map(without_userinfo);
         format!(
-            "S3Options(region_name={:?}, endpoint_url={:?}, addressing_style={:?}, profile_name={:?}, allow_http={})",
-            self.inner.region,
-            self.inner.endpoint,
+            "S3Options(region_name={}, endpoint_url={}, addressing_style='{}', profile_name={}, allow_http={}, retries={})",
+            py_str(self.inner.region.as_deref()),
+            py_str(endpoint.as_deref()),
             self.addressing_style(),
-            self.inner.profile,
+            py_str(self.inner.profile.as_deref()),
             if self.inner.allow_http {
                 "True"
             } else {
                 "False"
-            }
+            },
+            self.retries(),
         )
     }
 }
 
-/// The storage options of a root argument's call.
-pub(crate) fn storage_options(s3: Option<&Bound<'_, S3Options>>, mount: bool) -> StoreOptions {
-    let mut options = StoreOptions {
-        mount,
-        ..StoreOptions::default()
-    };
-    if let Some(s3) = s3 {
-        options.s3 = s3.get().inner.clone();
+/// An optional string as Python writes it: `'text'` or `None`.
+fn py_str(value: Option<&str>) -> String {
+    match value {
+        Some(v) => format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'")),
+        None => "None".to_owned(),
     }
-    options
+}
+
+/// `url` with any `user:password@` of its authority replaced by `<redacted>@`.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://<redacted>{}", &rest[at..]),
+        None => url.to_owned(),
+    }
 }

@@ -15,8 +15,9 @@ use pyo3::types::PyIterator;
 
 use crate::errors::{Error, raise};
 use crate::format::{RecordFormat, annotation_value};
-use crate::options::{S3Options, root_uri, storage_options};
+use crate::options::{S3Options, root_uri};
 use crate::runtime::block_on;
+use crate::stores::{S3ObjectStore, StoreArgs, call_options};
 
 /// A written shard: pass it to `publish`.
 #[pyclass(frozen, module = "guideloom._guideloom")]
@@ -140,14 +141,26 @@ impl PublicationOptions {
     }
 }
 
-fn resolve(
-    root: &Bound<'_, PyAny>,
-    s3: Option<&Bound<'_, S3Options>>,
-    mount: bool,
-) -> PyResult<Root> {
+/// The root of a call, and its name for errors (the store's redacted description).
+fn resolve(root: &Bound<'_, PyAny>, args: StoreArgs<'_, '_>) -> PyResult<(Root, String)> {
     let uri = root_uri(root)?;
-    let options = guideloom::DatasetOptions::default().storage(storage_options(s3, mount));
-    Ok(guideloom::resolve_root(&uri, &options).map_err(Error::from)?)
+    let options = call_options(&uri, args)?;
+    let root = guideloom::resolve_root(&uri, &options).map_err(Error::from)?;
+    let name = root.store().describe();
+    Ok((root, name))
+}
+
+fn store_args<'a, 'py>(
+    s3: Option<&'a Bound<'py, S3Options>>,
+    mount: bool,
+    object_store: Option<&'a Bound<'py, S3ObjectStore>>,
+) -> StoreArgs<'a, 'py> {
+    StoreArgs {
+        s3,
+        mount,
+        object_store,
+        shard_store: None,
+    }
 }
 
 /// The caller's records, pulled and encoded one at a time (with the GIL, only for that).
@@ -173,7 +186,7 @@ impl Iterator for Records {
 /// Writes `records` (any iterable) as shard `shard` of worker `work_id` in `root`,
 /// create-only at `shards/<work_id>/<shard>.glm`, and returns its reference.
 #[pyfunction]
-#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false))]
+#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false, object_store = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_shard(
     py: Python<'_>,
@@ -184,16 +197,19 @@ pub(crate) fn write_shard(
     format: Option<&Bound<'_, PyAny>>,
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
+    object_store: Option<&Bound<'_, S3ObjectStore>>,
 ) -> PyResult<ShardRef> {
     let format = RecordFormat::extract(format, RecordFormat::Cbor)?;
-    let root = resolve(root, s3, mount)?;
+    let (root, name) = resolve(root, store_args(s3, mount, object_store))?;
     let records = Records {
         iter: PyIterator::from_object(records)?.unbind(),
         format,
     };
     let written = block_on(py, async move {
         let meta = ShardMetadata::new(format.name(), "documents");
-        Ok::<_, Error>(root.try_write_shard(&work_id, shard, meta, records).await?)
+        root.try_write_shard(&work_id, shard, meta, records)
+            .await
+            .map_err(|e| Error::from(e).in_root(name))
     })?;
     Ok(ShardRef { inner: written? })
 }
@@ -201,7 +217,7 @@ pub(crate) fn write_shard(
 /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
 /// them the whole snapshot, `mode="append"` extends the latest snapshot with them.
 #[pyfunction]
-#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false))]
+#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false, object_store = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn publish(
     py: Python<'_>,
@@ -213,6 +229,7 @@ pub(crate) fn publish(
     options: Option<&Bound<'_, PublicationOptions>>,
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
+    object_store: Option<&Bound<'_, S3ObjectStore>>,
 ) -> PyResult<Snapshot> {
     let mode = match mode {
         "full" => PublishMode::Full,
@@ -231,9 +248,11 @@ pub(crate) fn publish(
         shards: shards.iter().map(|s| s.get().inner.clone()).collect(),
         mode,
     };
-    let root = resolve(root, s3, mount)?;
+    let (root, name) = resolve(root, store_args(s3, mount, object_store))?;
     let snapshot = block_on(py, async move {
-        Ok::<_, Error>(root.publish(&request, &options).await?)
+        root.publish(&request, &options)
+            .await
+            .map_err(|e| Error::from(e).in_root(name))
     })?;
     Ok(Snapshot { inner: snapshot })
 }
@@ -241,7 +260,7 @@ pub(crate) fn publish(
 /// Publishes annotation set `name` at `version` for a snapshot (the latest, or
 /// `snapshot`): one JSON-compatible value per record, in record order.
 #[pyfunction]
-#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false))]
+#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false, object_store = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn publish_annotations(
     py: Python<'_>,
@@ -252,19 +271,25 @@ pub(crate) fn publish_annotations(
     snapshot: Option<String>,
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
+    object_store: Option<&Bound<'_, S3ObjectStore>>,
 ) -> PyResult<()> {
     let values: Vec<Value> = PyIterator::from_object(values)?
         .map(|v| annotation_value(&v?))
         .collect::<PyResult<_>>()?;
-    let root = resolve(root, s3, mount)?;
+    let (root, root_name) = resolve(root, store_args(s3, mount, object_store))?;
     block_on(py, async move {
-        let snapshot = match snapshot {
-            Some(id) => root.snapshot(&id).await?,
-            None => root.latest().await?,
+        let published = async {
+            let snapshot = match snapshot {
+                Some(id) => root.snapshot(&id).await?,
+                None => root.latest().await?,
+            };
+            let retry = RetryPolicy::contended_update();
+            root.publish_annotations(&name, &version, &snapshot, &values, &retry)
+                .await
         };
-        let retry = RetryPolicy::contended_update();
-        root.publish_annotations(&name, &version, &snapshot, &values, &retry)
-            .await?;
-        Ok::<_, Error>(())
+        match published.await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::from(e).in_root(root_name)),
+        }
     })
 }

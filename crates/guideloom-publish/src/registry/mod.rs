@@ -3,9 +3,9 @@
 //! [`Registry::resolve`] turns a URI into the [`RootStore`] at its prefix, the way
 //! object_store's `parse_url_opts` turns one into a store and a path: a store registered for
 //! its scheme and bucket wins (so a store a user registered is used everywhere); otherwise a
-//! store built from [`StoreOptions`] (`memory://` names are remembered per registry, so two
-//! roots of `memory://x` share data); otherwise a typed [`Error::Unsupported`] naming the
-//! missing feature. A [`Root`](crate::Root) is built from the store on the root side
+//! store built from the [`SchemeBackend`] registered for the scheme, else from [`StoreOptions`]
+//! (`memory://` names are remembered per registry, so two roots of `memory://x` share data);
+//! otherwise a typed [`Error::Unsupported`] naming the missing feature. A [`Root`](crate::Root) is built from the store on the root side
 //! (`Root::open`, `Root::new`); the registry knows nothing of roots.
 
 use std::collections::HashMap;
@@ -63,10 +63,69 @@ pub struct StoreOptions {
     pub follow_symlinks: bool,
 }
 
-/// Maps `(scheme, bucket)` to object stores.
+/// How the stores of every bucket of one scheme are built, registered for the whole scheme
+/// with [`Registry::register_backend`]: roots of that scheme then use these options instead
+/// of their [`StoreOptions`] field (a store registered for one bucket still wins).
+///
+/// ```
+/// use guideloom_publish::{SchemeBackend, Registry, S3Options};
+///
+/// let registry = Registry::new();
+/// let options = S3Options { endpoint: Some("http://127.0.0.1:9000".into()), ..S3Options::default() };
+/// registry.register_backend(SchemeBackend::S3(options.clone()), false)?;
+/// // A second registration for the scheme must say that it replaces the first.
+/// assert!(registry.register_backend(SchemeBackend::S3(S3Options::default()), false).is_err());
+/// assert_eq!(registry.backend("s3"), Some(SchemeBackend::S3(options)));
+/// # Ok::<(), guideloom_publish::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemeBackend {
+    /// `s3://` buckets.
+    S3(S3Options),
+    /// `gs://` buckets (feature `gcs`).
+    Gcs(GcsOptions),
+    /// `az://` containers (feature `azure`).
+    Azure(AzureOptions),
+}
+
+impl SchemeBackend {
+    /// The URI scheme it serves: `"s3"`, `"gs"` or `"az"`.
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            SchemeBackend::S3(_) => "s3",
+            SchemeBackend::Gcs(_) => "gs",
+            SchemeBackend::Azure(_) => "az",
+        }
+    }
+
+    /// `options` with this backend's client options in the field of its scheme.
+    fn apply(&self, options: &StoreOptions) -> StoreOptions {
+        let mut options = options.clone();
+        match self {
+            SchemeBackend::S3(s3) => options.s3 = s3.clone(),
+            SchemeBackend::Gcs(gcs) => options.gcs = gcs.clone(),
+            SchemeBackend::Azure(azure) => options.azure = azure.clone(),
+        }
+        options
+    }
+}
+
+/// Maps `(scheme, bucket)` to object stores, and schemes to [`SchemeBackend`]s.
 #[derive(Debug, Default)]
 pub struct Registry {
-    buckets: Mutex<HashMap<(String, String), Arc<ObjectStoreBucket>>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Stores registered for a bucket (and `memory://` names): never replaced by a backend.
+    buckets: HashMap<(String, String), Arc<ObjectStoreBucket>>,
+    /// Stores this registry built from options, reused by later roots of the bucket until
+    /// the scheme's backend changes.
+    built: HashMap<(String, String), Arc<ObjectStoreBucket>>,
+    /// The backend of each scheme.
+    backends: HashMap<String, SchemeBackend>,
 }
 
 impl Registry {
@@ -99,24 +158,67 @@ impl Registry {
     /// Registers an existing bucket handle.
     pub fn register_bucket(&self, scheme: &str, bucket: &str, handle: Arc<ObjectStoreBucket>) {
         self.lock()
+            .buckets
             .insert((scheme.to_ascii_lowercase(), bucket.to_owned()), handle);
     }
 
-    /// The handle registered for `(scheme, bucket)`.
+    /// The handle registered for `(scheme, bucket)`, or the one this registry built for it.
     pub fn lookup(&self, scheme: &str, bucket: &str) -> Option<Arc<ObjectStoreBucket>> {
-        self.lock()
-            .get(&(scheme.to_ascii_lowercase(), bucket.to_owned()))
+        let key = (scheme.to_ascii_lowercase(), bucket.to_owned());
+        let state = self.lock();
+        state
+            .buckets
+            .get(&key)
+            .or_else(|| state.built.get(&key))
             .cloned()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<ObjectStoreBucket>>> {
-        self.buckets.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Registers `backend` for every bucket of its scheme: stores built for that scheme from
+    /// now on use its options, and the stores built earlier from other options are dropped
+    /// from this registry (roots already holding one keep it). A scheme that already has a
+    /// backend is refused with [`Error::InvalidArgument`] unless `replace`; returns the
+    /// backend replaced.
+    pub fn register_backend(
+        &self,
+        backend: SchemeBackend,
+        replace: bool,
+    ) -> Result<Option<SchemeBackend>> {
+        let scheme = backend.scheme();
+        let mut state = self.lock();
+        if !replace && state.backends.contains_key(scheme) {
+            return Err(Error::invalid(format!(
+                "a backend for {scheme}:// is already registered; replace it explicitly"
+            )));
+        }
+        state.built.retain(|(s, _), _| s != scheme);
+        Ok(state.backends.insert(scheme.to_owned(), backend))
+    }
+
+    /// Removes the backend of `scheme` (and the stores built from it); returns it.
+    pub fn unregister_backend(&self, scheme: &str) -> Option<SchemeBackend> {
+        let scheme = scheme.to_ascii_lowercase();
+        let mut state = self.lock();
+        state.built.retain(|(s, _), _| *s != scheme);
+        state.backends.remove(&scheme)
+    }
+
+    /// The backend registered for `scheme`.
+    pub fn backend(&self, scheme: &str) -> Option<SchemeBackend> {
+        self.lock()
+            .backends
+            .get(&scheme.to_ascii_lowercase())
+            .cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The store of `uri`, at its prefix, the way object_store's `parse_url_opts` gives a
     /// store and a path: a store registered for the URI's scheme and bucket wins; otherwise
-    /// one is built from `options` (and registered, so later roots of the bucket share it;
-    /// `memory://` names are remembered per registry); otherwise a typed
+    /// one is built from the scheme's [`SchemeBackend`] if one is registered, else from `options`
+    /// (and kept, so later roots of the bucket share it; `memory://` names are remembered
+    /// per registry); otherwise a typed
     /// [`Error::Unsupported`] naming the missing feature. `uri` is a local path, `file://`,
     /// `memory://`, `s3://`, `gs://`, `az://` or `http(s)://` URI ([`RootUri`]); an invalid
     /// one is [`Error::InvalidUri`].
@@ -143,9 +245,11 @@ impl Registry {
             }),
             RootUri::Memory { name, prefix } => {
                 let handle = {
-                    let mut map = self.lock();
+                    let mut state = self.lock();
                     Arc::clone(
-                        map.entry(("memory".to_owned(), name.clone()))
+                        state
+                            .buckets
+                            .entry(("memory".to_owned(), name.clone()))
                             .or_insert_with(|| {
                                 ObjectStoreBucket::new(
                                     Arc::new(object_store::memory::InMemory::new()),
@@ -164,8 +268,25 @@ impl Registry {
                 if let Some(handle) = self.lookup(&scheme, &bucket) {
                     return Ok(Arc::new(handle.root(&prefix)?));
                 }
-                let handle = self.build_bucket(&scheme, &bucket, options)?;
-                self.register_bucket(&scheme, &bucket, Arc::clone(&handle));
+                let backend = self.backend(&scheme);
+                let from_backend = backend.as_ref().map(|b| b.apply(options));
+                let handle =
+                    self.build_bucket(&scheme, &bucket, from_backend.as_ref().unwrap_or(options))?;
+                let handle = {
+                    let mut state = self.lock();
+                    // Keep it unless the backend changed meanwhile (then the next root
+                    // builds from the new one); a concurrent build of the same bucket wins.
+                    if state.backends.get(&scheme) == backend.as_ref() {
+                        Arc::clone(
+                            state
+                                .built
+                                .entry((scheme.clone(), bucket.clone()))
+                                .or_insert(handle),
+                        )
+                    } else {
+                        handle
+                    }
+                };
                 Ok(Arc::new(handle.root(&prefix)?))
             }
             RootUri::Http(url) => http::http_store(&url, &options.http),
@@ -306,6 +427,65 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[cfg(feature = "s3")]
+    #[test]
+    fn a_scheme_backend_builds_the_stores_of_its_scheme_until_replaced() {
+        let reg = Registry::new();
+        let s3 = |endpoint: &str| S3Options {
+            endpoint: Some(endpoint.into()),
+            allow_http: true,
+            region: Some("us-east-1".into()),
+            ..S3Options::default()
+        };
+        // The options passed to resolve lose to the scheme's backend.
+        let passed = StoreOptions {
+            s3: s3("http://127.0.0.1:1"),
+            ..StoreOptions::default()
+        };
+        assert_eq!(
+            reg.register_backend(SchemeBackend::S3(s3("http://127.0.0.1:2")), false)
+                .unwrap(),
+            None
+        );
+        let d = reg.resolve("s3://bkt/a", &passed).unwrap().describe();
+        assert!(d.contains("http://127.0.0.1:2"), "{d}");
+        let first = reg.lookup("s3", "bkt").unwrap();
+        reg.resolve("s3://bkt/b", &passed).unwrap();
+        assert!(Arc::ptr_eq(&first, &reg.lookup("s3", "bkt").unwrap()));
+        // A second backend for the scheme is refused unless it says it replaces the first.
+        let refused = reg
+            .register_backend(SchemeBackend::S3(s3("http://127.0.0.1:3")), false)
+            .unwrap_err();
+        assert!(
+            matches!(&refused, Error::InvalidArgument { what } if what.contains("s3://")),
+            "{refused}"
+        );
+        let d = reg.resolve("s3://bkt/a", &passed).unwrap().describe();
+        assert!(
+            d.contains("http://127.0.0.1:2"),
+            "refused, so unchanged: {d}"
+        );
+        let replaced = reg
+            .register_backend(SchemeBackend::S3(s3("http://127.0.0.1:3")), true)
+            .unwrap();
+        assert_eq!(replaced, Some(SchemeBackend::S3(s3("http://127.0.0.1:2"))));
+        // The store built from the old backend is dropped: the next root uses the new one.
+        let d = reg.resolve("s3://bkt/a", &passed).unwrap().describe();
+        assert!(d.contains("http://127.0.0.1:3"), "{d}");
+        // A store registered for the bucket still wins over the backend.
+        let mem: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        reg.register("s3", "mine", mem, "my store");
+        reg.register_backend(SchemeBackend::S3(s3("http://127.0.0.1:4")), true)
+            .unwrap();
+        let d = reg.resolve("s3://mine/x", &passed).unwrap().describe();
+        assert!(d.contains("my store"), "{d}");
+        // Without a backend, the passed options apply again.
+        assert!(reg.unregister_backend("S3").is_some());
+        assert_eq!(reg.backend("s3"), None);
+        let d = reg.resolve("s3://bkt/a", &passed).unwrap().describe();
+        assert!(d.contains("http://127.0.0.1:1"), "{d}");
     }
 
     #[test]
