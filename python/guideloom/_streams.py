@@ -10,23 +10,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from guideloom._guideloom import (
     HttpIO,
     MmapIO,
     PosixPreadIO,
+    RawAsyncStreamReader,
     RawStreamReader,
     RawStreamStorage,
     RawStreamWriter,
     SeekIO,
 )
+from guideloom.types import IOReaderAbstract
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["StreamReader", "StreamStorage", "StreamWriter"]
+__all__ = ["AsyncStreamReader", "StreamReader", "StreamStorage", "StreamWriter"]
+
+P = TypeVar("P")
+
+_Interface = SeekIO | PosixPreadIO | MmapIO | HttpIO
 
 _ELEMENTS = ("u8", "u16", "u32", "u64", "i32", "i64", "f32", "f64")
 
@@ -128,19 +134,86 @@ class StreamReader:
         return False
 
 
+class AsyncStreamReader:
+    """Reads element ranges asynchronously: ``await read(offset, length)``, ``len()``."""
+
+    def __init__(self, raw: RawAsyncStreamReader, dtype: np.dtype[Any]) -> None:
+        self._raw = raw
+        self._dtype = dtype
+
+    async def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
+        """Elements ``offset .. offset + length`` (a read-only view of the bytes read)."""
+        import numpy as np
+
+        if offset < 0 or length < 0:
+            raise IndexError(f"negative offset or length: {offset}, {length}")
+        return np.frombuffer(await self._raw.read(offset, length), dtype=self._dtype)
+
+    def len(self) -> int:
+        return self._raw.len()
+
+    def __len__(self) -> int:
+        return self._raw.len()
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class _AsyncStreamReaderContext:
+    """``async with storage.async_reader() as reader``: opened on entry, closed on exit."""
+
+    def __init__(self, raw: RawStreamStorage, dtype: np.dtype[Any]) -> None:
+        self._raw = raw
+        self._dtype = dtype
+        self._reader: AsyncStreamReader | None = None
+
+    async def __aenter__(self) -> AsyncStreamReader:
+        self._reader = AsyncStreamReader(await self._raw.open_async(), self._dtype)
+        return self._reader
+
+    async def __aexit__(self, *args: object) -> bool:
+        if self._reader is not None:
+            self._reader.close()
+        return False
+
+
 class StreamStorage:
     """A stream of ``dtype`` elements in numbered shards under ``directory``.
 
     Elements are stored in checksummed chunks of ``chunk_bytes`` (default 8 KiB); a shard is
-    cut before it would exceed ``max_shard_bytes``.
+    cut before it would exceed ``max_shard_bytes``. ``read_interface`` is one of
+    :mod:`guideloom.io` or a :class:`guideloom.types.IOReaderAbstract` backend written in
+    Python, whose path type the directory then has (such storages only read).
     """
 
+    @overload
     def __init__(
         self,
         directory: str | PathLike[str],
         dtype: npt.DTypeLike,
         *,
-        read_interface: SeekIO | PosixPreadIO | MmapIO | HttpIO | None = None,
+        read_interface: _Interface | None = None,
+        max_shard_bytes: int | None = None,
+        chunk_bytes: int | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        directory: P,
+        dtype: npt.DTypeLike,
+        *,
+        read_interface: IOReaderAbstract[P],
+        max_shard_bytes: int | None = None,
+        chunk_bytes: int | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        directory: Any,
+        dtype: npt.DTypeLike,
+        *,
+        read_interface: _Interface | IOReaderAbstract[Any] | None = None,
         max_shard_bytes: int | None = None,
         chunk_bytes: int | None = None,
     ) -> None:
@@ -158,3 +231,7 @@ class StreamStorage:
 
     def sync_reader(self) -> StreamReader:
         return StreamReader(self._raw.sync_reader(), self.dtype)
+
+    def async_reader(self) -> _AsyncStreamReaderContext:
+        """``async with storage.async_reader() as reader:`` then ``await reader.read(o, n)``."""
+        return _AsyncStreamReaderContext(self._raw, self.dtype)
