@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, overload
 
 from guideloom._guideloom import (
     CborFormat,
@@ -34,8 +34,6 @@ from guideloom.exceptions import IndexOutOfRangeError
 from guideloom.types import IOReaderAbstract
 
 if TYPE_CHECKING:
-    from typing import Literal
-
     import numpy as np
     import numpy.typing as npt
 
@@ -100,7 +98,7 @@ class ShardWriter(Generic[W]):
         import numpy as np
 
         array = np.ascontiguousarray(record, dtype=self._dtype)
-        return self._raw.append(memoryview(array).cast("B"))
+        return self._raw.append(array.data.cast("B"))
 
     def __len__(self) -> int:
         """Records appended so far."""
@@ -121,7 +119,7 @@ class ShardWriter(Generic[W]):
         kind: type[BaseException] | None,
         value: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool:
+    ) -> Literal[False]:
         if kind is not None:
             self._raw.abort()
         else:
@@ -189,7 +187,7 @@ class DocumentShardReader:
     def __enter__(self) -> DocumentShardReader:
         return self
 
-    def __exit__(self, *args: object) -> bool:
+    def __exit__(self, *args: object) -> Literal[False]:
         return False
 
 
@@ -219,7 +217,9 @@ class StreamShardReader:
         if offset < 0 or length < 0:
             raise IndexError(f"negative offset or length: {offset}, {length}")
         size = self._dtype.itemsize
-        return np.frombuffer(self._raw.read_data(offset * size, length * size), dtype=self._dtype)
+        return np.frombuffer(
+            memoryview(self._raw.read_data(offset * size, length * size)), dtype=self._dtype
+        )
 
     def len(self) -> int:
         return self._len
@@ -244,7 +244,7 @@ class StreamShardReader:
     def __enter__(self) -> StreamShardReader:
         return self
 
-    def __exit__(self, *args: object) -> bool:
+    def __exit__(self, *args: object) -> Literal[False]:
         return False
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from guideloom._guideloom import (
     Bytes,
@@ -66,7 +66,7 @@ def _resolve(index: int, n: int) -> int:
 def _documents(raw: list[tuple[Bytes, Any]], dtype: np.dtype[Any]) -> list[Document]:
     import numpy as np
 
-    return [(np.frombuffer(data, dtype=dtype), meta) for data, meta in raw]
+    return [(np.frombuffer(memoryview(data), dtype=dtype), meta) for data, meta in raw]
 
 
 class StreamWithMetaWriter:
@@ -81,7 +81,7 @@ class StreamWithMetaWriter:
         import numpy as np
 
         array = np.ascontiguousarray(elements, dtype=self._dtype)
-        return self._raw.append(memoryview(array).cast("B"), meta)
+        return self._raw.append(array.data.cast("B"), meta)
 
     def __len__(self) -> int:
         """Documents in the storage after this writer's appends."""
@@ -99,7 +99,7 @@ class StreamWithMetaWriter:
         kind: type[BaseException] | None,
         value: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool:
+    ) -> Literal[False]:
         if kind is not None:
             self._raw.abort()
         else:
@@ -131,7 +131,7 @@ class StreamWithMetaReader:
 
         if offset < 0 or length < 0:
             raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(self._raw.read(offset, length), dtype=self._dtype)
+        return np.frombuffer(memoryview(self._raw.read(offset, length)), dtype=self._dtype)
 
     def doc_range(self, index: int) -> range:
         """The element range of document ``index`` in the stream."""
@@ -172,7 +172,7 @@ class StreamWithMetaReader:
     def __enter__(self) -> StreamWithMetaReader:
         return self
 
-    def __exit__(self, *args: object) -> bool:
+    def __exit__(self, *args: object) -> Literal[False]:
         self.close()
         return False
 
@@ -198,7 +198,7 @@ class AsyncStreamWithMetaReader:
 
         if offset < 0 or length < 0:
             raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(await self._raw.read(offset, length), dtype=self._dtype)
+        return np.frombuffer(memoryview(await self._raw.read(offset, length)), dtype=self._dtype)
 
     def doc_range(self, index: int) -> range:
         start, stop = self._raw.doc_range(_resolve(index, self._raw.num_docs()))
@@ -229,7 +229,7 @@ class _AsyncContext:
         self._reader = AsyncStreamWithMetaReader(await self._raw.open_async(), self._dtype)
         return self._reader
 
-    async def __aexit__(self, *args: object) -> bool:
+    async def __aexit__(self, *args: object) -> Literal[False]:
         if self._reader is not None:
             self._reader.close()
         return False

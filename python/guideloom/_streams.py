@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from guideloom._guideloom import (
     HttpIO,
@@ -61,7 +61,7 @@ class StreamWriter:
         import numpy as np
 
         array = np.ascontiguousarray(elements, dtype=self._dtype)
-        self._raw.append(memoryview(array).cast("B"))
+        self._raw.append(array.data.cast("B"))
 
     def __len__(self) -> int:
         return self._raw.len()
@@ -77,7 +77,7 @@ class StreamWriter:
         kind: type[BaseException] | None,
         value: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool:
+    ) -> Literal[False]:
         if kind is not None:
             self._raw.abort()
         else:
@@ -98,7 +98,7 @@ class StreamReader:
 
         if offset < 0 or length < 0:
             raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(self._raw.read(offset, length), dtype=self._dtype)
+        return np.frombuffer(memoryview(self._raw.read(offset, length)), dtype=self._dtype)
 
     def len(self) -> int:
         return self._raw.len()
@@ -129,7 +129,7 @@ class StreamReader:
     def __enter__(self) -> StreamReader:
         return self
 
-    def __exit__(self, *args: object) -> bool:
+    def __exit__(self, *args: object) -> Literal[False]:
         self.close()
         return False
 
@@ -147,7 +147,7 @@ class AsyncStreamReader:
 
         if offset < 0 or length < 0:
             raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(await self._raw.read(offset, length), dtype=self._dtype)
+        return np.frombuffer(memoryview(await self._raw.read(offset, length)), dtype=self._dtype)
 
     def len(self) -> int:
         return self._raw.len()
@@ -171,7 +171,7 @@ class _AsyncStreamReaderContext:
         self._reader = AsyncStreamReader(await self._raw.open_async(), self._dtype)
         return self._reader
 
-    async def __aexit__(self, *args: object) -> bool:
+    async def __aexit__(self, *args: object) -> Literal[False]:
         if self._reader is not None:
             self._reader.close()
         return False
