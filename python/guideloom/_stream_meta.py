@@ -63,6 +63,15 @@ def _resolve(index: int, n: int) -> int:
     return resolved
 
 
+def _resolve_many(indices: Iterable[int], n: int) -> list[int]:
+    """``_resolve`` over a batch, checking the bounds once."""
+    wanted = [i + n if i < 0 else i for i in map(int, indices)]
+    if wanted and (min(wanted) < 0 or max(wanted) >= n):
+        for given in indices:
+            _resolve(int(given), n)
+    return wanted
+
+
 def _documents(raw: list[tuple[Bytes, Any]], dtype: np.dtype[Any]) -> list[Document]:
     import numpy as np
 
@@ -121,8 +130,9 @@ class StreamWithMetaReader:
 
     def read_many(self, indices: Iterable[int]) -> list[Document]:
         """Documents at ``indices`` (any order): one batched read per shard touched."""
-        n = self._raw.num_docs()
-        wanted = [_resolve(int(i), n) for i in indices]
+        if not isinstance(indices, (list, range, tuple)):
+            indices = list(indices)
+        wanted = _resolve_many(indices, self._raw.num_docs())
         return _documents(self._raw.read_docs(wanted), self._dtype)
 
     def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
@@ -189,8 +199,9 @@ class AsyncStreamWithMetaReader:
         return (await self.read_many([index]))[0]
 
     async def read_many(self, indices: Iterable[int]) -> list[Document]:
-        n = self._raw.num_docs()
-        wanted = [_resolve(int(i), n) for i in indices]
+        if not isinstance(indices, (list, range, tuple)):
+            indices = list(indices)
+        wanted = _resolve_many(indices, self._raw.num_docs())
         return _documents(await self._raw.read_docs(wanted), self._dtype)
 
     async def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
