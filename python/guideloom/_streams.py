@@ -109,10 +109,13 @@ class StreamReader:
     def __getitem__(self, key: slice | int) -> Any:
         n = self._raw.len()
         if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step != 1:
-                return self.read(start, max(0, stop - start))[::step] if stop > start else self.read(0, 0)
-            return self.read(start, max(0, stop - start))
+            wanted = range(*key.indices(n))
+            if not wanted:
+                return self.read(0, 0)
+            # One read of the window the slice spans, then a strided view of it.
+            lo, hi = min(wanted[0], wanted[-1]), max(wanted[0], wanted[-1]) + 1
+            window = self.read(lo, hi - lo)
+            return window if wanted.step == 1 else window[wanted[0] - lo :: wanted.step]
         index = key + n if key < 0 else key
         if not 0 <= index < n:
             raise IndexError(f"element {key} is out of range for a stream of {n} elements")

@@ -31,6 +31,8 @@ def test_round_trip_each_dtype(tmp_path: Path, dtype: Any) -> None:
     got = reader.read(0, 3000)
     assert got.dtype == np.dtype(dtype).newbyteorder("<") and np.array_equal(got, data)
     assert np.array_equal(reader[100:2900], data[100:2900])
+    for key in (slice(None, None, -1), slice(2900, 100, -7), slice(5, 2999, 13), slice(10, 5)):
+        assert np.array_equal(reader[key], data[key])
     assert reader[-1] == data[-1]
     with pytest.raises(IndexError):
         reader.read(2999, 2)
