@@ -138,7 +138,7 @@ def _resolve(index: int, n: int) -> int:
 
 class DocumentShardReader:
     """One document shard: ``read(i)``, ``read_many``, ``len()``, ``[i]``, ``[a:b]``,
-    iteration, ``user_metadata()``."""
+    iteration, ``user_metadata()``. The shard is released when the reader is dropped."""
 
     def __init__(self, raw: RawShard) -> None:
         self._raw = raw
@@ -183,12 +183,6 @@ class DocumentShardReader:
         n = self._raw.len()
         for start in range(0, n, ITER_CHUNK):
             yield from self._raw.read_documents(list(range(start, min(n, start + ITER_CHUNK))))
-
-    def __enter__(self) -> DocumentShardReader:
-        return self
-
-    def __exit__(self, *args: object) -> Literal[False]:
-        return False
 
 
 class StreamShardReader:
@@ -240,12 +234,6 @@ class StreamShardReader:
         chunk = 1 << 16
         for start in range(0, self._len, chunk):
             yield from self.read(start, min(chunk, self._len - start))
-
-    def __enter__(self) -> StreamShardReader:
-        return self
-
-    def __exit__(self, *args: object) -> Literal[False]:
-        return False
 
 
 class FileSystemDocument:
