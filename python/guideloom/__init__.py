@@ -32,7 +32,22 @@ from guideloom._guideloom import (
     publish_annotations,
     write_shard,
 )
-from guideloom._streams import StreamReader, StreamStorage, StreamWriter
+from guideloom._streams import AsyncStreamReader, StreamReader, StreamStorage, StreamWriter
+from guideloom._stream_meta import (
+    AsyncStreamWithMetaReader,
+    StreamWithMetaReader,
+    StreamWithMetaStorage,
+    StreamWithMetaWriter,
+)
+from guideloom._filesystem import (
+    DocumentShardReader,
+    FileSystemDocument,
+    FileSystemStream,
+    LocalShard,
+    ShardInfo,
+    ShardWriter,
+    StreamShardReader,
+)
 from guideloom.exceptions import (
     ConcurrentUpdateError,
     CorruptObjectError,
@@ -59,6 +74,8 @@ from guideloom.exceptions import (
 
 __all__ = [
     "AsyncDocumentReader",
+    "AsyncStreamReader",
+    "AsyncStreamWithMetaReader",
     "Bytes",
     "CborFormat",
     "ConcurrentUpdateError",
@@ -70,14 +87,18 @@ __all__ = [
     "DecodeError",
     "DocumentPickleFormat",
     "DocumentReader",
+    "DocumentShardReader",
     "DocumentStorage",
     "DocumentWriter",
     "EncodeError",
+    "FileSystemDocument",
+    "FileSystemStream",
     "FormatMismatchError",
     "GuideloomError",
     "IndexOutOfRangeError",
     "InternalError",
     "InvalidArgumentError",
+    "LocalShard",
     "NotFoundError",
     "PublicationCollisionError",
     "PublicationOptions",
@@ -86,11 +107,17 @@ __all__ = [
     "RefusedFileError",
     "S3Options",
     "ShardExistsError",
+    "ShardInfo",
     "ShardRef",
+    "ShardWriter",
     "Snapshot",
     "StorageError",
     "StreamReader",
+    "StreamShardReader",
     "StreamStorage",
+    "StreamWithMetaReader",
+    "StreamWithMetaStorage",
+    "StreamWithMetaWriter",
     "StreamWriter",
     "TooLargeError",
     "UnsupportedError",

@@ -63,3 +63,38 @@ def test_python_written_dataset_reads_in_rust(tmp_path: Path) -> None:
         [example(), "check", root], check=True, timeout=120, capture_output=True, text=True
     )
     assert "25 records" in done.stdout
+
+
+def expected_docs(n: int = 23) -> list[tuple[list[int], dict[str, Any]]]:
+    """What the Rust example's `expected_docs` writes and expects (a `DocMeta` is a dict)."""
+    return [
+        (
+            [i * 100 + k for k in range(i % 5)],
+            {"id": i, "source": f"doc-{i}.txt", "lang": "en" if i % 2 == 0 else None},
+        )
+        for i in range(n)
+    ]
+
+
+def test_rust_written_stream_with_meta_reads_in_python(tmp_path: Path) -> None:
+    import numpy as np
+
+    corpus = tmp_path / "from-rust"
+    subprocess.run([example(), "write-stream-meta", corpus], check=True, timeout=120)
+    reader = gl.StreamWithMetaStorage(corpus, np.uint32).sync_reader()
+    assert len(reader) == 23
+    for (tokens, meta), (want, want_meta) in zip(reader, expected_docs()):
+        assert tokens.tolist() == want and meta == want_meta
+
+
+def test_python_written_stream_with_meta_reads_in_rust(tmp_path: Path) -> None:
+    import numpy as np
+
+    corpus = tmp_path / "from-python"
+    with gl.StreamWithMetaStorage(corpus, np.uint32, max_shard_records=5).sync_writer() as writer:
+        for tokens, meta in expected_docs():
+            writer.append(tokens, meta)
+    done = subprocess.run(
+        [example(), "check-stream-meta", corpus], check=True, timeout=120, capture_output=True, text=True
+    )
+    assert "23 documents" in done.stdout

@@ -25,9 +25,13 @@ pub fn shard_name(prefix: &str, n: u64) -> String {
     format!("{prefix}-{n:06}.{SHARD_EXTENSION}")
 }
 
-/// Opens shards `0, 1, ...` of `dir` until the first that does not exist (reported by
-/// `open` or, for lazy backends, by the first read), checking each holds `expected`.
-pub(crate) fn discover_sync<B: Backend + ?Sized>(
+/// Opens shards `first, first + 1, ...` (named [`shard_name`]`(prefix, n)`) of `dir` through
+/// `backend` until the first that does not exist (a not-found error from `open` or, for lazy
+/// backends, from the first read), checking each holds `expected`. Any other error (a damaged
+/// shard, a transport failure) is returned, not taken for the end. This is how the storages
+/// discover their shards; it is public for users who manage shard files themselves and read
+/// them through a backend other than the local disk.
+pub fn discover_sync<B: Backend + ?Sized>(
     backend: &B,
     dir: &B::Location,
     prefix: &str,
@@ -48,8 +52,8 @@ pub(crate) fn discover_sync<B: Backend + ?Sized>(
     Ok(shards)
 }
 
-/// Opens one shard; `None` when it does not exist.
-pub(crate) fn open_sync<B: Backend + ?Sized>(
+/// Opens one shard through `backend` (one tail read); `None` when it does not exist.
+pub fn open_sync<B: Backend + ?Sized>(
     backend: &B,
     location: &B::Location,
     options: &ReadOptions,
@@ -67,7 +71,7 @@ pub(crate) fn open_sync<B: Backend + ?Sized>(
 }
 
 /// Async twin of [`discover_sync`].
-pub(crate) async fn discover_async<B: Backend + ?Sized>(
+pub async fn discover_async<B: Backend + ?Sized>(
     backend: &B,
     dir: &B::Location,
     prefix: &str,
@@ -89,7 +93,7 @@ pub(crate) async fn discover_async<B: Backend + ?Sized>(
 }
 
 /// Async twin of [`open_sync`].
-pub(crate) async fn open_async<B: Backend + ?Sized>(
+pub async fn open_async<B: Backend + ?Sized>(
     backend: &B,
     location: &B::Location,
     options: &ReadOptions,

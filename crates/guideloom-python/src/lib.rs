@@ -21,15 +21,18 @@ use pyo3::prelude::*;
 mod aio;
 mod dataset;
 mod errors;
+mod filesystem;
 mod format;
 mod io;
 mod options;
 mod publish;
 mod pybackend;
 mod runtime;
+mod source;
 mod storage;
 mod stores;
 mod stream;
+mod stream_meta;
 
 /// The extension module `guideloom._guideloom`.
 #[pymodule(name = "_guideloom")]
@@ -58,6 +61,14 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::RawStreamStorage>()?;
     m.add_class::<stream::RawStreamReader>()?;
     m.add_class::<stream::RawStreamWriter>()?;
+    m.add_class::<stream::RawAsyncStreamReader>()?;
+    m.add_class::<stream_meta::RawStreamMetaStorage>()?;
+    m.add_class::<stream_meta::RawStreamMetaReader>()?;
+    m.add_class::<stream_meta::RawAsyncStreamMetaReader>()?;
+    m.add_class::<stream_meta::RawStreamMetaWriter>()?;
+    m.add_class::<filesystem::RawFileSystem>()?;
+    m.add_class::<filesystem::RawShard>()?;
+    m.add_class::<filesystem::RawShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(publish::write_shard, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;

@@ -3,7 +3,6 @@
 //! the Python wrapper (`python/guideloom/_streams.py`) maps numpy dtypes onto them and views
 //! the bytes read as numpy arrays without a copy.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -11,15 +10,14 @@ use guideloom::format::{
     AsyncStreamReader, Element, StreamReader, StreamStorage as RustStorage, StreamWriter,
     WriterOptions,
 };
-use guideloom::io::http::{HttpIo, HttpPath};
-use guideloom::io::{Backend, MmapIo, PreadIo, SeekIo};
+use guideloom::io::{Backend, SeekIo};
 use pyo3::prelude::*;
 
+use crate::aio::awaitable;
 use crate::errors::{Error, raise};
 use crate::format::raw_bytes;
-use crate::io::{Interface, interface};
-use crate::options::root_uri;
 use crate::runtime::{block_on, detached};
+use crate::source::{BoxFuture, Source, running_loop, with_backend};
 
 /// A stream reader of some element type.
 trait ReadElements: Send + Sync {
@@ -39,14 +37,20 @@ impl<E: Element> ReadElements for StreamReader<E> {
     }
 }
 
-impl<E: Element> ReadElements for Arc<AsyncStreamReader<E>> {
+/// An async stream reader of some element type.
+pub(crate) trait AsyncElements: Send + Sync {
+    fn len(&self) -> u64;
+    /// Elements `offset..offset + len` as little-endian bytes.
+    fn read(self: Arc<Self>, offset: u64, len: u64) -> BoxFuture<Bytes>;
+}
+
+impl<E: Element> AsyncElements for AsyncStreamReader<E> {
     fn len(&self) -> u64 {
         AsyncStreamReader::len(self)
     }
-    fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<Bytes> {
-        let reader = Arc::clone(self);
-        block_on(py, async move {
-            Ok(AsyncStreamReader::read(&reader, offset, len)
+    fn read(self: Arc<Self>, offset: u64, len: u64) -> BoxFuture<Bytes> {
+        Box::pin(async move {
+            Ok(AsyncStreamReader::read(&self, offset, len)
                 .await?
                 .as_bytes()
                 .clone())
@@ -54,6 +58,18 @@ impl<E: Element> ReadElements for Arc<AsyncStreamReader<E>> {
     }
 }
 
+/// An async reader driven on the process runtime: the sync reader of a backend that has
+/// only async readers (HTTP).
+struct OnRuntime(Arc<dyn AsyncElements>);
+
+impl ReadElements for OnRuntime {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<Bytes> {
+        block_on(py, Arc::clone(&self.0).read(offset, len))
+    }
+}
 /// A stream writer of some element type.
 trait WriteElements: Send + Sync {
     fn append(&mut self, le_bytes: &[u8]) -> Result<(), Error>;
@@ -95,43 +111,72 @@ macro_rules! by_element {
     };
 }
 
-fn local<E: Element, B: Backend<Location = PathBuf>>(
-    storage: &RawStreamStorage,
+pub(crate) use by_element;
+
+/// Checks an element type name.
+pub(crate) fn check_element(element: &str) -> PyResult<u64> {
+    guideloom::format::element_width(element).ok_or_else(|| {
+        raise(
+            "InvalidArgumentError",
+            format!("unknown element type {element:?}"),
+        )
+    })
+}
+
+/// Opening an async reader through `backend`.
+fn opening<E: Element, B: Backend>(
     backend: B,
-) -> RustStorage<E, B> {
-    RustStorage::new(PathBuf::from(&storage.directory), backend)
-        .with_writer_options(storage.writer_options.clone())
+    dir: B::Location,
+) -> BoxFuture<Arc<dyn AsyncElements>> {
+    let storage = RustStorage::<E, B>::new(dir, backend);
+    Box::pin(async move { Ok(Arc::new(storage.async_reader().await?) as Arc<dyn AsyncElements>) })
+}
+
+/// A sync reader through `backend`: its sync readers, or its async ones on the runtime.
+fn sync_through<E: Element, B: Backend>(
+    py: Python<'_>,
+    backend: B,
+    dir: B::Location,
+) -> PyResult<Arc<dyn ReadElements>> {
+    if !backend.capabilities().sync {
+        let reader = block_on(py, opening::<E, B>(backend, dir))?;
+        return Ok(Arc::new(OnRuntime(reader)));
+    }
+    let storage = RustStorage::<E, B>::new(dir, backend);
+    detached(py, || {
+        Ok(Arc::new(storage.sync_reader()?) as Arc<dyn ReadElements>)
+    })
 }
 
 fn open_reader<E: Element>(
     storage: &RawStreamStorage,
     py: Python<'_>,
-) -> PyResult<Box<dyn ReadElements>> {
-    if storage.interface == Interface::Http {
-        let backend = HttpIo::new(&storage.directory).map_err(Error::from)?;
-        let http: RustStorage<E, HttpIo> = RustStorage::new(HttpPath::root(), backend);
-        let reader = block_on(py, async move { Ok(http.async_reader().await?) })?;
-        return Ok(Box::new(Arc::new(reader)));
-    }
-    detached(py, || {
-        Ok(match storage.interface {
-            Interface::Pread => Box::new(local::<E, _>(storage, PreadIo::new()).sync_reader()?)
-                as Box<dyn ReadElements>,
-            Interface::Mmap => Box::new(local::<E, _>(storage, MmapIo::new()).sync_reader()?),
-            _ => Box::new(local::<E, _>(storage, SeekIo::new()).sync_reader()?),
-        })
-    })
+) -> PyResult<Arc<dyn ReadElements>> {
+    with_backend!(&storage.source, None, |backend, dir| sync_through::<E, _>(
+        py, backend, dir
+    ))
+}
+
+fn open_async<E: Element>(
+    storage: &RawStreamStorage,
+    event_loop: Arc<Py<PyAny>>,
+) -> PyResult<BoxFuture<Arc<dyn AsyncElements>>> {
+    Ok(with_backend!(
+        &storage.source,
+        Some(event_loop),
+        |backend, dir| opening::<E, _>(backend, dir)
+    ))
 }
 
 fn open_writer<E: Element>(
     storage: &RawStreamStorage,
     py: Python<'_>,
 ) -> PyResult<Box<dyn WriteElements>> {
+    let dir = storage.source.writable_dir()?;
+    let rust = RustStorage::<E, SeekIo>::new(dir, SeekIo::new())
+        .with_writer_options(storage.writer_options.clone());
     detached(py, || {
-        Ok(
-            Box::new(local::<E, _>(storage, SeekIo::new()).sync_writer()?)
-                as Box<dyn WriteElements>,
-        )
+        Ok(Box::new(rust.sync_writer()?) as Box<dyn WriteElements>)
     })
 }
 
@@ -139,9 +184,8 @@ fn open_writer<E: Element>(
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug)]
 pub(crate) struct RawStreamStorage {
-    directory: String,
+    source: Source,
     element: String,
-    interface: Interface,
     writer_options: WriterOptions,
 }
 
@@ -156,19 +200,7 @@ impl RawStreamStorage {
         max_shard_bytes: Option<u64>,
         chunk_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        if guideloom::format::element_width(&element).is_none() {
-            return Err(raise(
-                "InvalidArgumentError",
-                format!("unknown element type {element:?}"),
-            ));
-        }
-        let interface = interface(read_interface)?;
-        if interface == Interface::Python {
-            return Err(raise(
-                "UnsupportedError",
-                "backends written in Python read DocumentStorage only (not streams, yet)",
-            ));
-        }
+        check_element(&element)?;
         let mut writer_options = WriterOptions::default();
         if let Some(n) = max_shard_bytes {
             writer_options = writer_options.max_shard_bytes(n);
@@ -177,9 +209,8 @@ impl RawStreamStorage {
             writer_options = writer_options.stream_chunk_bytes(n);
         }
         Ok(RawStreamStorage {
-            directory: root_uri(directory)?,
+            source: Source::new(directory, read_interface)?,
             element,
-            interface,
             writer_options,
         })
     }
@@ -187,22 +218,80 @@ impl RawStreamStorage {
     fn sync_reader(&self, py: Python<'_>) -> PyResult<RawStreamReader> {
         let reader = by_element!(self.element.as_str(), open_reader(self, py))?;
         Ok(RawStreamReader {
-            inner: Mutex::new(Some(Arc::from(reader))),
+            inner: Mutex::new(Some(reader)),
+        })
+    }
+
+    /// Opens an async reader (an awaitable; needs a running loop, where a Python
+    /// backend's coroutines run).
+    fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let event_loop = running_loop(py)?;
+        let opening = by_element!(self.element.as_str(), open_async(self, event_loop))?;
+        awaitable(py, opening, |py, reader| {
+            Ok(Py::new(
+                py,
+                RawAsyncStreamReader {
+                    inner: Mutex::new(Some(reader)),
+                },
+            )?
+            .into_any())
         })
     }
 
     fn sync_writer(&self, py: Python<'_>) -> PyResult<RawStreamWriter> {
-        if self.interface == Interface::Http {
-            return Err(raise(
-                "UnsupportedError",
-                "an HttpIO storage is read-only: write to the directory the server serves",
-            ));
-        }
         let writer = by_element!(self.element.as_str(), open_writer(self, py))?;
         Ok(RawStreamWriter {
             inner: Some(writer),
-            width: guideloom::format::element_width(&self.element).unwrap_or(1),
+            width: check_element(&self.element)?,
         })
+    }
+
+    /// The directory (or base URL, or the Python backend's path as text).
+    #[getter]
+    fn directory(&self) -> &str {
+        self.source.describe()
+    }
+}
+
+/// Reads element ranges asynchronously, as little-endian bytes.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+pub(crate) struct RawAsyncStreamReader {
+    inner: Mutex<Option<Arc<dyn AsyncElements>>>,
+}
+
+impl std::fmt::Debug for RawAsyncStreamReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RawAsyncStreamReader")
+    }
+}
+
+impl RawAsyncStreamReader {
+    fn engine(&self) -> PyResult<Arc<dyn AsyncElements>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
+    }
+}
+
+#[pymethods]
+impl RawAsyncStreamReader {
+    /// Elements in the stream.
+    fn len(&self) -> PyResult<u64> {
+        Ok(self.engine()?.len())
+    }
+
+    /// Elements `offset..offset + len` as a zero-copy buffer (an awaitable).
+    fn read<'py>(&self, py: Python<'py>, offset: u64, len: u64) -> PyResult<Bound<'py, PyAny>> {
+        let reading = self.engine()?.read(offset, len);
+        awaitable(py, reading, |py, bytes| {
+            Ok(Py::new(py, pyo3_bytes::PyBytes::new(bytes))?.into_any())
+        })
+    }
+
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 }
 

@@ -7,7 +7,11 @@
 //! cargo run -p guideloom --example python_interop -- check DIR   # Rust reads Python's DIR
 //! cargo run -p guideloom --example python_interop                # both, in a temporary dir
 //! ```
+//!
+//! `write-stream-meta DIR` / `check-stream-meta DIR` do the same for a
+//! `StreamWithMetaStorage<u32, DocMeta>` (Python's `StreamWithMetaStorage(DIR, np.uint32)`).
 
+use guideloom::format::{StreamWithMetaStorage, WriterOptions};
 use guideloom::{Dataset, PublishMode, Publisher};
 use serde::{Deserialize, Serialize};
 
@@ -92,19 +96,88 @@ fn check(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The metadata of a stream-with-meta document (Python sees it as a dict).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct DocMeta {
+    id: u64,
+    source: String,
+    lang: Option<String>,
+}
+
+const DOCS: u64 = 23;
+
+/// The documents both sides write and expect: `id % 5` tokens each (some empty).
+fn expected_docs(n: u64) -> Vec<(Vec<u32>, DocMeta)> {
+    (0..n)
+        .map(|id| {
+            let tokens = (0..id % 5)
+                .map(|k| u32::try_from(id * 100 + k).unwrap_or(u32::MAX))
+                .collect();
+            let meta = DocMeta {
+                id,
+                source: format!("doc-{id}.txt"),
+                lang: (id % 2 == 0).then(|| "en".to_owned()),
+            };
+            (tokens, meta)
+        })
+        .collect()
+}
+
+fn write_stream_meta(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let storage = StreamWithMetaStorage::<u32, DocMeta>::local(dir)
+        .with_writer_options(WriterOptions::default().max_shard_records(4));
+    let mut writer = storage.sync_writer()?;
+    for (tokens, meta) in expected_docs(DOCS) {
+        writer.append(&tokens, &meta)?;
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+fn check_stream_meta(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let reader = StreamWithMetaStorage::<u32, DocMeta>::local(dir).sync_reader()?;
+    let expected = expected_docs(DOCS);
+    if reader.num_docs() != DOCS {
+        return Err(format!("{dir}: {} documents, not {DOCS}", reader.num_docs()).into());
+    }
+    for (i, (tokens, meta)) in expected.iter().enumerate() {
+        let (got, got_meta) = reader.read_doc(i as u64)?;
+        if &*got != tokens.as_slice() || &got_meta != meta {
+            return Err(format!("{dir}: document {i} is {:?}, {got_meta:?}", &*got).into());
+        }
+    }
+    println!(
+        "{dir}: {} documents with metadata read through serde",
+        expected.len()
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [cmd, dir] if cmd == "write" => write(dir)?,
         [cmd, dir] if cmd == "check" => check(dir)?,
+        [cmd, dir] if cmd == "write-stream-meta" => write_stream_meta(dir)?,
+        [cmd, dir] if cmd == "check-stream-meta" => check_stream_meta(dir)?,
         [] => {
             let tmp = tempfile::tempdir()?;
             let dir = tmp.path().join("root");
             let dir = dir.to_str().ok_or("temporary path is not UTF-8")?;
             write(dir)?;
             check(dir)?;
+            let corpus = tmp.path().join("corpus");
+            let corpus = corpus.to_str().ok_or("temporary path is not UTF-8")?;
+            write_stream_meta(corpus)?;
+            check_stream_meta(corpus)?;
         }
-        _ => return Err("usage: python_interop [write DIR | check DIR]".into()),
+        _ => {
+            return Err(
+                "usage: python_interop [write DIR | check DIR | write-stream-meta DIR \
+                 | check-stream-meta DIR]"
+                    .into(),
+            );
+        }
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ use crate::layout::{Expected, ReadOptions};
 use crate::reader::{AsyncShard, SyncShard};
 use crate::spec::HEADER_LEN;
 use crate::storage::stream::{AsyncStreamReader, StreamReader};
-use crate::storage::{WriterOptions, locate};
+use crate::storage::{WriterOptions, locate, read_grouped, read_grouped_async};
 use crate::table::{Located, ShardTable};
 use crate::writer::{ShardInfo, ShardWriter};
 
@@ -351,6 +351,26 @@ macro_rules! meta_reader_common {
             self.stream.len() == 0
         }
 
+        /// Pairs the element and metadata bytes read for `indices` (in that order).
+        fn pair_up(
+            &self,
+            indices: &[u64],
+            elements: Vec<bytes::Bytes>,
+            metas: Vec<bytes::Bytes>,
+        ) -> Result<Vec<(Elements<E>, M)>> {
+            indices
+                .iter()
+                .zip(elements)
+                .zip(metas)
+                .map(|((&i, el), meta)| {
+                    let at = locate(&self.docs, i)?;
+                    let name = self.metas[at.shard].name();
+                    let meta = decode_meta(&self.format, name, at.local, meta)?;
+                    Ok((Elements::from_le_bytes(el), meta))
+                })
+                .collect()
+        }
+
         /// Element range of document `i` in the stream.
         pub fn doc_range(&self, i: u64) -> Result<Range<u64>> {
             let at = locate(&self.docs, i)?;
@@ -384,6 +404,15 @@ where
         let m = &self.metas[k];
         let meta = decode_meta(&self.format, m.name(), local, m.read(local)?)?;
         Ok((elements, meta))
+    }
+
+    /// Documents `indices` (any order, repeats allowed), each with its metadata: one
+    /// batched read per stream shard and one per meta shard touched;
+    /// [`Error::IndexOutOfRange`] for an index past the end (nothing is read then).
+    pub fn read_docs(&self, indices: &[u64]) -> Result<Vec<(Elements<E>, M)>> {
+        let elements = read_grouped(&self.docs, self.stream.shards(), indices)?;
+        let metas = read_grouped(&self.docs, &self.metas, indices)?;
+        self.pair_up(indices, elements, metas)
     }
 
     /// Metadata of document `i` only (one ranged read).
@@ -429,6 +458,13 @@ where
         let bytes = m.read(local).await?;
         let meta = decode_meta(&self.format, m.name(), local, bytes)?;
         Ok((elements, meta))
+    }
+
+    /// Documents `indices` (see [`StreamWithMetaReader::read_docs`]).
+    pub async fn read_docs(&self, indices: &[u64]) -> Result<Vec<(Elements<E>, M)>> {
+        let elements = read_grouped_async(&self.docs, self.stream.shards(), indices).await?;
+        let metas = read_grouped_async(&self.docs, &self.metas, indices).await?;
+        self.pair_up(indices, elements, metas)
     }
 
     /// Metadata of document `i` only.

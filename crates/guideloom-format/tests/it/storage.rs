@@ -134,6 +134,7 @@ proptest! {
             (proptest::collection::vec(any::<i64>(), 0..30), ".{0,8}"), 0..20),
         max_records in 1u64..5,
         max_bytes in 1u64..300,
+        picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
     ) {
         let tmp = tempfile::tempdir().unwrap();
         let options = WriterOptions::default().max_shard_records(max_records).max_shard_bytes(max_bytes);
@@ -158,6 +159,23 @@ proptest! {
             prop_assert_eq!(&*r.read(span.start, span.end - span.start).unwrap(), &el[..]);
             at = span.end;
         }
+        // Batched: any order, repeats, across shards; past the end is a typed error.
+        let idx: Vec<u64> = if docs.is_empty() {
+            Vec::new()
+        } else {
+            picks.iter().map(|p| p.index(docs.len()) as u64).collect()
+        };
+        let many = r.read_docs(&idx).unwrap();
+        prop_assert_eq!(many.len(), idx.len());
+        for ((got, m), &i) in many.iter().zip(&idx) {
+            prop_assert_eq!(&**got, &docs[i as usize].0[..]);
+            prop_assert_eq!(m, &docs[i as usize].1);
+        }
+        let past = matches!(
+            r.read_docs(&[0, docs.len() as u64]),
+            Err(Error::IndexOutOfRange { index, .. }) if index == docs.len() as u64
+        );
+        prop_assert!(past);
         rt().block_on(async {
             let a = storage.async_reader().await.unwrap();
             assert_eq!(a.num_docs(), docs.len() as u64);
@@ -166,6 +184,16 @@ proptest! {
                 assert_eq!(&*got, &el[..]);
                 assert_eq!(&m, meta);
             }
+            let many = a.read_docs(&idx).await.unwrap();
+            assert_eq!(many.len(), idx.len());
+            for ((got, m), &i) in many.iter().zip(&idx) {
+                assert_eq!(&**got, &docs[i as usize].0[..]);
+                assert_eq!(m, &docs[i as usize].1);
+            }
+            assert!(matches!(
+                a.read_docs(&[docs.len() as u64]).await,
+                Err(Error::IndexOutOfRange { .. })
+            ));
         });
     }
 }

@@ -1,0 +1,457 @@
+//! The Rust half of `guideloom.StreamWithMetaStorage`: a stream of fixed-width elements cut
+//! into documents, each with JSON-compatible metadata. It is the format crate's
+//! `StreamWithMetaStorage<E, Value>`: shard pairs `shard-n.glm` (the elements, one record per
+//! document) and `meta-n.glm` (the metadata as CBOR, the Rust `CborFormat`'s bytes), so a
+//! corpus written from Rust with serde metadata reads here and back. The Python wrapper
+//! (`python/guideloom/_stream_meta.py`) views the element bytes as numpy arrays, no copy.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use guideloom::format::{
+    AsyncStreamWithMetaReader, Element, StreamWithMetaReader, StreamWithMetaStorage as RustStorage,
+    StreamWithMetaWriter, Value, WriterOptions,
+};
+use guideloom::io::{Backend, SeekIo};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::aio::awaitable;
+use crate::errors::{Error, raise};
+use crate::format::{annotation_value, from_value, raw_bytes};
+use crate::runtime::{block_on, detached};
+use crate::source::{BoxFuture, Source, running_loop, with_backend};
+use crate::stream::{by_element, check_element};
+
+/// Documents as they leave Rust: little-endian element bytes and the metadata value.
+type Docs = Vec<(Bytes, Value)>;
+
+fn docs_of<E: Element>(docs: Vec<(guideloom::format::Elements<E>, Value)>) -> Docs {
+    docs.into_iter()
+        .map(|(elements, meta)| (elements.as_bytes().clone(), meta))
+        .collect()
+}
+
+/// A sync reader of some element type.
+trait ReadDocs: Send + Sync {
+    fn num_docs(&self) -> u64;
+    fn len(&self) -> u64;
+    fn doc_range(&self, i: u64) -> Result<Range<u64>, Error>;
+    fn read_docs(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Docs>;
+    fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<Bytes>;
+}
+
+impl<E: Element> ReadDocs for StreamWithMetaReader<E, Value> {
+    fn num_docs(&self) -> u64 {
+        StreamWithMetaReader::num_docs(self)
+    }
+    fn len(&self) -> u64 {
+        StreamWithMetaReader::len(self)
+    }
+    fn doc_range(&self, i: u64) -> Result<Range<u64>, Error> {
+        Ok(StreamWithMetaReader::doc_range(self, i)?)
+    }
+    fn read_docs(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Docs> {
+        detached(py, || {
+            Ok(docs_of(StreamWithMetaReader::read_docs(self, &indices)?))
+        })
+    }
+    fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<Bytes> {
+        detached(py, || {
+            Ok(StreamWithMetaReader::read(self, offset, len)?
+                .as_bytes()
+                .clone())
+        })
+    }
+}
+
+/// An async reader of some element type.
+trait AsyncReadDocs: Send + Sync {
+    fn num_docs(&self) -> u64;
+    fn len(&self) -> u64;
+    fn doc_range(&self, i: u64) -> Result<Range<u64>, Error>;
+    fn read_docs(self: Arc<Self>, indices: Vec<u64>) -> BoxFuture<Docs>;
+    fn read(self: Arc<Self>, offset: u64, len: u64) -> BoxFuture<Bytes>;
+}
+
+impl<E: Element> AsyncReadDocs for AsyncStreamWithMetaReader<E, Value> {
+    fn num_docs(&self) -> u64 {
+        AsyncStreamWithMetaReader::num_docs(self)
+    }
+    fn len(&self) -> u64 {
+        AsyncStreamWithMetaReader::len(self)
+    }
+    fn doc_range(&self, i: u64) -> Result<Range<u64>, Error> {
+        Ok(AsyncStreamWithMetaReader::doc_range(self, i)?)
+    }
+    fn read_docs(self: Arc<Self>, indices: Vec<u64>) -> BoxFuture<Docs> {
+        Box::pin(async move {
+            Ok(docs_of(
+                AsyncStreamWithMetaReader::read_docs(&self, &indices).await?,
+            ))
+        })
+    }
+    fn read(self: Arc<Self>, offset: u64, len: u64) -> BoxFuture<Bytes> {
+        Box::pin(async move {
+            Ok(AsyncStreamWithMetaReader::read(&self, offset, len)
+                .await?
+                .as_bytes()
+                .clone())
+        })
+    }
+}
+
+/// An async reader driven on the process runtime (the sync reader of HTTP).
+struct OnRuntime(Arc<dyn AsyncReadDocs>);
+
+impl ReadDocs for OnRuntime {
+    fn num_docs(&self) -> u64 {
+        self.0.num_docs()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn doc_range(&self, i: u64) -> Result<Range<u64>, Error> {
+        self.0.doc_range(i)
+    }
+    fn read_docs(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Docs> {
+        block_on(py, Arc::clone(&self.0).read_docs(indices))
+    }
+    fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<Bytes> {
+        block_on(py, Arc::clone(&self.0).read(offset, len))
+    }
+}
+
+/// A writer of some element type.
+trait WriteDocs: Send + Sync {
+    fn append(&mut self, le_bytes: &[u8], meta: &Value) -> Result<u64, Error>;
+    fn num_docs(&self) -> u64;
+    fn finish(self: Box<Self>) -> Result<usize, Error>;
+}
+
+impl<E: Element> WriteDocs for StreamWithMetaWriter<E, Value> {
+    fn append(&mut self, le_bytes: &[u8], meta: &Value) -> Result<u64, Error> {
+        let width = usize::try_from(E::WIDTH).unwrap_or(1);
+        let elements: Vec<E> = le_bytes.chunks_exact(width).map(E::from_le).collect();
+        Ok(StreamWithMetaWriter::append(self, &elements, meta)?)
+    }
+    fn num_docs(&self) -> u64 {
+        StreamWithMetaWriter::num_docs(self)
+    }
+    fn finish(self: Box<Self>) -> Result<usize, Error> {
+        Ok(StreamWithMetaWriter::finish(*self)?.len())
+    }
+}
+
+fn opening<E: Element, B: Backend>(
+    backend: B,
+    dir: B::Location,
+) -> BoxFuture<Arc<dyn AsyncReadDocs>> {
+    let storage = RustStorage::<E, Value, B>::new(dir, backend);
+    Box::pin(async move { Ok(Arc::new(storage.async_reader().await?) as Arc<dyn AsyncReadDocs>) })
+}
+
+fn sync_through<E: Element, B: Backend>(
+    py: Python<'_>,
+    backend: B,
+    dir: B::Location,
+) -> PyResult<Arc<dyn ReadDocs>> {
+    if !backend.capabilities().sync {
+        let reader = block_on(py, opening::<E, B>(backend, dir))?;
+        return Ok(Arc::new(OnRuntime(reader)));
+    }
+    let storage = RustStorage::<E, Value, B>::new(dir, backend);
+    detached(py, || {
+        Ok(Arc::new(storage.sync_reader()?) as Arc<dyn ReadDocs>)
+    })
+}
+
+fn open_reader<E: Element>(
+    storage: &RawStreamMetaStorage,
+    py: Python<'_>,
+) -> PyResult<Arc<dyn ReadDocs>> {
+    with_backend!(&storage.source, None, |backend, dir| sync_through::<E, _>(
+        py, backend, dir
+    ))
+}
+
+fn open_async<E: Element>(
+    storage: &RawStreamMetaStorage,
+    event_loop: Arc<Py<PyAny>>,
+) -> PyResult<BoxFuture<Arc<dyn AsyncReadDocs>>> {
+    Ok(with_backend!(
+        &storage.source,
+        Some(event_loop),
+        |backend, dir| opening::<E, _>(backend, dir)
+    ))
+}
+
+fn open_writer<E: Element>(
+    storage: &RawStreamMetaStorage,
+    py: Python<'_>,
+) -> PyResult<Box<dyn WriteDocs>> {
+    let dir = storage.source.writable_dir()?;
+    let rust = RustStorage::<E, Value, SeekIo>::new(dir, SeekIo::new())
+        .with_writer_options(storage.writer_options.clone());
+    detached(py, || {
+        Ok(Box::new(rust.sync_writer()?) as Box<dyn WriteDocs>)
+    })
+}
+
+/// Documents as a list of `(Bytes, metadata)` tuples.
+fn docs_list<'py>(py: Python<'py>, docs: Docs) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for (bytes, meta) in docs {
+        let buffer = Bound::new(py, pyo3_bytes::PyBytes::new(bytes))?.into_any();
+        list.append(PyTuple::new(py, [buffer, from_value(py, &meta)?])?)?;
+    }
+    Ok(list)
+}
+
+/// `StreamWithMetaStorage`'s engine: elements named by type, bytes and metadata in and out.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug)]
+pub(crate) struct RawStreamMetaStorage {
+    source: Source,
+    element: String,
+    writer_options: WriterOptions,
+}
+
+#[pymethods]
+impl RawStreamMetaStorage {
+    #[new]
+    #[pyo3(signature = (directory, element, *, read_interface = None, max_shard_records = None, max_shard_bytes = None))]
+    fn new(
+        directory: &Bound<'_, PyAny>,
+        element: String,
+        read_interface: Option<&Bound<'_, PyAny>>,
+        max_shard_records: Option<u64>,
+        max_shard_bytes: Option<u64>,
+    ) -> PyResult<Self> {
+        check_element(&element)?;
+        let mut writer_options = WriterOptions::default();
+        if let Some(n) = max_shard_records {
+            writer_options = writer_options.max_shard_records(n);
+        }
+        if let Some(n) = max_shard_bytes {
+            writer_options = writer_options.max_shard_bytes(n);
+        }
+        Ok(RawStreamMetaStorage {
+            source: Source::new(directory, read_interface)?,
+            element,
+            writer_options,
+        })
+    }
+
+    fn sync_reader(&self, py: Python<'_>) -> PyResult<RawStreamMetaReader> {
+        let reader = by_element!(self.element.as_str(), open_reader(self, py))?;
+        Ok(RawStreamMetaReader {
+            inner: Mutex::new(Some(reader)),
+        })
+    }
+
+    /// Opens an async reader (an awaitable, inside a running loop).
+    fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let event_loop = running_loop(py)?;
+        let opening = by_element!(self.element.as_str(), open_async(self, event_loop))?;
+        awaitable(py, opening, |py, reader| {
+            Ok(Py::new(
+                py,
+                RawAsyncStreamMetaReader {
+                    inner: Mutex::new(Some(reader)),
+                },
+            )?
+            .into_any())
+        })
+    }
+
+    fn sync_writer(&self, py: Python<'_>) -> PyResult<RawStreamMetaWriter> {
+        let writer = by_element!(self.element.as_str(), open_writer(self, py))?;
+        Ok(RawStreamMetaWriter {
+            inner: Some(writer),
+            width: check_element(&self.element)?,
+        })
+    }
+
+    /// The directory (or base URL, or the Python backend's path as text).
+    #[getter]
+    fn directory(&self) -> &str {
+        self.source.describe()
+    }
+}
+
+/// Reads documents (element bytes + metadata) and element ranges.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+pub(crate) struct RawStreamMetaReader {
+    inner: Mutex<Option<Arc<dyn ReadDocs>>>,
+}
+
+impl std::fmt::Debug for RawStreamMetaReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RawStreamMetaReader")
+    }
+}
+
+impl RawStreamMetaReader {
+    fn engine(&self) -> PyResult<Arc<dyn ReadDocs>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
+    }
+}
+
+#[pymethods]
+impl RawStreamMetaReader {
+    /// Documents.
+    fn num_docs(&self) -> PyResult<u64> {
+        Ok(self.engine()?.num_docs())
+    }
+
+    /// Elements in the stream.
+    fn len(&self) -> PyResult<u64> {
+        Ok(self.engine()?.len())
+    }
+
+    /// Element range `(start, stop)` of document `i`.
+    fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
+        let r = self.engine()?.doc_range(i)?;
+        Ok((r.start, r.end))
+    }
+
+    /// Documents `indices`: `(element bytes, metadata)` each, one batched read per shard.
+    fn read_docs<'py>(&self, py: Python<'py>, indices: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+        let docs = self.engine()?.read_docs(py, indices)?;
+        docs_list(py, docs)
+    }
+
+    /// Elements `offset..offset + len` as a zero-copy buffer.
+    fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<pyo3_bytes::PyBytes> {
+        Ok(pyo3_bytes::PyBytes::new(
+            self.engine()?.read(py, offset, len)?,
+        ))
+    }
+
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// The async twin of [`RawStreamMetaReader`]: reads are awaitables.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+pub(crate) struct RawAsyncStreamMetaReader {
+    inner: Mutex<Option<Arc<dyn AsyncReadDocs>>>,
+}
+
+impl std::fmt::Debug for RawAsyncStreamMetaReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RawAsyncStreamMetaReader")
+    }
+}
+
+impl RawAsyncStreamMetaReader {
+    fn engine(&self) -> PyResult<Arc<dyn AsyncReadDocs>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
+    }
+}
+
+#[pymethods]
+impl RawAsyncStreamMetaReader {
+    fn num_docs(&self) -> PyResult<u64> {
+        Ok(self.engine()?.num_docs())
+    }
+
+    fn len(&self) -> PyResult<u64> {
+        Ok(self.engine()?.len())
+    }
+
+    fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
+        let r = self.engine()?.doc_range(i)?;
+        Ok((r.start, r.end))
+    }
+
+    fn read_docs<'py>(&self, py: Python<'py>, indices: Vec<u64>) -> PyResult<Bound<'py, PyAny>> {
+        let reading = self.engine()?.read_docs(indices);
+        awaitable(py, reading, |py, docs| {
+            Ok(docs_list(py, docs)?.into_any().unbind())
+        })
+    }
+
+    fn read<'py>(&self, py: Python<'py>, offset: u64, len: u64) -> PyResult<Bound<'py, PyAny>> {
+        let reading = self.engine()?.read(offset, len);
+        awaitable(py, reading, |py, bytes| {
+            Ok(Py::new(py, pyo3_bytes::PyBytes::new(bytes))?.into_any())
+        })
+    }
+
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// Appends documents: element bytes (little-endian) and a JSON-compatible metadata value.
+#[pyclass(module = "guideloom._guideloom")]
+pub(crate) struct RawStreamMetaWriter {
+    inner: Option<Box<dyn WriteDocs>>,
+    width: u64,
+}
+
+impl std::fmt::Debug for RawStreamMetaWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RawStreamMetaWriter")
+    }
+}
+
+#[pymethods]
+impl RawStreamMetaWriter {
+    /// Appends one document; returns its number.
+    fn append(
+        &mut self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        meta: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let bytes = raw_bytes(data)?;
+        let width = usize::try_from(self.width).unwrap_or(1);
+        if !bytes.len().is_multiple_of(width) {
+            return Err(raise(
+                "InvalidArgumentError",
+                format!(
+                    "{} bytes are not a whole number of {width}-byte elements",
+                    bytes.len()
+                ),
+            ));
+        }
+        let meta = annotation_value(meta)?;
+        let writer = self
+            .inner
+            .as_mut()
+            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
+        detached(py, || writer.append(&bytes, &meta))
+    }
+
+    /// Documents in the storage after this writer's appends.
+    fn num_docs(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |w| w.num_docs())
+    }
+
+    /// Finishes the last shard pair; returns the number of shards written (meta and stream).
+    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
+        let writer = self
+            .inner
+            .take()
+            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
+        detached(py, || writer.finish())
+    }
+
+    /// Drops the writer without finishing (its unfinished shard pair is discarded).
+    fn abort(&mut self) {
+        self.inner.take();
+    }
+}
