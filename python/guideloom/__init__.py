@@ -32,6 +32,7 @@ from guideloom._guideloom import (
     publish_annotations,
     write_shard,
 )
+from guideloom import _pickle  # noqa: F401  (registers pickling of ShardRef)
 from guideloom._streams import StreamReader, StreamStorage, StreamWriter
 from guideloom.exceptions import (
     ConcurrentUpdateError,

@@ -24,6 +24,7 @@ mod errors;
 mod format;
 mod io;
 mod options;
+mod order;
 mod publish;
 mod pybackend;
 mod runtime;
@@ -40,6 +41,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::DocumentPickleFormat>()?;
     m.add_class::<format::RawFormat>()?;
     m.add_class::<options::S3Options>()?;
+    m.add_class::<order::EpochPlan>()?;
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;
