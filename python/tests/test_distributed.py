@@ -92,7 +92,8 @@ def test_dask_workers_write_shards_and_one_publish_holds_every_record(s3_root: S
         s3_root.uri, [ref for _, ref in results], dataset_id="d", snapshot_id="s", s3=s3_root.options
     )
     assert snapshot.total_records == tasks * count
-    assert sorted(s.key for s in snapshot.shards) == sorted(f"shards/part-{p}/0.glm" for p in range(tasks))
+    assert sorted(s.key for s in snapshot.shards) == sorted(ref.key for _, ref in results)
+    assert len({s.key.split("/")[1] for s in snapshot.shards}) == tasks  # one work id each
     ds = gl.open(s3_root.uri, s3=s3_root.options)
     assert sorted(r["i"] for r in ds) == list(range(tasks * count))
 
@@ -101,7 +102,11 @@ def test_a_worker_killed_mid_write_leaves_nothing_under_a_final_name(s3_root: S3
     marker = tmp_path / "writing"
     state = s3_state(s3_root.options)
     # The scheduler must not retry the task on the other worker once its worker dies.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), cluster() as c, Client(c) as client:  # type: ignore[no-untyped-call]
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        cluster() as c,
+        Client(c) as client,  # type: ignore[no-untyped-call]
+    ):
         survivor = client.submit(write_part, s3_root.uri, 0, 100, state, pure=False).result(timeout=TIMEOUT_S)
         doomed = client.submit(slow_write, s3_root.uri, state, str(marker), 500, pure=False)
         deadline = time.monotonic() + TIMEOUT_S
@@ -114,9 +119,9 @@ def test_a_worker_killed_mid_write_leaves_nothing_under_a_final_name(s3_root: S3
             doomed.result(timeout=TIMEOUT_S)
     left = keys(s3_root)
     assert not [k for k in left if k.startswith("shards/killed")], left
-    assert [k for k in left if k.startswith("shards/")] == ["shards/part-0/0.glm"]
-    # The survivor publishes alone; the killed work id can be written again from scratch.
     _, ref = survivor
+    assert [k for k in left if k.startswith("shards/")] == [ref.key]
+    # The survivor publishes alone; the killed work id can be written again from scratch.
     assert gl.publish(s3_root.uri, [ref], dataset_id="d", snapshot_id="s", s3=s3_root.options).total_records == 100
     again = gl.write_shard(({"i": i} for i in range(3)), s3_root.uri, work_id="killed", s3=s3_root.options)
     assert again.record_count == 3
