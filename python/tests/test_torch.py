@@ -242,3 +242,17 @@ def test_bad_options_are_typed_errors(root: Path) -> None:
         ds.state_dict()  # nothing iterated here: the count would be a guess
     with pytest.raises(TypeError, match="source"):
         Dataset(42)  # type: ignore[arg-type]
+
+
+def test_the_map_style_sampler_resumes_too(root: Path) -> None:
+    ds = Dataset(root, seed=6, rank=1, world_size=2)
+    sampler = ds.batch_sampler(BATCH)
+    sampler.set_epoch(5)
+    whole = indices(DataLoader(ds, batch_sampler=sampler, num_workers=2, multiprocessing_context="fork"))
+    assert whole == rust_batches(root, seed=6, epoch=5, rank=1, world=2)
+    state = sampler.state_dict(batches=2)
+    again = ds.batch_sampler(BATCH)
+    again.load_state_dict(state)
+    assert len(again) == len(whole) - 2
+    rest = indices(DataLoader(ds, batch_sampler=again, num_workers=2, multiprocessing_context="fork"))
+    assert whole[:2] + rest == whole
