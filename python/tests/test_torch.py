@@ -29,7 +29,6 @@ except ImportError:
         raise
     pytest.skip("skipped: torch is not installed", allow_module_level=True)
 
-from guideloom._guideloom import EpochPlan
 from guideloom.torch import Dataset, IterableDataset, LoaderState
 
 from test_interop import example
@@ -80,7 +79,7 @@ def load(ds: IterableDataset | Dataset, context: str | None, **kw: Any) -> list[
 
 def test_epoch_plan_is_the_documented_order() -> None:
     # The vector of the Rust `guideloom::order` docs: the same on every machine.
-    plan = EpochPlan(10, batch_size=10, shuffle="full")
+    plan = gl.EpochPlan(10, batch_size=10, shuffle="full")
     assert plan.batch(0) == [2, 9, 7, 8, 3, 0, 4, 5, 1, 6]
 
 
