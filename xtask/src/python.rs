@@ -71,19 +71,14 @@ fn venv_command(venv: &Path, program: &str) -> Command {
 
 fn ensure_venv(root: &Path) -> Result<PathBuf> {
     let venv = servers::venv_dir(root);
-    create_venv(&venv)?;
-    Ok(venv)
-}
-
-fn create_venv(venv: &Path) -> Result<()> {
     if !venv.join("bin").join("python").is_file() {
         let python = util::which("python3").ok_or_else(|| Error::Check {
             check: "python".into(),
             problems: vec!["python3 (3.11 or newer) is not on PATH".into()],
         })?;
-        util::run(Command::new(python).args(["-m", "venv"]).arg(venv))?;
+        util::run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
     }
-    Ok(())
+    Ok(venv)
 }
 
 /// Runs the step; `env` gives pytest the servers' environment.
@@ -166,39 +161,24 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
     util::run(&mut mypy)
 }
 
-/// The peers `python/bench/peers.py` reads beside guideloom, with the package's build tool
-/// (array_record pinned as in the servers' venv). They go into a venv of their own,
-/// `.xtask/bench-venv`: mosaicml-streaming pins an older numpy than the tests use.
-pub(crate) const BENCH_PACKAGES: &[&str] = &[
-    "maturin",
-    "numpy",
-    "array-record==0.8.6",
-    "mosaicml-streaming",
-    "pylance",
-];
-
 /// The switch that leaves the Python benchmark out of `cargo xtask bench` (`0`).
 pub(crate) const PYBENCH_SWITCH: &str = "GUIDELOOM_XTASK_PYBENCH";
 
-/// `cargo xtask bench`'s Python part: the package built in release into the project venv
-/// with the peers installed (timed), then `python/bench/peers.py` (it prints its own tables).
-/// Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
+/// `cargo xtask bench`'s Python part: the package built in release into the project venv,
+/// then `python/bench/peers.py` (it prints its own tables). array_record is in the venv (the
+/// servers' packages); MosaicML Streaming and Lance are read when installed there
+/// (`pip install mosaicml-streaming pylance`: not installed by xtask, their dependencies take
+/// several GB) and reported as missing otherwise. Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
 pub(crate) fn bench(root: &Path) -> Result<()> {
     if std::env::var(PYBENCH_SWITCH).is_ok_and(|v| v.trim() == "0") {
         println!("[python-bench] {PYBENCH_SWITCH}=0: skipped");
         return Ok(());
     }
-    let venv = servers::venv_dir(root).with_file_name("bench-venv");
-    create_venv(&venv)?;
-    let started = Instant::now();
+    let venv = ensure_venv(root)?;
     let mut pip = venv_command(&venv, "pip");
-    pip.args(["install", "--quiet"]).args(BENCH_PACKAGES);
+    pip.args(["install", "--quiet"]).args(PIP_PACKAGES);
     println!("[python-bench] $ {}", util::display(&pip));
     util::run(&mut pip)?;
-    println!(
-        "[python-bench] pip install in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
     let mut maturin = venv_command(&venv, "maturin");
     maturin.current_dir(root).args(["develop", "--release"]);
     println!("[python-bench] $ {}", util::display(&maturin));
