@@ -164,11 +164,15 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
 /// The switch that leaves the Python benchmark out of `cargo xtask bench` (`0`).
 pub(crate) const PYBENCH_SWITCH: &str = "GUIDELOOM_XTASK_PYBENCH";
 
-/// `cargo xtask bench`'s Python part: the package built in release into the project venv,
-/// then `python/bench/peers.py` (it prints its own tables). array_record is in the venv (the
-/// servers' packages); MosaicML Streaming and Lance are read when installed there
-/// (`pip install mosaicml-streaming pylance`: not installed by xtask, their dependencies take
-/// several GB) and reported as missing otherwise. Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
+/// The peers `python/bench/peers.py` reads beside guideloom, installed into the project venv
+/// by [`bench`] (array_record is already there: the servers' packages). Measured: pylance 7 s,
+/// mosaicml-streaming 86 s (it brings torchvision, transformers, cloud SDKs and numpy 2.1).
+/// Not in a venv of their own: a second torch filled the shared disk when tried.
+pub(crate) const BENCH_PACKAGES: &[&str] = &["pylance", "mosaicml-streaming"];
+
+/// `cargo xtask bench`'s Python part: the package built in release into the project venv
+/// with the peers ([`BENCH_PACKAGES`]), then `python/bench/peers.py` (it prints its own
+/// tables). Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
 pub(crate) fn bench(root: &Path) -> Result<()> {
     if std::env::var(PYBENCH_SWITCH).is_ok_and(|v| v.trim() == "0") {
         println!("[python-bench] {PYBENCH_SWITCH}=0: skipped");
@@ -176,7 +180,9 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
     }
     let venv = ensure_venv(root)?;
     let mut pip = venv_command(&venv, "pip");
-    pip.args(["install", "--quiet"]).args(PIP_PACKAGES);
+    pip.args(["install", "--quiet"])
+        .args(PIP_PACKAGES)
+        .args(BENCH_PACKAGES);
     println!("[python-bench] $ {}", util::display(&pip));
     util::run(&mut pip)?;
     let mut maturin = venv_command(&venv, "maturin");
