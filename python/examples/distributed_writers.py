@@ -6,7 +6,7 @@ then the client publishes them all as one snapshot. A task that dies mid-write l
 shard under its final key (the write is create-only and appears whole or not at all), and
 nothing is visible to readers before `publish`.
 
-    python python/examples/distributed_writers.py [ROOT]
+    [GUIDELOOM_EXAMPLE_ROOT=ROOT] python python/examples/distributed_writers.py
 
 ROOT is a local directory, `file://`, or `s3://bucket/prefix`. Without it: an `s3://` root on
 the test S3 server when `GUIDELOOM_S3_ENDPOINT` and `GUIDELOOM_S3_BUCKET` are set (as after
@@ -81,8 +81,10 @@ def main(root: str, s3: gl.S3Options | None, *, workers: int = 2, tasks: int = T
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        main(sys.argv[1], s3_options() if sys.argv[1].startswith("s3://") else None)
+    # The root comes from the environment, not sys.argv: the example tests run this file with
+    # runpy, where sys.argv holds pytest's arguments.
+    if root := os.environ.get("GUIDELOOM_EXAMPLE_ROOT"):
+        main(root, s3_options() if root.startswith("s3://") else None)
     elif os.environ.get("GUIDELOOM_S3_ENDPOINT") and os.environ.get("GUIDELOOM_S3_BUCKET"):
         main(f"s3://{os.environ['GUIDELOOM_S3_BUCKET']}/example-{uuid.uuid4().hex}", s3_options())
     else:
