@@ -21,6 +21,7 @@ from guideloom._guideloom import (
     DocumentReader,
     DocumentStorage,
     DocumentWriter,
+    EpochPlan,
     PublicationOptions,
     RawFormat,
     S3Options,
@@ -32,6 +33,7 @@ from guideloom._guideloom import (
     publish_annotations,
     write_shard,
 )
+from guideloom import _pickle  # noqa: F401  (registers pickling of ShardRef)
 from guideloom._streams import AsyncStreamReader, StreamReader, StreamStorage, StreamWriter
 from guideloom._stream_meta import (
     AsyncStreamWithMetaReader,
@@ -91,6 +93,7 @@ __all__ = [
     "DocumentStorage",
     "DocumentWriter",
     "EncodeError",
+    "EpochPlan",
     "FileSystemDocument",
     "FileSystemStream",
     "FormatMismatchError",

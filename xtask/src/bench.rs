@@ -1,4 +1,5 @@
-//! `cargo xtask bench`: the workspace's benchmarks with the test servers up, then one table.
+//! `cargo xtask bench`: the workspace's benchmarks with the test servers up, then one table,
+//! then the Python benchmark beside the peers ([`crate::python::bench`]).
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -38,5 +39,6 @@ pub(crate) fn run(root: &Path, passthrough: &[String]) -> Result<()> {
     })?;
     println!("[bench] summary ({})", target.join("criterion").display());
     print!("{table}");
-    Ok(())
+    // The Python part: guideloom beside array_record, MDS and Lance, from Python.
+    crate::python::bench(root)
 }

@@ -2,8 +2,12 @@
 //! cdylib `crates/guideloom-python`) into the project venv and tests it.
 //!
 //! 1. The venv `.xtask/venv` (the one moto lives in) is created when missing, then
-//!    `pip install maturin pytest mypy numpy aiohttp` (timed; a no-op once installed; aiohttp
-//!    is the HTTP client of the custom-backend example).
+//!    `pip install maturin pytest mypy numpy aiohttp dask[distributed]` (timed; a no-op once
+//!    installed; aiohttp is the HTTP client of the custom-backend example, dask the cluster
+//!    of the distributed-writers test), then `pip install torch` (timed on its own: PyPI's
+//!    Linux wheel is the CUDA build, about 3 GB with its dependencies). `GUIDELOOM_XTASK_TORCH=0`
+//!    leaves torch out locally and is passed on to pytest, whose torch tests then skip; CI
+//!    never sets it, so there a missing torch fails them.
 //! 2. `maturin develop --release` builds the extension module and installs the package
 //!    editable into that venv.
 //! 3. The facade's example `python_interop` (the Rust half of the interop tests) is built, then
@@ -20,7 +24,25 @@ use crate::servers;
 use crate::util;
 
 /// What pip installs into the venv for this step.
-pub(crate) const PIP_PACKAGES: &[&str] = &["maturin", "pytest", "mypy", "numpy", "aiohttp"];
+pub(crate) const PIP_PACKAGES: &[&str] = &[
+    "maturin",
+    "pytest",
+    "mypy",
+    "numpy",
+    "aiohttp",
+    "dask[distributed]",
+];
+
+/// PyTorch, installed on its own (timed) unless [`TORCH_SWITCH`] is `0`.
+pub(crate) const TORCH_PACKAGE: &str = "torch";
+
+/// The environment switch that leaves torch out (`0`), for local runs only.
+pub(crate) const TORCH_SWITCH: &str = "GUIDELOOM_XTASK_TORCH";
+
+/// `false` when `GUIDELOOM_XTASK_TORCH=0`.
+fn torch_wanted() -> bool {
+    !std::env::var(TORCH_SWITCH).is_ok_and(|v| v.trim() == "0")
+}
 
 /// pytest's exit status when it collected no tests.
 pub(crate) const PYTEST_NO_TESTS: i32 = 5;
@@ -72,6 +94,20 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
         PIP_PACKAGES.join(" "),
         started.elapsed().as_secs_f64()
     );
+    let torch = torch_wanted();
+    if torch {
+        let started = Instant::now();
+        let mut pip = venv_command(&venv, "pip");
+        pip.args(["install", "--quiet", TORCH_PACKAGE]);
+        println!("[python] $ {}", util::display(&pip));
+        util::run(&mut pip)?;
+        println!(
+            "[python] pip install {TORCH_PACKAGE} in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+    } else {
+        println!("[python] {TORCH_SWITCH}=0: torch is not installed and its tests skip");
+    }
 
     let started = Instant::now();
     let mut maturin = venv_command(&venv, "maturin");
@@ -104,6 +140,9 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
         .current_dir(root)
         .args(["-m", "pytest", "-p", "no:cacheprovider", "python/tests"]);
     env(&mut pytest);
+    if !torch {
+        pytest.env(TORCH_SWITCH, "0");
+    }
     println!("[python] $ {}", util::display(&pytest));
     let status = pytest.status().map_err(|source| Error::Spawn {
         program: util::display(&pytest),
@@ -120,6 +159,40 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
         .args(["-m", "mypy", "--strict", "python/tests", "python/examples"]);
     println!("[python] $ {}", util::display(&mypy));
     util::run(&mut mypy)
+}
+
+/// The switch that leaves the Python benchmark out of `cargo xtask bench` (`0`).
+pub(crate) const PYBENCH_SWITCH: &str = "GUIDELOOM_XTASK_PYBENCH";
+
+/// The peers `python/bench/peers.py` reads beside guideloom, installed into the project venv
+/// by [`bench`] (array_record is already there: the servers' packages). Measured: pylance 7 s,
+/// mosaicml-streaming 86 s (it brings torchvision, transformers, cloud SDKs and numpy 2.1).
+/// Not in a venv of their own: a second torch filled the shared disk when tried.
+pub(crate) const BENCH_PACKAGES: &[&str] = &["pylance", "mosaicml-streaming"];
+
+/// `cargo xtask bench`'s Python part: the package built in release into the project venv
+/// with the peers ([`BENCH_PACKAGES`]), then `python/bench/peers.py` (it prints its own
+/// tables). Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
+pub(crate) fn bench(root: &Path) -> Result<()> {
+    if std::env::var(PYBENCH_SWITCH).is_ok_and(|v| v.trim() == "0") {
+        println!("[python-bench] {PYBENCH_SWITCH}=0: skipped");
+        return Ok(());
+    }
+    let venv = ensure_venv(root)?;
+    let mut pip = venv_command(&venv, "pip");
+    pip.args(["install", "--quiet"])
+        .args(PIP_PACKAGES)
+        .args(BENCH_PACKAGES);
+    println!("[python-bench] $ {}", util::display(&pip));
+    util::run(&mut pip)?;
+    let mut maturin = venv_command(&venv, "maturin");
+    maturin.current_dir(root).args(["develop", "--release"]);
+    println!("[python-bench] $ {}", util::display(&maturin));
+    util::run(&mut maturin)?;
+    let mut bench = venv_command(&venv, "python");
+    bench.current_dir(root).arg("python/bench/peers.py");
+    println!("[python-bench] $ {}", util::display(&bench));
+    util::run(&mut bench)
 }
 
 #[cfg(test)]

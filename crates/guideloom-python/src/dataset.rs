@@ -136,7 +136,7 @@ pub(crate) fn open(
 
 impl Dataset {
     /// The facade dataset of this process: re-opened (same snapshot) in a forked child.
-    fn current(&self, py: Python<'_>) -> PyResult<AsyncDataset> {
+    pub(crate) fn current(&self, py: Python<'_>) -> PyResult<AsyncDataset> {
         let pid = runtime::pid();
         {
             let state = self.state.lock().unwrap_or_else(|p| p.into_inner());

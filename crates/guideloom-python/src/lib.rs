@@ -3,7 +3,8 @@
 //! Built by maturin from the repository's `pyproject.toml` into the package whose pure-Python
 //! part lives in `python/guideloom/` (exceptions, stubs, `py.typed`); see `docs/python.md`.
 //! It binds the facade crate: dataset roots (`dataset.rs`: `open`; `publish.rs`: `write_shard`,
-//! `publish`, `publish_annotations`) and the record formats (`format.rs`).
+//! `publish`, `publish_annotations`), the record formats (`format.rs`) and the Rust loader's
+//! epoch plan (`order.rs`: `EpochPlan`, the order of `guideloom.torch`).
 //!
 //! Rules every binding follows:
 //! - Rust work that does IO or waits runs through `runtime::block_on`: the GIL is released
@@ -25,6 +26,7 @@ mod filesystem;
 mod format;
 mod io;
 mod options;
+mod order;
 mod publish;
 mod pybackend;
 mod runtime;
@@ -44,6 +46,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::DocumentPickleFormat>()?;
     m.add_class::<format::RawFormat>()?;
     m.add_class::<options::S3Options>()?;
+    m.add_class::<order::EpochPlan>()?;
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;

@@ -43,6 +43,28 @@ impl ShardRef {
     fn record_count(&self) -> u64 {
         self.inner.record_count
     }
+    /// The reference as JSON (its manifest form): with `_from_json`, what lets `pickle` carry
+    /// a `ShardRef` from a distributed worker back to the process that publishes
+    /// (`guideloom/_pickle.py` registers the pair with `copyreg`).
+    fn _to_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.inner).map_err(|e| {
+            raise(
+                "InternalError",
+                format!("cannot encode a shard reference: {e}"),
+            )
+        })
+    }
+    /// The reference `_to_json` gave.
+    #[staticmethod]
+    fn _from_json(json: &str) -> PyResult<Self> {
+        let inner = serde_json::from_str(json).map_err(|e| {
+            raise(
+                "InvalidArgumentError",
+                format!("not a shard reference: {e}"),
+            )
+        })?;
+        Ok(ShardRef { inner })
+    }
     fn __repr__(&self) -> String {
         format!(
             "ShardRef(key={:?}, size={}, record_count={})",

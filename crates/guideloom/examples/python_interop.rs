@@ -6,13 +6,22 @@
 //! cargo run -p guideloom --example python_interop -- write DIR   # Rust writes DIR
 //! cargo run -p guideloom --example python_interop -- check DIR   # Rust reads Python's DIR
 //! cargo run -p guideloom --example python_interop                # both, in a temporary dir
+//! cargo run -p guideloom --example python_interop -- order DIR SEED EPOCH BATCH RANK WORLD \
+//!     SHUFFLE EQUALIZE DROP_LAST START   # the Loader's batches of DIR, one line each
 //! ```
 //!
 //! `write-stream-meta DIR` / `check-stream-meta DIR` do the same for a
 //! `StreamWithMetaStorage<u32, DocMeta>` (Python's `StreamWithMetaStorage(DIR, np.uint32)`).
+//!
+//! `order` is the Rust half of `python/tests/test_torch.py`: it runs the real [`Loader`]
+//! over the dataset and prints the record indices of each batch this rank receives
+//! (comma-separated, one batch a line), which `guideloom.torch` must reproduce.
 
 use guideloom::format::{StreamWithMetaStorage, WriterOptions};
-use guideloom::{Dataset, PublishMode, Publisher};
+use guideloom::{
+    Bytes, Dataset, Equalize, Loader, LoaderOptions, LoaderState, PublishMode, Publisher,
+    ShuffleMode,
+};
 use serde::{Deserialize, Serialize};
 
 /// The record both sides agree on (Python sees it as a dict).
@@ -153,6 +162,63 @@ fn check_stream_meta(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The batches the Rust loader delivers to one rank (see the module docs for the arguments).
+fn order(dir: &str, args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let [
+        seed,
+        epoch,
+        batch,
+        rank,
+        world,
+        shuffle,
+        equalize,
+        drop_last,
+        start,
+    ] = args
+    else {
+        return Err(
+            "order needs DIR SEED EPOCH BATCH RANK WORLD SHUFFLE EQUALIZE DROP_LAST START".into(),
+        );
+    };
+    let shuffle = match shuffle.as_str() {
+        "auto" => ShuffleMode::Auto,
+        "full" => ShuffleMode::Full,
+        "sequential" => ShuffleMode::Sequential,
+        window => ShuffleMode::ShardWindow {
+            window: window
+                .strip_prefix("window")
+                .ok_or("bad SHUFFLE")?
+                .parse()?,
+        },
+    };
+    let equalize = match equalize.as_str() {
+        "none" => Equalize::None,
+        "pad" => Equalize::Pad,
+        "drop" => Equalize::Drop,
+        _ => return Err("bad EQUALIZE".into()),
+    };
+    let seed: u64 = seed.parse()?;
+    let options = LoaderOptions::new(batch.parse()?)
+        .seed(seed)
+        .shuffle(shuffle)
+        .equalize(equalize)
+        .drop_last(drop_last == "1")
+        .rank(rank.parse()?, world.parse()?);
+    let loader = Loader::new(Dataset::open(dir)?, options, |index, _bytes: Bytes| {
+        Ok::<u64, guideloom::Error>(index)
+    })?;
+    let state = LoaderState {
+        seed,
+        epoch: epoch.parse()?,
+        consumed: start.parse()?,
+    };
+    for batch in loader.resume(&state)? {
+        let indices: Vec<String> = batch?.records.iter().map(u64::to_string).collect();
+        println!("{}", indices.join(","));
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
@@ -160,6 +226,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [cmd, dir] if cmd == "check" => check(dir)?,
         [cmd, dir] if cmd == "write-stream-meta" => write_stream_meta(dir)?,
         [cmd, dir] if cmd == "check-stream-meta" => check_stream_meta(dir)?,
+        [cmd, dir, rest @ ..] if cmd == "order" => order(dir, rest)?,
         [] => {
             let tmp = tempfile::tempdir()?;
             let dir = tmp.path().join("root");
@@ -174,7 +241,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => {
             return Err(
                 "usage: python_interop [write DIR | check DIR | write-stream-meta DIR \
-                 | check-stream-meta DIR]"
+                 | check-stream-meta DIR | order DIR SEED EPOCH BATCH RANK WORLD ...]"
                     .into(),
             );
         }

@@ -1,0 +1,469 @@
+"""PyTorch datasets over guideloom roots and storages, in the Rust loader's order.
+
+- :class:`Dataset` is map-style: ``ds[i]`` is record ``i``; ``__getitems__`` (which
+  ``DataLoader`` calls with a whole batch of indices) is one batched read, coalesced per shard,
+  with the GIL released. :meth:`Dataset.batch_sampler` gives the batches of the Rust
+  ``Loader`` for this rank (``DataLoader(ds, batch_sampler=ds.batch_sampler(32))``).
+- :class:`IterableDataset` yields this rank's records batch after batch in the Rust
+  ``Loader``'s order, its batches split over ``DataLoader`` workers; ``set_epoch``,
+  ``state_dict`` and ``load_state_dict`` resume an epoch exactly.
+
+Orders are never computed here: they come from :class:`guideloom._guideloom.EpochPlan`, the
+Rust loader's own plan. torch is imported when this module is; the classes raise
+``ImportError`` when it is missing. See ``docs/python.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+import guideloom as gl
+from guideloom._guideloom import EpochPlan
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset as _MapBase
+    from torch.utils.data import IterableDataset as _IterBase
+    from torch.utils.data import Sampler as _SamplerBase
+
+    _MapStyle = _MapBase[Any]
+    _IterStyle = _IterBase[Any]
+    _BatchSamplerBase = _SamplerBase[list[int]]
+else:
+    try:
+        from torch.utils.data import Dataset as _MapStyle
+        from torch.utils.data import IterableDataset as _IterStyle
+        from torch.utils.data import Sampler as _BatchSamplerBase
+
+        _TORCH_MISSING: ImportError | None = None
+    except ImportError as missing:  # the classes below raise it when used
+        _MapStyle = _IterStyle = _BatchSamplerBase = object
+        _TORCH_MISSING = missing
+
+__all__ = ["BatchSampler", "Dataset", "IterableDataset", "LoaderState", "Shuffle", "Source"]
+
+Shuffle = bool | Literal["auto", "full", "window", "sequential"]
+"""``True`` is ``"auto"`` (shard windows on remote roots, a full shuffle otherwise), ``False``
+is ``"sequential"``; the names are the Rust ``ShuffleMode``s."""
+
+Equalize = Literal["none", "pad", "drop"]
+
+Source = (
+    str
+    | os.PathLike[str]
+    | gl.Dataset
+    | gl.DocumentStorage
+    | gl.DocumentReader
+    | Callable[[], "gl.Dataset | gl.DocumentStorage | gl.DocumentReader"]
+)
+"""A root URI or path, an opened dataset, a document storage or its reader, or a picklable
+function returning one of those (what a spawned worker calls to open it again)."""
+
+
+class LoaderState(TypedDict):
+    """The Rust ``LoaderState``: positions ``0..consumed`` of ``epoch``'s global order are
+    delivered (by all ranks together)."""
+
+    seed: int
+    epoch: int
+    consumed: int
+
+
+def _require_torch() -> None:
+    missing = globals().get("_TORCH_MISSING")
+    if missing is not None:
+        raise ImportError(
+            "guideloom.torch needs PyTorch: `pip install torch`"
+        ) from missing
+
+
+def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """The rank and world size given, else torch.distributed's when initialised, else 0 of 1."""
+    if rank is not None and world_size is not None:
+        return rank, world_size
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return (
+            dist.get_rank() if rank is None else rank,
+            dist.get_world_size() if world_size is None else world_size,
+        )
+    if rank is not None or world_size is not None:
+        raise ValueError("pass both rank= and world_size=, or neither (torch.distributed decides)")
+    return 0, 1
+
+
+def _shuffle_name(shuffle: Shuffle) -> Literal["auto", "full", "window", "sequential"]:
+    if shuffle is True:
+        return "auto"
+    if shuffle is False:
+        return "sequential"
+    return shuffle
+
+
+def _s3_state(s3: gl.S3Options | None) -> dict[str, Any] | None:
+    if s3 is None:
+        return None
+    return {
+        "region_name": s3.region_name,
+        "endpoint_url": s3.endpoint_url,
+        "addressing_style": s3.addressing_style,
+        "profile_name": s3.profile_name,
+        "allow_http": s3.allow_http,
+    }
+
+
+class _Records:
+    """The records of a source, opened lazily, picklable as a recipe to open them again.
+
+    A root is re-opened at the snapshot pinned when it was first opened, so every worker
+    reads the same records; a forked worker keeps the parent's object (the Rust core
+    re-opens itself after a fork).
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        snapshot: str | None,
+        format: Literal["cbor", "pickle", "raw"] | None,
+        s3: gl.S3Options | None,
+    ) -> None:
+        self._factory: Callable[[], Any] | None = None
+        self._root: str | None = None
+        self._snapshot = snapshot
+        self._format = format
+        self._s3 = _s3_state(s3)
+        self._opened: Any = None
+        if isinstance(source, (str, os.PathLike)):
+            self._root = os.fspath(source)
+        elif isinstance(source, gl.Dataset):
+            self._adopt(source)
+        elif isinstance(source, (gl.DocumentStorage, gl.DocumentReader)):
+            self._opened = self._reader(source)
+        elif callable(source):
+            self._factory = source
+        else:
+            raise TypeError(
+                "a guideloom.torch source is a root URI or path, a guideloom.Dataset, a "
+                f"DocumentStorage or DocumentReader, or a function returning one; not {type(source).__name__}"
+            )
+
+    def _adopt(self, dataset: gl.Dataset) -> None:
+        self._opened = dataset
+        self._root = dataset.uri
+        self._snapshot = dataset.snapshot_id
+        self._format = dataset.format  # type: ignore[assignment]
+
+    @staticmethod
+    def _reader(value: Any) -> Any:
+        return value.sync_reader() if isinstance(value, gl.DocumentStorage) else value
+
+    def get(self) -> Any:
+        """The opened dataset or reader of this process."""
+        if self._opened is None:
+            if self._factory is not None:
+                made = self._factory()
+                if isinstance(made, gl.Dataset):
+                    self._opened = made
+                else:
+                    self._opened = self._reader(made)
+            else:
+                assert self._root is not None
+                s3 = gl.S3Options(**self._s3) if self._s3 is not None else None
+                self._adopt(gl.open(self._root, snapshot=self._snapshot, format=self._format, s3=s3))
+        return self._opened
+
+    def is_dataset(self) -> bool:
+        return isinstance(self.get(), gl.Dataset)
+
+    def __len__(self) -> int:
+        return len(self.get())
+
+    def one(self, index: int) -> Any:
+        return self.get()[index]
+
+    def many(self, indices: Sequence[int]) -> list[Any]:
+        opened = self.get()
+        if isinstance(opened, gl.Dataset):
+            return opened.get_many(indices)
+        return list(opened.read_many(indices))
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._root is None and self._factory is None:
+            raise TypeError(
+                "a guideloom.torch dataset over a DocumentStorage cannot be sent to a spawned "
+                "worker: pass a function that opens the storage instead (or use fork)"
+            )
+        state = dict(self.__dict__)
+        state["_opened"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+class _Order:
+    """The order options shared by the datasets and the sampler."""
+
+    def __init__(
+        self,
+        records: _Records,
+        *,
+        seed: int,
+        shuffle: Shuffle,
+        window: int,
+        drop_last: bool,
+        equalize: Equalize,
+        rank: int | None,
+        world_size: int | None,
+    ) -> None:
+        self.records = records
+        self.seed = seed
+        self.shuffle = _shuffle_name(shuffle)
+        self.window = window
+        self.drop_last = drop_last
+        self.equalize = equalize
+        self.rank, self.world_size = _world(rank, world_size)
+        if self.shuffle == "window" and not records.is_dataset():
+            raise ValueError(
+                'shuffle="window" needs a dataset root (a storage reader does not expose its '
+                "shard bounds here); use \"full\""
+            )
+        # Checks the options now (the Rust loader's checks) rather than in a worker.
+        self.plan(batch_size=1, epoch=0, start=0)
+
+    def plan(self, *, batch_size: int, epoch: int, start: int) -> EpochPlan:
+        opened = self.records.get()
+        source: int | gl.Dataset = opened if isinstance(opened, gl.Dataset) else len(opened)
+        return EpochPlan(
+            source,
+            batch_size=batch_size,
+            epoch=epoch,
+            start=start,
+            seed=self.seed,
+            shuffle=self.shuffle,
+            window=self.window,
+            drop_last=self.drop_last,
+            equalize=self.equalize,
+            rank=self.rank,
+            world_size=self.world_size,
+        )
+
+
+def _positions(plan: EpochPlan) -> int:
+    """How many records this rank's batches of ``plan`` hold."""
+    batches = len(plan)
+    if batches == 0:
+        return 0
+    remaining = plan.total_positions - plan.start
+    global_batches = -(-remaining // plan.batch_size)
+    last = remaining - (global_batches - 1) * plan.batch_size
+    holds_last = (global_batches - 1) % plan.world_size == plan.rank
+    return batches * plan.batch_size - (plan.batch_size - last if holds_last else 0)
+
+
+class Dataset(_MapStyle):
+    """A map-style PyTorch dataset: ``ds[i]`` is record ``i`` of ``source``, decoded.
+
+    ``__getitems__`` reads a whole batch with one coalesced read per shard (GIL released), so
+    ``DataLoader(ds, batch_size=...)`` and :meth:`batch_sampler` fetch each batch at once.
+    ``seed``, ``shuffle``, ``window``, ``drop_last``, ``equalize``, ``rank`` and
+    ``world_size`` configure :meth:`batch_sampler` (the Rust loader's options of the same
+    names; ``rank``/``world_size`` default to torch.distributed's when it is initialised).
+    ``snapshot``, ``format`` and ``s3`` are :func:`guideloom.open`'s, for a root URI (``s3``
+    also re-opens an opened S3 dataset in a spawned worker).
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        seed: int = 0,
+        shuffle: Shuffle = True,
+        window: int = 4,
+        drop_last: bool = False,
+        equalize: Equalize = "none",
+        rank: int | None = None,
+        world_size: int | None = None,
+        snapshot: str | None = None,
+        format: Literal["cbor", "pickle", "raw"] | None = None,
+        s3: gl.S3Options | None = None,
+    ) -> None:
+        _require_torch()
+        self._records = _Records(source, snapshot=snapshot, format=format, s3=s3)
+        self._order = _Order(
+            self._records,
+            seed=seed,
+            shuffle=shuffle,
+            window=window,
+            drop_last=drop_last,
+            equalize=equalize,
+            rank=rank,
+            world_size=world_size,
+        )
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, index: int) -> Any:
+        return self._records.one(index)
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+        """The records at ``indices``: one batched read, coalesced per shard."""
+        return self._records.many(indices)
+
+    def plan(self, batch_size: int, *, epoch: int = 0, start: int = 0) -> EpochPlan:
+        """This rank's plan of ``epoch`` in batches of ``batch_size`` (the Rust loader's)."""
+        return self._order.plan(batch_size=batch_size, epoch=epoch, start=start)
+
+    def batch_sampler(self, batch_size: int, *, epoch: int = 0) -> BatchSampler:
+        """A sampler of this rank's batches of record indices, in the Rust loader's order."""
+        return BatchSampler(self._order, batch_size=batch_size, epoch=epoch)
+
+
+class _Progress:
+    """Epoch and position, with the ``state_dict`` protocol of :class:`LoaderState`."""
+
+    def __init__(self, order: _Order, batch_size: int, epoch: int) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._order = order
+        self._batch_size = batch_size
+        self._epoch = epoch
+        self._start = 0
+        self._delivered: int | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` from its beginning at the next iteration."""
+        self._epoch = epoch
+        self._start = 0
+        self._delivered = None
+
+    def plan(self) -> EpochPlan:
+        """The plan the next iteration follows (this rank, from the loaded position)."""
+        return self._order.plan(batch_size=self._batch_size, epoch=self._epoch, start=self._start)
+
+    def state_dict(self, batches: int | None = None) -> LoaderState:
+        """Where the epoch stands once this rank received ``batches`` batches of it.
+
+        ``batches`` counts the batches the training loop received since the epoch (or the
+        loaded state) started, all ranks in lockstep. Without it, what this process iterated
+        itself is counted, which is right only when no ``DataLoader`` workers run.
+        """
+        if batches is None:
+            if self._delivered is None:
+                if self._start == 0:
+                    raise ValueError(
+                        "pass batches=: the batches were read by DataLoader workers (or not at "
+                        "all), so this process cannot count them"
+                    )
+                batches = 0
+            else:
+                batches = self._delivered
+        if batches < 0:
+            raise ValueError(f"batches must not be negative: {batches}")
+        seed, epoch, consumed = self.plan().state_after(batches)
+        return {"seed": seed, "epoch": epoch, "consumed": consumed}
+
+    def load_state_dict(self, state: LoaderState) -> None:
+        """Continue from ``state``: the next iteration delivers exactly the rest of its epoch."""
+        if state["seed"] != self._order.seed:
+            raise ValueError(f"state has seed {state['seed']}, this dataset has seed {self._order.seed}")
+        self._order.plan(batch_size=self._batch_size, epoch=state["epoch"], start=state["consumed"])
+        self._epoch = state["epoch"]
+        self._start = state["consumed"]
+        self._delivered = None
+
+
+class BatchSampler(_Progress, _BatchSamplerBase):
+    """This rank's batches of record indices in the Rust loader's order, for a map-style
+    :class:`Dataset`: ``DataLoader(ds, batch_sampler=ds.batch_sampler(32))``.
+
+    The sampler runs in the main process; ``DataLoader`` workers fetch the batches with
+    ``__getitems__``. ``set_epoch``/``state_dict``/``load_state_dict`` as for
+    :class:`IterableDataset` (``state_dict`` needs ``batches=``: the loader draws batches
+    ahead of the training loop).
+    """
+
+    def __init__(self, order: _Order, *, batch_size: int, epoch: int = 0) -> None:
+        _require_torch()
+        _Progress.__init__(self, order, batch_size, epoch)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        plan = self.plan()
+        for k in range(len(plan)):
+            yield plan.batch(k)
+
+    def __len__(self) -> int:
+        return len(self.plan())
+
+
+class IterableDataset(_Progress, _IterStyle):
+    """An iterable PyTorch dataset: this rank's records, batch after batch, in the Rust
+    ``Loader``'s order for ``(seed, epoch, rank, world_size)``.
+
+    Iterate it with ``DataLoader(ds, batch_size=<the same batch_size>)``: each ``DataLoader``
+    worker takes every ``num_workers``-th batch of the rank (``get_worker_info``), and the
+    loader's round-robin over workers gives the batches back in order. The record count need
+    not divide by anything; ranks may differ by one batch unless ``equalize="pad"`` (repeat
+    records from the start of the order) or ``"drop"`` (cut the end) makes their batch
+    counts equal, as collectives need. ``set_epoch(e)`` starts epoch ``e``;
+    ``state_dict()``/``load_state_dict()`` resume mid-epoch, with any worker count or world
+    size. Other arguments as for :class:`Dataset`.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        batch_size: int,
+        seed: int = 0,
+        shuffle: Shuffle = True,
+        window: int = 4,
+        drop_last: bool = False,
+        equalize: Equalize = "none",
+        rank: int | None = None,
+        world_size: int | None = None,
+        epoch: int = 0,
+        snapshot: str | None = None,
+        format: Literal["cbor", "pickle", "raw"] | None = None,
+        s3: gl.S3Options | None = None,
+    ) -> None:
+        _require_torch()
+        records = _Records(source, snapshot=snapshot, format=format, s3=s3)
+        order = _Order(
+            records,
+            seed=seed,
+            shuffle=shuffle,
+            window=window,
+            drop_last=drop_last,
+            equalize=equalize,
+            rank=rank,
+            world_size=world_size,
+        )
+        _Progress.__init__(self, order, batch_size, epoch)
+
+    def __len__(self) -> int:
+        """Records this rank yields in the next iteration (all workers together)."""
+        return _positions(self.plan())
+
+    def __iter__(self) -> Iterator[Any]:
+        from torch.utils.data import get_worker_info
+
+        plan = self.plan()
+        info = get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        if info is None:
+            self._delivered = 0
+        records = self._order.records
+        for k in range(worker, len(plan), workers):
+            batch = records.many(plan.batch(k))
+            for record in batch[:-1]:
+                yield record
+            if info is None:
+                # Counted before the batch's last record goes out: once the consumer holds
+                # the whole batch, the state already covers it.
+                self._delivered = k + 1
+            yield batch[-1]
