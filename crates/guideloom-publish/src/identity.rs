@@ -103,22 +103,23 @@ fn check(id: DatasetIdentity, dataset_id: &str) -> Result<DatasetIdentity> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::Duration;
 
+    use super::Identity;
     use crate::error::Error;
     use crate::manifest::{DATASET_KEY, DatasetIdentity, to_json};
-    use crate::{Registry, Root, RootOptions, StoreOptions};
+    use crate::registry::{Registry, StoreOptions};
+    use crate::store::RootStore;
 
-    fn mounted_root(dir: &std::path::Path) -> Root {
+    fn store(dir: &std::path::Path, mount: bool) -> Arc<dyn RootStore> {
         let options = StoreOptions {
-            mount: true,
+            mount,
             ..StoreOptions::default()
         };
-        let uri = dir.to_str().unwrap();
-        Root::new(
-            Registry::new().resolve(uri, &options).unwrap(),
-            RootOptions::default(),
-        )
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &options)
+            .unwrap()
     }
 
     /// On a mount, a second publisher can find the first one's `dataset.json` created but
@@ -134,7 +135,8 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(30)).await;
             std::fs::write(&path, body).unwrap();
         });
-        let id = mounted_root(dir.path()).init("d").await.unwrap();
+        let mounted = store(dir.path(), true);
+        let id = Identity::default().init(&*mounted, "d").await.unwrap();
         assert_eq!(id.dataset_id, "d");
         writer.await.unwrap();
     }
@@ -145,18 +147,14 @@ mod tests {
     async fn a_partial_identity_is_corrupt_after_the_waits() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(DATASET_KEY), b"{\"format\":").unwrap();
-        let err = mounted_root(dir.path()).init("d").await.unwrap_err();
+        let mounted = store(dir.path(), true);
+        let err = Identity::default().init(&*mounted, "d").await.unwrap_err();
         assert!(
             matches!(err, Error::Corrupt { ref key, .. } if key == DATASET_KEY),
             "{err}"
         );
-        let local = Root::new(
-            Registry::new()
-                .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
-                .unwrap(),
-            RootOptions::default(),
-        );
-        let err = local.init("d").await.unwrap_err();
+        let local = store(dir.path(), false);
+        let err = Identity::default().init(&*local, "d").await.unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     }
 }
