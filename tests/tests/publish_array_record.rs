@@ -18,11 +18,16 @@ use guideloom_publish::{
 };
 use publish_common::unique;
 
+/// `i` as an index into a `Vec`.
+fn at(i: u64) -> usize {
+    usize::try_from(i).unwrap()
+}
+
 /// Record `i` of a shard tagged `tag`: sizes vary (0 B up to ~3 KiB) so chunks and runs differ.
 fn record(tag: &str, i: u64) -> Vec<u8> {
     let mut r = format!("{tag}:{i}:").into_bytes();
-    r.resize(r.len() + (i as usize * 97) % 3000, (i % 251) as u8);
-    if i % 11 == 0 {
+    r.resize(r.len() + at(i * 97 % 3000), u8::try_from(i % 251).unwrap());
+    if i.is_multiple_of(11) {
         r.clear();
     }
     r
@@ -113,7 +118,7 @@ async fn publish_mixed(root: &Root) -> ShardRef {
         .unwrap();
     let mut torn = array_record_bytes("torn", 20, "group_size:1,uncompressed");
     let footer = layout(&torn).footer_offset() + CHUNK_HEADER_SIZE + 2;
-    torn[footer as usize] ^= 0x40;
+    torn[at(footer)] ^= 0x40;
     let torn_key = "imported/torn.array_record";
     root.store()
         .put_create(torn_key, Bytes::from(torn))
@@ -140,7 +145,7 @@ async fn publish_mixed(root: &Root) -> ShardRef {
     // Damage inside chunk 1 (records 1..2 at group size 1): the footer still opens.
     let mut bytes = array_record_bytes("damaged", 5, "group_size:1,uncompressed");
     let chunk = layout(&bytes).chunks()[1];
-    bytes[(chunk.offset + CHUNK_HEADER_SIZE + 2) as usize] ^= 0x01;
+    bytes[at(chunk.offset + CHUNK_HEADER_SIZE + 2)] ^= 0x01;
     let key = "imported/damaged.array_record";
     root.store()
         .put_create(key, Bytes::from(bytes))
@@ -176,7 +181,7 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
         ]
     );
     for i in [0, 39, 40, 41, 200, 339, 340, 345, 400] {
-        assert_eq!(reader.get(i).await.unwrap(), want[i as usize], "record {i}");
+        assert_eq!(reader.get(i).await.unwrap(), want[at(i)], "record {i}");
     }
     let picks: Vec<u64> = (0..want.len() as u64)
         .rev()
@@ -185,7 +190,7 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
         .collect();
     let got = reader.get_many(&picks).await.unwrap();
     for (i, g) in picks.iter().zip(&got) {
-        assert_eq!(g, &want[*i as usize], "get_many record {i}");
+        assert_eq!(g, &want[at(*i)], "get_many record {i}");
     }
     let all = reader.get_range(0..reader.len()).await.unwrap();
     assert!(all.iter().map(|b| &b[..]).eq(want.iter().map(|r| &r[..])));
@@ -199,7 +204,7 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
         assert_eq!(run.first, next);
         assert!(!run.records.is_empty() && run.records.len() <= 9);
         for (i, r) in (run.first..).zip(&run.records) {
-            assert_eq!(r, &want[i as usize]);
+            assert_eq!(r, &want[at(i)]);
         }
         next += run.records.len() as u64;
     }
@@ -272,8 +277,8 @@ fn through_the_facade(uri: &str, options: &DatasetOptions, damaged: &ShardRef) {
     for batch in loader.epoch(0).unwrap() {
         let batch = batch.unwrap();
         for (i, r) in batch.indices.iter().zip(&batch.records) {
-            assert_eq!(r, &want[*i as usize]);
-            seen[*i as usize] = true;
+            assert_eq!(r, &want[at(*i)]);
+            seen[at(*i)] = true;
         }
     }
     assert!(seen.iter().all(|s| *s), "an epoch reads every record once");

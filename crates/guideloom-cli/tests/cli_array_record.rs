@@ -14,7 +14,7 @@ use object_store::ObjectStoreExt as _;
 /// (`{"hex": ...}`).
 fn record(i: u64) -> Vec<u8> {
     if i % 10 == 9 {
-        vec![0xff, 0x00, i as u8]
+        vec![0xff, 0x00, u8::try_from(i).unwrap()]
     } else {
         format!("array record {i}").into_bytes()
     }
@@ -38,7 +38,10 @@ fn array_record_file(dir: &Path) -> (Vec<u8>, usize) {
     )
     .unwrap();
     let inside = file.layout().chunks()[2].offset + CHUNK_HEADER_SIZE + 3;
-    (std::fs::read(&path).unwrap(), inside as usize)
+    (
+        std::fs::read(&path).unwrap(),
+        usize::try_from(inside).unwrap(),
+    )
 }
 
 /// The whole flow on `root`; `put` stores bytes under a key of the root (creating or
@@ -56,7 +59,7 @@ fn exercise(
         guideloom_env(&all, env)
     };
     let input = tmp.join("n.jsonl");
-    write_jsonl(&input, "n", NATIVE_RECORDS as usize);
+    write_jsonl(&input, "n", usize::try_from(NATIVE_RECORDS).unwrap());
     ok(run(&[
         "write",
         "--root",
@@ -120,10 +123,10 @@ fn exercise(
     let lines: Vec<&str> = lines.lines().collect();
     assert_eq!(lines.len() as u64, total);
     for i in 0..AR_RECORDS {
-        let line = json(lines[(first_ar + i) as usize]);
+        let line = json(lines[usize::try_from(first_ar + i).unwrap()]);
         let want = match String::from_utf8(record(i)) {
             Ok(s) => serde_json::Value::String(s),
-            Err(_) => serde_json::json!({ "hex": format!("ff00{:02x}", i as u8) }),
+            Err(_) => serde_json::json!({ "hex": format!("ff00{:02x}", u8::try_from(i).unwrap()) }),
         };
         assert_eq!(line, want, "record {i}");
     }

@@ -231,7 +231,7 @@ mod tests {
         let mut w =
             ArrayRecordWriter::create(&path, "group_size:4,uncompressed".parse().unwrap()).unwrap();
         for i in 0..50u32 {
-            w.write(&vec![i as u8; 1000]).unwrap();
+            w.write(&[u8::try_from(i).unwrap(); 1000]).unwrap();
         }
         w.finish().unwrap();
         let reader: Box<dyn AsyncReader> = PreadIo::new().open_async(&path).await.unwrap();
