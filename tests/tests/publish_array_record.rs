@@ -57,7 +57,12 @@ fn layout(bytes: &[u8]) -> Layout {
 }
 
 /// The shards of the mixed snapshot, in order: (tag, records).
-const SHARDS: [(&str, u64); 3] = [("native", 40), ("ar-zstd", 300), ("ar-snappy", 61)];
+const SHARDS: [(&str, u64); 4] = [
+    ("native", 40),
+    ("ar-zstd", 300),
+    ("ar-snappy", 61),
+    ("ar-written", 33),
+];
 
 fn expected() -> Vec<Vec<u8>> {
     SHARDS
@@ -81,7 +86,7 @@ async fn publish_mixed(root: &Root) -> ShardRef {
         .await
         .unwrap();
     let mut shards = vec![native];
-    for ((tag, n), options) in SHARDS[1..].iter().zip(["", "group_size:7,snappy"]) {
+    for ((tag, n), options) in SHARDS[1..3].iter().zip(["", "group_size:7,snappy"]) {
         let key = format!("imported/{tag}.array_record");
         let bytes = array_record_bytes(tag, *n, options);
         root.store()
@@ -95,6 +100,54 @@ async fn publish_mixed(root: &Root) -> ShardRef {
         );
         shards.push(adopted);
     }
+    // Written by guideloom into the root: streamed, create-only, with its SHA-256.
+    let (tag, n) = SHARDS[3];
+    let written = root
+        .write_array_record_shard(
+            "w",
+            1,
+            "group_size:5,brotli:4".parse().unwrap(),
+            (0..n).map(|i| record(tag, i)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(written.key, "shards/w/00000001.array_record");
+    assert_eq!(
+        (written.record_count, written.format),
+        (n, ShardFormat::ArrayRecord)
+    );
+    let body = root
+        .store()
+        .get(&written.key, written.size)
+        .await
+        .unwrap()
+        .body;
+    let file = layout(&body);
+    assert_eq!((file.len(), file.group_size()), (n, 5));
+    shards.push(written);
+    // Past the size limit: refused, nothing under the key.
+    let small = Root::new(
+        Arc::clone(root.store()),
+        guideloom_publish::RootOptions {
+            max_encoded_shard_bytes: 100_000,
+            ..guideloom_publish::RootOptions::default()
+        },
+    );
+    let err = small
+        .write_array_record_shard("w", 2, Default::default(), (0..n).map(|i| record(tag, i)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, guideloom_publish::Error::ShardTooLarge { size, limit: 100_000, .. } if *size > 100_000),
+        "{err:?}"
+    );
+    assert!(
+        root.store()
+            .head("shards/w/00000002.array_record")
+            .await
+            .is_err()
+    );
+
     let options = PublicationOptions {
         verify_record_counts: true,
         inspector: Some(Arc::new(FooterInspector)),
@@ -177,10 +230,11 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
         [
             ShardFormat::Native,
             ShardFormat::ArrayRecord,
+            ShardFormat::ArrayRecord,
             ShardFormat::ArrayRecord
         ]
     );
-    for i in [0, 39, 40, 41, 200, 339, 340, 345, 400] {
+    for i in [0, 39, 40, 41, 200, 339, 340, 345, 400, 401, 433] {
         assert_eq!(reader.get(i).await.unwrap(), want[at(i)], "record {i}");
     }
     let picks: Vec<u64> = (0..want.len() as u64)

@@ -77,6 +77,12 @@ pub(crate) fn shard_key(work_id: &str, index: u64) -> String {
     format!("shards/{work_id}/{index:08}.glm")
 }
 
+/// Key of ArrayRecord shard number `index` of worker `work_id`:
+/// `shards/<work_id>/<index, 8 digits>.array_record`.
+pub(crate) fn array_record_shard_key(work_id: &str, index: u64) -> String {
+    format!("shards/{work_id}/{index:08}.array_record")
+}
+
 /// `dataset.json`: the root's identity, written create-only once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatasetIdentity {

@@ -14,13 +14,14 @@ use std::io::Write;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
 use guideloom_format::spec::FOOTER_LEN;
 use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata};
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
-use crate::key::{check_name, key_problem, sha256_hex};
-use crate::manifest::{Checksum, ShardFormat, ShardRef, shard_key};
+use crate::key::{check_name, hex, key_problem, sha256_hex};
+use crate::manifest::{Checksum, ShardFormat, ShardRef, array_record_shard_key, shard_key};
 use crate::opened::open_array_record;
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
@@ -301,6 +302,60 @@ pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Resu
         size,
         record_count: file.len(),
         checksum: None,
+        format: ShardFormat::ArrayRecord,
+    })
+}
+
+/// Writes `records` as an ArrayRecord file, shard `index` of worker `work_id` (see
+/// [`Root::write_array_record_shard`](crate::Root::write_array_record_shard)): the same
+/// create-only streamed write as a native shard's, through guideloom-arrayrecord's writer.
+pub(crate) async fn write_array_record<I, R>(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    work_id: &str,
+    index: u64,
+    options: WriterOptions,
+    records: I,
+) -> Result<ShardRef>
+where
+    I: IntoIterator<Item = R>,
+    R: AsRef<[u8]>,
+{
+    check_name("work id", work_id)?;
+    store.check_writable()?;
+    let key = array_record_shard_key(work_id, index);
+    let limit = max_shard_bytes;
+    let mut pending = store.begin_create(&key)?;
+    let mut tally = Tally {
+        out: &mut *pending,
+        digest: Digest256::default(),
+        limit,
+        over: 0,
+    };
+    let mut writer = ArrayRecordWriter::new(&mut tally, options).named(key.clone());
+    for r in records {
+        writer
+            .write(r.as_ref())
+            .map_err(|e| Error::array_record_shard(&key, e))?;
+    }
+    let record_count = writer.len();
+    writer
+        .finish()
+        .map_err(|e| Error::array_record_shard(&key, e))?;
+    let Tally { digest, over, .. } = tally;
+    let size = digest.len() + over;
+    if over > 0 {
+        return Err(Error::ShardTooLarge { key, size, limit });
+    }
+    let digest = digest.finish();
+    create_streamed(store, &key, pending, size, digest)
+        .instrument(info_span!("upload_shard", key, size))
+        .await?;
+    Ok(ShardRef {
+        key,
+        size,
+        record_count,
+        checksum: Some(Checksum::Sha256(hex(&digest))),
         format: ShardFormat::ArrayRecord,
     })
 }

@@ -298,6 +298,29 @@ impl Root {
         shards::upload(&*self.store, limit, work_id, index, body, record_count).await
     }
 
+    /// Writes `records` (already encoded bytes) as an ArrayRecord file, create-only as
+    /// `shards/<work_id>/<index>.array_record`, with guideloom-arrayrecord's writer and
+    /// `options` (array_record's option string parsed, e.g. `"group_size:1,zstd:3"`; the
+    /// default is the Python writer's): a file the `array_record` package and Grain read.
+    /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory),
+    /// refused past [`RootOptions::max_encoded_shard_bytes`] with nothing written, and
+    /// idempotent for identical bytes. The reference has format
+    /// [`ShardFormat::ArrayRecord`](crate::ShardFormat::ArrayRecord) and a SHA-256 checksum.
+    pub async fn write_array_record_shard<I, R>(
+        &self,
+        work_id: &str,
+        index: u64,
+        options: guideloom_arrayrecord::WriterOptions,
+        records: I,
+    ) -> Result<ShardRef>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let limit = self.options.max_encoded_shard_bytes;
+        shards::write_array_record(&*self.store, limit, work_id, index, options, records).await
+    }
+
     /// A reference to an ArrayRecord file already in the root at `key` — written by the
     /// `array_record` package, TFDS, Grain or guideloom-arrayrecord, copied or uploaded
     /// as-is — so it can be published as a shard of a snapshot ([`publish`](Self::publish))
