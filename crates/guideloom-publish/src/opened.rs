@@ -98,8 +98,10 @@ impl OpenedShard {
 
     /// The next read of `piece` (consecutive local records) within `budget`: for a native
     /// shard [`plan_runs`] over its index; for an ArrayRecord file whole chunks from the
-    /// one holding `piece.first`, as many as end within `budget.max_bytes` of that chunk's
-    /// first byte (at least the rest of it), at most `budget.max_records` records.
+    /// one holding `piece.first`: as many as end within `budget.max_bytes` of that chunk's
+    /// first byte and hold at most `budget.max_records` records, but always the rest of the
+    /// first chunk (a chunk is decoded whole, so a run never splits one except at the
+    /// piece's ends).
     pub(crate) fn next_run(&self, piece: Run, budget: RunBudget) -> Run {
         let count = match self {
             OpenedShard::Native(s) => {
@@ -138,9 +140,9 @@ fn array_record_run_len(layout: &Layout, first: u64, end: u64, budget: RunBudget
     if first >= end {
         return 0;
     }
-    let group = layout.group_size();
+    let group = layout.group_size().max(1);
     let chunks = layout.chunks();
-    let Some(c0) = usize::try_from(first / group.max(1))
+    let Some(c0) = usize::try_from(first / group)
         .ok()
         .filter(|&c| first < layout.len() && c < chunks.len())
     else {
@@ -148,13 +150,26 @@ fn array_record_run_len(layout: &Layout, first: u64, end: u64, budget: RunBudget
     };
     let limit = chunks[c0].offset.saturating_add(budget.max_bytes);
     // Chunk ends increase (the reader validated the footer's order).
-    let fitting = chunks[c0..].partition_point(|c| c.end <= limit).max(1);
-    let records_end = (c0 as u64 + fitting as u64)
+    let by_bytes = chunks[c0..].partition_point(|c| c.end <= limit) as u64;
+    // Whole chunks whose records from `first` stay within `max_records`.
+    let into_first = first - c0 as u64 * group;
+    let by_records = budget.max_records.saturating_add(into_first) / group;
+    let whole = by_bytes.min(by_records).max(1);
+    let records_end = (c0 as u64)
+        .saturating_add(whole)
         .saturating_mul(group)
         .min(layout.len());
-    (records_end - first)
-        .clamp(1, budget.max_records.max(1))
-        .min(end - first)
+    (records_end - first).min(end - first)
+}
+
+/// Read options of the ArrayRecord shards a snapshot reader opens: guideloom-arrayrecord's
+/// defaults with a smaller decoded-chunk cache (4 chunks, 4 MiB per opened shard instead of
+/// 16 and 64 MiB), since a reader keeps every shard it opened: in-order runs read whole
+/// chunks and need no cache, and it still serves neighbours in one group of random reads.
+fn array_record_options() -> guideloom_arrayrecord::ReadOptions {
+    guideloom_arrayrecord::ReadOptions::default()
+        .with_cache_chunks(4)
+        .with_cache_bytes(4 << 20)
 }
 
 /// Opens a shard over `reader` with one tail read, in the format `reference` names, and
@@ -203,13 +218,13 @@ pub(crate) async fn open_checked(
 }
 
 /// Opens the ArrayRecord file at `key` over `reader` (one tail read, a second only when the
-/// footer does not fit guideloom-arrayrecord's default tail): postscript and footer hashes
-/// checked, the chunk table validated.
+/// footer does not fit guideloom-arrayrecord's default 256 KiB tail): postscript and footer
+/// hashes checked, the chunk table validated.
 pub(crate) async fn open_array_record(
     reader: Box<dyn AsyncReader>,
     key: &str,
 ) -> Result<AsyncArrayRecordReader> {
-    AsyncArrayRecordReader::open(reader, &guideloom_arrayrecord::ReadOptions::default())
+    AsyncArrayRecordReader::open(reader, &array_record_options())
         .await
         .map_err(|e| Error::array_record_shard(key, e))
 }
@@ -245,17 +260,24 @@ mod tests {
             RunBudget::new(chunk, 4096),
             RunBudget::new(3 * chunk + 1, 4096),
             RunBudget::new(1 << 20, 5),
+            RunBudget::new(1 << 20, 2),
             RunBudget::new(1 << 20, 4096),
         ] {
             for (start, end) in [(0, 50), (3, 50), (5, 6), (10, 49)] {
                 let mut first = start;
                 while first < end {
                     let n = array_record_run_len(layout, first, end, budget);
-                    assert!(n >= 1 && first + n <= end && n <= budget.max_records.max(1));
-                    let last_chunk = (first + n - 1) / 4;
-                    let span = layout.chunks()[last_chunk as usize].end
-                        - layout.chunks()[(first / 4) as usize].offset;
-                    assert!(span <= budget.max_bytes || last_chunk == first / 4);
+                    let rest_of_chunk = 4 - first % 4;
+                    assert!(n >= 1 && first + n <= end);
+                    // Within the record budget, unless the first chunk's rest is larger.
+                    assert!(n <= budget.max_records.max(rest_of_chunk));
+                    // Never a split chunk but at the piece's end.
+                    assert!((first + n).is_multiple_of(4) || first + n == end || first + n == 50);
+                    let last_chunk = usize::try_from((first + n - 1) / 4).unwrap();
+                    let first_chunk = usize::try_from(first / 4).unwrap();
+                    let span =
+                        layout.chunks()[last_chunk].end - layout.chunks()[first_chunk].offset;
+                    assert!(span <= budget.max_bytes || last_chunk == first_chunk);
                     first += n;
                 }
                 assert_eq!(first, end);
