@@ -389,3 +389,70 @@ fn mixed_snapshot_on_moto() {
     let uri = format!("s3://{}/{}", server.bucket, unique("ar-mixed"));
     exercise(&uri, &options);
 }
+
+/// Request counts through a counting store (memory root): opening an ArrayRecord shard is
+/// one tail read, a record one ranged read of exactly its chunk, a batch one range per chunk
+/// not cached, in one `read_ranges`; no whole-object read.
+#[test]
+fn array_record_reads_cost_one_range_per_chunk() {
+    use guideloom_publish::{CountingStore, Registry, RootOptions, StoreOptions};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let base = Registry::new()
+            .resolve(
+                &format!("memory://{}", unique("ar-counts")),
+                &StoreOptions::default(),
+            )
+            .unwrap();
+        let counting = Arc::new(CountingStore::new(base));
+        let root = Root::new(counting.clone(), RootOptions::default());
+        let bytes = array_record_bytes("counted", 200, "group_size:1,uncompressed");
+        let file = layout(&bytes);
+        let chunk = |i: usize| file.chunks()[i].end - file.chunks()[i].offset;
+        root.store()
+            .put_create("a.array_record", Bytes::from(bytes.clone()))
+            .await
+            .unwrap();
+        let shard = root.adopt_array_record("a.array_record").await.unwrap();
+        let request = PublishRequest {
+            dataset_id: "d".into(),
+            snapshot_id: "s".into(),
+            shards: vec![shard],
+            mode: PublishMode::Full,
+        };
+        root.publish(&request, &PublicationOptions::default())
+            .await
+            .unwrap();
+        let reader = root.open_latest().await.unwrap();
+
+        let before = counting.counts();
+        assert_eq!(reader.get(10).await.unwrap(), record("counted", 10));
+        let spent = counting.counts() - before;
+        let tail = (256 << 10).min(bytes.len() as u64);
+        assert_eq!(spent.reader_reads.requests, 2, "{spent:?}");
+        assert_eq!(spent.reader_reads.bytes_received, tail + chunk(10));
+        assert_eq!(
+            spent.requests(),
+            2,
+            "nothing but the reader's reads: {spent:?}"
+        );
+
+        let before = counting.counts();
+        reader.get(11).await.unwrap();
+        let spent = counting.counts() - before;
+        assert_eq!(
+            (spent.requests(), spent.reader_reads.bytes_received),
+            (1, chunk(11))
+        );
+
+        // 10 and 11 are cached; 50, 7 and 120 are one range each.
+        let before = counting.counts();
+        let got = reader.get_many(&[50, 7, 50, 120, 10, 11]).await.unwrap();
+        let spent = counting.counts() - before;
+        assert_eq!(got[3], record("counted", 120));
+        assert_eq!(
+            (spent.requests(), spent.reader_reads.bytes_received),
+            (3, chunk(50) + chunk(7) + chunk(120))
+        );
+    });
+}
