@@ -10,7 +10,7 @@
 //!   read concurrently; where a record lives is the format crate's [`ShardTable`].
 //! - In-order reads ([`read_in_order`](SnapshotReader::read_in_order),
 //!   [`get_range`](SnapshotReader::get_range)) are split by [`ShardTable::runs`] and
-//!   [`plan_runs`] into reads of at most one [`RunBudget`] each.
+//!   [`plan_runs`](guideloom_format::plan_runs) into reads of at most one [`RunBudget`] each.
 //! - Annotation sets are opened once per reader ([`annotations`](SnapshotReader::annotations)).
 //! - Whole-shard staging is the other in-order strategy: each shard fetched whole into a
 //!   local file, then read locally. [`read_in_order`](SnapshotReader::read_in_order) uses it
@@ -167,9 +167,11 @@ impl SnapshotReader {
 
     /// Reads records `range` in order, one run at a time: the range is split by shard
     /// ([`ShardTable::runs`]), each piece into reads of at most `budget`
-    /// ([`plan_runs`]); each read is one ranged request of consecutive records (the first
-    /// read of a shard also opens it). Shards are opened as the reads reach them, so a
-    /// reader can stop early. A range reaching past the end is [`Error::OutOfRange`].
+    /// ([`plan_runs`](guideloom_format::plan_runs) for a native shard; whole chunks of an
+    /// ArrayRecord shard, see [`OpenedShard`]); each read is one ranged request of
+    /// consecutive records (the first read of a shard also opens it). Shards are opened as
+    /// the reads reach them, so a reader can stop early. A range reaching past the end is
+    /// [`Error::OutOfRange`].
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
