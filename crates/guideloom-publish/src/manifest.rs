@@ -304,6 +304,14 @@ pub(crate) fn check_shards(shards: &[ShardRef]) -> std::result::Result<u64, Stri
         {
             return Err(format!("shard {:?} has a malformed sha256", s.key));
         }
+        if s.format == ShardFormat::ArrayRecord
+            && matches!(s.checksum, Some(Checksum::FooterCrc32c(_)))
+        {
+            return Err(format!(
+                "ArrayRecord shard {:?} carries a native footer checksum",
+                s.key
+            ));
+        }
         total = total
             .checked_add(s.record_count)
             .filter(|t| *t <= MAX_RECORDS)
@@ -517,6 +525,15 @@ mod tests {
         let text = String::from_utf8(to_json(&ar)).unwrap();
         assert!(text.contains(r#""format": "array_record""#), "{text}");
         assert_eq!(serde_json::from_str::<ShardRef>(&text).unwrap(), ar);
+        // An ArrayRecord shard has no native footer to carry a CRC of.
+        let crc = ShardRef {
+            checksum: Some(Checksum::FooterCrc32c(7)),
+            ..ar.clone()
+        };
+        assert!(matches!(
+            manifest(vec![crc]).validate(&log_key(3), "d"),
+            Err(Error::Corrupt { .. })
+        ));
         // A format this build does not know is a Corrupt manifest naming it.
         let mut m = String::from_utf8(to_json(&manifest(vec![ar]))).unwrap();
         m = m.replace(r#""array_record""#, r#""parquet""#);
