@@ -116,6 +116,22 @@ async fn publish_mixed(root: &Root) -> ShardRef {
         (written.record_count, written.format),
         (n, ShardFormat::ArrayRecord)
     );
+    // Re-running the writer: identical bytes succeed, other bytes collide.
+    let again = root
+        .write_array_record_shard(
+            "w",
+            1,
+            "group_size:5,brotli:4".parse().unwrap(),
+            (0..n).map(|i| record(tag, i)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, written);
+    let other = root
+        .write_array_record_shard("w", 1, Default::default(), [b"other".as_slice()])
+        .await
+        .unwrap_err();
+    assert!(other.is_collision(), "{other:?}");
     let body = root
         .store()
         .get(&written.key, written.size)
