@@ -24,7 +24,7 @@ use guideloom_publish::fuzzing::{
     MAX_CONTROL_OBJECT_BYTES, MAX_RECORDS, MAX_SHARD_BYTES, MAX_SHARDS, POINTER_FORMAT,
     SnapshotPointer, key_problem, log_key, parse_log_key, values_key,
 };
-use guideloom_publish::{Catalog, Checksum, DatasetIdentity, Manifest, check_name};
+use guideloom_publish::{Catalog, Checksum, DatasetIdentity, Manifest, ShardFormat, check_name};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -100,6 +100,12 @@ fn manifest(key: &str, body: &[u8], dataset_id: &str) {
         if let Some(Checksum::Sha256(hex)) = &s.checksum {
             assert!(hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
         }
+        assert!(
+            !(s.format == ShardFormat::ArrayRecord
+                && matches!(s.checksum, Some(Checksum::FooterCrc32c(_)))),
+            "ArrayRecord shard {:?} with a footer CRC",
+            s.key
+        );
         total = total.checked_add(s.record_count).expect("total overflows");
     }
     assert!(total <= MAX_RECORDS);

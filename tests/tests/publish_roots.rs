@@ -31,6 +31,7 @@ fn truncated_shard_fails_verification_naming_it() {
                 size: full.len() as u64,
                 record_count: 1,
                 checksum: None,
+                format: Default::default(),
             };
             let err = fx
                 .root
@@ -60,6 +61,7 @@ fn truncated_shard_fails_verification_naming_it() {
                 size: 1,
                 record_count: 1,
                 checksum: None,
+                format: Default::default(),
             };
             let err = fx
                 .root

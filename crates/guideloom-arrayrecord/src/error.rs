@@ -105,6 +105,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// `true` when the file's bytes are damaged: [`Error::Corrupt`] (a hash, a field, a
+    /// truncated chunk) or [`Error::Codec`] (a compressed buffer the codec refused), as
+    /// opposed to transport failures, limits and unsupported constructs.
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, Error::Corrupt { .. } | Error::Codec { .. })
+    }
+
+    /// `true` when the error means "this object does not exist" (from the backend).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source } if source.is_not_found())
+    }
+
     pub(crate) fn corrupt(location: &str, offset: u64, what: impl Into<String>) -> Error {
         Error::Corrupt {
             location: location.to_owned(),

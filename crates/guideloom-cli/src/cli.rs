@@ -153,6 +153,11 @@ pub(crate) struct PublishArgs {
     /// shards written by the library or another tool. Without it they are refused.
     #[arg(long, requires = "work_ids")]
     pub(crate) include_incomplete: bool,
+    /// Adopt the ArrayRecord file at KEY (relative to the root; repeatable) as a shard,
+    /// without rewriting it: its size and record count come from its footer (one tail
+    /// read). Adopted files follow the other shards, in the order given.
+    #[arg(long = "adopt-array-record", value_name = "KEY")]
+    pub(crate) adopt_array_record: Vec<String>,
 }
 
 /// `guideloom info`.

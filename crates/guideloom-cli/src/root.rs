@@ -244,7 +244,7 @@ impl OpenRoot {
             .await
             .map_err(|e| self.err(e))?;
         let mut text = Vec::new();
-        json::record_json(&shard.metadata().format, &bytes, &mut text).map_err(|e| {
+        json::record_json(shard.record_format(), &bytes, &mut text).map_err(|e| {
             CliError::Record {
                 root: self.name.clone(),
                 index,

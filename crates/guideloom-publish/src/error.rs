@@ -272,6 +272,18 @@ pub enum Error {
         #[source]
         source: Box<guideloom_format::Error>,
     },
+    /// An ArrayRecord shard ([`ShardFormat::ArrayRecord`](crate::ShardFormat::ArrayRecord))
+    /// could not be opened or read: the arrayrecord crate's error, whatever part of the file
+    /// it concerns (postscript, footer, a chunk's hashes or codec) or the transport failure
+    /// beneath it. The sibling of [`Error::Shard`] for native shards.
+    #[error("ArrayRecord shard {key}: {source}")]
+    ArrayRecordShard {
+        /// The shard (relative to the root).
+        key: String,
+        /// The arrayrecord crate's error.
+        #[source]
+        source: Box<guideloom_arrayrecord::Error>,
+    },
     /// The byte-range IO layer failed while reading an object.
     #[error("read error on {key}: {source}")]
     Read {
@@ -339,6 +351,20 @@ impl Error {
             key: key.to_owned(),
             source: Box::new(source),
         }
+    }
+
+    /// The arrayrecord crate's error about the ArrayRecord shard at `key`.
+    pub(crate) fn array_record_shard(key: &str, source: guideloom_arrayrecord::Error) -> Self {
+        Error::ArrayRecordShard {
+            key: key.to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    /// `true` for the errors of a shard's own bytes or of reading them ([`Error::Shard`],
+    /// [`Error::ArrayRecordShard`]), whichever format the shard has.
+    pub fn is_shard_error(&self) -> bool {
+        matches!(self, Error::Shard { .. } | Error::ArrayRecordShard { .. })
     }
 
     pub(crate) fn invalid(what: impl Into<String>) -> Self {

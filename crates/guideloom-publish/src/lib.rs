@@ -57,6 +57,7 @@ pub mod fuzzing;
 mod identity;
 mod key;
 mod manifest;
+mod opened;
 mod publication;
 mod registry;
 mod root;
@@ -72,7 +73,8 @@ pub use error::{BoxError, Error, Result};
 /// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
 pub use guideloom_io::RetryPolicy;
 pub use key::check_name;
-pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardRef};
+pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardFormat, ShardRef};
+pub use opened::{ARRAY_RECORD_RECORD_FORMAT, OpenedShard};
 pub use publication::{PublicationOptions, PublishRequest};
 #[cfg(feature = "aws-profile")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]

@@ -77,6 +77,12 @@ pub(crate) fn shard_key(work_id: &str, index: u64) -> String {
     format!("shards/{work_id}/{index:08}.glm")
 }
 
+/// Key of ArrayRecord shard number `index` of worker `work_id`:
+/// `shards/<work_id>/<index, 8 digits>.array_record`.
+pub(crate) fn array_record_shard_key(work_id: &str, index: u64) -> String {
+    format!("shards/{work_id}/{index:08}.array_record")
+}
+
 /// `dataset.json`: the root's identity, written create-only once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatasetIdentity {
@@ -127,6 +133,43 @@ impl std::fmt::Display for Checksum {
     }
 }
 
+/// The file format of a shard: how its bytes are laid out and read.
+///
+/// Recorded per shard in a manifest (`"format"`), absent for native shards so manifests of
+/// native shards are byte-identical to those written before the field existed (which parse as
+/// native). A manifest naming a format this build does not know is [`Error::Corrupt`] naming it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardFormat {
+    /// guideloom's own shard format (`guideloom-format`, `docs/format.md`).
+    #[default]
+    Native,
+    /// An ArrayRecord (Riegeli) file, as Google's `array_record` package, TFDS and Grain
+    /// write them (`guideloom-arrayrecord`, `docs/arrayrecord.md`); its records are raw bytes.
+    ArrayRecord,
+}
+
+impl ShardFormat {
+    /// `true` for [`ShardFormat::Native`] (the default, left out of manifests).
+    pub fn is_native(&self) -> bool {
+        matches!(self, ShardFormat::Native)
+    }
+
+    /// The name used in manifests and shown by tools: `native` or `array_record`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ShardFormat::Native => "native",
+            ShardFormat::ArrayRecord => "array_record",
+        }
+    }
+}
+
+impl std::fmt::Display for ShardFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A reference to one shard inside a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardRef {
@@ -138,6 +181,9 @@ pub struct ShardRef {
     pub record_count: u64,
     /// Integrity check value, when known.
     pub checksum: Option<Checksum>,
+    /// The shard's file format; [`ShardFormat::Native`] when the manifest does not say.
+    #[serde(default, skip_serializing_if = "ShardFormat::is_native")]
+    pub format: ShardFormat,
 }
 
 /// How a snapshot relates to the one before it.
@@ -273,6 +319,14 @@ pub(crate) fn check_shards(shards: &[ShardRef]) -> std::result::Result<u64, Stri
             && (hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
         {
             return Err(format!("shard {:?} has a malformed sha256", s.key));
+        }
+        if s.format == ShardFormat::ArrayRecord
+            && matches!(s.checksum, Some(Checksum::FooterCrc32c(_)))
+        {
+            return Err(format!(
+                "ArrayRecord shard {:?} carries a native footer checksum",
+                s.key
+            ));
         }
         total = total
             .checked_add(s.record_count)
@@ -420,6 +474,7 @@ mod tests {
             size: 10,
             record_count: 2,
             checksum: None,
+            format: ShardFormat::Native,
         }
     }
 
@@ -465,5 +520,43 @@ mod tests {
             manifest(vec![shard("x"), shard("x")]).validate(&key, "d"),
             Err(Error::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn shard_formats_round_trip_and_native_stays_implicit() {
+        let native = shard("shards/a/1.glm");
+        let text = String::from_utf8(to_json(&native)).unwrap();
+        assert!(
+            !text.contains("format"),
+            "native shards carry no format: {text}"
+        );
+        // A reference written before the field existed parses as native.
+        let old = br#"{"key":"k","size":1,"record_count":0,"checksum":null}"#;
+        let parsed: ShardRef = serde_json::from_slice(old).unwrap();
+        assert_eq!(parsed.format, ShardFormat::Native);
+        let ar = ShardRef {
+            format: ShardFormat::ArrayRecord,
+            ..shard("shards/a/1.array_record")
+        };
+        let text = String::from_utf8(to_json(&ar)).unwrap();
+        assert!(text.contains(r#""format": "array_record""#), "{text}");
+        assert_eq!(serde_json::from_str::<ShardRef>(&text).unwrap(), ar);
+        // An ArrayRecord shard has no native footer to carry a CRC of.
+        let crc = ShardRef {
+            checksum: Some(Checksum::FooterCrc32c(7)),
+            ..ar.clone()
+        };
+        assert!(matches!(
+            manifest(vec![crc]).validate(&log_key(3), "d"),
+            Err(Error::Corrupt { .. })
+        ));
+        // A format this build does not know is a Corrupt manifest naming it.
+        let mut m = String::from_utf8(to_json(&manifest(vec![ar]))).unwrap();
+        m = m.replace(r#""array_record""#, r#""parquet""#);
+        let err = Manifest::parse(&log_key(3), m.as_bytes(), "d").unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { key, what } if *key == log_key(3) && what.contains("parquet")),
+            "{err}"
+        );
     }
 }

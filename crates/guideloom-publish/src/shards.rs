@@ -14,14 +14,15 @@ use std::io::Write;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
 use guideloom_format::spec::FOOTER_LEN;
-use guideloom_format::{AsyncShard, Encoded, Footer, ReadOptions, ShardEncoder, ShardMetadata};
-use guideloom_io::AsyncReader;
+use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata};
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
-use crate::key::{check_name, sha256_hex};
-use crate::manifest::{Checksum, ShardRef, shard_key};
+use crate::key::{check_name, hex, key_problem, sha256_hex};
+use crate::manifest::{Checksum, ShardFormat, ShardRef, array_record_shard_key, shard_key};
+use crate::opened::open_array_record;
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
 /// What a [`ShardInspector`] found in a shard.
@@ -58,15 +59,25 @@ impl ShardInspector for Sha256Inspector {
     }
 }
 
-/// Checks shards by their footers: one ranged read of the last 64 bytes per shard (no
-/// download), giving the record count and the footer's CRC32C (which covers the index and
-/// metadata checksums, the layout and the count).
+/// Checks shards by their footers: for a native shard one ranged read of the last 64 bytes
+/// (no download), giving the record count and the footer's CRC32C (which covers the index
+/// and metadata checksums, the layout and the count); for an ArrayRecord shard one tail read
+/// (guideloom-arrayrecord's open: postscript and footer, every hash checked), giving the
+/// record count (and no checksum: a reference's SHA-256 is [`Sha256Inspector`]'s to check).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FooterInspector;
 
 #[async_trait]
 impl ShardInspector for FooterInspector {
     async fn inspect(&self, store: &dyn RootStore, shard: &ShardRef) -> Result<ShardFacts> {
+        if shard.format == ShardFormat::ArrayRecord {
+            let reader = store.open_reader(&shard.key, shard.size).await?;
+            let file = open_array_record(reader, &shard.key).await?;
+            return Ok(ShardFacts {
+                record_count: file.len(),
+                checksum: None,
+            });
+        }
         if shard.size < FOOTER_LEN {
             return Err(Error::corrupt(&shard.key, "smaller than a shard footer"));
         }
@@ -80,40 +91,6 @@ impl ShardInspector for FooterInspector {
             checksum: Some(Checksum::FooterCrc32c(footer.checksum())),
         })
     }
-}
-
-/// Opens a shard over `reader` with one tail read and checks it against the manifest's
-/// reference: the object's size and the footer's record count. Shared by random access
-/// (the snapshot reader) and whole-shard staging.
-pub(crate) async fn open_checked(
-    reader: Box<dyn AsyncReader>,
-    reference: &ShardRef,
-    options: &ReadOptions,
-) -> Result<AsyncShard> {
-    let shard = AsyncShard::open(reader, options)
-        .await
-        .map_err(|e| Error::shard(&reference.key, e))?;
-    let size = shard.reader().size().await.map_err(|source| Error::Read {
-        key: reference.key.clone(),
-        source,
-    })?;
-    if size != reference.size {
-        return Err(Error::Verification {
-            key: reference.key.clone(),
-            what: "size",
-            expected: reference.size.to_string(),
-            actual: size.to_string(),
-        });
-    }
-    if shard.len() != reference.record_count {
-        return Err(Error::Verification {
-            key: reference.key.clone(),
-            what: "record count",
-            expected: reference.record_count.to_string(),
-            actual: shard.len().to_string(),
-        });
-    }
-    Ok(shard)
 }
 
 /// The sink between the encoder and the store: forwards bytes while the shard stays within
@@ -297,5 +274,88 @@ async fn create(
         size,
         record_count,
         checksum: Some(checksum),
+        format: ShardFormat::Native,
+    })
+}
+
+/// A reference to the ArrayRecord file already at `key` (see
+/// [`Root::adopt_array_record`](crate::Root::adopt_array_record)): one HEAD for the size,
+/// one tail read for the footer (every hash of postscript and footer checked) and the record
+/// count. Nothing is written or rewritten.
+pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Result<ShardRef> {
+    if let Some(problem) = key_problem(key) {
+        return Err(Error::invalid(format!("shard key {key:?}: {problem}")));
+    }
+    let size = store.head(key).await?.size;
+    let reader = store.open_reader(key, size).await?;
+    let file = open_array_record(reader, key).await?;
+    if file.layout().size() != size {
+        return Err(Error::Verification {
+            key: key.to_owned(),
+            what: "size",
+            expected: size.to_string(),
+            actual: file.layout().size().to_string(),
+        });
+    }
+    Ok(ShardRef {
+        key: key.to_owned(),
+        size,
+        record_count: file.len(),
+        checksum: None,
+        format: ShardFormat::ArrayRecord,
+    })
+}
+
+/// Writes `records` as an ArrayRecord file, shard `index` of worker `work_id` (see
+/// [`Root::write_array_record_shard`](crate::Root::write_array_record_shard)): the same
+/// create-only streamed write as a native shard's, through guideloom-arrayrecord's writer.
+pub(crate) async fn write_array_record<I, R>(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    work_id: &str,
+    index: u64,
+    options: WriterOptions,
+    records: I,
+) -> Result<ShardRef>
+where
+    I: IntoIterator<Item = R>,
+    R: AsRef<[u8]>,
+{
+    check_name("work id", work_id)?;
+    store.check_writable()?;
+    let key = array_record_shard_key(work_id, index);
+    let limit = max_shard_bytes;
+    let mut pending = store.begin_create(&key)?;
+    let mut tally = Tally {
+        out: &mut *pending,
+        digest: Digest256::default(),
+        limit,
+        over: 0,
+    };
+    let mut writer = ArrayRecordWriter::new(&mut tally, options).named(key.clone());
+    for r in records {
+        writer
+            .write(r.as_ref())
+            .map_err(|e| Error::array_record_shard(&key, e))?;
+    }
+    let record_count = writer.len();
+    writer
+        .finish()
+        .map_err(|e| Error::array_record_shard(&key, e))?;
+    let Tally { digest, over, .. } = tally;
+    let size = digest.len() + over;
+    if over > 0 {
+        return Err(Error::ShardTooLarge { key, size, limit });
+    }
+    let digest = digest.finish();
+    create_streamed(store, &key, pending, size, digest)
+        .instrument(info_span!("upload_shard", key, size))
+        .await?;
+    Ok(ShardRef {
+        key,
+        size,
+        record_count,
+        checksum: Some(Checksum::Sha256(hex(&digest))),
+        format: ShardFormat::ArrayRecord,
     })
 }

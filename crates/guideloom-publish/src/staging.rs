@@ -45,7 +45,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, Runs, ShardTable, plan_runs};
+use guideloom_format::{ReadOptions, Run, RunBudget, Runs, ShardTable};
 use guideloom_io::{PreadIo, StatsSnapshot};
 use tokio::sync::OnceCell;
 use tracing::{Instrument, debug, info_span};
@@ -53,7 +53,7 @@ use tracing::{Instrument, debug, info_span};
 use crate::error::{Error, Result};
 use crate::key::hex;
 use crate::manifest::{Checksum, ShardRef};
-use crate::shards::open_checked;
+use crate::opened::{OpenedShard, open_checked};
 use crate::store::RootStore;
 use sha2::{Digest, Sha256};
 
@@ -134,7 +134,7 @@ pub struct StagingStats {
 pub struct StagedShard {
     key: String,
     size: u64,
-    shard: AsyncShard,
+    shard: OpenedShard,
 }
 
 impl StagedShard {
@@ -148,8 +148,8 @@ impl StagedShard {
         self.size
     }
 
-    /// The opened shard (local reads).
-    pub fn shard(&self) -> &AsyncShard {
+    /// The opened shard (local reads), in its format.
+    pub fn shard(&self) -> &OpenedShard {
         &self.shard
     }
 }
@@ -466,21 +466,16 @@ impl<'a> Scan<'a> {
             }
         };
         let shard = staged.shard();
-        let run = plan_runs(shard.index(), piece, RunBudget::default())
-            .next()
-            .unwrap_or(piece);
+        let run = shard.next_run(piece, RunBudget::default());
         let (first, count) = (run.first, run.count);
-        let records = match shard.read_run(first, count).await {
+        let records = match shard.read_run(staged.key(), first, count).await {
             Ok(records) => records,
             Err(e) => {
                 let key = staged.key().to_owned();
                 drop(staged);
                 self.current = None;
                 self.stager.discard(&key);
-                return Err(Error::Shard {
-                    key,
-                    source: Box::new(e),
-                });
+                return Err(e);
             }
         };
         self.piece = Some(Run {

@@ -101,7 +101,7 @@ pub(crate) fn open(
                 None
             } else {
                 let shard = dataset.reader().open_shard(0).await?;
-                Some(shard.metadata().format.to_string())
+                Some(shard.record_format().to_owned())
             };
             Ok::<_, crate::errors::Error>((dataset, stored))
         })?

@@ -182,6 +182,19 @@ fn map_shard(key: &str, source: &FormatError) -> Mapped {
     }
 }
 
+/// An ArrayRecord shard's error: damaged bytes are `CorruptShardError`, a missing object
+/// `NotFoundError`, anything else (transport, limits, unsupported chunks) `StorageError`.
+fn map_array_record_shard(key: &str, source: &guideloom::arrayrecord::Error) -> Mapped {
+    let class = if source.is_corrupt() {
+        "CorruptShardError"
+    } else if source.is_not_found() {
+        "NotFoundError"
+    } else {
+        "StorageError"
+    };
+    Mapped::new(class).key(key)
+}
+
 fn map_publish(e: &PublishError) -> Mapped {
     match e {
         PublishError::PublicationCollision { key } => {
@@ -235,6 +248,7 @@ fn map_publish(e: &PublishError) -> Mapped {
             Mapped::new(class).path(path)
         }
         PublishError::Shard { key, source } => map_shard(key, source),
+        PublishError::ArrayRecordShard { key, source } => map_array_record_shard(key, source),
         PublishError::Read { key, source } => Mapped {
             class: map_io(source).class,
             ..Mapped::new("StorageError").key(key)
@@ -250,6 +264,7 @@ fn map(e: &guideloom::Error) -> Mapped {
         E::Format(f) => map_format(f),
         E::Publish(p) => map_publish(p),
         E::Shard { key, source } => map_shard(key, source),
+        E::ArrayRecordShard { key, source } => map_array_record_shard(key, source),
         E::OutOfRange { index, len } => Mapped {
             index: Some(*index),
             len: Some(*len),

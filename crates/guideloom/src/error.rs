@@ -14,7 +14,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `Error::Publish(publish::Error::NotFound { .. })`, with two exceptions that
 /// make the everyday failures one variant each however they arise: a record index past the
 /// end is always [`Error::OutOfRange`], and damaged shard bytes (footer, index, metadata or
-/// a record) are always [`Error::Shard`].
+/// a record) are always [`Error::Shard`] ([`Error::ArrayRecordShard`] for an ArrayRecord
+/// shard).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -24,8 +25,9 @@ pub enum Error {
     /// A shard format or storage error (`guideloom-format`).
     #[error(transparent)]
     Format(#[from] guideloom_format::Error),
-    /// A dataset root error (`guideloom-publish`; its `Shard` and `OutOfRange` variants
-    /// arrive as [`Error::Shard`] and [`Error::OutOfRange`]).
+    /// A dataset root error (`guideloom-publish`; its `Shard`, `ArrayRecordShard` and
+    /// `OutOfRange` variants arrive as [`Error::Shard`], [`Error::ArrayRecordShard`] and
+    /// [`Error::OutOfRange`]).
     #[error(transparent)]
     Publish(guideloom_publish::Error),
     /// A shard of the dataset is damaged or not a shard: its footer, index, metadata or a
@@ -37,6 +39,17 @@ pub enum Error {
         /// What the format crate found.
         #[source]
         source: Box<guideloom_format::Error>,
+    },
+    /// An ArrayRecord shard of the dataset is damaged or not an ArrayRecord file: its
+    /// postscript, footer or a chunk failed the arrayrecord crate's checks (hashes, codec,
+    /// layout), or the transport beneath failed. The sibling of [`Error::Shard`].
+    #[error("ArrayRecord shard {key}: {source}")]
+    ArrayRecordShard {
+        /// The shard's key in the root.
+        key: String,
+        /// What the arrayrecord crate found.
+        #[source]
+        source: Box<guideloom_arrayrecord::Error>,
     },
     /// A record index outside the dataset.
     #[error("record {index} is out of range for a dataset of {len} records")]
@@ -123,6 +136,9 @@ impl From<guideloom_publish::Error> for Error {
     fn from(e: guideloom_publish::Error) -> Self {
         match e {
             guideloom_publish::Error::Shard { key, source } => Error::Shard { key, source },
+            guideloom_publish::Error::ArrayRecordShard { key, source } => {
+                Error::ArrayRecordShard { key, source }
+            }
             guideloom_publish::Error::OutOfRange { index, len, .. } => {
                 Error::OutOfRange { index, len }
             }
@@ -148,6 +164,7 @@ impl Error {
             Error::Io(e) => e.is_not_found(),
             Error::Format(e) => e.is_not_found(),
             Error::Shard { source, .. } => source.is_not_found(),
+            Error::ArrayRecordShard { source, .. } => source.is_not_found(),
             Error::Publish(guideloom_publish::Error::NotFound { .. }) => true,
             _ => false,
         }

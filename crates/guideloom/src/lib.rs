@@ -101,6 +101,12 @@ pub use guideloom_format as format;
 /// snapshots and publication types are at this crate's root.
 pub use guideloom_publish as publish;
 
+/// `guideloom-arrayrecord`, ArrayRecord (Riegeli) files, whole: for reading and writing
+/// single ArrayRecord files and matching on its `Error` (the source of
+/// [`Error::ArrayRecordShard`]). Snapshots whose shards are ArrayRecord files are read through
+/// [`Dataset`] like any other.
+pub use guideloom_arrayrecord as arrayrecord;
+
 /// Record buffers (re-exported so users need no direct `bytes` dependency).
 pub use bytes::{self, Bytes};
 
@@ -129,7 +135,7 @@ pub use guideloom_io::{
 };
 pub use guideloom_publish::{
     AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
-    Root, RootOptions, S3Options, ShardRef, Snapshot, StoreOptions,
+    Root, RootOptions, S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions,
 };
 
 /// The repository README's Rust example, run as a doctest.

@@ -230,6 +230,40 @@ impl Publisher {
             .block_on(write_cbor_shard(&self.root, work_id, n, records))
     }
 
+    /// Writes already encoded records (raw bytes, from any iterator) as an ArrayRecord file,
+    /// shard `n` of `work_id` at `shards/<work_id>/<n>.array_record`, with array_record's
+    /// writer `options` (e.g. `"group_size:1,zstd:3".parse()?`; see
+    /// [`Root::write_array_record_shard`]). Published like any shard; read back by
+    /// [`Dataset`] as raw bytes, and by the `array_record` package and Grain as they are.
+    ///
+    /// ```
+    /// use guideloom::{PublishMode, Publisher, ShardFormat};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let publisher = Publisher::open("memory://publisher-array-record-doc")?;
+    /// let records = [b"alpha".as_slice(), b"beta"];
+    /// let shard = publisher.write_array_record_shard("w", 0, "group_size:1".parse()?, records)?;
+    /// assert_eq!((shard.format, shard.record_count), (ShardFormat::ArrayRecord, 2));
+    /// publisher.publish("d", "s1", vec![shard], PublishMode::Full)?;
+    /// assert_eq!(&publisher.dataset()?.get(1)?[..], b"beta");
+    /// # Ok(()) }
+    /// ```
+    pub fn write_array_record_shard<I, R>(
+        &self,
+        work_id: &str,
+        n: u64,
+        options: guideloom_arrayrecord::WriterOptions,
+        records: I,
+    ) -> Result<ShardRef>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        Ok(self.runtime.block_on(
+            self.root
+                .write_array_record_shard(work_id, n, options, records),
+        )?)
+    }
+
     /// Writes already encoded records (raw bytes, from any iterator) as shard `n` of
     /// `work_id`, with `metadata` naming their format (e.g.
     /// `ShardMetadata::new("raw", "documents")`), streamed as [`write_shard`](Self::write_shard)

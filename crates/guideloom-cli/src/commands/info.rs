@@ -1,5 +1,8 @@
 //! `guideloom info`.
 
+use std::collections::BTreeMap;
+
+use guideloom_publish::Snapshot;
 use serde_json::json;
 
 use crate::cli::{Global, InfoArgs};
@@ -7,6 +10,15 @@ use crate::commands::publish::published_keys;
 use crate::error::Result;
 use crate::output;
 use crate::root;
+
+/// How many shards of `snapshot` have each format (`native`, `array_record`).
+fn formats(snapshot: &Snapshot) -> BTreeMap<&'static str, usize> {
+    let mut counts = BTreeMap::new();
+    for shard in snapshot.shards() {
+        *counts.entry(shard.format.name()).or_default() += 1;
+    }
+    counts
+}
 
 /// Runs `guideloom info`.
 pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
@@ -43,6 +55,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
                     "shards": s.shards().len(),
                     "records": s.total_records(),
                     "bytes": s.shards().iter().map(|r| r.size).sum::<u64>(),
+                    "shard_formats": formats(s),
                 })
             })
             .collect();
@@ -78,8 +91,16 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
         } else {
             ""
         };
+        // Shard formats are named when any shard is not native (e.g. "2 native, 1 array_record").
+        let counts = formats(s);
+        let kinds = if counts.keys().all(|f| *f == "native") {
+            String::new()
+        } else {
+            let named: Vec<String> = counts.iter().map(|(f, n)| format!("{n} {f}")).collect();
+            format!("  ({})", named.join(", "))
+        };
         output::line(&format!(
-            "  #{:<4} {:<24} {:>6} shard(s) {:>12} records {:>12}{mark}",
+            "  #{:<4} {:<24} {:>6} shard(s) {:>12} records {:>12}{kinds}{mark}",
             s.seq(),
             s.id(),
             s.shards().len(),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use guideloom_publish::{
-    FooterInspector, PublicationOptions, PublishMode, PublishRequest, ShardInspector, ShardRef,
-    Snapshot,
+    FooterInspector, PublicationOptions, PublishMode, PublishRequest, ShardFormat, ShardInspector,
+    ShardRef, Snapshot,
 };
 use serde_json::json;
 
@@ -37,6 +37,7 @@ pub(crate) async fn shard_ref(root: &OpenRoot, key: &str, size: u64) -> Result<S
         size,
         record_count: 0,
         checksum: None,
+        format: ShardFormat::Native,
     };
     let facts = FooterInspector
         .inspect(&**root.store(), &shard)
@@ -56,18 +57,33 @@ pub(crate) struct Published {
     pub(crate) survey: Survey,
 }
 
+/// Which shards `publish` takes.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Choice<'a> {
+    /// Every shard of these workers; empty: every shard not yet in any snapshot.
+    pub(crate) work_ids: &'a [String],
+    /// Also named work ids whose write did not finish.
+    pub(crate) include_incomplete: bool,
+    /// ArrayRecord files already in the root, adopted as they are (after the shards above).
+    pub(crate) adopt_array_record: &'a [String],
+}
+
 /// Publishes the chosen shards: those of the named work ids, or every shard a completion
-/// marker lists that no snapshot holds yet. Incomplete work ids are never taken unasked, and
-/// naming one is an error.
+/// marker lists that no snapshot holds yet, then the ArrayRecord files to adopt. Incomplete
+/// work ids are never taken unasked, and naming one is an error.
 pub(crate) async fn publish(
     root: &OpenRoot,
     dataset_id: &str,
     snapshot_id: &str,
-    work_ids: &[String],
-    include_incomplete: bool,
+    choice: Choice<'_>,
     append: bool,
     verify_record_counts: bool,
 ) -> Result<Published> {
+    let Choice {
+        work_ids,
+        include_incomplete,
+        adopt_array_record,
+    } = choice;
     // An http(s):// root is read-only: refused before any request.
     root.store().check_writable().map_err(|e| root.err(e))?;
     for w in work_ids {
@@ -110,7 +126,7 @@ pub(crate) async fn publish(
         .filter(|(k, _)| !work_ids.is_empty() || !published.contains(k))
         .cloned()
         .collect();
-    if chosen.is_empty() {
+    if chosen.is_empty() && adopt_array_record.is_empty() {
         let mut what =
             "no unpublished shards under shards/ (write some with `guideloom write`, or \
                         name workers with --work-id)"
@@ -123,6 +139,15 @@ pub(crate) async fn publish(
     let mut shards = Vec::with_capacity(chosen.len());
     for (key, size) in &chosen {
         shards.push(shard_ref(root, key, *size).await?);
+    }
+    for key in adopt_array_record {
+        // One HEAD and one tail read each: size and record count from the footer.
+        let shard = root
+            .root
+            .adopt_array_record(key)
+            .await
+            .map_err(|e| root.err(e))?;
+        shards.push(shard);
     }
     let request = PublishRequest {
         dataset_id: dataset_id.to_owned(),
@@ -171,8 +196,11 @@ pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
         &root,
         &args.dataset_id,
         &args.snapshot_id,
-        &args.work_ids,
-        args.include_incomplete,
+        Choice {
+            work_ids: &args.work_ids,
+            include_incomplete: args.include_incomplete,
+            adopt_array_record: &args.adopt_array_record,
+        },
         args.append,
         args.verify_record_counts,
     )

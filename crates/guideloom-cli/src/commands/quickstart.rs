@@ -246,9 +246,16 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
 
     // 3. Publish them as one snapshot (sizes, record counts and footer checksums checked).
     let t = Instant::now();
-    let snapshot = publish::publish(&root, "captions", "v1", &[], false, false, true)
-        .await?
-        .snapshot;
+    let snapshot = publish::publish(
+        &root,
+        "captions",
+        "v1",
+        publish::Choice::default(),
+        false,
+        true,
+    )
+    .await?
+    .snapshot;
     steps.push(Step {
         name: "publish",
         took: t.elapsed(),

@@ -81,7 +81,7 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
                 .open_shard(run.shard)
                 .await
                 .map_err(|e| root.err(e))?;
-            format = Some((run.shard, opened.metadata().format.clone()));
+            format = Some((run.shard, opened.record_format().to_owned()));
         }
         let record_format = format.as_ref().map_or("", |(_, f)| f.as_str());
         let count = run.records.len() as u64;

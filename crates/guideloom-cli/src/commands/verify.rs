@@ -41,8 +41,9 @@ fn problem(report: &mut Report, object: &str, what: impl Into<String>) {
 }
 
 /// Checks shard number `n` of `reader`'s snapshot (`shard` is its reference): size, footer
-/// checksum, opening (footer, size and record count against the reference) and, `deep`,
-/// every record's CRC32C.
+/// checksum, opening (footer, size and record count against the reference; an ArrayRecord
+/// shard's postscript and footer hashes) and, `deep`, every record's CRC32C (every chunk's
+/// hashes of an ArrayRecord shard).
 async fn check_shard(
     root: &OpenRoot,
     reader: &SnapshotReader,
@@ -95,7 +96,9 @@ async fn check_shard(
     }
     if deep {
         // The shard's records in order through the snapshot reader: each run one read,
-        // every record's CRC32C checked by the format crate.
+        // every record's CRC32C checked by the format crate (for an ArrayRecord shard,
+        // every chunk's header and data HighwayHash and its block headers, by the
+        // arrayrecord crate).
         let mut runs = match reader.read_in_order(reader.table().bounds(n), RunBudget::default()) {
             Ok(runs) => runs,
             Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
@@ -105,6 +108,9 @@ async fn check_shard(
                 Ok(run) => report.records_checked += run.records.len() as u64,
                 Err(guideloom_publish::Error::Shard { source, .. }) => {
                     return problem(report, key, source.to_string());
+                }
+                Err(guideloom_publish::Error::ArrayRecordShard { source, .. }) => {
+                    return problem(report, key, format!("ArrayRecord: {source}"));
                 }
                 Err(e) => return problem(report, key, CliError::root(&root.name, e).one_line()),
             }

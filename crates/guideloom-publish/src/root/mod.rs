@@ -300,6 +300,74 @@ impl Root {
         shards::upload(&*self.store, limit, work_id, index, body, record_count).await
     }
 
+    /// Writes `records` (already encoded bytes) as an ArrayRecord file, create-only as
+    /// `shards/<work_id>/<index>.array_record`, with guideloom-arrayrecord's writer and
+    /// `options` (array_record's option string parsed, e.g. `"group_size:1,zstd:3"`; the
+    /// default is the Python writer's): a file the `array_record` package and Grain read.
+    /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory),
+    /// refused past [`RootOptions::max_encoded_shard_bytes`] with nothing written, and
+    /// idempotent for identical bytes. The reference has format
+    /// [`ShardFormat::ArrayRecord`](crate::ShardFormat::ArrayRecord) and a SHA-256 checksum.
+    pub async fn write_array_record_shard<I, R>(
+        &self,
+        work_id: &str,
+        index: u64,
+        options: guideloom_arrayrecord::WriterOptions,
+        records: I,
+    ) -> Result<ShardRef>
+    where
+        I: IntoIterator<Item = R>,
+        R: AsRef<[u8]>,
+    {
+        let limit = self.options.max_encoded_shard_bytes;
+        shards::write_array_record(&*self.store, limit, work_id, index, options, records).await
+    }
+
+    /// A reference to an ArrayRecord file already in the root at `key` — written by the
+    /// `array_record` package, TFDS, Grain or guideloom-arrayrecord, copied or uploaded
+    /// as-is — so it can be published as a shard of a snapshot ([`publish`](Self::publish))
+    /// **without rewriting a byte**. Costs one HEAD (the size) and one tail read (the
+    /// footer, every postscript and footer hash checked, giving the record count); the
+    /// reference's format is [`ShardFormat::ArrayRecord`](crate::ShardFormat::ArrayRecord)
+    /// and it has no checksum. A missing key is [`Error::NotFound`](crate::Error::NotFound),
+    /// a key outside the root [`Error::InvalidArgument`](crate::Error::InvalidArgument), a
+    /// file that is not ArrayRecord [`Error::ArrayRecordShard`](crate::Error::ArrayRecordShard).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use guideloom_arrayrecord::ArrayRecordWriter;
+    /// use guideloom_publish::{
+    ///     PublicationOptions, PublishMode, PublishRequest, Root, RootOptions, ShardFormat,
+    ///     StoreOptions,
+    /// };
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = ArrayRecordWriter::create(dir.path().join("train.array_record"), "".parse()?)?;
+    /// for r in [&b"a"[..], b"bb", b"ccc"] {
+    ///     w.write(r)?;
+    /// }
+    /// w.finish()?;
+    /// let root = Root::open(dir.path().to_str().unwrap(), &StoreOptions::default(), RootOptions::default())?;
+    /// let shard = root.adopt_array_record("train.array_record").await?;
+    /// assert_eq!((shard.record_count, shard.format), (3, ShardFormat::ArrayRecord));
+    /// let request = PublishRequest {
+    ///     dataset_id: "d".into(),
+    ///     snapshot_id: "s".into(),
+    ///     shards: vec![shard],
+    ///     mode: PublishMode::Full,
+    /// };
+    /// root.publish(&request, &PublicationOptions::default()).await?;
+    /// let reader = root.open_latest().await?;
+    /// assert_eq!(&reader.get(1).await?[..], b"bb");
+    /// # Ok(()) }
+    /// ```
+    pub async fn adopt_array_record(&self, key: &str) -> Result<ShardRef> {
+        shards::adopt_array_record(&*self.store, key)
+            .instrument(info_span!("adopt_array_record", key))
+            .await
+    }
+
     /// Reads the annotation catalog (an empty one if none exists yet).
     pub async fn catalog(&self) -> Result<Catalog> {
         annotations::catalog(&*self.store, &self.identity).await

@@ -3,13 +3,14 @@
 //! and the benchmarks) goes through [`SnapshotReader`].
 //!
 //! - Shards are opened lazily, once each, with one tail read (guideloom-format's
-//!   [`AsyncShard`]), their size and record count checked against the manifest.
+//!   [`AsyncShard`](guideloom_format::AsyncShard), or guideloom-arrayrecord's reader), their
+//!   size and record count checked against the manifest.
 //! - Record `i` ([`get`](SnapshotReader::get)) is one ranged read; a batch
 //!   ([`get_many`](SnapshotReader::get_many)) one coalescing read per shard touched, shards
 //!   read concurrently; where a record lives is the format crate's [`ShardTable`].
 //! - In-order reads ([`read_in_order`](SnapshotReader::read_in_order),
 //!   [`get_range`](SnapshotReader::get_range)) are split by [`ShardTable::runs`] and
-//!   [`plan_runs`] into reads of at most one [`RunBudget`] each.
+//!   [`plan_runs`](guideloom_format::plan_runs) into reads of at most one [`RunBudget`] each.
 //! - Annotation sets are opened once per reader ([`annotations`](SnapshotReader::annotations)).
 //! - Whole-shard staging is the other in-order strategy: each shard fetched whole into a
 //!   local file, then read locally. [`read_in_order`](SnapshotReader::read_in_order) uses it
@@ -18,8 +19,11 @@
 //!   on moto; 8 × slower on a local root, where it is never used) — and
 //!   [`scan`](SnapshotReader::scan) asks for it explicitly.
 //!
-//! Every failure of a shard's bytes — its footer, index, metadata or a record — is the same
-//! [`Error::Shard`] carrying the key and the format crate's error.
+//! Shards are native guideloom shards or ArrayRecord files, as each reference's
+//! [`ShardFormat`](crate::ShardFormat) says, read the same way through [`OpenedShard`].
+//! Every failure of a native shard's bytes — its footer, index, metadata or a record — is
+//! the same [`Error::Shard`] carrying the key and the format crate's error; an ArrayRecord
+//! shard's is [`Error::ArrayRecordShard`] carrying the key and the arrayrecord crate's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::ops::Range;
 
 use bytes::Bytes;
-use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, Runs, ShardTable, plan_runs};
+use guideloom_format::{ReadOptions, Run, RunBudget, Runs, ShardTable};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 use tracing::{Instrument, info_span};
@@ -36,7 +40,7 @@ use super::Root;
 use crate::annotations::AnnotationSet;
 use crate::error::{Error, Result};
 use crate::manifest::ShardRef;
-use crate::shards::open_checked;
+use crate::opened::{OpenedShard, open_checked};
 use crate::snapshot_log::Snapshot;
 use crate::staging::{Scan, StagedShard};
 
@@ -47,7 +51,7 @@ pub struct SnapshotReader {
     snapshot: Snapshot,
     /// Where each record lives: the shards' cumulative record counts.
     table: ShardTable,
-    shards: Vec<OnceCell<AsyncShard>>,
+    shards: Vec<OnceCell<OpenedShard>>,
     options: ReadOptions,
     /// Annotation sets opened through this reader, by set name (their latest version for
     /// this snapshot, downloaded and verified once).
@@ -103,7 +107,7 @@ impl SnapshotReader {
         Ok((located.shard, located.local))
     }
 
-    async fn shard(&self, i: usize) -> Result<&AsyncShard> {
+    async fn shard(&self, i: usize) -> Result<&OpenedShard> {
         let reference: &ShardRef = &self.snapshot.shards()[i];
         self.shards[i]
             .get_or_try_init(|| async {
@@ -123,10 +127,7 @@ impl SnapshotReader {
     pub async fn get(&self, index: u64) -> Result<Bytes> {
         let (i, local) = self.locate(index)?;
         let shard = self.shard(i).await?;
-        shard
-            .read(local)
-            .await
-            .map_err(|e| Error::shard(&self.snapshot.shards()[i].key, e))
+        shard.read(&self.snapshot.shards()[i].key, local).await
     }
 
     /// The payloads of many records, in the order given, repeats included: one batched
@@ -139,10 +140,8 @@ impl SnapshotReader {
             .map_err(|index| self.out_of_range(index))?;
         let reads = groups.iter().map(|group| async move {
             let shard = self.shard(group.shard).await?;
-            shard
-                .read_many(&group.locals)
-                .await
-                .map_err(|e| Error::shard(&self.snapshot.shards()[group.shard].key, e))
+            let key = &self.snapshot.shards()[group.shard].key;
+            shard.read_many(key, &group.locals).await
         });
         let results = futures::future::try_join_all(reads).await?;
         let mut out = vec![Bytes::new(); indices.len()];
@@ -168,9 +167,11 @@ impl SnapshotReader {
 
     /// Reads records `range` in order, one run at a time: the range is split by shard
     /// ([`ShardTable::runs`]), each piece into reads of at most `budget`
-    /// ([`plan_runs`]); each read is one ranged request of consecutive records (the first
-    /// read of a shard also opens it). Shards are opened as the reads reach them, so a
-    /// reader can stop early. A range reaching past the end is [`Error::OutOfRange`].
+    /// ([`plan_runs`](guideloom_format::plan_runs) for a native shard; whole chunks of an
+    /// ArrayRecord shard, see [`OpenedShard`]); each read is one ranged request of
+    /// consecutive records (the first read of a shard also opens it). Shards are opened as
+    /// the reads reach them, so a reader can stop early. A range reaching past the end is
+    /// [`Error::OutOfRange`].
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -289,7 +290,7 @@ impl InOrder<'_> {
             match reader.root.stager().stage(reference).await {
                 Ok(staged) => self.staged = Some((piece.shard, staged)),
                 // Damaged bytes are damaged whichever way they are read.
-                Err(e @ Error::Shard { .. }) => return Err(e),
+                Err(e) if e.is_shard_error() => return Err(e),
                 // Anything else (the staging directory full or unwritable, a download cut
                 // off): read this piece by ranged runs instead, which report their own error.
                 Err(e) => tracing::warn!(
@@ -303,14 +304,9 @@ impl InOrder<'_> {
             Some((_, staged)) => staged.shard(),
             None => reader.shard(piece.shard).await?,
         };
-        let run = plan_runs(shard.index(), piece, self.budget)
-            .next()
-            .unwrap_or(piece);
+        let run = shard.next_run(piece, self.budget);
         let key = &reader.snapshot.shards()[piece.shard].key;
-        let records = shard
-            .read_run(run.first, run.count)
-            .await
-            .map_err(|e| Error::shard(key, e))?;
+        let records = shard.read_run(key, run.first, run.count).await?;
         self.piece = Some(Run {
             shard: piece.shard,
             first: run.first + run.count,
@@ -395,10 +391,10 @@ impl SnapshotReader {
     }
 
     /// Shard number `i` of the snapshot, opened (once: one tail read, its size and record
-    /// count checked against the manifest). For per-shard work such as in-order runs
-    /// ([`AsyncShard::read_run`]) or reading every record's checksum. An `i` past the last
-    /// shard is [`Error::InvalidArgument`].
-    pub async fn open_shard(&self, i: usize) -> Result<&AsyncShard> {
+    /// count checked against the manifest), in its format ([`OpenedShard::native`] gives a
+    /// native shard's metadata and index, [`OpenedShard::array_record`] an ArrayRecord
+    /// file's layout). An `i` past the last shard is [`Error::InvalidArgument`].
+    pub async fn open_shard(&self, i: usize) -> Result<&OpenedShard> {
         if i >= self.shards.len() {
             return Err(Error::invalid(format!(
                 "shard {i} out of range for snapshot {} of {} shards",

@@ -1,0 +1,293 @@
+//! A shard opened for reading, whatever its format ([`ShardFormat`]): guideloom's native
+//! shards through guideloom-format's [`AsyncShard`], ArrayRecord files through
+//! guideloom-arrayrecord's [`AsyncArrayRecordReader`]. The snapshot reader and whole-shard
+//! staging read both through [`OpenedShard`], with the same costs (open = one tail read,
+//! record = one ranged read, batch = one coalescing read) and errors typed per format
+//! ([`Error::Shard`], [`Error::ArrayRecordShard`]), each carrying the shard's key.
+
+use bytes::Bytes;
+use guideloom_arrayrecord::{AsyncArrayRecordReader, Layout};
+use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, plan_runs};
+use guideloom_io::AsyncReader;
+
+use crate::error::{Error, Result};
+use crate::manifest::{ShardFormat, ShardRef};
+
+/// The record format of an ArrayRecord shard's records, in the vocabulary of
+/// guideloom-format's metadata (`"raw"`: opaque bytes, e.g. serialized `tf.train.Example`s).
+pub const ARRAY_RECORD_RECORD_FORMAT: &str = "raw";
+
+/// A shard opened for reading, in the format its reference names.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpenedShard {
+    /// A native guideloom shard.
+    Native(AsyncShard),
+    /// An ArrayRecord file.
+    ArrayRecord(AsyncArrayRecordReader),
+}
+
+impl OpenedShard {
+    /// The shard's format.
+    pub fn format(&self) -> ShardFormat {
+        match self {
+            OpenedShard::Native(_) => ShardFormat::Native,
+            OpenedShard::ArrayRecord(_) => ShardFormat::ArrayRecord,
+        }
+    }
+
+    /// Records in the shard.
+    pub fn len(&self) -> u64 {
+        match self {
+            OpenedShard::Native(s) => s.len(),
+            OpenedShard::ArrayRecord(f) => f.len(),
+        }
+    }
+
+    /// `true` when the shard holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The records' format name: the native shard's metadata (`"cbor"`, `"raw"`, ...), or
+    /// [`ARRAY_RECORD_RECORD_FORMAT`] for an ArrayRecord file (its records are bytes).
+    pub fn record_format(&self) -> &str {
+        match self {
+            OpenedShard::Native(s) => &s.metadata().format,
+            OpenedShard::ArrayRecord(_) => ARRAY_RECORD_RECORD_FORMAT,
+        }
+    }
+
+    /// The native shard, if it is one (metadata, index, per-record checksums).
+    pub fn native(&self) -> Option<&AsyncShard> {
+        match self {
+            OpenedShard::Native(s) => Some(s),
+            OpenedShard::ArrayRecord(_) => None,
+        }
+    }
+
+    /// The ArrayRecord file, if it is one (its [`Layout`]: chunks, group size, writer options).
+    pub fn array_record(&self) -> Option<&AsyncArrayRecordReader> {
+        match self {
+            OpenedShard::Native(_) => None,
+            OpenedShard::ArrayRecord(f) => Some(f),
+        }
+    }
+
+    /// Record `local` (one ranged read; an ArrayRecord chunk already cached costs none).
+    pub(crate) async fn read(&self, key: &str, local: u64) -> Result<Bytes> {
+        match self {
+            OpenedShard::Native(s) => s.read(local).await.map_err(|e| Error::shard(key, e)),
+            OpenedShard::ArrayRecord(f) => f
+                .get(local)
+                .await
+                .map_err(|e| Error::array_record_shard(key, e)),
+        }
+    }
+
+    /// Records `locals`, in the order given: one batched (coalescing) read.
+    pub(crate) async fn read_many(&self, key: &str, locals: &[u64]) -> Result<Vec<Bytes>> {
+        match self {
+            OpenedShard::Native(s) => s.read_many(locals).await.map_err(|e| Error::shard(key, e)),
+            OpenedShard::ArrayRecord(f) => f
+                .get_many(locals)
+                .await
+                .map_err(|e| Error::array_record_shard(key, e)),
+        }
+    }
+
+    /// The next read of `piece` (consecutive local records) within `budget`: for a native
+    /// shard [`plan_runs`] over its index; for an ArrayRecord file whole chunks from the
+    /// one holding `piece.first`: as many as end within `budget.max_bytes` of that chunk's
+    /// first byte and hold at most `budget.max_records` records, but always the rest of the
+    /// first chunk (a chunk is decoded whole, so a run never splits one except at the
+    /// piece's ends).
+    pub(crate) fn next_run(&self, piece: Run, budget: RunBudget) -> Run {
+        let count = match self {
+            OpenedShard::Native(s) => {
+                return plan_runs(s.index(), piece, budget).next().unwrap_or(piece);
+            }
+            OpenedShard::ArrayRecord(f) => {
+                array_record_run_len(f.layout(), piece.first, piece.first + piece.count, budget)
+            }
+        };
+        Run { count, ..piece }
+    }
+
+    /// Records `first..first + count` in order: one read (for ArrayRecord, one
+    /// `read_ranges` of the chunks they span, which the backend merges).
+    pub(crate) async fn read_run(&self, key: &str, first: u64, count: u64) -> Result<Vec<Bytes>> {
+        match self {
+            OpenedShard::Native(s) => s
+                .read_run(first, count)
+                .await
+                .map_err(|e| Error::shard(key, e)),
+            OpenedShard::ArrayRecord(f) => {
+                let locals: Vec<u64> = (first..first.saturating_add(count)).collect();
+                f.get_many(&locals)
+                    .await
+                    .map_err(|e| Error::array_record_shard(key, e))
+            }
+        }
+    }
+}
+
+/// How many records from `first` (before `end`) the next in-order read of an ArrayRecord
+/// file covers (see [`OpenedShard::next_run`]). Past the file's records the whole rest is one
+/// run, so reading it fails with the reader's out-of-range error instead of records going
+/// missing.
+fn array_record_run_len(layout: &Layout, first: u64, end: u64, budget: RunBudget) -> u64 {
+    if first >= end {
+        return 0;
+    }
+    let group = layout.group_size().max(1);
+    let chunks = layout.chunks();
+    let Some(c0) = usize::try_from(first / group)
+        .ok()
+        .filter(|&c| first < layout.len() && c < chunks.len())
+    else {
+        return end - first;
+    };
+    let limit = chunks[c0].offset.saturating_add(budget.max_bytes);
+    // Chunk ends increase (the reader validated the footer's order).
+    let by_bytes = chunks[c0..].partition_point(|c| c.end <= limit) as u64;
+    // Whole chunks whose records from `first` stay within `max_records`.
+    let into_first = first - c0 as u64 * group;
+    let by_records = budget.max_records.saturating_add(into_first) / group;
+    let whole = by_bytes.min(by_records).max(1);
+    let records_end = (c0 as u64)
+        .saturating_add(whole)
+        .saturating_mul(group)
+        .min(layout.len());
+    (records_end - first).min(end - first)
+}
+
+/// Read options of the ArrayRecord shards a snapshot reader opens: guideloom-arrayrecord's
+/// defaults with a smaller decoded-chunk cache (4 chunks, 4 MiB per opened shard instead of
+/// 16 and 64 MiB), since a reader keeps every shard it opened: in-order runs read whole
+/// chunks and need no cache, and it still serves neighbours in one group of random reads.
+fn array_record_options() -> guideloom_arrayrecord::ReadOptions {
+    guideloom_arrayrecord::ReadOptions::default()
+        .with_cache_chunks(4)
+        .with_cache_bytes(4 << 20)
+}
+
+/// Opens a shard over `reader` with one tail read, in the format `reference` names, and
+/// checks it against the reference: the object's size and the record count its footer
+/// gives. Shared by random access (the snapshot reader) and whole-shard staging.
+pub(crate) async fn open_checked(
+    reader: Box<dyn AsyncReader>,
+    reference: &ShardRef,
+    options: &ReadOptions,
+) -> Result<OpenedShard> {
+    let key = &reference.key;
+    let (opened, size) = match reference.format {
+        ShardFormat::Native => {
+            let shard = AsyncShard::open(reader, options)
+                .await
+                .map_err(|e| Error::shard(key, e))?;
+            let size = shard.reader().size().await.map_err(|source| Error::Read {
+                key: key.clone(),
+                source,
+            })?;
+            (OpenedShard::Native(shard), size)
+        }
+        ShardFormat::ArrayRecord => {
+            let file = open_array_record(reader, key).await?;
+            let size = file.layout().size();
+            (OpenedShard::ArrayRecord(file), size)
+        }
+    };
+    if size != reference.size {
+        return Err(Error::Verification {
+            key: key.clone(),
+            what: "size",
+            expected: reference.size.to_string(),
+            actual: size.to_string(),
+        });
+    }
+    if opened.len() != reference.record_count {
+        return Err(Error::Verification {
+            key: key.clone(),
+            what: "record count",
+            expected: reference.record_count.to_string(),
+            actual: opened.len().to_string(),
+        });
+    }
+    Ok(opened)
+}
+
+/// Opens the ArrayRecord file at `key` over `reader` (one tail read, a second only when the
+/// footer does not fit guideloom-arrayrecord's default 256 KiB tail): postscript and footer
+/// hashes checked, the chunk table validated.
+pub(crate) async fn open_array_record(
+    reader: Box<dyn AsyncReader>,
+    key: &str,
+) -> Result<AsyncArrayRecordReader> {
+    AsyncArrayRecordReader::open(reader, &array_record_options())
+        .await
+        .map_err(|e| Error::array_record_shard(key, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use guideloom_arrayrecord::{ArrayRecordWriter, AsyncArrayRecordReader};
+    use guideloom_format::RunBudget;
+    use guideloom_io::{AsyncReader, Backend, PreadIo};
+
+    use super::array_record_run_len;
+
+    /// Runs over an ArrayRecord file take whole chunks within the byte budget, at least one
+    /// record, at most `max_records`, never past the piece's end, and cover it exactly.
+    #[tokio::test]
+    async fn array_record_runs_cover_pieces_in_whole_chunks_within_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.array_record");
+        let mut w =
+            ArrayRecordWriter::create(&path, "group_size:4,uncompressed".parse().unwrap()).unwrap();
+        for i in 0..50u32 {
+            w.write(&[u8::try_from(i).unwrap(); 1000]).unwrap();
+        }
+        w.finish().unwrap();
+        let reader: Box<dyn AsyncReader> = PreadIo::new().open_async(&path).await.unwrap();
+        let file = AsyncArrayRecordReader::open(reader, &Default::default())
+            .await
+            .unwrap();
+        let layout = file.layout();
+        let chunk = layout.chunks()[0].end - layout.chunks()[0].offset;
+        for budget in [
+            RunBudget::new(0, 4096),
+            RunBudget::new(chunk, 4096),
+            RunBudget::new(3 * chunk + 1, 4096),
+            RunBudget::new(1 << 20, 5),
+            RunBudget::new(1 << 20, 2),
+            RunBudget::new(1 << 20, 4096),
+        ] {
+            for (start, end) in [(0, 50), (3, 50), (5, 6), (10, 49)] {
+                let mut first = start;
+                while first < end {
+                    let n = array_record_run_len(layout, first, end, budget);
+                    let rest_of_chunk = 4 - first % 4;
+                    assert!(n >= 1 && first + n <= end);
+                    // Within the record budget, unless the first chunk's rest is larger.
+                    assert!(n <= budget.max_records.max(rest_of_chunk));
+                    // Never a split chunk but at the piece's end.
+                    assert!((first + n).is_multiple_of(4) || first + n == end || first + n == 50);
+                    let last_chunk = usize::try_from((first + n - 1) / 4).unwrap();
+                    let first_chunk = usize::try_from(first / 4).unwrap();
+                    let span =
+                        layout.chunks()[last_chunk].end - layout.chunks()[first_chunk].offset;
+                    assert!(span <= budget.max_bytes || last_chunk == first_chunk);
+                    first += n;
+                }
+                assert_eq!(first, end);
+            }
+        }
+        // Past the file's records: the rest as one run (reading it fails by index).
+        assert_eq!(
+            array_record_run_len(layout, 50, 60, RunBudget::default()),
+            10
+        );
+        assert_eq!(array_record_run_len(layout, 7, 7, RunBudget::default()), 0);
+    }
+}
