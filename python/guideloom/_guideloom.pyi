@@ -224,6 +224,14 @@ def write_shard(
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
 ) -> ShardRef: ...
+def adopt_array_record(
+    root: _Root,
+    key: str,
+    *,
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+) -> ShardRef: ...
 def publish(
     root: _Root,
     shards: Sequence[ShardRef],

@@ -165,7 +165,7 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
 pub(crate) const PYBENCH_SWITCH: &str = "GUIDELOOM_XTASK_PYBENCH";
 
 /// The peers `python/bench/peers.py` reads beside guideloom, installed into the project venv
-/// by [`bench`] (array_record is already there: the servers' packages). Measured: pylance 7 s,
+/// by [`bench()`] (array_record is already there: the servers' packages). Measured: pylance 7 s,
 /// mosaicml-streaming 86 s (it brings torchvision, transformers, cloud SDKs and numpy 2.1).
 /// Not in a venv of their own: a second torch filled the shared disk when tried.
 pub(crate) const BENCH_PACKAGES: &[&str] = &["pylance", "mosaicml-streaming"];

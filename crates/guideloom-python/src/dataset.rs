@@ -85,7 +85,8 @@ pub(crate) fn open(
         Some(f) if !f.is_none() => Some(RecordFormat::extract(Some(f), RecordFormat::Cbor)?),
         _ => None,
     };
-    let (dataset, stored) = {
+    let explicit = chosen.is_some();
+    let (dataset, stored, mixed) = {
         let uri = uri.clone();
         let options = options.clone();
         block_on(py, async move {
@@ -96,16 +97,36 @@ pub(crate) fn open(
                 None => root.latest().await,
             }
             .map_err(|e| crate::errors::Error::from(e).in_root(name))?;
+            let mixed = {
+                let mut formats = snapshot.shards().iter().map(|s| s.format);
+                let first = formats.next();
+                formats.any(|f| Some(f) != first)
+            };
             let dataset = AsyncDataset::from_snapshot(&uri, root, snapshot, options.read);
             let stored = if dataset.is_empty() {
+                None
+            } else if mixed && !explicit {
+                // Decided below, with the GIL: no format fits every shard.
                 None
             } else {
                 let shard = dataset.reader().open_shard(0).await?;
                 Some(shard.record_format().to_owned())
             };
-            Ok::<_, crate::errors::Error>((dataset, stored))
+            Ok::<_, crate::errors::Error>((dataset, stored, mixed))
         })?
     };
+    if mixed && !explicit {
+        // Native shards name their records' format, ArrayRecord files do not (their records
+        // are bytes): one format for the whole dataset must be chosen by the caller.
+        return Err(raise(
+            "UnsupportedError",
+            format!(
+                "{uri}: snapshot {} mixes native and ArrayRecord shards; pass format= \
+                 (\"raw\" reads every record's bytes)",
+                dataset.snapshot().id()
+            ),
+        ));
+    }
     let format = match (chosen, stored) {
         (Some(f), _) => f,
         (None, None) => RecordFormat::Cbor,

@@ -74,6 +74,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<filesystem::RawShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(publish::write_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::adopt_array_record, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
     m.add_function(wrap_pyfunction!(publish::publish_annotations, m)?)?;
     m.add_class::<stores::S3ObjectStore>()?;

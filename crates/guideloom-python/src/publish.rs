@@ -236,6 +236,28 @@ pub(crate) fn write_shard(
     Ok(ShardRef { inner: written? })
 }
 
+/// A reference to the ArrayRecord file at `key` (relative to `root`), for `publish`: its size
+/// and record count from the object and its footer (one HEAD, one tail read); the file is
+/// neither rewritten nor copied. Its records read as bytes.
+#[pyfunction]
+#[pyo3(signature = (root, key, *, s3 = None, mount = false, object_store = None))]
+pub(crate) fn adopt_array_record(
+    py: Python<'_>,
+    root: &Bound<'_, PyAny>,
+    key: String,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+    object_store: Option<&Bound<'_, S3ObjectStore>>,
+) -> PyResult<ShardRef> {
+    let (root, name) = resolve(root, store_args(s3, mount, object_store))?;
+    let adopted = block_on(py, async move {
+        root.adopt_array_record(&key)
+            .await
+            .map_err(|e| Error::from(e).in_root(name))
+    })?;
+    Ok(ShardRef { inner: adopted? })
+}
+
 /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
 /// them the whole snapshot, `mode="append"` extends the latest snapshot with them.
 #[pyfunction]
