@@ -86,7 +86,9 @@ def guideloom(dir: Path, n: int, size: int) -> list[Reader]:
 def array_record(dir: Path, n: int, size: int) -> list[Reader]:
     from array_record.python.array_record_module import ArrayRecordReader, ArrayRecordWriter
 
-    path = str(dir / "data.array_record")
+    ar_root = dir / "ar"
+    ar_root.mkdir()
+    path = str(ar_root / "data.array_record")
     writer = ArrayRecordWriter(path, "group_size:1")
     for r in records(n, size):
         writer.write(r)
@@ -99,7 +101,18 @@ def array_record(dir: Path, n: int, size: int) -> list[Reader]:
             total += sum(len(r) for r in reader.read(start, min(n, start + 1024)))
         return total
 
-    return [Reader("array_record", lambda i: reader.read([i]), reader.read, scan)]
+    # The same file adopted into a guideloom snapshot (no copy) and read through gl.open:
+    # issue 14's "from Python >= 10x ArrayRecordReader single reads" on the package's own file.
+    gl.publish(ar_root, [gl.adopt_array_record(ar_root, "data.array_record")], dataset_id="ar", snapshot_id="s")
+    adopted = gl.open(ar_root)
+
+    def adopted_scan() -> int:
+        return sum(len(r) for r in adopted)
+
+    return [
+        Reader("array_record", lambda i: reader.read([i]), reader.read, scan),
+        Reader("guideloom over the array_record file", adopted.get_raw, adopted.get_many_raw, adopted_scan),
+    ]
 
 
 def mds(dir: Path, n: int, size: int) -> list[Reader]:
@@ -180,7 +193,10 @@ def profile(label: str, n: int, size: int, rounds: int) -> None:
     ceiling = rows.get("os.pread / sequential read (ceiling)")
     ours = rows.get("guideloom")
     if ceiling and ours:
-        peers = {k: v for k, v in rows.items() if k not in ("guideloom", "os.pread / sequential read (ceiling)")}
+        peers = {
+            k: v for k, v in rows.items()
+            if not k.startswith("guideloom") and k != "os.pread / sequential read (ceiling)"
+        }
         print(f"\nguideloom single = {ceiling[0] / ours[0]:.2f}x the os.pread ceiling's speed (target >= 0.8)")
         for k, v in peers.items():
             print(f"guideloom single vs {k}: {v[0] / ours[0]:.1f}x faster")
@@ -188,6 +204,11 @@ def profile(label: str, n: int, size: int, rounds: int) -> None:
             best = max(v[1] for v in peers.values())
             print(f"guideloom batch-64 = {ours[1] / best:.2f}x the best peer's records/s (target >= 2)")
         print(f"guideloom scan = {ours[2] / ceiling[2]:.2f}x a plain sequential read (target >= 0.7)")
+    adopted, package = rows.get("guideloom over the array_record file"), rows.get("array_record")
+    if adopted and package:
+        print(f"guideloom over the array_record file, single = {package[0] / adopted[0]:.1f}x "
+              f"ArrayRecordReader's speed (issue 14's target >= 10); batch-64 = "
+              f"{adopted[1] / package[1]:.1f}x")
 
 
 def main() -> None:

@@ -255,7 +255,7 @@ pub(crate) fn adopt_array_record(
             .await
             .map_err(|e| Error::from(e).in_root(name))
     })?;
-    Ok(ShardRef { inner: adopted? })
+    Ok(ShardRef { inner: adopted })
 }
 
 /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
