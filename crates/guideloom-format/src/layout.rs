@@ -130,8 +130,28 @@ pub(crate) struct Layout {
 pub(crate) enum TailOutcome {
     /// Everything was in the tail.
     Done(Layout),
-    /// The index and metadata start before the tail: read this range, then [`complete`].
-    NeedMore(Footer, Range<u64>),
+    /// The index and metadata start before the tail: read the `missing` range (from the
+    /// index's start up to where the tail begins), then [`complete`] with it joined to `held`,
+    /// the part of the sections the tail already holds ([`join_sections`]), so no byte is
+    /// read twice.
+    NeedMore {
+        /// The footer, validated.
+        footer: Footer,
+        /// The range still to read.
+        missing: Range<u64>,
+        /// The sections' bytes from the tail's start on.
+        held: Bytes,
+    },
+}
+
+/// The index and metadata sections from the `missing` bytes read and the `held` part of the
+/// tail (one copy of the sections; a second request re-reading the tail cost up to 64 KiB
+/// more on the wire).
+pub(crate) fn join_sections(missing: Bytes, held: Bytes) -> Bytes {
+    let mut joined = bytes::BytesMut::with_capacity(missing.len() + held.len());
+    joined.extend_from_slice(&missing);
+    joined.extend_from_slice(&held);
+    joined.freeze()
 }
 
 /// Parses the tail of a shard. Never allocates more than the tail it was given.
@@ -149,10 +169,16 @@ pub(crate) fn parse_tail(shard: &str, tail: &Tail) -> Result<TailOutcome> {
     let footer = Footer::decode(shard, &bytes[foot_at..], size)?;
     let tail_start = size - blen;
     let wanted = footer.index_offset..footer.metadata_offset + footer.metadata_len;
-    if wanted.start < tail_start {
-        return Ok(TailOutcome::NeedMore(footer, wanted));
-    }
     let rel = |x: u64| usize::try_from(x - tail_start).unwrap_or(usize::MAX);
+    if wanted.start < tail_start {
+        // The footer bounds the sections inside the file: they end within the tail.
+        let held = bytes.slice(..rel(wanted.end));
+        return Ok(TailOutcome::NeedMore {
+            footer,
+            missing: wanted.start..tail_start,
+            held,
+        });
+    }
     let sections = bytes.slice(rel(wanted.start)..rel(wanted.end));
     let header = (tail_start == 0).then(|| &bytes[..HEADER_USIZE]);
     complete(shard, footer, sections, header).map(TailOutcome::Done)

@@ -8,7 +8,9 @@ use guideloom_io::{AsyncReader, SyncReader};
 use crate::error::Result;
 use crate::footer::Footer;
 use crate::index::Index;
-use crate::layout::{Expected, Layout, ReadOptions, TailOutcome, complete, parse_tail};
+use crate::layout::{
+    Expected, Layout, ReadOptions, TailOutcome, complete, join_sections, parse_tail,
+};
 use crate::metadata::ShardMetadata;
 
 macro_rules! shard_accessors {
@@ -105,9 +107,13 @@ impl<R: SyncReader> SyncShard<R> {
         let tail = reader.read_tail(options.tail_len())?;
         let layout = match parse_tail(&shard, &tail)? {
             TailOutcome::Done(layout) => layout,
-            TailOutcome::NeedMore(footer, range) => {
-                let bytes = reader.read(range.start, range.end - range.start)?;
-                complete(&shard, footer, bytes, None)?
+            TailOutcome::NeedMore {
+                footer,
+                missing,
+                held,
+            } => {
+                let bytes = reader.read(missing.start, missing.end - missing.start)?;
+                complete(&shard, footer, join_sections(bytes, held), None)?
             }
         };
         Ok(SyncShard {
@@ -215,9 +221,15 @@ impl<R: AsyncReader> AsyncShard<R> {
         let tail = reader.read_tail(options.tail_len()).await?;
         let layout = match parse_tail(&shard, &tail)? {
             TailOutcome::Done(layout) => layout,
-            TailOutcome::NeedMore(footer, range) => {
-                let bytes = reader.read(range.start, range.end - range.start).await?;
-                complete(&shard, footer, bytes, None)?
+            TailOutcome::NeedMore {
+                footer,
+                missing,
+                held,
+            } => {
+                let bytes = reader
+                    .read(missing.start, missing.end - missing.start)
+                    .await?;
+                complete(&shard, footer, join_sections(bytes, held), None)?
             }
         };
         Ok(AsyncShard {

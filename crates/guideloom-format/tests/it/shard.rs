@@ -46,11 +46,16 @@ fn open_is_one_request_and_read_is_one_request() {
 fn large_index_costs_a_second_read_only() {
     let recs = records(2000, 3);
     let bytes = shard_bytes(&recs);
-    let reader = CountingReader::new(MemReader::new("s", bytes));
+    let reader = CountingReader::new(MemReader::new("s", bytes.clone()));
     let stats = reader.stats().clone();
     let options = ReadOptions::default().speculative_tail(1024);
     let shard = SyncShard::open(reader, &options).unwrap();
     assert_eq!(stats.snapshot().requests, 2);
+    // The second read fetches only what the tail did not hold: together the two reads are
+    // exactly everything after the records (index, metadata, footer), no byte twice.
+    let data: usize = recs.iter().map(Vec::len).sum();
+    let after_records = (bytes.len() - 16 - data) as u64;
+    assert_eq!(stats.snapshot().bytes_received, after_records);
     assert_eq!(shard.read(1999).unwrap(), recs[1999]);
 }
 
