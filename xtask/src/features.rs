@@ -2,9 +2,10 @@
 //!
 //! For each crate under `crates/` with a `[features]` table (other than `default` alone):
 //!
-//! 1. `cargo hack check --each-feature --exclude-all-features --lib`: the library with
-//!    `--no-default-features`, the defaults (`--features default`) and each feature alone
-//!    (`--keep-going`: one run names every failing set). `--lib` keeps dev-dependencies out,
+//! 1. `cargo hack clippy --each-feature --exclude-all-features --lib -- -D warnings`: the
+//!    library with `--no-default-features`, the defaults (`--features default`) and each
+//!    feature alone, compiled and lint-clean (`--keep-going`: one run names every failing set;
+//!    clippy costs what `check` costs, since it replaces only the workspace crates' compiler). `--lib` keeps dev-dependencies out,
 //!    so their features cannot unify into the library's (resolver 2): a library that needs a
 //!    tokio feature it does not ask for fails here.
 //! 2. `cargo clippy --all-targets -- -D warnings` with `--no-default-features` and with the
@@ -14,9 +15,9 @@
 //!    feature off (e.g. that an unsupported URI scheme names its feature) run nowhere else.
 //!
 //! Why not clippy `--all-targets` for each feature alone: each set rebuilds tokio, hyper and
-//! object_store with other features, about a minute a set on two cores, 29 sets in all; the
-//! library check of every set plus clippy of two sets costs a fraction and misses only code
-//! compiled for a test or bench under one feature alone.
+//! object_store with the dev-dependencies' features as well, about a minute a set on two
+//! cores, 29 sets in all; the library lint of every set plus `--all-targets` for two sets costs
+//! a fraction and misses only code compiled for a test or bench under one feature alone.
 //!
 //! cargo-hack is installed from crates.io when missing (like cargo-deny). All runs share the
 //! workspace's target directory, so only what a feature set changes is rebuilt. Also a step of
@@ -75,17 +76,20 @@ pub(crate) fn featured_crates(metadata: &serde_json::Value, root: &Path) -> Vec<
     out
 }
 
-/// The cargo-hack arguments that check `krate`'s library with every feature set (step 1).
+/// The cargo-hack arguments that lint `krate`'s library with every feature set (step 1).
 pub(crate) fn hack_args(krate: &str) -> Vec<String> {
     [
         "hack",
-        "check",
+        "clippy",
         "-p",
         krate,
         "--each-feature",
         "--exclude-all-features",
         "--keep-going",
         "--lib",
+        "--",
+        "-D",
+        "warnings",
     ]
     .map(str::to_owned)
     .to_vec()
@@ -155,7 +159,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         println!("[features] $ {}", util::display(&cmd));
         util::run(&mut cmd)?;
         timings.push(format!(
-            "[features] {}: check --lib x{sets} in {:.1}s",
+            "[features] {}: clippy --lib x{sets} in {:.1}s",
             krate.name,
             t.elapsed().as_secs_f64()
         ));
@@ -239,10 +243,10 @@ mod tests {
     }
 
     #[test]
-    fn each_feature_set_is_checked_two_are_linted_and_feature_off_tests_run() {
+    fn each_feature_set_is_linted_two_with_all_targets_and_feature_off_tests_run() {
         let hack = hack_args("guideloom-io").join(" ");
-        assert!(hack.starts_with("hack check -p guideloom-io --each-feature"));
-        assert!(hack.ends_with("--lib"));
+        assert!(hack.starts_with("hack clippy -p guideloom-io --each-feature"));
+        assert!(hack.ends_with("--lib -- -D warnings"));
         let [off, on] = clippy_args("guideloom-io").map(|a| a.join(" "));
         assert_eq!(
             off,
