@@ -160,6 +160,52 @@ fn local_root_all_read_paths() {
     );
 }
 
+/// The synchronous API called where tokio's `block_on` would panic: the root future of a
+/// current-thread runtime (as under `#[tokio::main(flavor = "current_thread")]`) and an async
+/// task of a multi-thread one; the calls return the records and the drops do not panic.
+#[test]
+fn the_sync_api_inside_a_tokio_runtime_reads_and_drops_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds").to_str().unwrap().to_owned();
+    let expected = samples(5, "rt");
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    current.block_on(async {
+        let publisher = Publisher::open(&root).unwrap();
+        let shard = publisher.write_shard("w", 0, &expected).unwrap();
+        publisher
+            .publish("rt", "s1", vec![shard], PublishMode::Full)
+            .unwrap();
+        let ds = Dataset::open(&root).unwrap();
+        assert_eq!(ds.get_as::<Sample>(4).unwrap(), expected[4]);
+        let all: Vec<Sample> = ds.iter_as().collect::<Result<_, _>>().unwrap();
+        assert_eq!(all, expected);
+        drop(ds);
+        drop(publisher);
+    });
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let in_task = multi.block_on(async move {
+        tokio::spawn(async move {
+            let ds = Dataset::open(&root).unwrap();
+            let batch = ds.get_many(&[0, 2]).unwrap();
+            assert_eq!(batch[1], ds.get(2).unwrap());
+            (
+                ds.get_as::<Sample>(0).unwrap(),
+                ds.get_as::<Sample>(2).unwrap(),
+            )
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(in_task, (expected[0].clone(), expected[2].clone()));
+}
+
 #[test]
 fn file_uri_and_memory_roots_all_read_paths() {
     let dir = tempfile::tempdir().unwrap();

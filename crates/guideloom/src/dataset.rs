@@ -12,6 +12,7 @@ use guideloom_publish::{
 };
 use serde::de::DeserializeOwned;
 
+use crate::blocking::SyncRuntime;
 use crate::error::{Error, Result};
 
 /// How to open a dataset.
@@ -236,8 +237,10 @@ fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
 /// concurrently.
 ///
 /// Use it from plain threads (training loops, the [`Loader`](crate::Loader)): it never
-/// exposes tokio. Calling its methods from inside an async task panics (tokio forbids
-/// blocking a runtime thread): use [`AsyncDataset`] there ([`Dataset::as_async`]).
+/// exposes tokio. A call made inside a tokio runtime (an async task, `#[tokio::main]`, a
+/// `spawn_blocking` thread) runs too, on this dataset's own runtime, and neither it nor the
+/// dataset's drop panics; but it blocks the calling thread, so inside an async task prefer
+/// [`AsyncDataset`] ([`Dataset::as_async`]).
 ///
 /// ```
 /// # fn main() -> guideloom::Result<()> {
@@ -263,19 +266,7 @@ fn decode_as<T: DeserializeOwned>(index: u64, bytes: Bytes) -> Result<T> {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     inner: AsyncDataset,
-    runtime: Arc<tokio::runtime::Runtime>,
-}
-
-/// Builds the runtime a synchronous [`Dataset`] (and a [`Publisher`](crate::Publisher))
-/// drives its calls on: multi-threaded with two workers (IO is mostly waiting), all drivers
-/// enabled.
-pub(crate) fn new_runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("guideloom-dataset")
-        .enable_all()
-        .build()
-        .map_err(|source| Error::Runtime { source })
+    runtime: Arc<SyncRuntime>,
 }
 
 impl Dataset {
@@ -288,13 +279,13 @@ impl Dataset {
 
     /// Opens the root at `uri` with `options`.
     pub fn open_with(uri: &str, options: DatasetOptions) -> Result<Self> {
-        let runtime = Arc::new(new_runtime()?);
+        let runtime = Arc::new(SyncRuntime::new()?);
         let inner = runtime.block_on(AsyncDataset::open_with(uri, options))?;
         Ok(Dataset { inner, runtime })
     }
 
     /// A dataset driving `inner` on `runtime` (shared with a [`Publisher`](crate::Publisher)).
-    pub(crate) fn from_parts(inner: AsyncDataset, runtime: Arc<tokio::runtime::Runtime>) -> Self {
+    pub(crate) fn from_parts(inner: AsyncDataset, runtime: Arc<SyncRuntime>) -> Self {
         Dataset { inner, runtime }
     }
 
@@ -401,7 +392,7 @@ impl Dataset {
 /// ends.
 #[derive(Debug)]
 pub struct Records<'a> {
-    runtime: &'a tokio::runtime::Runtime,
+    runtime: &'a SyncRuntime,
     runs: InOrder<'a>,
     buffer: std::collections::VecDeque<Bytes>,
 }

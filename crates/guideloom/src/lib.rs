@@ -42,6 +42,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+mod blocking;
 mod dataset;
 mod error;
 mod loader;

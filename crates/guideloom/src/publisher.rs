@@ -10,7 +10,8 @@ use guideloom_publish::{
 };
 use serde::Serialize;
 
-use crate::dataset::{AsyncDataset, Dataset, DatasetOptions, new_runtime, resolve_root};
+use crate::blocking::SyncRuntime;
+use crate::dataset::{AsyncDataset, Dataset, DatasetOptions, resolve_root};
 use crate::error::{Error, Result};
 
 /// The record format name of shards written by [`Publisher::write_shard`] (the same as
@@ -145,7 +146,7 @@ where
 pub struct Publisher {
     uri: String,
     root: Root,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Arc<SyncRuntime>,
     retry: RetryPolicy,
 }
 
@@ -178,7 +179,7 @@ impl Publisher {
         Ok(Publisher {
             uri: uri.to_owned(),
             root,
-            runtime: Arc::new(new_runtime()?),
+            runtime: Arc::new(SyncRuntime::new()?),
             retry: RetryPolicy::contended_update(),
         })
     }
