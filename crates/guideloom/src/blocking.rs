@@ -21,6 +21,7 @@
 //! refuse the first to protect the second; running the call serves both.
 
 use std::future::Future;
+use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
 
@@ -54,11 +55,22 @@ impl SyncRuntime {
     /// Runs `future` to completion on this runtime, from any thread (see the module docs).
     pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
         let runtime = self.runtime();
-        if tokio::runtime::Handle::try_current().is_err() {
-            return runtime.block_on(future);
+        let outside = tokio::runtime::Handle::try_current().is_err();
+        let mut future = std::pin::pin!(future);
+        {
+            // Most calls on a local root finish at their first poll (an mmap read, a cached
+            // shard): poll once with this runtime entered, before paying for a blocking
+            // executor. A pending future keeps its state and is driven on below.
+            let _entered = runtime.enter();
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                return out;
+            }
+            if !outside {
+                return futures::executor::block_on(future);
+            }
         }
-        let _entered = runtime.enter();
-        futures::executor::block_on(future)
+        runtime.block_on(future)
     }
 }
 

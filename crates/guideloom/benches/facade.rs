@@ -1,0 +1,209 @@
+//! The facade's per-call cost (issue 15's third row): random 1 KiB `Dataset::get` on a local
+//! root (mmap, record CRC off) beside its ceiling in the same group, the format crate's
+//! synchronous `SyncShard<MmapIo>::read` of the same records in the same shard files, and a raw
+//! `pread` of the same byte ranges. `Dataset::get_many(64)` sits beside `SyncShard::read_many`
+//! grouped by shard the same way.
+//!
+//! `cargo bench -p guideloom --bench facade` (or through `cargo xtask bench`);
+//! `GUIDELOOM_BENCH_RECORDS` (default 100 000) sets the dataset size.
+
+#[cfg(unix)]
+mod unix {
+    use std::fs::File;
+    use std::hint::black_box;
+    use std::ops::Range;
+
+    use criterion::{Criterion, Throughput};
+    use guideloom::format::SyncShard;
+    use guideloom::io::local::MmapIo;
+    use guideloom::io::{Backend, SyncReader};
+    use guideloom::{Dataset, DatasetOptions, PublishMode, Publisher, ReadOptions, ShardMetadata};
+    use guideloom_benchkit::{
+        BenchDir, Clock, env_u64, pread, random_bytes, random_indices, touch, warm_dir,
+    };
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    const RECORD: usize = 1024;
+    const PER_SHARD: u64 = 10_000;
+    const SEQUENCE: usize = 4096;
+    const BATCH: usize = 64;
+
+    struct Fixture {
+        _dir: BenchDir,
+        ds: Dataset,
+        shards: Vec<SyncShard<Box<dyn SyncReader>>>,
+        files: Vec<File>,
+        /// Global index -> (shard, record within the shard).
+        indices: Vec<u64>,
+        bounds: Vec<u64>,
+    }
+
+    impl Fixture {
+        fn create(records: u64) -> Fixture {
+            let dir = BenchDir::from_env(Some("facade"));
+            let root = dir.path().join("root");
+            let _ = std::fs::remove_dir_all(&root);
+            let uri = root.to_str().expect("UTF-8 bench dir").to_owned();
+            let publisher = Publisher::open(&uri).expect("publisher");
+            let mut rng = StdRng::seed_from_u64(15);
+            let mut refs = Vec::new();
+            let mut written = 0;
+            for n in 0.. {
+                if written >= records {
+                    break;
+                }
+                let count = PER_SHARD.min(records - written);
+                let batch: Vec<Vec<u8>> =
+                    (0..count).map(|_| random_bytes(&mut rng, RECORD)).collect();
+                refs.push(
+                    publisher
+                        .write_raw_shard("bench", n, ShardMetadata::new("raw", "documents"), batch)
+                        .expect("write shard"),
+                );
+                written += count;
+            }
+            publisher
+                .publish("facade-bench", "s1", refs, PublishMode::Full)
+                .expect("publish");
+            let read = ReadOptions::default().verify_records(false);
+            let ds = Dataset::open_with(&uri, DatasetOptions::default().read(read))
+                .expect("open dataset");
+            let paths: Vec<std::path::PathBuf> = ds
+                .snapshot()
+                .shards()
+                .iter()
+                .map(|s| root.join(&s.key))
+                .collect();
+            let shards = paths
+                .iter()
+                .map(|p| {
+                    let reader = MmapIo::new().open(p).expect("mmap open");
+                    SyncShard::open(reader, &read).expect("shard open")
+                })
+                .collect();
+            let files = paths.iter().map(|p| File::open(p).expect("open")).collect();
+            let indices = random_indices(&mut rng, records, SEQUENCE);
+            let bounds = ds.shard_bounds().to_vec();
+            warm_dir(&root);
+            let f = Fixture {
+                _dir: dir,
+                ds,
+                shards,
+                files,
+                indices,
+                bounds,
+            };
+            // A fast wrong reader must not pass unnoticed.
+            for &i in f.indices.iter().take(BATCH) {
+                let (s, j) = f.locate(i);
+                let want = f.shards[s].read(j).expect("read");
+                assert_eq!(f.ds.get(i).expect("get"), want, "get({i})");
+                let (s, r) = f.range(i);
+                assert_eq!(pread(&f.files[s], r), want.as_ref(), "pread of record {i}");
+            }
+            f
+        }
+
+        /// (shard, record within it) of global record `i`.
+        fn locate(&self, i: u64) -> (usize, u64) {
+            let s = self.bounds.partition_point(|&b| b <= i) - 1;
+            (s, i - self.bounds[s])
+        }
+
+        fn range(&self, i: u64) -> (usize, Range<u64>) {
+            let (s, j) = self.locate(i);
+            (s, self.shards[s].record_range(j).expect("range"))
+        }
+    }
+
+    fn random_get(c: &mut Criterion<Clock>, f: &Fixture) {
+        let mut g = c.benchmark_group("facade/1KiB/random_get");
+        g.throughput(Throughput::Bytes(RECORD as u64));
+        let ranges: Vec<(usize, Range<u64>)> = f.indices.iter().map(|&i| f.range(i)).collect();
+        g.bench_function("ceiling_pread", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let (s, r) = &ranges[k];
+                let buf = pread(&f.files[*s], r.clone());
+                black_box(touch(&buf));
+                buf
+            })
+        });
+        g.bench_function("ceiling_syncshard_mmap", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let (s, j) = f.locate(f.indices[k]);
+                let got = f.shards[s].read(j).expect("read");
+                black_box(touch(&got));
+                got
+            })
+        });
+        g.bench_function("dataset_get", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let got = f.ds.get(f.indices[k]).expect("get");
+                black_box(touch(&got));
+                got
+            })
+        });
+        g.finish();
+    }
+
+    fn get_many(c: &mut Criterion<Clock>, f: &Fixture) {
+        let mut g = c.benchmark_group("facade/1KiB/get_many_64");
+        g.throughput(Throughput::Bytes((RECORD * BATCH) as u64));
+        let batches: Vec<&[u64]> = f.indices.chunks(BATCH).collect();
+        g.bench_function("ceiling_syncshard_mmap", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % batches.len();
+                let mut per_shard: Vec<Vec<u64>> = vec![Vec::new(); f.shards.len()];
+                for &i in batches[k] {
+                    let (s, j) = f.locate(i);
+                    per_shard[s].push(j);
+                }
+                let mut n = 0;
+                for (s, js) in per_shard.iter().enumerate() {
+                    if !js.is_empty() {
+                        let got = f.shards[s].read_many(js).expect("read_many");
+                        n += got.iter().map(|b| touch(b)).sum::<u64>();
+                    }
+                }
+                black_box(n)
+            })
+        });
+        g.bench_function("dataset_get_many", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % batches.len();
+                let got = f.ds.get_many(batches[k]).expect("get_many");
+                black_box(got.iter().map(|b| touch(b)).sum::<u64>())
+            })
+        });
+        g.finish();
+    }
+
+    pub(crate) fn all(c: &mut Criterion<Clock>) {
+        let f = Fixture::create(env_u64("GUIDELOOM_BENCH_RECORDS", 100_000));
+        random_get(c, &f);
+        get_many(c, &f);
+    }
+
+    criterion::criterion_group! {
+        name = facade;
+        config = guideloom_benchkit::config();
+        targets = all
+    }
+}
+
+#[cfg(unix)]
+criterion::criterion_main!(unix::facade);
+
+#[cfg(not(unix))]
+fn main() {
+    eprintln!("skipped: the facade bench compares against unix positioned reads (pread)");
+}
