@@ -17,7 +17,10 @@ mod unix {
     use guideloom::format::SyncShard;
     use guideloom::io::local::MmapIo;
     use guideloom::io::{Backend, SyncReader};
-    use guideloom::{Dataset, DatasetOptions, PublishMode, Publisher, ReadOptions, ShardMetadata};
+    use guideloom::{
+        Bytes, Dataset, DatasetOptions, Loader, LoaderOptions, PublishMode, Publisher, ReadOptions,
+        ShardMetadata,
+    };
     use guideloom_benchkit::{
         BenchDir, Clock, env_u64, pread, random_bytes, random_indices, touch, warm_dir,
     };
@@ -187,10 +190,62 @@ mod unix {
         g.finish();
     }
 
+    /// One shuffled epoch (the loader's own order, batches of 64): the loader with 1 and 2
+    /// workers against one thread's `get_many` loop over the same batches.
+    fn loader_epoch(c: &mut Criterion<Clock>, f: &Fixture) {
+        let mut g = c.benchmark_group("facade/1KiB/loader_epoch");
+        g.sample_size(10);
+        g.throughput(Throughput::Bytes(RECORD as u64 * f.ds.len()));
+        let decode = |_i, b: Bytes| Ok::<u64, guideloom::Error>(touch(&b));
+        let options = |workers| LoaderOptions::new(BATCH as u64).seed(7).workers(workers);
+        let order: Vec<Vec<u64>> = Loader::new(f.ds.clone(), options(1), |i, _b: Bytes| {
+            Ok::<u64, guideloom::Error>(i)
+        })
+        .expect("loader")
+        .epoch(0)
+        .expect("epoch")
+        .map(|b| b.expect("batch").records)
+        .collect();
+        let get_many = |batches: &[Vec<u64>]| {
+            let mut n = 0;
+            for batch in batches {
+                let got = f.ds.get_many(batch).expect("get_many");
+                n += got.iter().map(|b| touch(b)).sum::<u64>();
+            }
+            n
+        };
+        g.bench_function("ceiling_get_many_1thread", |b| {
+            b.iter(|| black_box(get_many(&order)))
+        });
+        g.bench_function("ceiling_get_many_2threads", |b| {
+            let (left, right) = order.split_at(order.len() / 2);
+            b.iter(|| {
+                std::thread::scope(|s| {
+                    let other = s.spawn(|| get_many(right));
+                    black_box(get_many(left) + other.join().expect("thread"))
+                })
+            })
+        });
+        for workers in [1, 2] {
+            let loader = Loader::new(f.ds.clone(), options(workers), decode).expect("loader");
+            g.bench_function(format!("loader_{workers}workers"), |b| {
+                b.iter(|| {
+                    let mut n = 0u64;
+                    for batch in loader.epoch(0).expect("epoch") {
+                        n += batch.expect("batch").records.iter().sum::<u64>();
+                    }
+                    black_box(n)
+                })
+            });
+        }
+        g.finish();
+    }
+
     pub(crate) fn all(c: &mut Criterion<Clock>) {
         let f = Fixture::create(env_u64("GUIDELOOM_BENCH_RECORDS", 100_000));
         random_get(c, &f);
         get_many(c, &f);
+        loader_epoch(c, &f);
     }
 
     criterion::criterion_group! {

@@ -5,9 +5,11 @@
 //! async task, the future of `#[tokio::main]`), and dropping a runtime there panics too. A
 //! synchronous call must not panic because of where it was made, so:
 //!
-//! - on a thread outside any runtime (the everyday case: training loops, loader workers) a call
-//!   is `Runtime::block_on`, unchanged;
-//! - on a thread inside a runtime context, the call's future is polled on the calling thread by
+//! - every call first polls its future once with this runtime entered: a read of an open local
+//!   shard is ready there (an mmap slice, a cached pread), so it pays for no executor at all;
+//! - a future still pending, on a thread outside any runtime (the everyday case: training
+//!   loops, loader workers), is driven on by `Runtime::block_on`;
+//! - on a thread inside a runtime context, a pending future is polled on the calling thread by
 //!   a plain thread-parking executor (`futures::executor::block_on`) with this runtime entered,
 //!   so its IO, timers and blocking work are driven by this runtime's own workers, never by the
 //!   caller's. The call then blocks the caller's thread, as any blocking call does: inside an
