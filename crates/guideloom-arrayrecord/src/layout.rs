@@ -100,7 +100,10 @@ impl ReadOptions {
 }
 
 /// One data chunk as the footer describes it.
+// Aligned to its size, so a random read's look-up in the footer's table touches one cache
+// line, not two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(align(32))]
 pub struct ChunkInfo {
     /// Where the chunk begins in the file.
     pub offset: u64,
