@@ -9,6 +9,11 @@
 //! `array_record` package writes with those options) and with the Python defaults
 //! (`group_size:1,zstd:3,window_log:20`). Groups `arrayrecord/<pattern>/<options>`:
 //! - `random_get`: `get(i)` of one random record per iteration;
+//! - `random_get/default_256k`: the same over a third file of 256 KiB records written with
+//!   `group_size:1` (zstd by default, as the `array_record` package writes), beside
+//!   `ceiling_pread_zstd` (the chunk's `pread` plus a zstd decode of the record compressed
+//!   alone at level 3: the work no reader of the file skips; the data hash every read
+//!   checks comes on top);
 //! - `get_many_64`: `get_many` of 64 random records per iteration;
 //! - `write/<options>`: `ArrayRecordWriter` writing 4 MiB of 1 KiB records to a new file, beside
 //!   `ceiling_write`, a buffered `std::fs` write of the same bytes (no fsync on either).
@@ -44,11 +49,18 @@ mod unix {
     use rand::rngs::StdRng;
 
     const RECORD: u64 = 1024;
+    /// Records of the large-record set (`random_get/default_256k`).
+    const LARGE_RECORD: u64 = 256 * 1024;
     const SEQUENCE: usize = 4096;
     const BATCH: usize = 64;
 
     struct Set {
         name: &'static str,
+        /// Bytes per record.
+        record: u64,
+        /// Each record compressed alone with zstd level 3 (the writer's default), for the
+        /// decode ceiling of the large-record set; empty for the others.
+        frames: Vec<Vec<u8>>,
         path: PathBuf,
         file: File,
         /// The chunk range of each record (group size 1: one chunk per record).
@@ -61,14 +73,25 @@ mod unix {
     }
 
     impl Set {
-        fn create(dir: &std::path::Path, name: &'static str, opts: &str, mib: u64) -> Set {
+        fn create(
+            dir: &std::path::Path,
+            name: &'static str,
+            opts: &str,
+            mib: u64,
+            record: u64,
+        ) -> Set {
             let path = dir.join(format!("{name}.array_record"));
-            let count = mib * 1024 * 1024 / RECORD;
+            let count = mib * 1024 * 1024 / record;
             let mut rng = StdRng::seed_from_u64(7);
             let mut w =
                 ArrayRecordWriter::create(&path, opts.parse().expect("options")).expect("create");
+            let mut frames = Vec::new();
             for _ in 0..count {
-                w.write(&random_bytes(&mut rng, us(RECORD))).expect("write");
+                let r = random_bytes(&mut rng, us(record));
+                w.write(&r).expect("write");
+                if record > RECORD {
+                    frames.push(zstd::bulk::compress(&r, 3).expect("zstd"));
+                }
             }
             w.finish().expect("finish");
             let ar = ArrayRecordReader::open(PreadIo::new().open(&path).expect("open"), &options())
@@ -81,6 +104,8 @@ mod unix {
                 .collect();
             Set {
                 name,
+                record,
+                frames,
                 file: File::open(&path).expect("open"),
                 path,
                 chunks,
@@ -120,7 +145,7 @@ mod unix {
 
     fn random_get(c: &mut Criterion<Clock>, s: &Set) {
         let mut g = s.group(c, "random_get");
-        g.throughput(Throughput::Bytes(RECORD));
+        g.throughput(Throughput::Bytes(s.record));
         warm_file(&s.path);
         g.bench_function("ceiling_pread", |b| {
             let mut k = 0;
@@ -129,6 +154,54 @@ mod unix {
                 let buf = pread(&s.file, s.chunks[us(s.indices[k])].clone());
                 black_box(touch(&buf));
                 buf
+            })
+        });
+        for (name, reader) in s.readers() {
+            g.bench_function(name, |b| {
+                let mut k = 0;
+                b.iter(|| {
+                    k = (k + 1) % SEQUENCE;
+                    let got = reader.get(s.indices[k]).expect("get");
+                    black_box(touch(&got));
+                    got
+                })
+            });
+        }
+        g.finish();
+    }
+
+    /// `random_get` of large zstd records, beside a second ceiling: the raw `pread` of the
+    /// chunk followed by a zstd decode of the record compressed alone at the same level
+    /// (`ceiling_pread_zstd`: the IO and decoding no reader of the file skips).
+    fn random_get_large(c: &mut Criterion<Clock>, s: &Set) {
+        let mut g = s.group(c, "random_get");
+        g.throughput(Throughput::Bytes(s.record));
+        warm_file(&s.path);
+        let mut dctx = zstd::bulk::Decompressor::new().expect("zstd context");
+        let mut decode = |frame: &[u8]| {
+            let mut out = Vec::with_capacity(us(s.record));
+            dctx.decompress_to_buffer(frame, &mut out).expect("zstd");
+            out
+        };
+        g.bench_function("ceiling_pread", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let buf = pread(&s.file, s.chunks[us(s.indices[k])].clone());
+                black_box(touch(&buf));
+                buf
+            })
+        });
+        g.bench_function("ceiling_pread_zstd", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let i = us(s.indices[k]);
+                let buf = pread(&s.file, s.chunks[i].clone());
+                black_box(touch(&buf));
+                let out = decode(&s.frames[i]);
+                black_box(touch(&out));
+                (buf, out)
             })
         });
         for (name, reader) in s.readers() {
@@ -254,8 +327,9 @@ mod unix {
                 "g1_uncompressed",
                 "group_size:1,uncompressed",
                 mib,
+                RECORD,
             ),
-            Set::create(dir.path(), "default", "", mib),
+            Set::create(dir.path(), "default", "", mib, RECORD),
         ];
         let table = counts(&sets);
         println!("{table}");
@@ -264,8 +338,16 @@ mod unix {
             random_get(c, s);
             get_many(c, s);
         }
+        let large = Set::create(
+            dir.path(),
+            "default_256k",
+            "group_size:1",
+            mib,
+            LARGE_RECORD,
+        );
+        random_get_large(c, &large);
         write(c, dir.path());
-        for s in &sets {
+        for s in sets.iter().chain([&large]) {
             let _ = std::fs::remove_file(&s.path);
         }
     }

@@ -1,6 +1,8 @@
 //! Chunks: the 40-byte hash-checked header, and reading one chunk out of the file bytes that
 //! hold it, block headers stripped and checked.
 
+use std::ops::Range;
+
 use bytes::{Bytes, BytesMut};
 
 use crate::block::{
@@ -87,10 +89,41 @@ impl ChunkHeader {
 
 /// One chunk read from the file: its header, data (block headers removed) and position.
 #[derive(Debug, Clone)]
-pub(crate) struct Chunk {
+pub(crate) struct Chunk<'a> {
     pub(crate) header: ChunkHeader,
-    pub(crate) data: Bytes,
+    /// The bytes holding the data, at `data`.
+    held: Held<'a>,
+    data: Range<usize>,
     pub(crate) begin: u64,
+}
+
+/// Where a chunk's data is: in the bytes read (no block header inside it), or gathered.
+#[derive(Debug, Clone)]
+enum Held<'a> {
+    Read(&'a Bytes),
+    Gathered(Bytes),
+}
+
+impl<'a> Chunk<'a> {
+    /// A chunk whose data is all of `data` (for tests of what reads chunks).
+    #[cfg(test)]
+    pub(crate) fn new(header: ChunkHeader, data: Bytes, begin: u64) -> Chunk<'static> {
+        Chunk {
+            header,
+            data: 0..data.len(),
+            held: Held::Gathered(data),
+            begin,
+        }
+    }
+
+    /// The data: `bytes[range]`. Slicing `bytes` shares it without a copy.
+    pub(crate) fn data(&self) -> (&Bytes, Range<usize>) {
+        let bytes = match &self.held {
+            Held::Read(b) => b,
+            Held::Gathered(b) => b,
+        };
+        (bytes, self.data.clone())
+    }
 }
 
 /// The file bytes `[begin, begin + buf.len())`.
@@ -105,10 +138,48 @@ impl Span<'_> {
         self.begin + self.buf.len() as u64
     }
 
+    /// Where in `buf` the `len` chunk bytes that follow the first `skip` chunk bytes of the
+    /// chunk beginning at `self.begin` lie, when no block header interrupts them (the common
+    /// case: a chunk smaller than a block): no copy. `None` when one does
+    /// ([`gather_pieces`](Self::gather_pieces)). Refuses bytes past the end of `buf`.
+    fn contiguous(&self, skip: u64, len: u64) -> Result<Option<Range<usize>>> {
+        let want = skip.saturating_add(len);
+        // A chunk beginning on a block boundary starts after that block's header.
+        let lead = if is_block_boundary(self.begin) && want > 0 {
+            BLOCK_HEADER_SIZE
+        } else {
+            0
+        };
+        let in_block = self.begin % BLOCK_SIZE + lead;
+        if in_block.saturating_add(want) > BLOCK_SIZE {
+            return Ok(None);
+        }
+        let from = lead + skip;
+        let to = lead + want;
+        if to > self.buf.len() as u64 {
+            return Err(self.past_end());
+        }
+        // `to` is at most `buf.len()`, so both fit in `usize`.
+        Ok(Some(
+            usize::try_from(from).unwrap_or(usize::MAX)..usize::try_from(to).unwrap_or(usize::MAX),
+        ))
+    }
+
+    fn past_end(&self) -> Error {
+        Error::corrupt(
+            self.location,
+            self.begin,
+            format!(
+                "chunk extends past byte {} (the end of the range holding it)",
+                self.end()
+            ),
+        )
+    }
+
     /// The `len` chunk bytes that follow the first `skip` chunk bytes of the chunk beginning
-    /// at `self.begin`, block headers left out: a zero-copy slice when no block header
-    /// interrupts them.
-    fn gather(&self, skip: u64, len: u64) -> Result<Bytes> {
+    /// at `self.begin`, block headers left out: copied together when block headers interrupt
+    /// them.
+    fn gather_pieces(&self, skip: u64, len: u64) -> Result<Bytes> {
         let mut pos = self.begin;
         let mut skip = skip;
         let mut need = len;
@@ -122,14 +193,7 @@ impl Span<'_> {
             }
             let n = (skip + need).min(BLOCK_SIZE - pos % BLOCK_SIZE);
             if pos + n > self.end() {
-                return Err(Error::corrupt(
-                    self.location,
-                    self.begin,
-                    format!(
-                        "chunk extends past byte {} (the end of the range holding it)",
-                        self.end()
-                    ),
-                ));
+                return Err(self.past_end());
             }
             let skipped = n.min(skip);
             let taken = n - skipped;
@@ -194,7 +258,7 @@ impl Span<'_> {
 /// Reads the chunk beginning at file position `begin` from `buf`, the file bytes from `begin`
 /// on, which must hold the whole chunk. Checks the chunk header hash, the block headers inside
 /// the chunk, and the data hash.
-pub(crate) fn read_chunk(location: &str, buf: &Bytes, begin: u64) -> Result<Chunk> {
+pub(crate) fn read_chunk<'a>(location: &str, buf: &'a Bytes, begin: u64) -> Result<Chunk<'a>> {
     if !is_possible_chunk_boundary(begin) {
         return Err(Error::corrupt(
             location,
@@ -207,8 +271,10 @@ pub(crate) fn read_chunk(location: &str, buf: &Bytes, begin: u64) -> Result<Chun
         buf,
         begin,
     };
-    let header_bytes = span.gather(0, CHUNK_HEADER_SIZE)?;
-    let header = ChunkHeader::decode(location, begin, &header_bytes)?;
+    let header = match span.contiguous(0, CHUNK_HEADER_SIZE)? {
+        Some(r) => ChunkHeader::decode(location, begin, &buf[r])?,
+        None => ChunkHeader::decode(location, begin, &span.gather_pieces(0, CHUNK_HEADER_SIZE)?)?,
+    };
     if header.num_records > MAX_NUM_RECORDS {
         return Err(Error::corrupt(location, begin, "record count out of range"));
     }
@@ -227,15 +293,25 @@ pub(crate) fn read_chunk(location: &str, buf: &Bytes, begin: u64) -> Result<Chun
             )
         })?;
     span.check_block_headers(end)?;
-    let data = span.gather(CHUNK_HEADER_SIZE, header.data_size)?;
-    if hash(&data) != header.data_hash {
-        return Err(Error::corrupt(location, begin, "chunk data hash mismatch"));
-    }
-    Ok(Chunk {
+    let (held, data) = match span.contiguous(CHUNK_HEADER_SIZE, header.data_size)? {
+        Some(r) => (Held::Read(buf), r),
+        None => {
+            let gathered = span.gather_pieces(CHUNK_HEADER_SIZE, header.data_size)?;
+            let all = 0..gathered.len();
+            (Held::Gathered(gathered), all)
+        }
+    };
+    let chunk = Chunk {
         header,
+        held,
         data,
         begin,
-    })
+    };
+    let (bytes, at) = chunk.data();
+    if hash(&bytes[at]) != header.data_hash {
+        return Err(Error::corrupt(location, begin, "chunk data hash mismatch"));
+    }
+    Ok(chunk)
 }
 
 #[cfg(test)]
@@ -259,11 +335,12 @@ mod tests {
                 0, 0, 0, 0, 0, 0x91, 0xba, 0xc2, 0x3c, 0x92, 0x87, 0xe1, 0xa9
             ]
         );
-        let chunk = read_chunk("mem", &Bytes::from(file.clone()), 0).unwrap();
+        let bytes = Bytes::from(file.clone());
+        let chunk = read_chunk("mem", &bytes, 0).unwrap();
         assert_eq!(chunk.header.chunk_type, SIGNATURE);
         // The signature chunk ends at 64: one byte fewer does not hold it.
         assert!(read_chunk("mem", &Bytes::from(file[..63].to_vec()), 0).is_err());
-        assert!(chunk.data.is_empty());
+        assert!(chunk.data().1.is_empty());
     }
 
     #[test]

@@ -84,6 +84,27 @@ pub(crate) struct Source<'a> {
     pub(crate) limit: u64,
 }
 
+/// Checks a decompressed size: at most `src.limit`, and exactly `expected` when given.
+pub(crate) fn check_size(src: &Source<'_>, len: u64, expected: Option<u64>) -> Result<()> {
+    if len > src.limit {
+        return Err(Error::TooLarge {
+            location: src.location.to_owned(),
+            offset: src.offset,
+            what: src.what,
+            size: len,
+            limit: src.limit,
+        });
+    }
+    match expected {
+        Some(want) if want != len => Err(Error::corrupt(
+            src.location,
+            src.offset,
+            format!("{} decompresses to {len} bytes, expected {want}", src.what),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Decompresses `input` (prefix included unless uncompressed); the result must be exactly
 /// `expected` bytes when given.
 pub(crate) fn decompress(
@@ -93,24 +114,7 @@ pub(crate) fn decompress(
     expected: Option<u64>,
 ) -> Result<Bytes> {
     let corrupt = |what: String| Error::corrupt(src.location, src.offset, what);
-    let check_len = |len: u64| -> Result<()> {
-        if len > src.limit {
-            return Err(Error::TooLarge {
-                location: src.location.to_owned(),
-                offset: src.offset,
-                what: src.what,
-                size: len,
-                limit: src.limit,
-            });
-        }
-        match expected {
-            Some(want) if want != len => Err(corrupt(format!(
-                "{} decompresses to {len} bytes, expected {want}",
-                src.what
-            ))),
-            _ => Ok(()),
-        }
-    };
+    let check_len = |len: u64| check_size(src, len, expected);
     let Some(codec) = ctype.codec() else {
         check_len(input.len() as u64)?;
         return Ok(input);

@@ -3,7 +3,6 @@
 //! The decisions (what to read, how to decode it) live in [`Core`], shared by both readers;
 //! they differ only in how they call their reader.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -12,7 +11,7 @@ use guideloom_io::{AsyncReader, SyncReader};
 
 use crate::cache::{ChunkCache, Records};
 use crate::error::{Error, Result};
-use crate::layout::{Layout, ReadOptions, TailOutcome, complete, parse_tail};
+use crate::layout::{ChunkInfo, Layout, ReadOptions, TailOutcome, complete, parse_tail};
 
 /// The IO-free part of a reader: layout, options, cache.
 #[derive(Debug)]
@@ -20,24 +19,44 @@ struct Core {
     location: String,
     layout: Layout,
     options: ReadOptions,
-    cache: ChunkCache,
+    /// `None` when the options turn the cache off: no lock, no shared record lists.
+    cache: Option<ChunkCache>,
 }
 
-/// The reads a batch needs: the chunks not cached, and each asked record's place.
+/// What reading one record needs.
+enum One {
+    /// Nothing: the record, from the cache.
+    Cached(Bytes),
+    /// Chunk `chunk` (`info`), which holds the record at position `within`.
+    Read {
+        chunk: usize,
+        info: ChunkInfo,
+        within: usize,
+    },
+}
+
+/// The reads a batch needs, and the records it already has.
 struct Plan {
-    places: Vec<(usize, usize)>,
-    have: BTreeMap<usize, Records>,
-    need: Vec<usize>,
+    /// The records asked for, in the order asked: those in chunks still to read are empty.
+    out: Vec<Bytes>,
+    /// `(chunk, position in the chunk, position in out)` of every record asked, by chunk.
+    places: Vec<(usize, usize, usize)>,
+    /// The runs of `places` whose chunk is to be read, one per chunk, in file order, with
+    /// the chunk (copied: the footer's table may be out of the CPU caches by decode time).
+    runs: Vec<(Range<usize>, ChunkInfo)>,
+    /// The byte range of each run's chunk.
     ranges: Vec<Range<u64>>,
 }
 
 impl Core {
     fn new(location: String, layout: Layout, options: &ReadOptions) -> Core {
+        let cache = (options.cache_chunks() > 0 && options.cache_bytes() > 0)
+            .then(|| ChunkCache::new(options.cache_chunks(), options.cache_bytes()));
         Core {
             location,
             layout,
             options: *options,
-            cache: ChunkCache::new(options.cache_chunks(), options.cache_bytes()),
+            cache,
         }
     }
 
@@ -51,77 +70,122 @@ impl Core {
         Ok(())
     }
 
-    /// Decodes chunk `c` from the bytes of its range and caches it.
-    fn decode(&self, c: usize, buf: &Bytes) -> Result<Records> {
-        self.check_len(&self.layout.chunk_range(c), buf)?;
-        let records = Arc::new(
-            self.layout
-                .decode_chunk(&self.location, c, buf, &self.options)?,
-        );
-        self.cache.insert(
-            c,
-            Arc::clone(&records),
-            self.layout.chunks()[c].decoded_data_size,
-        );
+    /// Record `within` of a decoded chunk.
+    fn record(&self, records: &Records, within: usize) -> Result<Bytes> {
+        records
+            .get(within)
+            .cloned()
+            .ok_or_else(|| Error::corrupt(&self.location, 0, "record missing from its chunk"))
+    }
+
+    /// Decodes chunk `c` (`info`) from the bytes of its range and caches it.
+    fn decode(&self, c: usize, info: &ChunkInfo, buf: &Bytes) -> Result<Records> {
+        self.check_len(&info.range(), buf)?;
+        let records = Arc::new(info.decode(&self.location, buf, &self.options)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(c, Arc::clone(&records), info.decoded_data_size);
+        }
         Ok(records)
+    }
+
+    /// Record `within` of chunk `c` from the bytes of its range: the chunk is checked whole
+    /// either way, but decoded into a cached list of records only when there is a cache.
+    fn decode_one(&self, c: usize, info: &ChunkInfo, within: usize, buf: &Bytes) -> Result<Bytes> {
+        if self.cache.is_some() {
+            let records = self.decode(c, info, buf)?;
+            return self.record(&records, within);
+        }
+        self.check_len(&info.range(), buf)?;
+        info.decode_record(&self.location, within, buf, &self.options)
+    }
+
+    fn cached(&self, c: usize) -> Option<Records> {
+        self.cache.as_ref().and_then(|cache| cache.get(c))
+    }
+
+    fn one(&self, i: u64) -> Result<One> {
+        let (chunk, within) = self.layout.locate(&self.location, i)?;
+        if let Some(records) = self.cached(chunk) {
+            return self.record(&records, within).map(One::Cached);
+        }
+        Ok(One::Read {
+            chunk,
+            info: self.layout.chunk(chunk),
+            within,
+        })
     }
 
     fn plan(&self, indices: &[u64]) -> Result<Plan> {
         let mut places = Vec::with_capacity(indices.len());
-        let mut have = BTreeMap::new();
-        let mut need = BTreeSet::new();
-        for &i in indices {
+        for (k, &i) in indices.iter().enumerate() {
             let (c, w) = self.layout.locate(&self.location, i)?;
-            places.push((c, w));
-            if !have.contains_key(&c) && !need.contains(&c) {
-                match self.cache.get(c) {
-                    Some(records) => {
-                        have.insert(c, records);
-                    }
-                    None => {
-                        need.insert(c);
+            places.push((c, w, k));
+        }
+        places.sort_unstable();
+        let mut out = vec![Bytes::new(); indices.len()];
+        let mut runs = Vec::new();
+        let mut ranges = Vec::new();
+        let mut start = 0;
+        while let Some(&(c, _, _)) = places.get(start) {
+            let len = places[start..]
+                .iter()
+                .position(|p| p.0 != c)
+                .unwrap_or(places.len() - start);
+            let run = start..start + len;
+            match self.cached(c) {
+                Some(records) => {
+                    for &(_, w, k) in &places[run] {
+                        out[k] = self.record(&records, w)?;
                     }
                 }
+                None => {
+                    let info = self.layout.chunk(c);
+                    ranges.push(info.range());
+                    runs.push((run, info));
+                }
             }
+            start += len;
         }
-        let need: Vec<usize> = need.into_iter().collect();
-        let ranges = need.iter().map(|&c| self.layout.chunk_range(c)).collect();
         Ok(Plan {
+            out,
             places,
-            have,
-            need,
+            runs,
             ranges,
         })
     }
 
-    fn finish(&self, mut plan: Plan, bufs: Vec<Bytes>) -> Result<Vec<Bytes>> {
-        if bufs.len() != plan.need.len() {
+    fn finish(&self, plan: Plan, bufs: Vec<Bytes>) -> Result<Vec<Bytes>> {
+        if bufs.len() != plan.runs.len() {
             return Err(Error::corrupt(
                 &self.location,
                 0,
                 format!(
                     "asked for {} ranges, the reader returned {}",
-                    plan.need.len(),
+                    plan.runs.len(),
                     bufs.len()
                 ),
             ));
         }
-        for (&c, buf) in plan.need.iter().zip(&bufs) {
-            let records = self.decode(c, buf)?;
-            plan.have.insert(c, records);
+        let Plan {
+            mut out,
+            places,
+            runs,
+            ..
+        } = plan;
+        for ((run, info), buf) in runs.into_iter().zip(&bufs) {
+            let run = &places[run];
+            match run {
+                [] => {}
+                &[(c, w, k)] => out[k] = self.decode_one(c, &info, w, buf)?,
+                [(c, _, _), ..] => {
+                    let records = self.decode(*c, &info, buf)?;
+                    for &(_, w, k) in run {
+                        out[k] = self.record(&records, w)?;
+                    }
+                }
+            }
         }
-        plan.places
-            .iter()
-            .map(|(c, w)| {
-                plan.have
-                    .get(c)
-                    .and_then(|records| records.get(*w))
-                    .cloned()
-                    .ok_or_else(|| {
-                        Error::corrupt(&self.location, 0, "record missing from its chunk")
-                    })
-            })
-            .collect()
+        Ok(out)
     }
 }
 
@@ -207,13 +271,17 @@ impl<R: SyncReader> ArrayRecordReader<R> {
 
     /// Reads record `i`.
     pub fn get(&self, i: u64) -> Result<Bytes> {
-        let plan = self.core.plan(&[i])?;
-        let bufs = match &plan.ranges[..] {
-            [] => Vec::new(),
-            [r] => vec![self.reader.read(r.start, r.end - r.start)?],
-            _ => self.reader.read_ranges(&plan.ranges)?,
-        };
-        Ok(self.core.finish(plan, bufs)?.swap_remove(0))
+        match self.core.one(i)? {
+            One::Cached(record) => Ok(record),
+            One::Read {
+                chunk,
+                info,
+                within,
+            } => {
+                let buf = self.reader.read(info.offset, info.end - info.offset)?;
+                self.core.decode_one(chunk, &info, within, &buf)
+            }
+        }
     }
 
     /// Reads many records (any order, repeats allowed); results in the order asked.
@@ -258,13 +326,20 @@ impl<R: AsyncReader> AsyncArrayRecordReader<R> {
 
     /// Reads record `i`.
     pub async fn get(&self, i: u64) -> Result<Bytes> {
-        let plan = self.core.plan(&[i])?;
-        let bufs = match &plan.ranges[..] {
-            [] => Vec::new(),
-            [r] => vec![self.reader.read(r.start, r.end - r.start).await?],
-            _ => self.reader.read_ranges(&plan.ranges).await?,
-        };
-        Ok(self.core.finish(plan, bufs)?.swap_remove(0))
+        match self.core.one(i)? {
+            One::Cached(record) => Ok(record),
+            One::Read {
+                chunk,
+                info,
+                within,
+            } => {
+                let buf = self
+                    .reader
+                    .read(info.offset, info.end - info.offset)
+                    .await?;
+                self.core.decode_one(chunk, &info, within, &buf)
+            }
+        }
     }
 
     /// Reads many records (any order, repeats allowed); results in the order asked.

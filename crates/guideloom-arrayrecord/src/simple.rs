@@ -1,6 +1,8 @@
 //! Simple chunks (`'r'`): a compression byte, the compressed record sizes (length-prefixed)
 //! and the compressed concatenated values.
 
+use std::ops::Range;
+
 use bytes::Bytes;
 
 use crate::chunk::Chunk;
@@ -11,11 +13,54 @@ use crate::varint;
 
 /// Decodes the records of a simple chunk. `limit` bounds the decoded values before any
 /// allocation; records are zero-copy slices of the decoded values.
-pub(crate) fn decode(location: &str, chunk: &Chunk, limit: u64) -> Result<Vec<Bytes>> {
+pub(crate) fn decode(location: &str, chunk: &Chunk<'_>, limit: u64) -> Result<Vec<Bytes>> {
+    let mut records = Vec::with_capacity(usize::try_from(chunk.header.num_records).unwrap_or(0));
+    walk(location, chunk, limit, |values, r| {
+        records.push(values.slice(r))
+    })?;
+    Ok(records)
+}
+
+/// Record `within` of a simple chunk, checked as [`decode`] checks the whole chunk (every
+/// record size, and that they add up to the decoded size) but without a `Vec` of its records.
+pub(crate) fn decode_one(
+    location: &str,
+    chunk: &Chunk<'_>,
+    limit: u64,
+    within: usize,
+) -> Result<Bytes> {
+    let mut k = 0usize;
+    let mut found = None;
+    walk(location, chunk, limit, |values, r| {
+        if k == within {
+            found = Some(values.slice(r));
+        }
+        k += 1;
+    })?;
+    found.ok_or_else(|| {
+        Error::corrupt(
+            location,
+            chunk.begin,
+            format!("simple chunk: record {within} missing from a chunk of {k}"),
+        )
+    })
+}
+
+/// Decodes a simple chunk's values and calls `each` with them and the byte range of every
+/// record, in order; fails (after some calls, maybe) unless the sizes describe the values
+/// exactly.
+fn walk(
+    location: &str,
+    chunk: &Chunk<'_>,
+    limit: u64,
+    mut each: impl FnMut(&Bytes, Range<usize>),
+) -> Result<()> {
     let offset = chunk.begin;
     let corrupt = |what: &str| Error::corrupt(location, offset, format!("simple chunk: {what}"));
     let header = &chunk.header;
-    let data = &chunk.data;
+    // The chunk's data is `whole[at]`; offsets below are into `data`.
+    let (whole, at) = chunk.data();
+    let data = &whole[at.clone()];
     let (&ctype_byte, rest) = data.split_first().ok_or_else(|| corrupt("no data"))?;
     let ctype = CompressionType::from_byte(ctype_byte)
         .ok_or_else(|| corrupt(&format!("unknown compression type {ctype_byte:#04x}")))?;
@@ -30,32 +75,50 @@ pub(crate) fn decode(location: &str, chunk: &Chunk, limit: u64) -> Result<Vec<By
     // Each size is a varint of at most 10 bytes, so the decoded sizes are bounded by the
     // record count, itself bounded below by the sizes' length (at least a byte per record).
     let sizes_limit = header.num_records.saturating_mul(10).min(limit);
-    let sizes = codec::decompress(
-        &Source {
-            location,
-            offset,
-            what: "record sizes",
-            limit: sizes_limit,
-        },
-        ctype,
-        data.slice(sizes_start..sizes_end),
-        None,
-    )?;
+    // Uncompressed, the sizes and values are read in place: no slice of the chunk's bytes
+    // is taken but the records themselves.
+    let plain = ctype == CompressionType::None;
+    let sizes_src = Source {
+        location,
+        offset,
+        what: "record sizes",
+        limit: sizes_limit,
+    };
+    let decompressed_sizes;
+    let sizes: &[u8] = if plain {
+        codec::check_size(&sizes_src, (sizes_end - sizes_start) as u64, None)?;
+        &data[sizes_start..sizes_end]
+    } else {
+        let input = whole.slice(at.start + sizes_start..at.start + sizes_end);
+        decompressed_sizes = codec::decompress(&sizes_src, ctype, input, None)?;
+        &decompressed_sizes
+    };
     if header.num_records > sizes.len() as u64 {
         return Err(corrupt("fewer size bytes than records"));
     }
-    let values = codec::decompress(
-        &Source {
-            location,
-            offset,
-            what: "record values",
-            limit,
-        },
-        ctype,
-        data.slice(sizes_end..),
-        Some(header.decoded_data_size),
-    )?;
-    let mut records = Vec::with_capacity(usize::try_from(header.num_records).unwrap_or(0));
+    let values_src = Source {
+        location,
+        offset,
+        what: "record values",
+        limit,
+    };
+    let expected = Some(header.decoded_data_size);
+    let decompressed_values;
+    // The values are `values[base..base + values_len]`.
+    let (values, base): (&Bytes, usize) = if plain {
+        (whole, at.start + sizes_end)
+    } else {
+        let input = whole.slice(at.start + sizes_end..at.end);
+        decompressed_values = codec::decompress(&values_src, ctype, input, expected)?;
+        (&decompressed_values, 0)
+    };
+    let values_len = if plain {
+        let len = (data.len() - sizes_end) as u64;
+        codec::check_size(&values_src, len, expected)?;
+        len
+    } else {
+        values.len() as u64
+    };
     let mut at = 0usize;
     let mut pos: u64 = 0;
     for _ in 0..header.num_records {
@@ -63,22 +126,25 @@ pub(crate) fn decode(location: &str, chunk: &Chunk, limit: u64) -> Result<Vec<By
         at += n;
         let end = pos
             .checked_add(size)
-            .filter(|&e| e <= values.len() as u64)
+            .filter(|&e| e <= values_len)
             .ok_or_else(|| corrupt("record sizes exceed the decoded data size"))?;
-        records.push(values.slice(
-            usize::try_from(pos).unwrap_or(usize::MAX)..usize::try_from(end).unwrap_or(usize::MAX),
-        ));
+        // Both are at most `values_len`, so they fit in `usize`.
+        each(
+            values,
+            base + usize::try_from(pos).unwrap_or(usize::MAX)
+                ..base + usize::try_from(end).unwrap_or(usize::MAX),
+        );
         pos = end;
     }
     if at != sizes.len() {
         return Err(corrupt("bytes left after the record sizes"));
     }
-    if pos != values.len() as u64 {
+    if pos != values_len {
         return Err(corrupt(
             "record sizes add up to less than the decoded data size",
         ));
     }
-    Ok(records)
+    Ok(())
 }
 
 /// Records gathered for one simple chunk.
@@ -127,13 +193,9 @@ mod tests {
     use super::*;
     use crate::chunk::{ChunkHeader, SIMPLE};
 
-    fn chunk(data: Vec<u8>, num_records: u64, decoded: u64) -> Chunk {
+    fn chunk(data: Vec<u8>, num_records: u64, decoded: u64) -> Chunk<'static> {
         let header = ChunkHeader::new(&data, SIMPLE, num_records, decoded);
-        Chunk {
-            header,
-            data: Bytes::from(data),
-            begin: 64,
-        }
+        Chunk::new(header, Bytes::from(data), 64)
     }
 
     #[test]
@@ -157,6 +219,9 @@ mod tests {
             (vec![0, 3, 1, 1, 1, b'a', b'b', b'c'], 2, 3),
         ] {
             let err = decode("m", &chunk(data.clone(), n, decoded), 1 << 20).unwrap_err();
+            assert!(matches!(err, Error::Corrupt { .. }), "{data:?}: {err}");
+            // One record is refused as the whole chunk is, even when its own bytes are there.
+            let err = decode_one("m", &chunk(data.clone(), n, decoded), 1 << 20, 0).unwrap_err();
             assert!(matches!(err, Error::Corrupt { .. }), "{data:?}: {err}");
         }
         let mut e = Encoder::default();
@@ -183,11 +248,15 @@ mod tests {
                 e.add(r);
             }
             let (data, n, decoded) = e.finish(&compression).unwrap();
-            let got = decode("m", &chunk(data, n, decoded), 1 << 20).unwrap();
+            let c = chunk(data, n, decoded);
+            let got = decode("m", &c, 1 << 20).unwrap();
             prop_assert_eq!(got.len(), records.len());
-            for (g, r) in got.iter().zip(&records) {
+            for (w, (g, r)) in got.iter().zip(&records).enumerate() {
                 prop_assert_eq!(&g[..], &r[..]);
+                prop_assert_eq!(&decode_one("m", &c, 1 << 20, w).unwrap()[..], &r[..]);
             }
+            let past = decode_one("m", &c, 1 << 20, records.len()).unwrap_err();
+            prop_assert!(matches!(past, Error::Corrupt { .. }), "{}", past);
         }
     }
 }

@@ -62,20 +62,42 @@ fn write(records: &[Vec<u8>], options: WriterOptions) -> Vec<u8> {
     w.finish().unwrap()
 }
 
+/// Read options with the cache on (the default) or off (every read decodes only what it
+/// needs: a different path).
+fn read_options(tail: u64, cache: bool) -> ReadOptions {
+    let o = ReadOptions::default().with_tail_len(tail);
+    if cache { o } else { o.with_cache_chunks(0) }
+}
+
 /// Every record, one by one, or the first error.
 fn read(file: Bytes, tail: u64) -> Result<Vec<Bytes>, Error> {
-    let ar = ArrayRecordReader::open(Mem(file), &ReadOptions::default().with_tail_len(tail))?;
-    (0..ar.len()).map(|i| ar.get(i)).collect()
+    read_with(file, tail, true)
+}
+
+/// Every record, one by one and then in one batch, or the first error.
+fn read_with(file: Bytes, tail: u64, cache: bool) -> Result<Vec<Bytes>, Error> {
+    let ar = ArrayRecordReader::open(Mem(file), &read_options(tail, cache))?;
+    let one_by_one = (0..ar.len())
+        .map(|i| ar.get(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let all: Vec<u64> = (0..ar.len()).collect();
+    assert_eq!(ar.get_many(&all)?, one_by_one);
+    Ok(one_by_one)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn written_files_read_back(records in records(), options in options(), tail in 0u64..400_000) {
+    fn written_files_read_back(
+        records in records(),
+        options in options(),
+        tail in 0u64..400_000,
+        cache in any::<bool>(),
+    ) {
         let file = write(&records, options);
         prop_assert_eq!(file.len() % 65536, 0);
-        let ar = ArrayRecordReader::open(Mem(Bytes::from(file)), &ReadOptions::default().with_tail_len(tail)).unwrap();
+        let ar = ArrayRecordReader::open(Mem(Bytes::from(file)), &read_options(tail, cache)).unwrap();
         prop_assert_eq!(ar.len(), records.len() as u64);
         prop_assert_eq!(ar.layout().writer_options(), options.to_string());
         // The footer tells the group size by the first chunk's record count.
@@ -87,6 +109,15 @@ proptest! {
         let all: Vec<u64> = (0..records.len() as u64).rev().collect();
         let got = ar.get_many(&all).unwrap();
         prop_assert!(got.iter().rev().zip(&records).all(|(g, r)| g[..] == r[..]));
+        if let Some(last) = records.len().checked_sub(1) {
+            // Repeats, and several records of one chunk in one batch.
+            let places = [last, 0, last, last / 2, 0];
+            let asked: Vec<u64> = places.iter().map(|&i| i as u64).collect();
+            let got = ar.get_many(&asked).unwrap();
+            for (g, &i) in got.iter().zip(&places) {
+                prop_assert_eq!(&g[..], &records[i][..]);
+            }
+        }
     }
 
     #[test]
@@ -95,6 +126,7 @@ proptest! {
         options in options(),
         edits in proptest::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..6),
         cut in proptest::option::of(any::<prop::sample::Index>()),
+        cache in any::<bool>(),
     ) {
         let mut file = write(&records, options);
         for (at, xor) in &edits {
@@ -104,7 +136,7 @@ proptest! {
         if let Some(cut) = cut {
             file.truncate(cut.index(file.len()));
         }
-        match read(Bytes::from(file), 256 << 10) {
+        match read_with(Bytes::from(file), 256 << 10, cache) {
             Ok(got) => {
                 prop_assert_eq!(got.len(), records.len());
                 prop_assert!(got.iter().zip(&records).all(|(g, r)| g[..] == r[..]));
