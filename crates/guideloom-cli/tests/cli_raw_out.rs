@@ -268,7 +268,7 @@ fn bench_touches_every_byte_it_times() {
     std::fs::create_dir(&dir).unwrap();
     let mut total = 0u64;
     for i in 0..300u32 {
-        let bytes: Vec<u8> = (0..500 + i).map(|j| (j * 7 + i) as u8).collect();
+        let bytes: Vec<u8> = (0..500 + i).map(|j| (j * 7 + i).to_le_bytes()[0]).collect();
         total += bytes.iter().map(|&b| u64::from(b)).sum::<u64>();
         std::fs::write(dir.join(format!("{i:04}")), bytes).unwrap();
     }
