@@ -51,12 +51,12 @@ pub(crate) fn progress_bytes(json: bool, total: Option<u64>, what: &str) -> Prog
 
 /// The byte bar: total, rate and ETA.
 const BYTES_TEMPLATE: &str =
-    "{prefix:>12} [{bar:30}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, ETA {eta}) {msg}";
+    "{prefix:>10} [{wide_bar}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, ETA {eta}) {msg}";
 /// The byte spinner (unknown total).
 const BYTES_SPINNER_TEMPLATE: &str =
-    "{prefix:>12} {spinner} {bytes} ({binary_bytes_per_sec}) {msg}";
+    "{prefix:>10} {spinner} {bytes} ({binary_bytes_per_sec}) {msg}";
 /// The count bar: total, rate and ETA.
-const COUNT_TEMPLATE: &str = "{prefix:>12} [{bar:30}] {pos}/{len} ({per_sec}, ETA {eta}) {msg}";
+const COUNT_TEMPLATE: &str = "{prefix:>10} [{wide_bar}] {pos}/{len} ({per_sec}, ETA {eta}) {msg}";
 
 /// Prints `value` as one pretty JSON document on stdout.
 pub(crate) fn print_json(value: &serde_json::Value) -> Result<()> {

@@ -204,7 +204,7 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
                 .map_err(|source| CliError::Output { source })?;
         }
         bar.inc(count);
-        bar.set_message(format!("records, {}", output::bytes(bytes_read)));
+        bar.set_message(format!("{} read", output::bytes(bytes_read)));
     }
     bar.finish_and_clear();
     match sink {

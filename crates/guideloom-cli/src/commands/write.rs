@@ -203,10 +203,11 @@ where
             batch.names.push(name);
         }
         bar.inc(input_bytes);
-        bar.set_message(format!(
-            "{} records",
-            written.records + batch.records.len() as u64
-        ));
+        // The record count, refreshed every 1024 records (not a string per record).
+        let done = written.records + batch.records.len() as u64;
+        if done % 1024 == 1 {
+            bar.set_message(format!("{done} records"));
+        }
     }
     if !batch.records.is_empty() {
         flush(root, work_id, format, &mut batch, written).await?;
