@@ -31,6 +31,7 @@ fn raw_root(tmp: &Path) -> (String, Vec<(&'static str, Vec<u8>)>) {
     let root = tmp.join("root").to_str().unwrap().to_owned();
     ok(guideloom(&[
         "write",
+        "--root",
         &root,
         "--work-id",
         "w",
@@ -40,6 +41,7 @@ fn raw_root(tmp: &Path) -> (String, Vec<(&'static str, Vec<u8>)>) {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         &root,
         "--dataset-id",
         "d",
@@ -65,6 +67,7 @@ fn get_raw_writes_the_exact_bytes() {
     let c = cbor_root.to_str().unwrap();
     ok(guideloom(&[
         "write",
+        "--root",
         c,
         "--work-id",
         "w",
@@ -72,6 +75,7 @@ fn get_raw_writes_the_exact_bytes() {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         c,
         "--dataset-id",
         "d",
@@ -148,6 +152,7 @@ fn raw_input_file_names_are_kept() {
     let c = other.to_str().unwrap();
     ok(guideloom(&[
         "write",
+        "--root",
         c,
         "--work-id",
         "w",
@@ -155,6 +160,7 @@ fn raw_input_file_names_are_kept() {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         c,
         "--dataset-id",
         "d",
@@ -178,7 +184,7 @@ fn raw_input_reports_what_it_skipped_on_stderr_by_kind() {
     let root = tmp.path().join("root");
     let r = root.to_str().unwrap();
     let d = dir.to_str().unwrap();
-    let o = guideloom(&["write", r, "--work-id", "w", "--format", "raw", d]);
+    let o = guideloom(&["write", "--root", r, "--work-id", "w", "--format", "raw", d]);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("skipped 4 entries"), "{err}");
@@ -188,6 +194,7 @@ fn raw_input_reports_what_it_skipped_on_stderr_by_kind() {
     assert!(stdout(&o).contains("wrote 4 records"), "{}", stdout(&o));
     let o = guideloom(&[
         "write",
+        "--root",
         r,
         "--work-id",
         "w2",
@@ -249,6 +256,7 @@ fn progress_bars_show_total_eta_and_bytes_on_a_terminal() {
     // Piped: no bar.
     let o = guideloom(&[
         "write",
+        "--root",
         root.to_str().unwrap(),
         "--work-id",
         "w2",
@@ -276,6 +284,7 @@ fn bench_touches_every_byte_it_times() {
     let r = root.to_str().unwrap();
     ok(guideloom(&[
         "write",
+        "--root",
         r,
         "--work-id",
         "w",
@@ -287,6 +296,7 @@ fn bench_touches_every_byte_it_times() {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         r,
         "--dataset-id",
         "d",

@@ -219,6 +219,7 @@ fn global_options_are_listed_once_and_work_after_the_command() {
     write_jsonl(&input, "a", 3);
     ok(guideloom(&[
         "write",
+        "--root",
         r,
         "--work-id",
         "w",
@@ -226,6 +227,7 @@ fn global_options_are_listed_once_and_work_after_the_command() {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         r,
         "--dataset-id",
         "d",
@@ -259,6 +261,7 @@ fn info_shows_written_but_unpublished_shards() {
     let i = input.to_str().unwrap();
     ok(guideloom(&[
         "write",
+        "--root",
         r,
         "--work-id",
         "w0",
@@ -285,13 +288,14 @@ fn info_shows_written_but_unpublished_shards() {
     // Published, the same listing of what is left over.
     ok(guideloom(&[
         "publish",
+        "--root",
         r,
         "--dataset-id",
         "d",
         "--snapshot-id",
         "s",
     ]));
-    ok(guideloom(&["write", r, "--work-id", "w1", i]));
+    ok(guideloom(&["write", "--root", r, "--work-id", "w1", i]));
     let v = json(&ok(guideloom(&["info", r, "--json"])));
     assert_eq!(v["published"], true);
     assert_eq!(v["unpublished"][0]["key"], "shards/w1/00000000.glm", "{v}");
@@ -311,6 +315,7 @@ fn annotations_lists_sets_and_prints_values() {
     write_jsonl(&input, "a", 4);
     ok(guideloom(&[
         "write",
+        "--root",
         r,
         "--work-id",
         "w",
@@ -318,6 +323,7 @@ fn annotations_lists_sets_and_prints_values() {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         r,
         "--dataset-id",
         "d",
@@ -394,6 +400,7 @@ fn cat_end_past_the_end_clamps() {
     write_jsonl(&input, "a", 5);
     ok(guideloom(&[
         "write",
+        "--root",
         r,
         "--work-id",
         "w",
@@ -401,6 +408,7 @@ fn cat_end_past_the_end_clamps() {
     ]));
     ok(guideloom(&[
         "publish",
+        "--root",
         r,
         "--dataset-id",
         "d",
