@@ -7,8 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Sharded datasets of records: write, publish, inspect, read, verify, annotate, benchmark.
 ///
-/// ROOT is a local directory, `file:///abs/path`, `s3://bucket/prefix`, or (read-only: info,
-/// get, cat, verify) an `http(s)://` base URL where a root is served. S3-compatible
+/// ROOT (given positionally or as `--root ROOT`, to every command) is a local directory,
+/// `file:///abs/path`, `s3://bucket/prefix`, or (read-only: info, get, cat, verify,
+/// annotations) an `http(s)://` base URL where a root is served. S3-compatible
 /// endpoints come from the standard AWS environment variables (AWS_ENDPOINT_URL, AWS_REGION,
 /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). `--mount` declares that a
 /// local ROOT is a mounted bucket (e.g. Mountpoint for S3).
@@ -21,7 +22,8 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Options every command takes.
+/// Options every command takes, before or after the command's name. Listed once, under
+/// "Global options" in `guideloom --help` (see [`command`]).
 #[derive(Debug, Args)]
 pub(crate) struct Global {
     /// Machine-readable output: one JSON document (or JSON Lines for `cat`) on stdout.
@@ -73,6 +75,68 @@ fn parse_secs(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))
 }
 
+/// The dataset root of a command, given either way: positional `ROOT` or `--root ROOT`
+/// (`write` and `publish` took `--root`, the others a positional; both spellings work
+/// everywhere). [`Command::resolve_root`] checks that exactly one value was given.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct RootArg {
+    /// The dataset root (or `--root ROOT`).
+    #[arg(id = "root_pos", value_name = "ROOT")]
+    pub(crate) pos: Option<String>,
+    /// The dataset root, as an option (the same as the positional ROOT).
+    #[arg(id = "root_flag", long = "root", value_name = "ROOT")]
+    pub(crate) flag: Option<String>,
+}
+
+impl RootArg {
+    /// The root given (after [`Command::resolve_root`] succeeded: the one value).
+    pub(crate) fn name(&self) -> &str {
+        self.flag
+            .as_deref()
+            .or(self.pos.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Exactly one root: the positional, `--root`, or both with the same value.
+    fn check(&self) -> Result<(), String> {
+        match (&self.pos, &self.flag) {
+            (Some(p), Some(f)) if p != f => Err(format!(
+                "the root was given twice with different values: positional ROOT {p:?} and \
+                 --root {f:?}; give it once"
+            )),
+            (None, None) => Err(
+                "a dataset ROOT is required: give it as the positional ROOT or as --root ROOT"
+                    .to_owned(),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Splits `[ROOT] OPERAND` (one or two positionals) of `write`, `get` and `annotate`: with
+/// two, the first is the positional ROOT; with one, it is `what` and the root must come from
+/// `--root` (checked by [`RootArg::check`] in [`Command::resolve_root`]).
+fn split_operands(
+    flag: Option<String>,
+    operands: &[String],
+    what: &str,
+) -> Result<(RootArg, String), String> {
+    match operands {
+        [root, last] => Ok((
+            RootArg {
+                pos: Some(root.clone()),
+                flag,
+            },
+            last.clone(),
+        )),
+        [last] => Ok((RootArg { pos: None, flag }, last.clone())),
+        _ => Err(format!(
+            "expected [ROOT] {what}, got {} values",
+            operands.len()
+        )),
+    }
+}
+
 /// Record format of `write`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RecordFormat {
@@ -86,18 +150,28 @@ pub(crate) enum RecordFormat {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Write records into shards under ROOT/shards/WORK_ID/ (create-only).
+    #[command(
+        override_usage = "guideloom write [OPTIONS] --work-id <WORK_ID> <ROOT> <INPUT>\n       \
+                                guideloom write [OPTIONS] --work-id <WORK_ID> --root <ROOT> <INPUT>"
+    )]
     Write(WriteArgs),
     /// Publish written shards as a new snapshot.
     Publish(PublishArgs),
     /// Show the dataset id, snapshots, shards, records, bytes and annotation sets.
     Info(InfoArgs),
-    /// Print one record as JSON.
+    /// Print one record as JSON (`--raw`: its exact bytes).
+    #[command(override_usage = "guideloom get [OPTIONS] <ROOT> <INDEX>\n       \
+                                guideloom get [OPTIONS] --root <ROOT> <INDEX>")]
     Get(GetArgs),
-    /// Print records as JSON Lines.
+    /// Print records as JSON Lines (`--raw-dir DIR`: one file of exact bytes per record).
     Cat(CatArgs),
     /// Check every shard's size and footer (`--deep`: every record checksum too).
     Verify(VerifyArgs),
     /// Publish an annotation set: one JSON value per line, one line per record.
+    #[command(
+        override_usage = "guideloom annotate [OPTIONS] --name <NAME> <ROOT> <INPUT>\n       \
+                                guideloom annotate [OPTIONS] --name <NAME> --root <ROOT> <INPUT>"
+    )]
     Annotate(AnnotateArgs),
     /// Measure random and sequential read throughput beside the raw ceiling.
     Bench(BenchArgs),
@@ -106,14 +180,138 @@ pub(crate) enum Command {
     /// Convert one shard file between the native format (.glm) and ArrayRecord
     /// (.array_record), keeping every record's bytes.
     Convert(ConvertArgs),
+    /// List the annotation sets, or print one set's values as JSON Lines.
+    Annotations(AnnotationsArgs),
+}
+
+impl Command {
+    /// The root argument of this command, if it takes one.
+    fn root_arg(&self) -> Option<&RootArg> {
+        match self {
+            Command::Write(a) => Some(&a.root),
+            Command::Publish(a) => Some(&a.root),
+            Command::Info(a) => Some(&a.root),
+            Command::Get(a) => Some(&a.root),
+            Command::Cat(a) => Some(&a.root),
+            Command::Verify(a) => Some(&a.root),
+            Command::Annotate(a) => Some(&a.root),
+            Command::Bench(a) => Some(&a.root),
+            Command::Annotations(a) => Some(&a.root),
+            Command::Quickstart(_) | Command::Convert(_) => None,
+        }
+    }
+
+    /// Checks the command's root: exactly one value, given positionally, as `--root`, or
+    /// both alike. `annotations --root R NAME` puts NAME in the first positional slot; it is
+    /// moved to NAME here. The message is for a usage error (exit status 2).
+    pub(crate) fn resolve_root(&mut self) -> Result<(), String> {
+        match self {
+            Command::Write(a) => {
+                let (root, input) = split_operands(a.root_flag.take(), &a.operands, "INPUT")?;
+                a.root = root;
+                a.input = PathBuf::from(input);
+            }
+            Command::Annotate(a) => {
+                let (root, input) = split_operands(a.root_flag.take(), &a.operands, "INPUT")?;
+                a.root = root;
+                a.input = PathBuf::from(input);
+            }
+            Command::Get(a) => {
+                let (root, index) = split_operands(a.root_flag.take(), &a.operands, "INDEX")?;
+                a.root = root;
+                a.index = index.parse().map_err(|e| {
+                    format!("invalid value {index:?} for INDEX (a record number from 0): {e}")
+                })?;
+            }
+            _ => {}
+        }
+        if let Command::Annotations(a) = self
+            && a.name.is_none()
+            && a.root.flag.is_some()
+            && a.root.pos.is_some()
+            && a.root.pos != a.root.flag
+        {
+            a.name = a.root.pos.take();
+        }
+        if let Command::Annotations(a) = self
+            && a.name.is_none()
+            && (a.set_version.is_some()
+                || a.index.is_some()
+                || a.start.is_some()
+                || a.end.is_some())
+        {
+            return Err(
+                "--set-version, --index, --start and --end select values of a set: give its NAME"
+                    .to_owned(),
+            );
+        }
+        self.root_arg().map_or(Ok(()), RootArg::check)
+    }
+}
+
+/// The command line's definition, with the global options shown once: in `guideloom
+/// --help`, under "Global options", and not in each command's own help (which points
+/// there instead). They stay global, so they are accepted before or after the command's
+/// name.
+///
+/// clap shows a global option in every subcommand's help. So the options are hidden before
+/// clap propagates them (a hidden option still parses), and the top level's help lists
+/// them from their own definitions.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    let mut listing = String::from("Global options (before or after the command's name):\n");
+    for arg in &globals {
+        let mut spelling = format!("      --{}", arg.get_long().unwrap_or_default());
+        if arg.get_action().takes_values() {
+            let names = arg.get_value_names().unwrap_or_default();
+            for name in names {
+                spelling.push_str(&format!(" <{name}>"));
+            }
+        }
+        let help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        listing.push_str(&format!("{spelling}\n          {help}\n\n"));
+        cmd = cmd.mut_arg(arg.get_id().clone(), |a| a.hide(true));
+    }
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |sub| {
+            sub.after_help(
+                "Global options (JSON output, mounted buckets, S3 settings, timeouts and \
+                 retries of remote roots) are listed once, in `guideloom --help`; they may be \
+                 given before or after the command's name.",
+            )
+        });
+    }
+    cmd.override_usage("guideloom [GLOBAL OPTIONS] <COMMAND> [ARGS]")
+        .after_help(listing.trim_end().to_owned())
 }
 
 /// `guideloom write`.
 #[derive(Debug, Args)]
 pub(crate) struct WriteArgs {
-    /// The dataset root.
-    #[arg(long)]
-    pub(crate) root: String,
+    /// The dataset root, as an option (instead of the positional ROOT).
+    #[arg(id = "root_flag", long = "root", value_name = "ROOT")]
+    root_flag: Option<String>,
+    /// [ROOT] INPUT: the dataset root (unless given as --root), then the JSON Lines file
+    /// (`-` for stdin) for cbor, or the directory of files for raw.
+    #[arg(value_names = ["ROOT", "INPUT"], num_args = 1..=2, required = true)]
+    operands: Vec<String>,
+    /// The root, from `operands` or `--root` ([`Command::resolve_root`]).
+    #[arg(skip)]
+    pub(crate) root: RootArg,
     /// This worker's id: shards go to shards/WORK_ID/N.glm.
     #[arg(long)]
     pub(crate) work_id: String,
@@ -123,16 +321,17 @@ pub(crate) struct WriteArgs {
     /// Start a new shard before one would exceed this many bytes.
     #[arg(long, default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(1024..))]
     pub(crate) max_shard_bytes: u64,
-    /// JSON Lines file (`-` for stdin) for cbor; a directory of files for raw.
+    /// JSON Lines file (`-` for stdin) for cbor; a directory of files for raw (the last of
+    /// `operands`).
+    #[arg(skip)]
     pub(crate) input: PathBuf,
 }
 
 /// `guideloom publish`.
 #[derive(Debug, Args)]
 pub(crate) struct PublishArgs {
-    /// The dataset root.
-    #[arg(long)]
-    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) root: RootArg,
     /// The dataset's id (must match the root's dataset.json; written on first publication).
     #[arg(long)]
     pub(crate) dataset_id: String,
@@ -163,43 +362,61 @@ pub(crate) struct PublishArgs {
 /// `guideloom info`.
 #[derive(Debug, Args)]
 pub(crate) struct InfoArgs {
-    /// The dataset root.
-    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) root: RootArg,
 }
 
 /// `guideloom get`.
 #[derive(Debug, Args)]
 pub(crate) struct GetArgs {
-    /// The dataset root.
-    pub(crate) root: String,
-    /// Record index (0-based).
+    /// The dataset root, as an option (instead of the positional ROOT).
+    #[arg(id = "root_flag", long = "root", value_name = "ROOT")]
+    root_flag: Option<String>,
+    /// [ROOT] INDEX: the dataset root (unless given as --root), then the record index
+    /// (0-based).
+    #[arg(value_names = ["ROOT", "INDEX"], num_args = 1..=2, required = true)]
+    operands: Vec<String>,
+    /// The root, from `operands` or `--root` ([`Command::resolve_root`]).
+    #[arg(skip)]
+    pub(crate) root: RootArg,
+    /// Record index (0-based; the last of `operands`).
+    #[arg(skip)]
     pub(crate) index: u64,
     /// Read this snapshot instead of the latest.
     #[arg(long)]
     pub(crate) snapshot: Option<String>,
+    /// Write the record's exact stored bytes to stdout (no JSON, no newline).
+    #[arg(long)]
+    pub(crate) raw: bool,
 }
 
 /// `guideloom cat`.
 #[derive(Debug, Args)]
 pub(crate) struct CatArgs {
-    /// The dataset root.
-    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) root: RootArg,
     /// First record (inclusive).
     #[arg(long, default_value_t = 0)]
     pub(crate) start: u64,
-    /// Last record (exclusive; default: the end).
+    /// Last record (exclusive; default: the end). An end past the last record is clamped
+    /// to the snapshot's length.
     #[arg(long)]
     pub(crate) end: Option<u64>,
     /// Read this snapshot instead of the latest.
     #[arg(long)]
     pub(crate) snapshot: Option<String>,
+    /// Write each record's exact stored bytes to its own file DIR/<index> (8 digits or
+    /// more, e.g. 00000042), instead of JSON on stdout. DIR is created if absent; an
+    /// existing file is never overwritten (the command stops, naming it).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) raw_dir: Option<PathBuf>,
 }
 
 /// `guideloom verify`.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
-    /// The dataset root.
-    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) root: RootArg,
     /// Also read every record and check its CRC32C.
     #[arg(long)]
     pub(crate) deep: bool,
@@ -211,8 +428,16 @@ pub(crate) struct VerifyArgs {
 /// `guideloom annotate`.
 #[derive(Debug, Args)]
 pub(crate) struct AnnotateArgs {
-    /// The dataset root.
-    pub(crate) root: String,
+    /// The dataset root, as an option (instead of the positional ROOT).
+    #[arg(id = "root_flag", long = "root", value_name = "ROOT")]
+    root_flag: Option<String>,
+    /// [ROOT] INPUT: the dataset root (unless given as --root), then the values file: one
+    /// JSON value per line (`-` for stdin), line i for record i.
+    #[arg(value_names = ["ROOT", "INPUT"], num_args = 1..=2, required = true)]
+    operands: Vec<String>,
+    /// The root, from `operands` or `--root` ([`Command::resolve_root`]).
+    #[arg(skip)]
+    pub(crate) root: RootArg,
     /// The annotation set's name.
     #[arg(long)]
     pub(crate) name: String,
@@ -222,15 +447,38 @@ pub(crate) struct AnnotateArgs {
     /// Annotate this snapshot instead of the latest.
     #[arg(long)]
     pub(crate) snapshot: Option<String>,
-    /// One JSON value per line (`-` for stdin), line i for record i.
+    /// One JSON value per line (`-` for stdin), line i for record i (the last of
+    /// `operands`).
+    #[arg(skip)]
     pub(crate) input: PathBuf,
+}
+
+/// `guideloom annotations`.
+#[derive(Debug, Args)]
+pub(crate) struct AnnotationsArgs {
+    #[command(flatten)]
+    pub(crate) root: RootArg,
+    /// The annotation set whose values to print (default: list the catalog's sets).
+    pub(crate) name: Option<String>,
+    /// The set's version (default: its latest).
+    #[arg(long = "set-version")]
+    pub(crate) set_version: Option<String>,
+    /// Print only the value of this record.
+    #[arg(long, conflicts_with_all = ["start", "end"])]
+    pub(crate) index: Option<u64>,
+    /// First record (inclusive).
+    #[arg(long)]
+    pub(crate) start: Option<u64>,
+    /// Last record (exclusive; default and at most: the set's length).
+    #[arg(long)]
+    pub(crate) end: Option<u64>,
 }
 
 /// `guideloom bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// The dataset root.
-    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) root: RootArg,
     /// Random record reads per backend.
     #[arg(long, default_value_t = 2000)]
     pub(crate) reads: u64,

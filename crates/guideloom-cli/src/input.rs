@@ -146,7 +146,7 @@ impl Lines {
 pub(crate) fn jsonl_records(
     path: &Path,
     limit: usize,
-) -> Result<impl Iterator<Item = Result<(String, Vec<u8>)>>> {
+) -> Result<impl Iterator<Item = Result<InputRecord>>> {
     let mut lines = Lines::new(
         open_input(path)?,
         path,
@@ -154,6 +154,8 @@ pub(crate) fn jsonl_records(
         format!("--max-shard-bytes {limit}"),
     );
     let mut scratch = Vec::new();
+    // Bytes of blank lines not yet counted by a record (progress only).
+    let mut blank_bytes = 0u64;
     Ok(std::iter::from_fn(move || {
         loop {
             let (n, line) = match lines.next_line() {
@@ -161,9 +163,12 @@ pub(crate) fn jsonl_records(
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e)),
             };
+            let input_bytes = line.len() as u64 + 1;
             if line.trim().is_empty() {
+                blank_bytes += input_bytes;
                 continue;
             }
+            let input_bytes = input_bytes + std::mem::take(&mut blank_bytes);
             scratch.clear();
             let encoded = json_to_cbor(line.as_bytes(), &mut scratch, limit);
             return Some(
@@ -186,20 +191,105 @@ pub(crate) fn jsonl_records(
                                 ),
                             })?;
                         record.extend_from_slice(&scratch);
-                        Ok((lines.origin(), record))
+                        Ok(InputRecord {
+                            origin: lines.origin(),
+                            payload: record,
+                            name: None,
+                            input_bytes,
+                        })
                     }),
             );
         }
     }))
 }
 
+/// Key of a native shard's user metadata under which `write --format raw` keeps the input
+/// file name of each record: an array with one entry per record of the shard, in order
+/// (text, or bytes for a name that is not UTF-8).
+pub(crate) const INPUT_NAMES_KEY: &str = "input_names";
+
+/// The input file name of record `local` of `shard`, when `write --format raw` kept it (see
+/// [`INPUT_NAMES_KEY`]; a name that is not UTF-8 is given with U+FFFD replacements).
+pub(crate) fn input_name(shard: &guideloom_publish::OpenedShard, local: u64) -> Option<String> {
+    use guideloom_format::metadata::Value;
+    let names = shard.native()?.metadata().user.get(INPUT_NAMES_KEY)?;
+    let Value::Array(names) = names else {
+        return None;
+    };
+    match names.get(usize::try_from(local).ok()?)? {
+        Value::Text(t) => Some(t.clone()),
+        Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        _ => None,
+    }
+}
+
+/// One input record: where it came from (for messages), its bytes, its input file name
+/// (raw records; kept in the shard's metadata) and how many input bytes it consumed (for
+/// progress).
+#[derive(Debug)]
+pub(crate) struct InputRecord {
+    pub(crate) origin: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) name: Option<guideloom_format::metadata::Value>,
+    pub(crate) input_bytes: u64,
+}
+
+/// What kind of entry a raw-record directory held that is not a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum SkippedKind {
+    Directory,
+    Symlink,
+    Fifo,
+    Socket,
+    Device,
+    Other,
+}
+
+impl SkippedKind {
+    fn of(ft: std::fs::FileType) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if ft.is_fifo() {
+                return Self::Fifo;
+            }
+            if ft.is_socket() {
+                return Self::Socket;
+            }
+            if ft.is_block_device() || ft.is_char_device() {
+                return Self::Device;
+            }
+        }
+        if ft.is_symlink() {
+            Self::Symlink
+        } else if ft.is_dir() {
+            Self::Directory
+        } else {
+            Self::Other
+        }
+    }
+
+    /// Stable name (the `--json` key).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Directory => "subdirectories",
+            Self::Symlink => "symlinks",
+            Self::Fifo => "fifos",
+            Self::Socket => "sockets",
+            Self::Device => "devices",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// The files of a raw-record directory, sorted by name, and what was left out.
 #[derive(Debug)]
 pub(crate) struct RawDir {
-    files: Vec<PathBuf>,
+    /// Regular files with their sizes at listing time.
+    files: Vec<(PathBuf, u64)>,
     /// Entries that are not regular files (FIFOs, devices, sockets, symlinks, directories,
-    /// which get a trailing `/`), by name: never opened.
-    pub(crate) skipped: Vec<String>,
+    /// which get a trailing `/`), by name, with their kind: never opened.
+    pub(crate) skipped: Vec<(String, SkippedKind)>,
     limit: u64,
 }
 
@@ -221,13 +311,15 @@ impl RawDir {
                 .file_type()
                 .map_err(|e| CliError::file(entry.path(), e))?;
             if ft.is_file() {
-                files.push(entry.path());
+                // The size is for the progress bar only; the read checks it again.
+                let size = entry.metadata().map_or(0, |m| m.len());
+                files.push((entry.path(), size));
             } else {
                 let mut name = entry.file_name().to_string_lossy().into_owned();
                 if ft.is_dir() {
                     name.push('/');
                 }
-                skipped.push(name);
+                skipped.push((name, SkippedKind::of(ft)));
             }
         }
         files.sort();
@@ -239,30 +331,82 @@ impl RawDir {
         })
     }
 
-    /// One record per file, in name order.
-    pub(crate) fn records(self) -> impl Iterator<Item = Result<(String, Vec<u8>)>> {
+    /// The bytes of the files listed (their sizes at listing time).
+    pub(crate) fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|(_, s)| s).sum()
+    }
+
+    /// One record per file, in name order, each with its file name.
+    pub(crate) fn records(self) -> impl Iterator<Item = Result<InputRecord>> {
+        use guideloom_format::metadata::Value;
         let limit = self.limit;
-        self.files
-            .into_iter()
-            .map(move |p| read_bounded(&p, limit).map(|bytes| (p.display().to_string(), bytes)))
+        self.files.into_iter().map(move |(p, size)| {
+            let name = p.file_name().map(|n| match n.to_str() {
+                Some(t) => Value::Text(t.to_owned()),
+                #[cfg(unix)]
+                None => Value::Bytes(std::os::unix::ffi::OsStrExt::as_bytes(n).to_vec()),
+                #[cfg(not(unix))]
+                None => Value::Text(n.to_string_lossy().into_owned()),
+            });
+            read_bounded(&p, limit).map(|bytes| InputRecord {
+                origin: p.display().to_string(),
+                payload: bytes,
+                name,
+                input_bytes: size,
+            })
+        })
     }
 }
 
-/// `skipped N entries that are not regular files: a, b/`, or `None` when nothing was.
-pub(crate) fn skipped_line(skipped: &[String]) -> Option<String> {
-    (!skipped.is_empty()).then(|| {
-        let one = skipped.len() == 1;
-        format!(
-            "skipped {} {} not regular files: {}",
-            skipped.len(),
-            if one {
-                "entry that is"
-            } else {
-                "entries that are"
-            },
-            skipped.join(", ")
-        )
-    })
+/// The skipped entries counted by kind, each kind with its names:
+/// `1 fifo (a.fifo), 1 symlink (link), 1 subdirectory (sub/)` (`--json`: kind → names).
+pub(crate) fn skipped_by_kind(
+    skipped: &[(String, SkippedKind)],
+) -> std::collections::BTreeMap<SkippedKind, Vec<&str>> {
+    let mut by_kind: std::collections::BTreeMap<SkippedKind, Vec<&str>> =
+        std::collections::BTreeMap::new();
+    for (name, kind) in skipped {
+        by_kind.entry(*kind).or_default().push(name);
+    }
+    by_kind
+}
+
+/// The stderr note of `write --format raw`: counts by kind, with names.
+pub(crate) fn skipped_note(dir: &Path, skipped: &[(String, SkippedKind)]) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = skipped_by_kind(skipped)
+        .iter()
+        .map(|(kind, names)| {
+            let n = names.len();
+            let label = match (kind, n == 1) {
+                (SkippedKind::Directory, true) => "subdirectory",
+                (SkippedKind::Directory, false) => "subdirectories",
+                (SkippedKind::Symlink, true) => "symlink",
+                (SkippedKind::Symlink, false) => "symlinks",
+                (SkippedKind::Fifo, true) => "FIFO",
+                (SkippedKind::Fifo, false) => "FIFOs",
+                (SkippedKind::Socket, true) => "socket",
+                (SkippedKind::Socket, false) => "sockets",
+                (SkippedKind::Device, true) => "device",
+                (SkippedKind::Device, false) => "devices",
+                (SkippedKind::Other, _) => "other",
+            };
+            format!("{n} {label} ({})", names.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "note: {}: skipped {} {} not regular files (never opened): {}",
+        dir.display(),
+        skipped.len(),
+        if skipped.len() == 1 {
+            "entry that is"
+        } else {
+            "entries that are"
+        },
+        parts.join(", ")
+    ))
 }
 
 /// Reads the regular file `path` whole if it has at most `limit` bytes. It is opened

@@ -14,7 +14,7 @@ mod work;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 // The exact JSON reader and writer live in the library half (`src/lib.rs`) so the fuzz
 // targets can link them; `crate::json` names them here as before.
 use guideloom_cli::json;
@@ -23,7 +23,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{CliError, Result};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -51,6 +51,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Parses the command line (exit status 2 and clap's message on a usage error, including a
+/// root given twice with different values or not at all).
+fn parse() -> Cli {
+    let mut command = cli::command();
+    let matches = command.get_matches_mut();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+    if let Err(what) = cli.command.resolve_root() {
+        let sub = matches.subcommand_name().unwrap_or_default().to_owned();
+        let mut sub_command = command
+            .find_subcommand_mut(&sub)
+            .cloned()
+            .unwrap_or(command);
+        sub_command
+            .error(clap::error::ErrorKind::ArgumentConflict, what)
+            .exit();
+    }
+    cli
+}
+
 async fn run(cli: Cli) -> Result<(), CliError> {
     let global = &cli.global;
     match cli.command {
@@ -64,6 +83,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bench(a) => commands::bench::run(a, global).await,
         Command::Quickstart(a) => commands::quickstart::run(a, global).await,
         Command::Convert(a) => commands::convert::run(a, global).await,
+        Command::Annotations(a) => commands::annotations::run(a, global).await,
     }
 }
 

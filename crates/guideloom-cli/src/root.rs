@@ -209,14 +209,13 @@ impl OpenRoot {
         }
     }
 
-    /// Record `index` of `dataset` as its exact JSON text (one ranged read; the shard's
-    /// record format comes from its footer, read when the shard was opened). A record JSON
-    /// cannot carry is an error naming it.
-    pub(crate) async fn get_json_text(
+    /// Record `index` of `dataset`: its exact stored bytes and the number of the shard
+    /// holding it (one ranged read). An index past the end is an error saying the length.
+    pub(crate) async fn get_record(
         &self,
         dataset: &AsyncDataset,
         index: u64,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<(bytes::Bytes, usize)> {
         let snapshot = dataset.snapshot();
         let n = dataset
             .reader()
@@ -238,6 +237,20 @@ impl OpenRoot {
             .get(index)
             .await
             .map_err(|e| self.dataset_err(key, e))?;
+        Ok((bytes, n))
+    }
+
+    /// Record `index` of `dataset` as its exact JSON text (one ranged read; the shard's
+    /// record format comes from its footer, read when the shard was opened) and, for a raw
+    /// record written from a file, that file's name (see [`crate::input::input_name`]). A
+    /// record JSON cannot carry is an error naming it.
+    pub(crate) async fn get_json_text_named(
+        &self,
+        dataset: &AsyncDataset,
+        index: u64,
+    ) -> Result<(Vec<u8>, Option<String>)> {
+        let (bytes, n) = self.get_record(dataset, index).await?;
+        let key = &dataset.snapshot().shards()[n].key;
         let shard = dataset
             .reader()
             .open_shard(n)
@@ -252,7 +265,18 @@ impl OpenRoot {
                 what: e.to_string(),
             }
         })?;
-        Ok(text)
+        let local = index - dataset.reader().table().starts()[n];
+        Ok((text, crate::input::input_name(shard, local)))
+    }
+
+    /// Record `index` of `dataset` as its exact JSON text (see
+    /// [`Self::get_json_text_named`]).
+    pub(crate) async fn get_json_text(
+        &self,
+        dataset: &AsyncDataset,
+        index: u64,
+    ) -> Result<Vec<u8>> {
+        Ok(self.get_json_text_named(dataset, index).await?.0)
     }
 
     /// Record `index` as a `serde_json::Value`, for checking fields (see

@@ -98,7 +98,7 @@ fn read_values(path: &Path, limit: u64) -> Result<Vec<Box<RawValue>>> {
 
 /// Runs `guideloom annotate`.
 pub(crate) async fn run(args: AnnotateArgs, global: &Global) -> Result<()> {
-    let root = root::open(&args.root, global, true)?;
+    let root = root::open(args.root.name(), global, true)?;
     // A declared mounted bucket (or a read-only root) cannot update the catalog: refuse
     // before reading the input.
     root.store().check_cas().map_err(|e| root.err(e))?;

@@ -8,6 +8,12 @@
 //! `dataset (get)` row: the same random records read by global index through the facade's
 //! dataset (guideloom-publish's `SnapshotReader`, the path of `guideloom get`), beside the
 //! same raw ceiling. Each figure is the median of three rounds.
+//!
+//! Every timed read, backend and ceiling alike, touches every byte it returns: the bytes are
+//! summed ([`touch`]) inside the timed loop, so a zero-copy backend (mmap) is charged for
+//! reading the pages, not only for slicing a mapping. The sums are reported beside each row
+//! (`checksum`, `ceiling_checksum` in `--json`): equal sums show both sides read the same
+//! bytes.
 
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -32,6 +38,23 @@ use crate::root::{self, OpenRoot};
 
 const ROUNDS: usize = 3;
 
+/// Reads every byte of `bytes` and returns their sum (wrapping; order-independent, so random
+/// reads of the same ranges in any order sum alike). `black_box` keeps the compiler from
+/// skipping the loop when the sum is unused.
+fn touch(bytes: &[u8]) -> u64 {
+    let sum = std::hint::black_box(bytes)
+        .iter()
+        .fold(0u64, |acc, &b| acc.wrapping_add(u64::from(b)));
+    std::hint::black_box(sum)
+}
+
+/// [`touch`] over several buffers.
+fn touch_all<B: AsRef<[u8]>>(buffers: &[B]) -> u64 {
+    buffers
+        .iter()
+        .fold(0u64, |acc, b| acc.wrapping_add(touch(b.as_ref())))
+}
+
 /// Opens a sync reader of a local file through one backend.
 type OpenFn = Box<dyn Fn(&PathBuf) -> guideloom_io::Result<Box<dyn SyncReader>>>;
 
@@ -45,6 +68,10 @@ struct Row {
     took: Duration,
     ceiling: &'static str,
     ceiling_took: Duration,
+    /// Sum of every byte the backend read (see [`touch`]).
+    checksum: u64,
+    /// Sum of every byte the ceiling read.
+    ceiling_checksum: u64,
 }
 
 impl Row {
@@ -135,44 +162,69 @@ fn local_rows(
         .iter()
         .map(|p| std::fs::File::open(p).map_err(|e| CliError::file(p, e)))
         .collect::<Result<_>>()?;
-    let raw_random = || -> Result<Duration> {
+    let raw_random = || -> Result<(Duration, u64)> {
         let mut buf = Vec::new();
+        let mut sum = 0u64;
         let t = Instant::now();
         for (n, r) in &ranges {
             buf.resize(usize::try_from(r.end - r.start).unwrap_or(0), 0);
             files[*n]
                 .read_exact_at(&mut buf, r.start)
                 .map_err(|e| CliError::file(&paths[*n], e))?;
+            sum = sum.wrapping_add(touch(&buf));
         }
-        Ok(t.elapsed())
+        Ok((t.elapsed(), sum))
     };
-    let raw_sequential = || -> Result<Duration> {
+    // The data region of each file (records back to back after the header): what the
+    // sequential backends return, so both sides touch the same bytes.
+    let data: Vec<std::ops::Range<usize>> = reference
+        .iter()
+        .map(|s| {
+            let start = usize::try_from(guideloom_format::spec::HEADER_LEN).unwrap_or(0);
+            start..start + usize::try_from(s.data_len()).unwrap_or(0)
+        })
+        .collect();
+    let raw_sequential = || -> Result<(Duration, u64)> {
+        let mut sum = 0u64;
         let t = Instant::now();
-        for p in &paths {
-            std::fs::read(p).map_err(|e| CliError::file(p, e))?;
+        for (p, d) in paths.iter().zip(&data) {
+            let bytes = std::fs::read(p).map_err(|e| CliError::file(p, e))?;
+            sum = sum.wrapping_add(touch(bytes.get(d.clone()).unwrap_or_default()));
         }
-        Ok(t.elapsed())
+        Ok((t.elapsed(), sum))
     };
     let mut rows = Vec::new();
     for (name, open) in &backends {
         let shards = open_all(open.as_ref())?;
         let (mut rand_t, mut ceil_t, mut seq_t, mut seq_ceil_t) = (vec![], vec![], vec![], vec![]);
+        let mut sums = [0u64; 4];
         for _ in 0..ROUNDS {
-            ceil_t.push(raw_random()?);
+            let (took, sum) = raw_random()?;
+            ceil_t.push(took);
+            sums[1] = sum;
+            let mut sum = 0u64;
             let t = Instant::now();
             for (n, i) in picks {
-                shards[*n]
+                let bytes = shards[*n]
                     .read(*i)
                     .map_err(|e| CliError::shard("ROOT", &snapshot.shards()[*n].key, e))?;
+                sum = sum.wrapping_add(touch(&bytes));
             }
             rand_t.push(t.elapsed());
-            seq_ceil_t.push(raw_sequential()?);
+            sums[0] = sum;
+            let (took, sum) = raw_sequential()?;
+            seq_ceil_t.push(took);
+            sums[3] = sum;
+            let mut sum = 0u64;
             let t = Instant::now();
             for (n, s) in shards.iter().enumerate() {
-                s.read_run(0, s.len())
+                let records = s
+                    .read_run(0, s.len())
                     .map_err(|e| CliError::shard("ROOT", &snapshot.shards()[n].key, e))?;
+                sum = sum.wrapping_add(touch_all(&records));
             }
             seq_t.push(t.elapsed());
+            sums[2] = sum;
         }
         rows.push(Row {
             backend: (*name).to_owned(),
@@ -182,6 +234,8 @@ fn local_rows(
             took: median(rand_t),
             ceiling: "raw pread",
             ceiling_took: median(ceil_t),
+            checksum: sums[0],
+            ceiling_checksum: sums[1],
         });
         rows.push(Row {
             backend: (*name).to_owned(),
@@ -191,6 +245,8 @@ fn local_rows(
             took: median(seq_t),
             ceiling: "sequential file read",
             ceiling_took: median(seq_ceil_t),
+            checksum: sums[2],
+            ceiling_checksum: sums[3],
         });
     }
     Ok(rows)
@@ -241,42 +297,58 @@ async fn s3_rows(
         CliError::argument(format!("{}: {key}", root.name), e.to_string())
     };
     let (mut rand_t, mut ceil_t, mut seq_t, mut seq_ceil_t) = (vec![], vec![], vec![], vec![]);
+    let mut sums = [0u64; 4];
+    let header = usize::try_from(guideloom_format::spec::HEADER_LEN).unwrap_or(0);
     for _ in 0..ROUNDS {
+        let mut sum = 0u64;
         let t = Instant::now();
         for (n, r) in &ranges {
             let key = &snapshot.shards()[*n].key;
-            store
+            let bytes = store
                 .get_range(&path(key), r.clone())
                 .await
                 .map_err(|e| fail(key, e))?;
+            sum = sum.wrapping_add(touch(&bytes));
         }
         ceil_t.push(t.elapsed());
+        sums[1] = sum;
+        let mut sum = 0u64;
         let t = Instant::now();
         for (n, i) in picks {
-            shards[*n]
+            let bytes = shards[*n]
                 .read(*i)
                 .await
                 .map_err(|e| CliError::shard(&root.name, &snapshot.shards()[*n].key, e))?;
+            sum = sum.wrapping_add(touch(&bytes));
         }
         rand_t.push(t.elapsed());
+        sums[0] = sum;
+        let mut sum = 0u64;
         let t = Instant::now();
-        for r in snapshot.shards() {
-            store
+        for (r, s) in snapshot.shards().iter().zip(&shards) {
+            let bytes = store
                 .get(&path(&r.key))
                 .await
                 .map_err(|e| fail(&r.key, e))?
                 .bytes()
                 .await
                 .map_err(|e| fail(&r.key, e))?;
+            let data = header..header + usize::try_from(s.data_len()).unwrap_or(0);
+            sum = sum.wrapping_add(touch(bytes.get(data).unwrap_or_default()));
         }
         seq_ceil_t.push(t.elapsed());
+        sums[3] = sum;
+        let mut sum = 0u64;
         let t = Instant::now();
         for (n, s) in shards.iter().enumerate() {
-            s.read_run(0, s.len())
+            let records = s
+                .read_run(0, s.len())
                 .await
                 .map_err(|e| CliError::shard(&root.name, &snapshot.shards()[n].key, e))?;
+            sum = sum.wrapping_add(touch_all(&records));
         }
         seq_t.push(t.elapsed());
+        sums[2] = sum;
     }
     Ok(vec![
         Row {
@@ -287,6 +359,8 @@ async fn s3_rows(
             took: median(rand_t),
             ceiling: "raw ranged GET",
             ceiling_took: median(ceil_t),
+            checksum: sums[0],
+            ceiling_checksum: sums[1],
         },
         Row {
             backend: "object_store".into(),
@@ -296,6 +370,8 @@ async fn s3_rows(
             took: median(seq_t),
             ceiling: "whole-object GET",
             ceiling_took: median(seq_ceil_t),
+            checksum: sums[2],
+            ceiling_checksum: sums[3],
         },
     ])
 }
@@ -324,15 +400,19 @@ async fn dataset_row(
             .map_err(|e| root.err(e))?;
     }
     let mut took = Vec::with_capacity(ROUNDS);
+    let mut checksum = 0u64;
     for _ in 0..ROUNDS {
+        let mut sum = 0u64;
         let t = Instant::now();
         for ((n, _), &i) in picks.iter().zip(&indices) {
-            dataset
+            let bytes = dataset
                 .get(i)
                 .await
                 .map_err(|e| root.dataset_err(&snapshot.shards()[*n].key, e))?;
+            sum = sum.wrapping_add(touch(&bytes));
         }
         took.push(t.elapsed());
+        checksum = sum;
     }
     Ok(Row {
         backend: "dataset (get)".into(),
@@ -342,12 +422,14 @@ async fn dataset_row(
         took: median(took),
         ceiling: random.ceiling,
         ceiling_took: random.ceiling_took,
+        checksum,
+        ceiling_checksum: random.ceiling_checksum,
     })
 }
 
 /// Runs `guideloom bench`.
 pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
-    let root = root::open(&args.root, global, true)?;
+    let root = root::open(args.root.name(), global, true)?;
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
     if snapshot.total_records() == 0 {
         return Err(CliError::argument(
@@ -388,6 +470,7 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
             "root": root.name,
             "snapshot_id": snapshot.id(),
             "rounds": ROUNDS,
+            "bytes_touched": true,
             "rows": rows.iter().map(|r| json!({
                 "backend": r.backend,
                 "pattern": r.pattern,
@@ -400,11 +483,13 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
                 "ceiling_seconds": r.ceiling_took.as_secs_f64(),
                 "ceiling_mib_per_s": r.ceiling_throughput(),
                 "ratio": r.ceiling_took.as_secs_f64() / r.took.as_secs_f64().max(1e-9),
+                "checksum": r.checksum,
+                "ceiling_checksum": r.ceiling_checksum,
             })).collect::<Vec<_>>(),
         }));
     }
     output::line(&format!(
-        "{} snapshot {}: {} records, {} random reads (seed {}), median of {ROUNDS} rounds, record CRCs off",
+        "{} snapshot {}: {} records, {} random reads (seed {}), median of {ROUNDS} rounds, record CRCs off, every byte read is summed",
         root.name,
         snapshot.id(),
         snapshot.total_records(),

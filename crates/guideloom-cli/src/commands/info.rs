@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::{Global, InfoArgs};
 use crate::commands::publish::published_keys;
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::output;
 use crate::root;
 
@@ -20,10 +20,84 @@ fn formats(snapshot: &Snapshot) -> BTreeMap<&'static str, usize> {
     counts
 }
 
+/// The most shards listed by name in the text output (`--json` lists every one).
+const LISTED_SHARDS: usize = 20;
+
+/// Prints the shards of `shards` (key, size) by name, at most [`LISTED_SHARDS`] of them.
+fn list_shards(shards: &[&(String, u64)]) -> Result<()> {
+    for (key, size) in shards.iter().take(LISTED_SHARDS) {
+        output::line(&format!("  {key:<40} {:>12}", output::bytes(*size)))?;
+    }
+    if shards.len() > LISTED_SHARDS {
+        output::line(&format!(
+            "  ... and {} more (--json lists every one)",
+            shards.len() - LISTED_SHARDS
+        ))?;
+    }
+    Ok(())
+}
+
+/// `info` of a root where shards were written but nothing was published yet (no
+/// `dataset.json`): says so and lists the shards present with their sizes. A root holding
+/// neither is the usual "no published dataset here" error.
+async fn unpublished_only(root: &root::OpenRoot, global: &Global, missing: CliError) -> Result<()> {
+    if !root.store().capabilities().list {
+        return Err(missing);
+    }
+    let survey = crate::work::survey(root, &[]).await?;
+    if survey.complete.values().all(Vec::is_empty) && survey.incomplete.is_empty() {
+        return Err(missing);
+    }
+    let complete: Vec<&(String, u64)> = survey.complete.values().flatten().collect();
+    if global.json {
+        return output::print_json(&json!({
+            "root": root.name,
+            "dataset_id": null,
+            "published": false,
+            "latest": null,
+            "snapshots": [],
+            "unpublished_shards": complete.len(),
+            "unpublished_bytes": complete.iter().map(|(_, s)| s).sum::<u64>(),
+            "unpublished": complete.iter().map(|(k, s)| json!({"key": k, "bytes": s})).collect::<Vec<_>>(),
+            "incomplete_work_ids": survey.incomplete.iter().map(|(w, s)| json!({
+                "work_id": w,
+                "shards": s.len(),
+                "keys": s.iter().map(|(k, b)| json!({"key": k, "bytes": b})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "annotation_sets": [],
+        }));
+    }
+    output::line(&format!("root:       {}", root.name))?;
+    output::line("dataset id: none yet (no dataset.json: nothing was published)")?;
+    output::line("snapshots:  0 (no snapshot is published)")?;
+    output::line(&format!(
+        "unpublished: {} shard(s), {} (publish them with `guideloom publish`)",
+        complete.len(),
+        output::bytes(complete.iter().map(|(_, s)| s).sum())
+    ))?;
+    list_shards(&complete)?;
+    for (w, shards) in &survey.incomplete {
+        output::line(&format!(
+            "incomplete:  work id {w}: {} shard(s) from a write that did not finish (publish \
+             skips them; re-run that write to finish it)",
+            shards.len()
+        ))?;
+        list_shards(&shards.iter().collect::<Vec<_>>())?;
+    }
+    Ok(())
+}
+
 /// Runs `guideloom info`.
 pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
-    let root = root::open(&args.root, global, true)?;
-    let identity = root.root.identity().await.map_err(|e| root.err(e))?;
+    let root = root::open(args.root.name(), global, true)?;
+    let identity = match root.root.identity().await {
+        Ok(identity) => identity,
+        Err(guideloom_publish::Error::NotFound { key }) if key == "dataset.json" => {
+            let missing = root.err(guideloom_publish::Error::NotFound { key });
+            return unpublished_only(&root, global, missing).await;
+        }
+        Err(e) => return Err(root.err(e)),
+    };
     let (published, snapshots) = published_keys(&root).await?;
     // Unpublished shards are found by listing; a root that cannot list (http://) has none
     // to report.
@@ -72,6 +146,8 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
         return output::print_json(&json!({
             "root": root.name,
             "dataset_id": identity.dataset_id,
+            "published": true,
+            "unpublished": listable.then(|| unpublished.iter().map(|(k, s)| json!({"key": k, "bytes": s})).collect::<Vec<_>>()),
             "latest": snapshots.last().map(|s| s.id().to_owned()),
             "snapshots": snaps,
             "unpublished_shards": listable.then_some(unpublished.len()),
@@ -114,6 +190,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             unpublished.len(),
             output::bytes(unpublished.iter().map(|(_, s)| s).sum())
         ))?;
+        list_shards(&unpublished.iter().collect::<Vec<_>>())?;
     }
     for (w, shards) in &survey.incomplete {
         output::line(&format!(

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub(crate) mod annotate;
+pub(crate) mod annotations;
 pub(crate) mod bench;
 pub(crate) mod convert;
 pub(crate) mod info;

@@ -186,7 +186,7 @@ pub(crate) async fn publish(
 
 /// Runs `guideloom publish`.
 pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
-    let root = root::open(&args.root, global, true)?;
+    let root = root::open(args.root.name(), global, true)?;
     let started = Instant::now();
     let Published {
         snapshot,

@@ -220,7 +220,8 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
     let mut shard_bytes = 0;
     for (w, path) in inputs.iter().enumerate() {
         let work_id = format!("worker-{w:02}");
-        let bar = output::progress(global.json, Some(args.records_per_worker), &work_id);
+        let size = std::fs::metadata(path).ok().map(|m| m.len());
+        let bar = output::progress_bytes(global.json, size, &work_id);
         let written = write::write_records(
             &root,
             &work_id,
@@ -405,7 +406,51 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
         "record 0: {}  quality: {q0}",
         root.get_json(&dataset, 0).await?
     ))?;
-    say(format!(
-        "\nThe dataset is at {root_arg}. Try:\n  guideloom info {root_arg}\n  guideloom get {root_arg} 42\n  guideloom cat {root_arg} --start 0 --end 5\n  guideloom verify {root_arg} --deep\n  guideloom bench {root_arg}"
-    ))
+    let (program, installed) = program();
+    let r = shell_quote(&root_arg);
+    let mut next = format!(
+        "\nThe dataset is at {root_arg}. Try (each runs as printed):\n  {program} info {r}\n  {program} get {r} 42\n  {program} cat {r} --start 0 --end 5\n  {program} annotations {r} quality --end 5\n  {program} verify {r} --deep\n  {program} bench {r}"
+    );
+    if !installed {
+        next.push_str(
+            "\n`guideloom` is not on PATH: install it from the repository with\n  cargo install --path crates/guideloom-cli\nand the commands above also run as `guideloom ...`.",
+        );
+    }
+    say(next)
+}
+
+/// How to run this program again: `guideloom` when that name on `PATH` is this executable
+/// (`true`), else this executable's absolute path (e.g. `target/release/guideloom` after
+/// `cargo run`), shell-quoted (`false`).
+fn program() -> (String, bool) {
+    let Ok(exe) = std::env::current_exe() else {
+        return ("guideloom".to_owned(), false);
+    };
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            dir.join("guideloom")
+                .canonicalize()
+                .is_ok_and(|found| found == exe)
+        })
+    });
+    if on_path {
+        ("guideloom".to_owned(), true)
+    } else {
+        (shell_quote(&exe.display().to_string()), false)
+    }
+}
+
+/// `text` as one POSIX shell word: as it is when it holds only safe characters, else in
+/// single quotes (a `'` inside written as `'\''`).
+fn shell_quote(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@%,".contains(&b));
+    if safe {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }

@@ -258,7 +258,7 @@ pub(crate) async fn verify(
 
 /// Runs `guideloom verify`.
 pub(crate) async fn run(args: VerifyArgs, global: &Global) -> Result<()> {
-    let root = root::open(&args.root, global, true)?;
+    let root = root::open(args.root.name(), global, true)?;
     let started = Instant::now();
     root.root.identity().await.map_err(|e| root.err(e))?;
     let snapshots = match &args.snapshot {

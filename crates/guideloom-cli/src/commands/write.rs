@@ -2,15 +2,19 @@
 
 use std::time::Instant;
 
+use std::collections::BTreeMap;
+
 use guideloom_format::ShardMetadata;
-use guideloom_format::metadata::KIND_DOCUMENTS;
+use guideloom_format::metadata::{KIND_DOCUMENTS, Value};
 use guideloom_publish::ShardRef;
 use indicatif::ProgressBar;
 use serde_json::json;
 
 use crate::cli::{Global, RecordFormat, WriteArgs};
 use crate::error::{CliError, Result};
-use crate::input::{RawDir, jsonl_records, skipped_line};
+use crate::input::{
+    INPUT_NAMES_KEY, InputRecord, RawDir, jsonl_records, skipped_by_kind, skipped_note,
+};
 use crate::output;
 use crate::root::{self, OpenRoot};
 use crate::work;
@@ -19,6 +23,11 @@ use crate::work;
 /// metadata and footer: used to start a new shard before one would pass the limit.
 const PER_RECORD_OVERHEAD: u64 = 16;
 const PER_SHARD_OVERHEAD: u64 = 512;
+/// Per-record bytes of a kept input name beyond its text (its CBOR head).
+const PER_NAME_OVERHEAD: u64 = 9;
+/// The most bytes of input names one shard keeps in its metadata (whose cap is 16 MiB):
+/// a new shard starts before they would pass it.
+const MAX_NAME_BYTES_PER_SHARD: u64 = 8 << 20;
 
 /// What one worker wrote.
 #[derive(Debug)]
@@ -94,7 +103,7 @@ pub(crate) async fn write_records<I>(
     bar: &ProgressBar,
 ) -> Result<Written>
 where
-    I: IntoIterator<Item = Result<(String, Vec<u8>)>>,
+    I: IntoIterator<Item = Result<InputRecord>>,
 {
     let start = check_work_id(root, work_id).await?;
     let mut written = Written {
@@ -134,6 +143,15 @@ where
     Ok(written)
 }
 
+/// The records of the shard being filled, with their input names when they have them.
+#[derive(Default)]
+struct Batch {
+    records: Vec<Vec<u8>>,
+    names: Vec<Value>,
+    bytes: u64,
+    name_bytes: u64,
+}
+
 async fn write_shards<I>(
     root: &OpenRoot,
     work_id: &str,
@@ -144,13 +162,25 @@ async fn write_shards<I>(
     written: &mut Written,
 ) -> Result<()>
 where
-    I: IntoIterator<Item = Result<(String, Vec<u8>)>>,
+    I: IntoIterator<Item = Result<InputRecord>>,
 {
-    let mut batch: Vec<Vec<u8>> = Vec::new();
-    let mut batch_bytes = PER_SHARD_OVERHEAD;
+    let mut batch = Batch {
+        bytes: PER_SHARD_OVERHEAD,
+        ..Batch::default()
+    };
     for item in records {
-        let (origin, payload) = item?;
-        let cost = payload.len() as u64 + PER_RECORD_OVERHEAD;
+        let InputRecord {
+            origin,
+            payload,
+            name,
+            input_bytes,
+        } = item?;
+        let name_cost = match &name {
+            Some(Value::Text(t)) => t.len() as u64 + PER_NAME_OVERHEAD,
+            Some(Value::Bytes(b)) => b.len() as u64 + PER_NAME_OVERHEAD,
+            _ => 0,
+        };
+        let cost = payload.len() as u64 + PER_RECORD_OVERHEAD + name_cost;
         if PER_SHARD_OVERHEAD + cost > max_shard_bytes {
             return Err(CliError::argument(
                 origin,
@@ -160,15 +190,26 @@ where
                 ),
             ));
         }
-        if !batch.is_empty() && batch_bytes + cost > max_shard_bytes {
+        if !batch.records.is_empty()
+            && (batch.bytes + cost > max_shard_bytes
+                || batch.name_bytes + name_cost > MAX_NAME_BYTES_PER_SHARD)
+        {
             flush(root, work_id, format, &mut batch, written).await?;
-            batch_bytes = PER_SHARD_OVERHEAD;
         }
-        batch_bytes += cost;
-        batch.push(payload);
-        bar.inc(1);
+        batch.bytes += cost;
+        batch.name_bytes += name_cost;
+        batch.records.push(payload);
+        if let Some(name) = name {
+            batch.names.push(name);
+        }
+        bar.inc(input_bytes);
+        // The record count, refreshed every 1024 records (not a string per record).
+        let done = written.records + batch.records.len() as u64;
+        if done % 1024 == 1 {
+            bar.set_message(format!("{done} records"));
+        }
     }
-    if !batch.is_empty() {
+    if !batch.records.is_empty() {
         flush(root, work_id, format, &mut batch, written).await?;
     }
     Ok(())
@@ -178,18 +219,22 @@ async fn flush(
     root: &OpenRoot,
     work_id: &str,
     format: &str,
-    batch: &mut Vec<Vec<u8>>,
+    batch: &mut Batch,
     written: &mut Written,
 ) -> Result<()> {
     let index = written.shards.len() as u64;
+    let mut metadata = ShardMetadata::new(format, KIND_DOCUMENTS);
+    // Input names are kept only when every record of the shard has one (raw input).
+    if !batch.names.is_empty() && batch.names.len() == batch.records.len() {
+        let names = std::mem::take(&mut batch.names);
+        metadata = metadata.with_user(BTreeMap::from([(
+            INPUT_NAMES_KEY.to_owned(),
+            Value::Array(names),
+        )]));
+    }
     let shard = root
         .root
-        .write_shard(
-            work_id,
-            index,
-            ShardMetadata::new(format, KIND_DOCUMENTS),
-            batch.iter(),
-        )
+        .write_shard(work_id, index, metadata, batch.records.iter())
         .await
         .map_err(|e| match (&e, written.resumed) {
             (guideloom_publish::Error::PublicationCollision { key }, Start::Resume(_)) => {
@@ -207,16 +252,18 @@ async fn flush(
     written.records += shard.record_count;
     written.bytes += shard.size;
     written.shards.push(shard);
-    batch.clear();
+    *batch = Batch {
+        bytes: PER_SHARD_OVERHEAD,
+        ..Batch::default()
+    };
     Ok(())
 }
 
 /// Runs `guideloom write`.
 pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
-    let root = root::open(&args.root, global, false)?;
+    let root = root::open(args.root.name(), global, false)?;
     let started = Instant::now();
-    let bar = output::progress(global.json, None, "records");
-    let mut skipped: Vec<String> = Vec::new();
+    let mut skipped = Vec::new();
     let written = match args.format {
         RecordFormat::Cbor => {
             if args.input.is_dir() {
@@ -226,6 +273,12 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
                 ));
             }
             let limit = usize::try_from(args.max_shard_bytes).unwrap_or(usize::MAX);
+            // A file's size is known (stdin's is not: a spinner with bytes and rate).
+            let size = std::fs::metadata(&args.input)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            let bar = output::progress_bytes(global.json, size, "input");
             let records = jsonl_records(&args.input, limit)?;
             write_records(
                 &root,
@@ -235,11 +288,13 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
                 records,
                 &bar,
             )
-            .await?
+            .await
+            .inspect(|_| bar.finish_and_clear())?
         }
         RecordFormat::Raw => {
             let dir = RawDir::list(&args.input, args.max_shard_bytes)?;
             skipped.clone_from(&dir.skipped);
+            let bar = output::progress_bytes(global.json, Some(dir.total_bytes()), "input");
             write_records(
                 &root,
                 &args.work_id,
@@ -248,10 +303,14 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
                 dir.records(),
                 &bar,
             )
-            .await?
+            .await
+            .inspect(|_| bar.finish_and_clear())?
         }
     };
-    bar.finish_and_clear();
+    // What a raw directory held besides regular files goes to stderr, counted by kind.
+    if let Some(note) = skipped_note(&args.input, &skipped) {
+        eprintln!("{note}");
+    }
     if global.json {
         let mut v = written.to_json(&root.name, &args.work_id);
         if let Start::Resume(n) = written.resumed {
@@ -259,7 +318,12 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
         }
         v["seconds"] = json!(started.elapsed().as_secs_f64());
         if args.format == RecordFormat::Raw {
-            v["skipped"] = json!(skipped);
+            let names: Vec<&str> = skipped.iter().map(|(n, _)| n.as_str()).collect();
+            v["skipped"] = json!(names);
+            let by_kind = skipped_by_kind(&skipped);
+            let kinds: BTreeMap<&str, &Vec<&str>> =
+                by_kind.iter().map(|(k, names)| (k.name(), names)).collect();
+            v["skipped_by_kind"] = json!(kinds);
         }
         return output::print_json(&v);
     }
@@ -278,9 +342,5 @@ pub(crate) async fn run(args: WriteArgs, global: &Global) -> Result<()> {
         root.name.trim_end_matches('/'),
         args.work_id,
         output::secs(started.elapsed())
-    ))?;
-    match skipped_line(&skipped) {
-        Some(line) => output::line(&line),
-        None => Ok(()),
-    }
+    ))
 }
