@@ -33,7 +33,7 @@ mod linux {
 
     use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
     use guideloom_benchkit::{
-        BenchDir, env_u64, pread, random_records, touch, warm_file, write_random_file,
+        BenchDir, env_u64, pread, random_records, touch, us, warm_file, write_random_file,
     };
     use guideloom_io::{Backend, PreadIo, SyncReader, UringIo};
     use rand::SeedableRng;
@@ -80,7 +80,10 @@ mod linux {
             ("uring_io_sync", UringIo::new()),
             ("uring_io_qd1_sync", UringIo::new().with_queue_depth(1)),
             ("uring_direct_sync", UringIo::new().direct()),
-            ("uring_direct_qd1_sync", UringIo::new().direct().with_queue_depth(1)),
+            (
+                "uring_direct_qd1_sync",
+                UringIo::new().direct().with_queue_depth(1),
+            ),
         ];
         for (name, backend) in modes {
             match backend.open(path) {
@@ -99,11 +102,10 @@ mod linux {
         mut read: impl FnMut(&[Range<u64>]) -> u64,
     ) -> Duration {
         let mut total = Duration::ZERO;
-        for i in 0..iters {
+        for batch in batches.iter().cycle().take(us(iters)) {
             if let Some(file) = cold {
                 drop_cache(file);
             }
-            let batch = &batches[i as usize % batches.len()];
             let start = Instant::now();
             black_box(read(batch));
             total += start.elapsed();
