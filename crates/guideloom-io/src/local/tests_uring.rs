@@ -182,3 +182,56 @@ fn missing_files_and_directories_are_typed_errors() {
         assert!(matches!(err, Error::Io { .. }), "{b:?}: {err:?}");
     }
 }
+
+/// Pages of the file at `path` in the page cache (`mincore` over a fresh mapping).
+#[allow(unsafe_code)]
+fn resident_pages(path: &Path) -> usize {
+    let file = std::fs::File::open(path).unwrap();
+    // SAFETY: a read-only mapping of a test file nobody modifies meanwhile, used for `mincore`.
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let mut vec = vec![0u8; map.len().div_ceil(4096)];
+    // SAFETY: `map` is a live mapping of `map.len()` bytes; `vec` holds a byte per page.
+    let rc = unsafe { libc::mincore(map.as_ptr() as *mut _, map.len(), vec.as_mut_ptr()) };
+    assert_eq!(rc, 0);
+    vec.iter().filter(|&&b| b & 1 != 0).count()
+}
+
+#[allow(unsafe_code)]
+fn drop_pages(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap();
+    file.sync_all().unwrap();
+    // SAFETY: a plain system call on an open descriptor.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+}
+
+/// The direct mode really bypasses the page cache: after it reads the whole file, no page of it
+/// is cached; the buffered mode's reads of the same ranges leave them cached.
+#[test]
+fn direct_reads_leave_the_page_cache_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, data) = patterned(dir.path(), 2 << 20);
+    drop_pages(&path);
+    if resident_pages(&path) != 0 {
+        eprintln!("posix_fadvise(DONTNEED) left pages cached here: skipped");
+        return;
+    }
+    let ranges: Vec<Range<u64>> = (0..32u64)
+        .map(|i| i * 65_536 + 3..i * 65_536 + 60_000)
+        .collect();
+    let direct = UringIo::new().direct().open(&path).unwrap();
+    expect(&data, &ranges, &direct.read_ranges(&ranges).unwrap());
+    assert_eq!(&direct.read(0, data.len() as u64).unwrap()[..], &data[..]);
+    assert_eq!(
+        resident_pages(&path),
+        0,
+        "O_DIRECT reads went through the page cache"
+    );
+    let buffered = UringIo::new().open(&path).unwrap();
+    expect(&data, &ranges, &buffered.read_ranges(&ranges).unwrap());
+    assert!(
+        resident_pages(&path) >= 32 * 14,
+        "buffered reads cached nothing"
+    );
+}

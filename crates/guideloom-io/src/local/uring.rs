@@ -445,7 +445,10 @@ impl UringReader {
         buf.clear();
         buf.reserve(total);
         let spare = &mut buf.spare_capacity_mut()[..total];
-        let pad = spare.as_ptr().cast::<u8>().align_offset(self.align.mem);
+        // `align_offset` may answer "impossible"; the address arithmetic cannot (`layout` left
+        // `mem` bytes of room for this).
+        let addr = spare.as_ptr().addr();
+        let pad = addr.next_multiple_of(self.align.mem) - addr;
         let base = spare.as_mut_ptr().cast::<u8>();
         let mut ops: Vec<Op> = plan
             .iter()
