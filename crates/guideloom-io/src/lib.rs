@@ -18,6 +18,7 @@
 //! | [`SeekIo`]: `seek` + `read` under a `Mutex<File>` | always | yes | yes | no | all |
 //! | [`PreadIo`]: `pread(2)`, parallel reads on one reader | always | yes | yes | no | unix |
 //! | `MmapIo`: slices of one shared mapping | `mmap` (default) | yes | yes | yes | unix, Windows |
+//! | `UringIo`: batches in flight on an io_uring; `O_DIRECT` cold reads | `uring` | yes | yes | no | Linux |
 //! | `HttpIo`: HTTP `Range` requests | `http` | via `BlockingIo` | yes | no | all |
 //! | `ObjectStoreIo`: S3, GCS, Azure, any `ObjectStore` | `object-store`, `s3`, … | via `BlockingIo` | yes | no | all |
 //!
@@ -115,6 +116,8 @@ pub use coalesce::CoalescePolicy;
 pub use error::{BoxError, Error, Result, TimeoutError, TimeoutKind};
 #[cfg(feature = "mmap")]
 pub use local::MmapIo;
+#[cfg(all(feature = "uring", target_os = "linux"))]
+pub use local::UringIo;
 pub use local::{PreadIo, SeekIo};
 pub use reader::{AsyncReader, AsyncReaderExt, SyncReader, SyncReaderExt, Tail};
 pub use retry::RetryPolicy;

@@ -39,11 +39,17 @@ mod buffers;
 mod mmap;
 mod pread;
 mod seek;
+#[cfg(all(feature = "uring", target_os = "linux"))]
+mod uring;
+#[cfg(all(feature = "uring", target_os = "linux"))]
+mod uring_ring;
 
 #[cfg(feature = "mmap")]
 pub use mmap::MmapIo;
 pub use pread::{DEFAULT_BATCH_ARENA, DEFAULT_INLINE_READS, PreadIo};
 pub use seek::SeekIo;
+#[cfg(all(feature = "uring", target_os = "linux"))]
+pub use uring::{DEFAULT_QUEUE_DEPTH, UringIo};
 
 /// The coalescing policy local backends use for `read_ranges` unless told otherwise.
 ///
@@ -67,7 +73,17 @@ fn describe(path: &Path) -> String {
 
 /// Opens `path` for reading and returns the file with its size; a directory is an error.
 fn open_file(path: &Path, location: &str) -> Result<(std::fs::File, u64)> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(location, e))?;
+    open_file_with(std::fs::OpenOptions::new().read(true), path, location)
+}
+
+/// [`open_file`] with the caller's open options (e.g. `O_DIRECT` as a custom flag): the same
+/// checks on whatever the options open.
+fn open_file_with(
+    options: &std::fs::OpenOptions,
+    path: &Path,
+    location: &str,
+) -> Result<(std::fs::File, u64)> {
+    let file = options.open(path).map_err(|e| Error::io(location, e))?;
     let meta = file.metadata().map_err(|e| Error::io(location, e))?;
     if meta.is_dir() {
         return Err(Error::io(
@@ -240,3 +256,5 @@ impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
 mod tests;
 #[cfg(all(test, unix))]
 mod tests_pread;
+#[cfg(all(test, feature = "uring", target_os = "linux"))]
+mod tests_uring;

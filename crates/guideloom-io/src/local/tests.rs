@@ -18,6 +18,10 @@ fn backends() -> Vec<Box<dyn Backend<Location = PathBuf>>> {
         Box::new(PreadIo::new()),
         #[cfg(feature = "mmap")]
         Box::new(crate::MmapIo::new()),
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        Box::new(crate::UringIo::new()),
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        Box::new(crate::UringIo::new().direct()),
     ]
 }
 
