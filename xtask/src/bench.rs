@@ -9,9 +9,10 @@ use crate::error::{Error, Result};
 use crate::servers::{self, Servers};
 use crate::util;
 
-/// Starts the servers, runs `cargo bench --workspace PASSTHROUGH...`, stops the servers and
-/// prints [`bench_report::report`]'s table of the results written during this run, then the
-/// request-count tables benches wrote (into [`bench_report::counts_dir`]).
+/// Starts the servers, runs `cargo bench --workspace --features guideloom-io/uring
+/// PASSTHROUGH...`, stops the servers and prints [`bench_report::report`]'s table of the
+/// results written during this run, then the request-count tables benches wrote (into
+/// [`bench_report::counts_dir`]).
 ///
 /// `passthrough` goes to cargo as is: `--bench io`, `--bench publish`, or `-- pread` for a
 /// criterion filter.
@@ -22,7 +23,10 @@ pub(crate) fn run(root: &Path, passthrough: &[String]) -> Result<()> {
     // as the tests.
     let mut servers = Servers::start(root, &servers::default_kinds(), false)?;
     let mut cmd = util::cargo(root);
-    cmd.args(["bench", "--workspace"]).args(passthrough);
+    // `uring`: guideloom-io's cold-read bench (benches/cold.rs) compares UringIo and its
+    // O_DIRECT mode with pread; without the feature it prints "skipped".
+    cmd.args(["bench", "--workspace", "--features", "guideloom-io/uring"])
+        .args(passthrough);
     cmd.env(
         bench_report::COUNTS_DIR_ENV,
         bench_report::counts_dir(&target),
