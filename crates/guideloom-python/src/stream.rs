@@ -116,6 +116,99 @@ macro_rules! by_element {
 
 pub(crate) use by_element;
 
+/// The `#[pymethods]` of a stream storage class (a newtype over [`ElementSource`]) whose
+/// readers and writer are `$reader`, `$async_reader` and `$writer` of kind `$kind`: the
+/// class's own `$methods` (its constructor), then `sync_reader()`, `open_async()`,
+/// `sync_writer()` and `directory`, written once for both stream storages.
+macro_rules! storage_methods {
+    (
+        $class:ident, $kind:ty, $reader:ident, $async_reader:ident, $writer:ident
+        { $($methods:tt)* }
+    ) => {
+        #[pyo3::pymethods]
+        impl $class {
+            $($methods)*
+
+            fn sync_reader(&self, py: Python<'_>) -> PyResult<$reader> {
+                let inner = $crate::slices::Slot::new(self.0.sync_reader::<$kind>(py)?);
+                Ok($reader { inner })
+            }
+
+            /// Opens an async reader (an awaitable; needs a running loop, where a Python
+            /// backend's coroutines run).
+            fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                let opening = self.0.open_async::<$kind>(py)?;
+                $crate::aio::awaitable(py, opening, |py, reader| {
+                    let inner = $crate::slices::Slot::new(reader);
+                    Ok(Py::new(py, $async_reader { inner })?.into_any())
+                })
+            }
+
+            fn sync_writer(&self, py: Python<'_>) -> PyResult<$writer> {
+                let (writer, width) = self.0.sync_writer::<$kind>(py)?;
+                Ok($writer {
+                    inner: Some(writer),
+                    width,
+                })
+            }
+
+            /// The directory (or base URL, or the Python backend's path as text).
+            #[getter]
+            fn directory(&self) -> &str {
+                self.0.describe()
+            }
+        }
+    };
+}
+
+/// The `#[pymethods]` of a reader class holding its engine in `inner: Slot<_>`: `len()`
+/// (elements in the stream) and `close()`, written once for the sync and async twins, then
+/// the class's own `$methods`.
+macro_rules! reader_methods {
+    ($class:ident { $($methods:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $class {
+            /// Elements in the stream.
+            fn len(&self) -> PyResult<u64> {
+                Ok(self.inner.get()?.len())
+            }
+
+            /// Releases the shards; later reads raise.
+            fn close(&self) {
+                self.inner.close();
+            }
+
+            $($methods)*
+        }
+    };
+}
+
+/// The `#[pymethods]` of a writer class holding its writer in `inner: Option<Box<_>>`:
+/// `finish()` (finishes the last shard; returns the number of shards written) and
+/// `abort()` (drops the writer, discarding its unfinished shard), then the class's own
+/// `$methods`.
+macro_rules! writer_methods {
+    ($class:ident { $($methods:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $class {
+            /// Finishes the last shard; returns the number of shards written.
+            fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
+                let writer = $crate::stream::unfinished(self.inner.take())?;
+                $crate::runtime::detached(py, || writer.finish())
+            }
+
+            /// Drops the writer without finishing (its unfinished shard is discarded).
+            fn abort(&mut self) {
+                self.inner.take();
+            }
+
+            $($methods)*
+        }
+    };
+}
+
+pub(crate) use {reader_methods, storage_methods, writer_methods};
+
 /// Checks an element type name.
 pub(crate) fn check_element(element: &str) -> PyResult<u64> {
     guideloom::format::element_width(element).ok_or_else(|| {
@@ -310,8 +403,7 @@ impl ElementSource {
 #[derive(Debug)]
 pub(crate) struct RawStreamStorage(ElementSource);
 
-#[pymethods]
-impl RawStreamStorage {
+storage_methods!(RawStreamStorage, Streams, RawStreamReader, RawAsyncStreamReader, RawStreamWriter {
     #[new]
     #[pyo3(signature = (directory, element, *, read_interface = None, max_shard_bytes = None, chunk_bytes = None))]
     fn new(
@@ -329,37 +421,7 @@ impl RawStreamStorage {
             options,
         )?))
     }
-
-    fn sync_reader(&self, py: Python<'_>) -> PyResult<RawStreamReader> {
-        Ok(RawStreamReader {
-            inner: Slot::new(self.0.sync_reader::<Streams>(py)?),
-        })
-    }
-
-    /// Opens an async reader (an awaitable; needs a running loop, where a Python
-    /// backend's coroutines run).
-    fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let opening = self.0.open_async::<Streams>(py)?;
-        awaitable(py, opening, |py, reader| {
-            let inner = Slot::new(reader);
-            Ok(Py::new(py, RawAsyncStreamReader { inner })?.into_any())
-        })
-    }
-
-    fn sync_writer(&self, py: Python<'_>) -> PyResult<RawStreamWriter> {
-        let (writer, width) = self.0.sync_writer::<Streams>(py)?;
-        Ok(RawStreamWriter {
-            inner: Some(writer),
-            width,
-        })
-    }
-
-    /// The directory (or base URL, or the Python backend's path as text).
-    #[getter]
-    fn directory(&self) -> &str {
-        self.0.describe()
-    }
-}
+});
 
 /// Reads element ranges asynchronously, as little-endian bytes.
 #[pyclass(frozen, module = "guideloom._guideloom")]
@@ -368,23 +430,13 @@ pub(crate) struct RawAsyncStreamReader {
     inner: Slot<Arc<dyn AsyncElements>>,
 }
 
-#[pymethods]
-impl RawAsyncStreamReader {
-    /// Elements in the stream.
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.inner.get()?.len())
-    }
-
+reader_methods!(RawAsyncStreamReader {
     /// Elements `offset..offset + len` as a zero-copy buffer (an awaitable).
     fn read<'py>(&self, py: Python<'py>, offset: u64, len: u64) -> PyResult<Bound<'py, PyAny>> {
         let reading = self.inner.get()?.read(offset, len);
         awaitable(py, reading, buffer)
     }
-
-    fn close(&self) {
-        self.inner.close();
-    }
-}
+});
 
 /// `bytes` as a zero-copy Python buffer (an awaitable's result).
 pub(crate) fn buffer(py: Python<'_>, bytes: Bytes) -> PyResult<Py<PyAny>> {
@@ -398,13 +450,7 @@ pub(crate) struct RawStreamReader {
     inner: Slot<Arc<dyn ReadElements>>,
 }
 
-#[pymethods]
-impl RawStreamReader {
-    /// Elements in the stream.
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.inner.get()?.len())
-    }
-
+reader_methods!(RawStreamReader {
     /// Elements `offset..offset + len` as a zero-copy buffer (copied only where the range
     /// spans shards or the bytes are not aligned for the element type).
     fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<pyo3_bytes::PyBytes> {
@@ -412,11 +458,7 @@ impl RawStreamReader {
             self.inner.get()?.read(py, offset, len)?,
         ))
     }
-
-    fn close(&self) {
-        self.inner.close();
-    }
-}
+});
 
 /// Appends elements given as little-endian bytes.
 #[pyclass(module = "guideloom._guideloom")]
@@ -431,8 +473,7 @@ impl std::fmt::Debug for RawStreamWriter {
     }
 }
 
-#[pymethods]
-impl RawStreamWriter {
+writer_methods!(RawStreamWriter {
     /// Appends the elements in `data` (a whole number of elements, little-endian).
     fn append(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let bytes = raw_bytes(data)?;
@@ -445,15 +486,4 @@ impl RawStreamWriter {
     fn len(&self) -> u64 {
         self.inner.as_ref().map_or(0, |w| w.len())
     }
-
-    /// Finishes the last shard; returns the number of shards written.
-    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let writer = unfinished(self.inner.take())?;
-        detached(py, || writer.finish())
-    }
-
-    /// Drops the writer without finishing (its unfinished shard is discarded).
-    fn abort(&mut self) {
-        self.inner.take();
-    }
-}
+});

@@ -26,7 +26,8 @@ use crate::runtime::{block_on, detached};
 use crate::slices::Slot;
 use crate::source::BoxFuture;
 use crate::stream::{
-    ElementSource, OnRuntime, StreamKind, buffer, elements_of, unfinished, whole_elements,
+    ElementSource, OnRuntime, StreamKind, buffer, elements_of, reader_methods, storage_methods,
+    unfinished, whole_elements, writer_methods,
 };
 
 /// Documents as they leave Rust: little-endian element bytes and the metadata value.
@@ -194,8 +195,12 @@ fn docs_list<'py>(py: Python<'py>, docs: Docs) -> PyResult<Bound<'py, PyList>> {
 #[derive(Debug)]
 pub(crate) struct RawStreamMetaStorage(ElementSource);
 
-#[pymethods]
-impl RawStreamMetaStorage {
+storage_methods!(
+    RawStreamMetaStorage,
+    WithMeta,
+    RawStreamMetaReader,
+    RawAsyncStreamMetaReader,
+    RawStreamMetaWriter {
     #[new]
     #[pyo3(signature = (directory, element, *, read_interface = None, max_shard_records = None, max_shard_bytes = None))]
     fn new(
@@ -213,40 +218,27 @@ impl RawStreamMetaStorage {
             options,
         )?))
     }
+});
 
-    fn sync_reader(&self, py: Python<'_>) -> PyResult<RawStreamMetaReader> {
-        Ok(RawStreamMetaReader {
-            inner: Slot::new(self.0.sync_reader::<WithMeta>(py)?),
-        })
-    }
+/// [`reader_methods!`] with `num_docs()` and `doc_range(i)` (the element range
+/// `(start, stop)` of document `i`), written once for the sync and async twins.
+macro_rules! doc_reader_methods {
+    ($class:ident { $($methods:tt)* }) => {
+        reader_methods!($class {
+            /// Documents.
+            fn num_docs(&self) -> PyResult<u64> {
+                Ok(self.inner.get()?.num_docs())
+            }
 
-    /// Opens an async reader (an awaitable, inside a running loop).
-    fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let opening = self.0.open_async::<WithMeta>(py)?;
-        awaitable(py, opening, |py, reader| {
-            let inner = Slot::new(reader);
-            Ok(Py::new(py, RawAsyncStreamMetaReader { inner })?.into_any())
-        })
-    }
+            /// Element range `(start, stop)` of document `i`.
+            fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
+                let range = self.inner.get()?.doc_range(i)?;
+                Ok((range.start, range.end))
+            }
 
-    fn sync_writer(&self, py: Python<'_>) -> PyResult<RawStreamMetaWriter> {
-        let (writer, width) = self.0.sync_writer::<WithMeta>(py)?;
-        Ok(RawStreamMetaWriter {
-            inner: Some(writer),
-            width,
-        })
-    }
-
-    /// The directory (or base URL, or the Python backend's path as text).
-    #[getter]
-    fn directory(&self) -> &str {
-        self.0.describe()
-    }
-}
-
-/// Element range `(start, stop)` of a document.
-fn range_pair(range: Range<u64>) -> (u64, u64) {
-    (range.start, range.end)
+            $($methods)*
+        });
+    };
 }
 
 /// Reads documents (element bytes + metadata) and element ranges.
@@ -256,23 +248,7 @@ pub(crate) struct RawStreamMetaReader {
     inner: Slot<Arc<dyn ReadDocs>>,
 }
 
-#[pymethods]
-impl RawStreamMetaReader {
-    /// Documents.
-    fn num_docs(&self) -> PyResult<u64> {
-        Ok(self.inner.get()?.num_docs())
-    }
-
-    /// Elements in the stream.
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.inner.get()?.len())
-    }
-
-    /// Element range `(start, stop)` of document `i`.
-    fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
-        Ok(range_pair(self.inner.get()?.doc_range(i)?))
-    }
-
+doc_reader_methods!(RawStreamMetaReader {
     /// Documents `indices`: `(element bytes, metadata)` each, one batched read per shard.
     fn read_docs<'py>(&self, py: Python<'py>, indices: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
         let docs = self.inner.get()?.read_docs(py, indices)?;
@@ -285,11 +261,7 @@ impl RawStreamMetaReader {
             self.inner.get()?.read(py, offset, len)?,
         ))
     }
-
-    fn close(&self) {
-        self.inner.close();
-    }
-}
+});
 
 /// The async twin of [`RawStreamMetaReader`]: reads are awaitables.
 #[pyclass(frozen, module = "guideloom._guideloom")]
@@ -298,20 +270,7 @@ pub(crate) struct RawAsyncStreamMetaReader {
     inner: Slot<Arc<dyn AsyncReadDocs>>,
 }
 
-#[pymethods]
-impl RawAsyncStreamMetaReader {
-    fn num_docs(&self) -> PyResult<u64> {
-        Ok(self.inner.get()?.num_docs())
-    }
-
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.inner.get()?.len())
-    }
-
-    fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
-        Ok(range_pair(self.inner.get()?.doc_range(i)?))
-    }
-
+doc_reader_methods!(RawAsyncStreamMetaReader {
     fn read_docs<'py>(&self, py: Python<'py>, indices: Vec<u64>) -> PyResult<Bound<'py, PyAny>> {
         let reading = self.inner.get()?.read_docs(indices);
         awaitable(py, reading, |py, docs| {
@@ -323,11 +282,7 @@ impl RawAsyncStreamMetaReader {
         let reading = self.inner.get()?.read(offset, len);
         awaitable(py, reading, buffer)
     }
-
-    fn close(&self) {
-        self.inner.close();
-    }
-}
+});
 
 /// Appends documents: element bytes (little-endian) and a JSON-compatible metadata value.
 #[pyclass(module = "guideloom._guideloom")]
@@ -342,8 +297,7 @@ impl std::fmt::Debug for RawStreamMetaWriter {
     }
 }
 
-#[pymethods]
-impl RawStreamMetaWriter {
+writer_methods!(RawStreamMetaWriter {
     /// Appends one document; returns its number.
     fn append(
         &mut self,
@@ -362,15 +316,4 @@ impl RawStreamMetaWriter {
     fn num_docs(&self) -> u64 {
         self.inner.as_ref().map_or(0, |w| w.num_docs())
     }
-
-    /// Finishes the last shard pair; returns the number of shards written (meta and stream).
-    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let writer = unfinished(self.inner.take())?;
-        detached(py, || writer.finish())
-    }
-
-    /// Drops the writer without finishing (its unfinished shard pair is discarded).
-    fn abort(&mut self) {
-        self.inner.take();
-    }
-}
+});
