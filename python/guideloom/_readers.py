@@ -171,12 +171,12 @@ class ElementReads:
 class AsyncReaderContext(Generic[R]):
     """``async with storage.async_reader() as reader``: opened on entry, closed on exit."""
 
-    def __init__(self, open: Callable[[], Awaitable[R]]) -> None:
-        self._open = open
+    def __init__(self, opening: Callable[[], Awaitable[R]]) -> None:
+        self._opening = opening
         self._reader: R | None = None
 
     async def __aenter__(self) -> R:
-        self._reader = await self._open()
+        self._reader = await self._opening()
         return self._reader
 
     async def __aexit__(self, *args: object) -> Literal[False]:

@@ -235,10 +235,10 @@ class StreamWithMetaStorage:
     def async_reader(self) -> AsyncReaderContext[AsyncStreamWithMetaReader]:
         """``async with storage.async_reader() as reader:`` then ``await reader.read(i)``."""
 
-        async def open() -> AsyncStreamWithMetaReader:
+        async def opening() -> AsyncStreamWithMetaReader:
             return AsyncStreamWithMetaReader(await self._raw.open_async(), self.dtype)
 
-        return AsyncReaderContext(open)
+        return AsyncReaderContext(opening)
 
     @property
     def directory(self) -> str:

@@ -176,7 +176,7 @@ class StreamStorage:
     def async_reader(self) -> AsyncReaderContext[AsyncStreamReader]:
         """``async with storage.async_reader() as reader:`` then ``await reader.read(o, n)``."""
 
-        async def open() -> AsyncStreamReader:
+        async def opening() -> AsyncStreamReader:
             return AsyncStreamReader(await self._raw.open_async(), self.dtype)
 
-        return AsyncReaderContext(open)
+        return AsyncReaderContext(opening)
