@@ -12,9 +12,8 @@ way is also a ``DocumentStorage`` / ``StreamStorage`` directory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from os import PathLike
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, overload
 
 from guideloom._guideloom import (
@@ -29,8 +28,15 @@ from guideloom._guideloom import (
     RawShardWriter,
     SeekIO,
 )
+from guideloom._readers import (
+    DocumentReads,
+    ElementReads,
+    FinishOnExit,
+    as_array,
+    check_range,
+    resolve,
+)
 from guideloom._streams import _element_name
-from guideloom.exceptions import IndexOutOfRangeError
 from guideloom.types import IOReaderAbstract
 
 if TYPE_CHECKING:
@@ -54,10 +60,6 @@ W = TypeVar("W")
 
 _Interface = SeekIO | PosixPreadIO | MmapIO | HttpIO
 
-#: Records read per batch while iterating a shard.
-ITER_CHUNK = 1024
-
-
 class LocalShard(NamedTuple):
     """A finished shard found by ``discover()``."""
 
@@ -79,10 +81,12 @@ class ShardInfo(NamedTuple):
     size: int
 
 
-class ShardWriter(Generic[W]):
+class ShardWriter(FinishOnExit, Generic[W]):
     """Writes one shard: ``append(record)`` returns its local index; nothing appears under
     the shard's name until ``finish()`` (a context manager: leaving the block finishes,
     leaving it by an exception discards the shard). A taken name is ``ShardExistsError``."""
+
+    _raw: RawShardWriter
 
     def __init__(self, raw: RawShardWriter, dtype: np.dtype[Any] | None = None) -> None:
         self._raw = raw
@@ -111,37 +115,15 @@ class ShardWriter(Generic[W]):
         """Discards the shard (its temporary file is deleted)."""
         self._raw.abort()
 
-    def __enter__(self) -> ShardWriter[W]:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Literal[False]:
-        if kind is not None:
-            self._raw.abort()
-        else:
-            self._raw.finish()
-        return False
-
 
 def _resolve(index: int, n: int) -> int:
-    resolved = index + n if index < 0 else index
-    if not 0 <= resolved < n:
-        raise IndexOutOfRangeError(
-            f"record {index} is out of range for a shard of {n} records", index=index, len=n
-        )
-    return resolved
+    return resolve(index, n, "record", "shard")
 
 
-class DocumentShardReader:
-    """One document shard: ``read(i)``, ``read_many``, ``len()``, ``[i]``, ``[a:b]``,
-    iteration, ``user_metadata()``. The shard is released when the reader is dropped."""
+class _Shard:
+    """A shard's number, location and user metadata."""
 
-    def __init__(self, raw: RawShard) -> None:
-        self._raw = raw
+    _raw: RawShard
 
     @property
     def number(self) -> int:
@@ -153,6 +135,14 @@ class DocumentShardReader:
 
     def user_metadata(self) -> dict[str, Any]:
         return self._raw.user_metadata()
+
+
+class DocumentShardReader(_Shard, DocumentReads[Any]):
+    """One document shard: ``read(i)``, ``read_many``, ``len()``, ``[i]``, ``[a:b]``,
+    iteration, ``user_metadata()``. The shard is released when the reader is dropped."""
+
+    def __init__(self, raw: RawShard) -> None:
+        self._raw = raw
 
     def read(self, index: int) -> Any:
         return self._raw.read_documents([_resolve(index, self._raw.len())])[0]
@@ -165,27 +155,8 @@ class DocumentShardReader:
     def len(self) -> int:
         return self._raw.len()
 
-    def __len__(self) -> int:
-        return self._raw.len()
 
-    @overload
-    def __getitem__(self, key: int) -> Any: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[Any]: ...
-
-    def __getitem__(self, key: int | slice) -> Any:
-        if isinstance(key, slice):
-            return self.read_many(range(*key.indices(self._raw.len())))
-        return self.read(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        n = self._raw.len()
-        for start in range(0, n, ITER_CHUNK):
-            yield from self._raw.read_documents(list(range(start, min(n, start + ITER_CHUNK))))
-
-
-class StreamShardReader:
+class StreamShardReader(_Shard, ElementReads):
     """One stream shard's elements: ``read(offset, length)`` (a read-only numpy view),
     ``len()`` (elements), ``[i]``, ``[a:b]``, iteration, ``user_metadata()``."""
 
@@ -194,49 +165,37 @@ class StreamShardReader:
         self._dtype = dtype
         self._len = raw.data_len() // dtype.itemsize
 
-    @property
-    def number(self) -> int:
-        return self._raw.number
-
-    @property
-    def location(self) -> str:
-        return self._raw.location
-
-    def user_metadata(self) -> dict[str, Any]:
-        return self._raw.user_metadata()
-
     def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
-        import numpy as np
-
-        if offset < 0 or length < 0:
-            raise IndexError(f"negative offset or length: {offset}, {length}")
+        check_range(offset, length)
         size = self._dtype.itemsize
-        return np.frombuffer(
-            memoryview(self._raw.read_data(offset * size, length * size)), dtype=self._dtype
-        )
+        return as_array(self._raw.read_data(offset * size, length * size), self._dtype)
 
     def len(self) -> int:
         return self._len
 
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, key: int | slice) -> Any:
-        if isinstance(key, slice):
-            wanted = range(*key.indices(self._len))
-            if not wanted:
-                return self.read(0, 0)
-            lo, hi = min(wanted[0], wanted[-1]), max(wanted[0], wanted[-1]) + 1
-            return self.read(lo, hi - lo)[wanted[0] - lo :: wanted.step]
-        return self.read(_resolve(key, self._len), 1)[0]
-
-    def __iter__(self) -> Iterator[Any]:
-        chunk = 1 << 16
-        for start in range(0, self._len, chunk):
-            yield from self.read(start, min(chunk, self._len - start))
+    def _position(self, key: int, n: int) -> int:
+        return _resolve(key, n)
 
 
-class FileSystemDocument:
+class _FileSystem:
+    """The directory, shard names and discovery of both file systems."""
+
+    _raw: RawFileSystem
+
+    @property
+    def directory(self) -> str:
+        return self._raw.directory
+
+    def shard_name(self, n: int) -> str:
+        """``<prefix>-<n zero-padded to 6 digits>.glm``."""
+        return self._raw.shard_name(n)
+
+    def discover(self) -> list[LocalShard]:
+        """The finished shards ``0, 1, ...`` up to the first missing one."""
+        return [LocalShard(*s) for s in self._raw.discover()]
+
+
+class FileSystemDocument(_FileSystem):
     """Document shards ``<prefix>-NNNNNN.glm`` of one record format in ``directory``.
 
     ``create_shard(n)`` writes shard ``n`` (local directories only); ``discover()`` lists
@@ -275,18 +234,6 @@ class FileSystemDocument:
             directory, format=format, prefix=prefix, read_interface=read_interface
         )
 
-    @property
-    def directory(self) -> str:
-        return self._raw.directory
-
-    def shard_name(self, n: int) -> str:
-        """``<prefix>-<n zero-padded to 6 digits>.glm``."""
-        return self._raw.shard_name(n)
-
-    def discover(self) -> list[LocalShard]:
-        """The finished shards ``0, 1, ...`` up to the first missing one."""
-        return [LocalShard(*s) for s in self._raw.discover()]
-
     def open_shard(self, n: int) -> DocumentShardReader:
         """Shard ``n`` (one tail read); ``NotFoundError`` if it does not exist."""
         return DocumentShardReader(self._raw.open_shard(n))
@@ -296,7 +243,7 @@ class FileSystemDocument:
         return ShardWriter(self._raw.create_shard(n, user_metadata))
 
 
-class FileSystemStream:
+class FileSystemStream(_FileSystem):
     """Stream shards ``shard-NNNNNN.glm`` of ``dtype`` elements in ``directory``.
 
     Each ``append`` to a shard writer is one checksummed record (a run of elements); a
@@ -327,17 +274,6 @@ class FileSystemStream:
     ) -> None:
         name, self.dtype = _element_name(dtype)
         self._raw = RawFileSystem(directory, element=name, read_interface=read_interface)
-
-    @property
-    def directory(self) -> str:
-        return self._raw.directory
-
-    def shard_name(self, n: int) -> str:
-        return self._raw.shard_name(n)
-
-    def discover(self) -> list[LocalShard]:
-        """The finished shards ``0, 1, ...`` up to the first missing one."""
-        return [LocalShard(*s) for s in self._raw.discover()]
 
     def open_shard(self, n: int) -> StreamShardReader:
         """Shard ``n`` (one tail read); ``NotFoundError`` if it does not exist."""

@@ -11,10 +11,9 @@ element (``read_elements``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from os import PathLike
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from guideloom._guideloom import (
     Bytes,
@@ -27,8 +26,16 @@ from guideloom._guideloom import (
     RawStreamMetaWriter,
     SeekIO,
 )
+from guideloom._readers import (
+    AsyncReaderContext,
+    CloseOnExit,
+    DocumentReads,
+    FinishOnExit,
+    as_array,
+    check_range,
+    resolve,
+)
 from guideloom._streams import _element_name
-from guideloom.exceptions import IndexOutOfRangeError
 from guideloom.types import IOReaderAbstract
 
 if TYPE_CHECKING:
@@ -49,37 +56,30 @@ _Interface = SeekIO | PosixPreadIO | MmapIO | HttpIO
 #: A document: its elements (a read-only numpy view) and its metadata.
 Document = tuple["np.ndarray[Any, np.dtype[Any]]", Any]
 
-#: Documents read per batch while iterating.
-ITER_CHUNK = 1024
-
-
-def _resolve(index: int, n: int) -> int:
-    """A Python index (negative from the end) as a document number, or IndexOutOfRangeError."""
-    resolved = index + n if index < 0 else index
-    if not 0 <= resolved < n:
-        raise IndexOutOfRangeError(
-            f"document {index} is out of range for a storage of {n} documents", index=index, len=n
-        )
-    return resolved
-
-
 def _resolve_many(indices: Iterable[int], n: int) -> list[int]:
-    """``_resolve`` over a batch, checking the bounds once."""
+    """``resolve`` over a batch, checking the bounds once."""
     wanted = [i + n if i < 0 else i for i in map(int, indices)]
     if wanted and (min(wanted) < 0 or max(wanted) >= n):
         for given in indices:
-            _resolve(int(given), n)
+            resolve(int(given), n)
     return wanted
 
 
 def _documents(raw: list[tuple[Bytes, Any]], dtype: np.dtype[Any]) -> list[Document]:
-    import numpy as np
-
-    return [(np.frombuffer(memoryview(data), dtype=dtype), meta) for data, meta in raw]
+    return [(as_array(data, dtype), meta) for data, meta in raw]
 
 
-class StreamWithMetaWriter:
+def _batch(indices: Iterable[int], n: int) -> list[int]:
+    """``indices`` resolved against ``n`` documents (an iterator is read once)."""
+    if not isinstance(indices, (list, range, tuple)):
+        indices = list(indices)
+    return _resolve_many(indices, n)
+
+
+class StreamWithMetaWriter(FinishOnExit):
     """Appends documents: ``append(elements, meta)``; a context manager."""
+
+    _raw: RawStreamMetaWriter
 
     def __init__(self, raw: RawStreamMetaWriter, dtype: np.dtype[Any]) -> None:
         self._raw = raw
@@ -100,52 +100,16 @@ class StreamWithMetaWriter:
         """Publishes the last shard pair; returns the number of shard files written."""
         return self._raw.finish()
 
-    def __enter__(self) -> StreamWithMetaWriter:
-        return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Literal[False]:
-        if kind is not None:
-            self._raw.abort()
-        else:
-            self._raw.finish()
-        return False
+class _DocumentIndex:
+    """What the sync and async readers answer without reading: document and element
+    counts and a document's element range."""
 
-
-class StreamWithMetaReader:
-    """Reads documents: ``read(i)`` → ``(elements, meta)``, ``read_many``, ``[i]``, ``[a:b]``,
-    ``len()`` (documents), iteration; and the stream by element (``read_elements``)."""
-
-    def __init__(self, raw: RawStreamMetaReader, dtype: np.dtype[Any]) -> None:
-        self._raw = raw
-        self._dtype = dtype
-
-    def read(self, index: int) -> Document:
-        """Document ``index``: a read-only view of its elements and its metadata."""
-        return self.read_many([index])[0]
-
-    def read_many(self, indices: Iterable[int]) -> list[Document]:
-        """Documents at ``indices`` (any order): one batched read per shard touched."""
-        if not isinstance(indices, (list, range, tuple)):
-            indices = list(indices)
-        wanted = _resolve_many(indices, self._raw.num_docs())
-        return _documents(self._raw.read_docs(wanted), self._dtype)
-
-    def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
-        """Elements ``offset .. offset + length`` of the whole stream, across documents."""
-        import numpy as np
-
-        if offset < 0 or length < 0:
-            raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(memoryview(self._raw.read(offset, length)), dtype=self._dtype)
+    _raw: RawStreamMetaReader | RawAsyncStreamMetaReader
 
     def doc_range(self, index: int) -> range:
         """The element range of document ``index`` in the stream."""
-        start, stop = self._raw.doc_range(_resolve(index, self._raw.num_docs()))
+        start, stop = self._raw.doc_range(resolve(index, self._raw.num_docs()))
         return range(start, stop)
 
     def num_elements(self) -> int:
@@ -159,37 +123,37 @@ class StreamWithMetaReader:
     def __len__(self) -> int:
         return self._raw.num_docs()
 
-    @overload
-    def __getitem__(self, key: int) -> Document: ...
 
-    @overload
-    def __getitem__(self, key: slice) -> list[Document]: ...
+class StreamWithMetaReader(_DocumentIndex, DocumentReads[Document], CloseOnExit):
+    """Reads documents: ``read(i)`` → ``(elements, meta)``, ``read_many``, ``[i]``, ``[a:b]``,
+    ``len()`` (documents), iteration; and the stream by element (``read_elements``)."""
 
-    def __getitem__(self, key: int | slice) -> Document | list[Document]:
-        if isinstance(key, slice):
-            return self.read_many(range(*key.indices(self._raw.num_docs())))
-        return self.read(key)
+    _raw: RawStreamMetaReader
 
-    def __iter__(self) -> Iterator[Document]:
-        n = self._raw.num_docs()
-        for start in range(0, n, ITER_CHUNK):
-            yield from self.read_many(range(start, min(n, start + ITER_CHUNK)))
+    def __init__(self, raw: RawStreamMetaReader, dtype: np.dtype[Any]) -> None:
+        self._raw = raw
+        self._dtype = dtype
 
-    def close(self) -> None:
-        """Releases the shards; later reads raise."""
-        self._raw.close()
+    def read(self, index: int) -> Document:
+        """Document ``index``: a read-only view of its elements and its metadata."""
+        return self.read_many([index])[0]
 
-    def __enter__(self) -> StreamWithMetaReader:
-        return self
+    def read_many(self, indices: Iterable[int]) -> list[Document]:
+        """Documents at ``indices`` (any order): one batched read per shard touched."""
+        wanted = _batch(indices, self._raw.num_docs())
+        return _documents(self._raw.read_docs(wanted), self._dtype)
 
-    def __exit__(self, *args: object) -> Literal[False]:
-        self.close()
-        return False
+    def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
+        """Elements ``offset .. offset + length`` of the whole stream, across documents."""
+        check_range(offset, length)
+        return as_array(self._raw.read(offset, length), self._dtype)
 
 
-class AsyncStreamWithMetaReader:
+class AsyncStreamWithMetaReader(_DocumentIndex):
     """The async reader: ``await read(i)``, ``await read_many(indices)``,
     ``await read_elements(offset, length)``, ``len()``."""
+
+    _raw: RawAsyncStreamMetaReader
 
     def __init__(self, raw: RawAsyncStreamMetaReader, dtype: np.dtype[Any]) -> None:
         self._raw = raw
@@ -199,51 +163,15 @@ class AsyncStreamWithMetaReader:
         return (await self.read_many([index]))[0]
 
     async def read_many(self, indices: Iterable[int]) -> list[Document]:
-        if not isinstance(indices, (list, range, tuple)):
-            indices = list(indices)
-        wanted = _resolve_many(indices, self._raw.num_docs())
+        wanted = _batch(indices, self._raw.num_docs())
         return _documents(await self._raw.read_docs(wanted), self._dtype)
 
     async def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
-        import numpy as np
-
-        if offset < 0 or length < 0:
-            raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(memoryview(await self._raw.read(offset, length)), dtype=self._dtype)
-
-    def doc_range(self, index: int) -> range:
-        start, stop = self._raw.doc_range(_resolve(index, self._raw.num_docs()))
-        return range(start, stop)
-
-    def num_elements(self) -> int:
-        return self._raw.len()
-
-    def len(self) -> int:
-        return self._raw.num_docs()
-
-    def __len__(self) -> int:
-        return self._raw.num_docs()
+        check_range(offset, length)
+        return as_array(await self._raw.read(offset, length), self._dtype)
 
     def close(self) -> None:
         self._raw.close()
-
-
-class _AsyncContext:
-    """``async with storage.async_reader() as reader``: opened on entry, closed on exit."""
-
-    def __init__(self, raw: RawStreamMetaStorage, dtype: np.dtype[Any]) -> None:
-        self._raw = raw
-        self._dtype = dtype
-        self._reader: AsyncStreamWithMetaReader | None = None
-
-    async def __aenter__(self) -> AsyncStreamWithMetaReader:
-        self._reader = AsyncStreamWithMetaReader(await self._raw.open_async(), self._dtype)
-        return self._reader
-
-    async def __aexit__(self, *args: object) -> Literal[False]:
-        if self._reader is not None:
-            self._reader.close()
-        return False
 
 
 class StreamWithMetaStorage:
@@ -304,9 +232,13 @@ class StreamWithMetaStorage:
         """A reader over the shard pairs finished now."""
         return StreamWithMetaReader(self._raw.sync_reader(), self.dtype)
 
-    def async_reader(self) -> _AsyncContext:
+    def async_reader(self) -> AsyncReaderContext[AsyncStreamWithMetaReader]:
         """``async with storage.async_reader() as reader:`` then ``await reader.read(i)``."""
-        return _AsyncContext(self._raw, self.dtype)
+
+        async def opening() -> AsyncStreamWithMetaReader:
+            return AsyncStreamWithMetaReader(await self._raw.open_async(), self.dtype)
+
+        return AsyncReaderContext(opening)
 
     @property
     def directory(self) -> str:

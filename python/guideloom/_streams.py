@@ -7,10 +7,8 @@ numpy is imported only when a stream storage is used.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from os import PathLike
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from guideloom._guideloom import (
     HttpIO,
@@ -21,6 +19,14 @@ from guideloom._guideloom import (
     RawStreamStorage,
     RawStreamWriter,
     SeekIO,
+)
+from guideloom._readers import (
+    AsyncReaderContext,
+    CloseOnExit,
+    ElementReads,
+    FinishOnExit,
+    check_range,
+    as_array,
 )
 from guideloom.types import IOReaderAbstract
 
@@ -50,8 +56,10 @@ def _element_name(dtype: npt.DTypeLike) -> tuple[str, np.dtype[Any]]:
     return name, dt.newbyteorder("<")
 
 
-class StreamWriter:
+class StreamWriter(FinishOnExit):
     """Appends elements (arrays of the storage's dtype); a context manager."""
+
+    _raw: RawStreamWriter
 
     def __init__(self, raw: RawStreamWriter, dtype: np.dtype[Any]) -> None:
         self._raw = raw
@@ -69,24 +77,11 @@ class StreamWriter:
     def finish(self) -> int:
         return self._raw.finish()
 
-    def __enter__(self) -> StreamWriter:
-        return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Literal[False]:
-        if kind is not None:
-            self._raw.abort()
-        else:
-            self._raw.finish()
-        return False
-
-
-class StreamReader:
+class StreamReader(ElementReads, CloseOnExit):
     """Reads element ranges as numpy arrays: ``read(offset, length)``, ``[a:b]``, ``len()``."""
+
+    _raw: RawStreamReader
 
     def __init__(self, raw: RawStreamReader, dtype: np.dtype[Any]) -> None:
         self._raw = raw
@@ -94,47 +89,11 @@ class StreamReader:
 
     def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` (a read-only view of the bytes read)."""
-        import numpy as np
-
-        if offset < 0 or length < 0:
-            raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(memoryview(self._raw.read(offset, length)), dtype=self._dtype)
+        check_range(offset, length)
+        return as_array(self._raw.read(offset, length), self._dtype)
 
     def len(self) -> int:
         return self._raw.len()
-
-    def __len__(self) -> int:
-        return self._raw.len()
-
-    def __getitem__(self, key: slice | int) -> Any:
-        n = self._raw.len()
-        if isinstance(key, slice):
-            wanted = range(*key.indices(n))
-            if not wanted:
-                return self.read(0, 0)
-            # One read of the window the slice spans, then a strided view of it.
-            lo, hi = min(wanted[0], wanted[-1]), max(wanted[0], wanted[-1]) + 1
-            window = self.read(lo, hi - lo)
-            return window if wanted.step == 1 else window[wanted[0] - lo :: wanted.step]
-        index = key + n if key < 0 else key
-        if not 0 <= index < n:
-            raise IndexError(f"element {key} is out of range for a stream of {n} elements")
-        return self.read(index, 1)[0]
-
-    def __iter__(self) -> Iterator[Any]:
-        n, chunk = self._raw.len(), 1 << 16
-        for start in range(0, n, chunk):
-            yield from self.read(start, min(chunk, n - start))
-
-    def close(self) -> None:
-        self._raw.close()
-
-    def __enter__(self) -> StreamReader:
-        return self
-
-    def __exit__(self, *args: object) -> Literal[False]:
-        self.close()
-        return False
 
 
 class AsyncStreamReader:
@@ -146,11 +105,8 @@ class AsyncStreamReader:
 
     async def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` (a read-only view of the bytes read)."""
-        import numpy as np
-
-        if offset < 0 or length < 0:
-            raise IndexError(f"negative offset or length: {offset}, {length}")
-        return np.frombuffer(memoryview(await self._raw.read(offset, length)), dtype=self._dtype)
+        check_range(offset, length)
+        return as_array(await self._raw.read(offset, length), self._dtype)
 
     def len(self) -> int:
         return self._raw.len()
@@ -160,24 +116,6 @@ class AsyncStreamReader:
 
     def close(self) -> None:
         self._raw.close()
-
-
-class _AsyncStreamReaderContext:
-    """``async with storage.async_reader() as reader``: opened on entry, closed on exit."""
-
-    def __init__(self, raw: RawStreamStorage, dtype: np.dtype[Any]) -> None:
-        self._raw = raw
-        self._dtype = dtype
-        self._reader: AsyncStreamReader | None = None
-
-    async def __aenter__(self) -> AsyncStreamReader:
-        self._reader = AsyncStreamReader(await self._raw.open_async(), self._dtype)
-        return self._reader
-
-    async def __aexit__(self, *args: object) -> Literal[False]:
-        if self._reader is not None:
-            self._reader.close()
-        return False
 
 
 class StreamStorage:
@@ -235,6 +173,10 @@ class StreamStorage:
     def sync_reader(self) -> StreamReader:
         return StreamReader(self._raw.sync_reader(), self.dtype)
 
-    def async_reader(self) -> _AsyncStreamReaderContext:
+    def async_reader(self) -> AsyncReaderContext[AsyncStreamReader]:
         """``async with storage.async_reader() as reader:`` then ``await reader.read(o, n)``."""
-        return _AsyncStreamReaderContext(self._raw, self.dtype)
+
+        async def opening() -> AsyncStreamReader:
+            return AsyncStreamReader(await self._raw.open_async(), self.dtype)
+
+        return AsyncReaderContext(opening)

@@ -15,12 +15,13 @@ use guideloom::DatasetOptions;
 use guideloom::format::Value;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyIterator, PyList, PySlice};
+use pyo3::types::{PyInt, PyList, PySlice};
 
 use crate::errors::raise;
 use crate::format::{RecordFormat, from_value};
 use crate::options::{S3Options, root_uri};
 use crate::runtime::{self, block_on};
+use crate::slices::{resolve, resolve_each, slice_indices};
 use crate::stores::{EphemeralFileStaging, S3ObjectStore, StoreArgs, call_options};
 
 /// How many records an iterator reads at a time (one in-order read per shard run).
@@ -188,15 +189,7 @@ impl Dataset {
 
     /// A Python index (negative from the end) as a record index.
     fn index(&self, i: i64) -> PyResult<u64> {
-        let resolved = if i < 0 {
-            i128::from(i) + i128::from(self.len)
-        } else {
-            i128::from(i)
-        };
-        match u64::try_from(resolved) {
-            Ok(index) if index < self.len => Ok(index),
-            _ => Err(index_error(i, self.len)),
-        }
+        resolve(i, self.len).ok_or_else(|| index_error(i, self.len))
     }
 
     fn fetch(&self, py: Python<'_>, index: u64) -> PyResult<Bytes> {
@@ -237,9 +230,7 @@ impl Dataset {
 
     /// Record indices from any iterable of integers (a list, a range, a numpy array).
     fn indices(&self, indices: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        PyIterator::from_object(indices)?
-            .map(|i| self.index(i?.extract::<i64>()?))
-            .collect()
+        resolve_each(indices, |i| self.index(i))
     }
 }
 
@@ -274,18 +265,13 @@ impl Dataset {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(slice) = key.cast::<PySlice>() {
-            let len = isize::try_from(self.len)
-                .map_err(|_| raise("GuideloomError", "the dataset is too long to slice"))?;
-            let ix = slice.indices(len)?;
+            let ix = slice_indices(slice, self.len, "dataset")?;
             if ix.step == 1 {
                 let (start, stop) = (ix.start.max(0) as u64, ix.stop.max(0) as u64);
                 let records = self.fetch_range(py, start..stop.max(start))?;
                 return Ok(self.decode_all(py, records)?.into_any());
             }
-            let indices: Vec<u64> = (0..ix.slicelength)
-                .map(|k| (ix.start + k as isize * ix.step) as u64)
-                .collect();
-            let records = self.fetch_many(py, indices)?;
+            let records = self.fetch_many(py, ix.to_vec())?;
             return Ok(self.decode_all(py, records)?.into_any());
         }
         if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? {

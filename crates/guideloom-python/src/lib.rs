@@ -30,6 +30,7 @@ mod order;
 mod publish;
 mod pybackend;
 mod runtime;
+mod slices;
 mod source;
 mod storage;
 mod stores;

@@ -2,6 +2,7 @@
 //! `S3Options` configures `s3://` roots (endpoint, region, addressing, plain HTTP, profile,
 //! retries).
 
+use guideloom::format::WriterOptions;
 use guideloom::publish::{RetryPolicy, S3Addressing, S3Options as RustS3Options};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -22,6 +23,26 @@ pub(crate) fn root_uri(root: &Bound<'_, PyAny>) -> PyResult<String> {
             "a root must be a str or a str path (bytes paths are not supported)",
         )),
     }
+}
+
+/// A storage's writer options from its constructor's optional arguments (`None`: the
+/// format crate's default).
+pub(crate) fn writer_options(
+    max_shard_records: Option<u64>,
+    max_shard_bytes: Option<u64>,
+    chunk_bytes: Option<u64>,
+) -> WriterOptions {
+    let mut options = WriterOptions::default();
+    if let Some(n) = max_shard_records {
+        options = options.max_shard_records(n);
+    }
+    if let Some(n) = max_shard_bytes {
+        options = options.max_shard_bytes(n);
+    }
+    if let Some(n) = chunk_bytes {
+        options = options.stream_chunk_bytes(n);
+    }
+    options
 }
 
 /// Options of `s3://` roots. Credentials come from the standard AWS chain (environment,

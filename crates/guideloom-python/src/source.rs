@@ -1,7 +1,7 @@
 //! Where a storage's shards are read from: its directory and the IO backend its
-//! `read_interface` names. Shared by the stream, stream-with-meta and file-system bindings,
-//! which are generic over the backend: [`with_backend!`] runs one generic body with the
-//! backend and directory of the chosen interface bound.
+//! `read_interface` names. Shared by the document, stream, stream-with-meta and file-system
+//! bindings, which are generic over the backend: [`with_backend!`] runs one generic body with
+//! the backend and directory of the chosen interface bound.
 //!
 //! A backend without synchronous readers (`HttpIO`; `capabilities().sync` is false) still
 //! serves `sync_reader()`: the binding opens the async reader and drives it on the process

@@ -6,27 +6,26 @@
 //! the format's name into the shard metadata, so a reader refuses shards of another format.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use guideloom::format::{
     AsyncDocumentReader, DocumentReader as RustReader, DocumentStorage as RustStorage,
     DocumentWriter as RustWriter, Format, WriterOptions,
 };
-use guideloom::io::http::{HttpIo, HttpPath};
-use guideloom::io::{Backend, BoxError, Location, MmapIo, PreadIo, SeekIo};
+use guideloom::io::{Backend, BoxError, SeekIo};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyIterator, PyList, PySlice};
+use pyo3::types::{PyList, PySlice};
 
 use crate::aio::awaitable;
-use crate::errors::{Error, raise};
+use crate::errors::raise;
 use crate::format::RecordFormat;
-use crate::io::{Interface, interface};
-use crate::options::root_uri;
-use crate::pybackend::{PyBackend, PyLocation};
+use crate::options::writer_options;
 use crate::runtime::{block_on, detached};
+use crate::slices::{Slot, resolve, resolve_each, slice_indices};
+use crate::source::{BoxFuture, Source, running_loop, with_backend};
+use crate::stream::unfinished;
 
 /// How many records an iterator reads at a time.
 const ITER_CHUNK: u64 = 1024;
@@ -60,97 +59,48 @@ impl Format for Stored {
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug)]
 pub(crate) struct DocumentStorage {
-    directory: String,
+    source: Source,
     format: RecordFormat,
-    interface: Interface,
     writer_options: WriterOptions,
-    /// A backend written in Python and the directory in its own path type.
-    custom: Option<(Arc<Py<PyAny>>, PyLocation)>,
 }
 
 impl DocumentStorage {
-    fn local<B: Backend<Location = PathBuf>>(&self, backend: B) -> RustStorage<Stored, B> {
-        RustStorage::new(PathBuf::from(&self.directory), Stored(self.format), backend)
-            .with_writer_options(self.writer_options.clone())
+    fn storage<B: Backend>(&self, backend: B, dir: B::Location) -> RustStorage<Stored, B> {
+        RustStorage::new(dir, Stored(self.format), backend)
     }
 
-    fn http(&self) -> Result<RustStorage<Stored, HttpIo>, Error> {
-        let backend = HttpIo::new(&self.directory)?;
-        Ok(RustStorage::new(
-            HttpPath::root(),
-            Stored(self.format),
-            backend,
-        ))
-    }
-
-    fn custom(
+    /// A sync reader through `backend`: its sync readers, or its async ones on the runtime.
+    fn sync_through<B: Backend>(
         &self,
-        event_loop: Option<Arc<Py<PyAny>>>,
-    ) -> PyResult<RustStorage<Stored, PyBackend>> {
-        let (backend, directory) = self
-            .custom
-            .as_ref()
-            .ok_or_else(|| raise("InternalError", "a Python backend without its object"))?;
-        Ok(RustStorage::new(
-            directory.clone(),
-            Stored(self.format),
-            PyBackend::new(Arc::clone(backend), event_loop),
-        ))
+        py: Python<'_>,
+        backend: B,
+        dir: B::Location,
+    ) -> PyResult<ReaderImpl> {
+        let sync = backend.capabilities().sync;
+        let storage = self.storage(backend, dir);
+        if !sync {
+            let reader = block_on(py, async move { Ok(storage.async_reader().await?) })?;
+            return Ok(ReaderImpl::Async(Arc::new(reader)));
+        }
+        detached(py, || {
+            Ok(ReaderImpl::Sync(Arc::new(storage.sync_reader()?)))
+        })
     }
 
     fn open_sync(&self, py: Python<'_>) -> PyResult<ReaderImpl> {
-        if self.interface == Interface::Http {
-            return Ok(ReaderImpl::Async(Arc::new(block_on(
-                py,
-                self.open_async_future(None)?,
-            )?)));
-        }
-        if self.interface == Interface::Python {
-            let storage = self.custom(None)?;
-            return detached(py, || {
-                Ok(ReaderImpl::Sync(Arc::new(storage.sync_reader()?)))
-            });
-        }
-        detached(py, || {
-            let reader = match self.interface {
-                Interface::Pread => self.local(PreadIo::new()).sync_reader()?,
-                Interface::Mmap => self.local(MmapIo::new()).sync_reader()?,
-                _ => self.local(SeekIo::new()).sync_reader()?,
-            };
-            Ok(ReaderImpl::Sync(Arc::new(reader)))
-        })
+        with_backend!(&self.source, None, |backend, dir| self
+            .sync_through(py, backend, dir))
     }
 
     /// Opening an async reader (`event_loop`: where a Python backend's coroutines run).
     fn open_async_future(
         &self,
         event_loop: Option<Arc<Py<PyAny>>>,
-    ) -> PyResult<
-        impl std::future::Future<Output = Result<AsyncDocumentReader<Stored>, Error>> + Send + 'static,
-    > {
-        enum Any {
-            Seek(RustStorage<Stored, SeekIo>),
-            Pread(RustStorage<Stored, PreadIo>),
-            Mmap(RustStorage<Stored, MmapIo>),
-            Http(RustStorage<Stored, HttpIo>),
-            Python(RustStorage<Stored, PyBackend>),
-        }
-        let storage = match self.interface {
-            Interface::Seek => Any::Seek(self.local(SeekIo::new())),
-            Interface::Pread => Any::Pread(self.local(PreadIo::new())),
-            Interface::Mmap => Any::Mmap(self.local(MmapIo::new())),
-            Interface::Http => Any::Http(self.http()?),
-            Interface::Python => Any::Python(self.custom(event_loop)?),
-        };
-        Ok(async move {
-            Ok(match storage {
-                Any::Seek(s) => s.async_reader().await?,
-                Any::Pread(s) => s.async_reader().await?,
-                Any::Mmap(s) => s.async_reader().await?,
-                Any::Http(s) => s.async_reader().await?,
-                Any::Python(s) => s.async_reader().await?,
-            })
-        })
+    ) -> PyResult<BoxFuture<AsyncDocumentReader<Stored>>> {
+        Ok(with_backend!(&self.source, event_loop, |backend, dir| {
+            let storage = self.storage(backend, dir);
+            Box::pin(async move { Ok(storage.async_reader().await?) })
+        }))
     }
 }
 
@@ -165,44 +115,23 @@ impl DocumentStorage {
         max_shard_records: Option<u64>,
         max_shard_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        let mut writer_options = WriterOptions::default();
-        if let Some(n) = max_shard_records {
-            writer_options = writer_options.max_shard_records(n);
-        }
-        if let Some(n) = max_shard_bytes {
-            writer_options = writer_options.max_shard_bytes(n);
-        }
-        let interface = interface(read_interface)?;
-        let (text, custom) = match (interface, read_interface) {
-            (Interface::Python, Some(backend)) => {
-                let location = PyLocation::new(directory)?;
-                (
-                    location.describe(),
-                    Some((Arc::new(backend.clone().unbind()), location)),
-                )
-            }
-            _ => (root_uri(directory)?, None),
-        };
+        let writer_options = writer_options(max_shard_records, max_shard_bytes, None);
+        let source = Source::new(directory, read_interface)?;
         Ok(DocumentStorage {
-            directory: text,
+            source,
             format: RecordFormat::extract(format, RecordFormat::Pickle)?,
-            interface,
             writer_options,
-            custom,
         })
     }
 
     /// A writer appending documents 0, 1, 2, ... (a context manager: leaving the block
     /// finishes the last shard; leaving it by an exception discards the unfinished shard).
     fn sync_writer(&self, py: Python<'_>) -> PyResult<DocumentWriter> {
-        if matches!(self.interface, Interface::Http | Interface::Python) {
-            return Err(raise(
-                "UnsupportedError",
-                "this storage reads through HttpIO or a Python backend, which are read-only: \
-                 write to the local directory behind it",
-            ));
-        }
-        let writer = detached(py, || Ok(self.local(SeekIo::new()).sync_writer()?))?;
+        let dir = self.source.writable_dir()?;
+        let storage = self
+            .storage(SeekIo::new(), dir)
+            .with_writer_options(self.writer_options.clone());
+        let writer = detached(py, || Ok(storage.sync_writer()?))?;
         Ok(DocumentWriter {
             inner: Some(writer),
             format: self.format,
@@ -212,7 +141,7 @@ impl DocumentStorage {
     /// A reader over the shards finished now (one tail read per shard).
     fn sync_reader(&self, py: Python<'_>) -> PyResult<DocumentReader> {
         Ok(DocumentReader {
-            inner: Mutex::new(Some(self.open_sync(py)?)),
+            inner: Slot::new(self.open_sync(py)?),
             format: self.format,
         })
     }
@@ -227,7 +156,7 @@ impl DocumentStorage {
     /// The directory (or base URL).
     #[getter]
     fn directory(&self) -> &str {
-        &self.directory
+        self.source.describe()
     }
 }
 
@@ -241,9 +170,7 @@ pub(crate) struct DocumentWriter {
 
 impl DocumentWriter {
     fn writer(&mut self) -> PyResult<&mut RustWriter<Stored>> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))
+        unfinished(self.inner.as_mut())
     }
 }
 
@@ -272,10 +199,7 @@ impl DocumentWriter {
 
     /// Finishes the last shard; returns the number of shards written by this writer.
     fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let writer = self
-            .inner
-            .take()
-            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
+        let writer = unfinished(self.inner.take())?;
         detached(py, || Ok(writer.finish()?.len()))
     }
 
@@ -338,26 +262,18 @@ impl ReaderImpl {
     }
 }
 
-/// Python indices (negative from the end) as record indices of a storage of `len`.
+/// Python index `i` (negative from the end) as a record index of a storage of `len`.
 fn resolve_index(i: i64, len: u64) -> PyResult<u64> {
-    let resolved = if i < 0 {
-        i128::from(i) + i128::from(len)
-    } else {
-        i128::from(i)
-    };
-    match u64::try_from(resolved) {
-        Ok(index) if index < len => Ok(index),
-        _ => Err(raise(
+    resolve(i, len).ok_or_else(|| {
+        raise(
             "IndexOutOfRangeError",
             format!("document {i} is out of range for a storage of {len} documents"),
-        )),
-    }
+        )
+    })
 }
 
 fn resolve_indices(indices: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
-    PyIterator::from_object(indices)?
-        .map(|i| resolve_index(i?.extract::<i64>()?, len))
-        .collect()
+    resolve_each(indices, |i| resolve_index(i, len))
 }
 
 fn decode_list<'py>(
@@ -377,25 +293,15 @@ fn decode_list<'py>(
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug)]
 pub(crate) struct DocumentReader {
-    inner: Mutex<Option<ReaderImpl>>,
+    inner: Slot<ReaderImpl>,
     format: RecordFormat,
-}
-
-impl DocumentReader {
-    fn engine(&self) -> PyResult<ReaderImpl> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
-    }
 }
 
 #[pymethods]
 impl DocumentReader {
     /// Document `index`, decoded.
     fn read<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyAny>> {
-        let engine = self.engine()?;
+        let engine = self.inner.get()?;
         let bytes = engine.read(py, resolve_index(index, engine.len())?)?;
         self.format.decode(py, bytes)
     }
@@ -406,18 +312,18 @@ impl DocumentReader {
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let engine = self.engine()?;
+        let engine = self.inner.get()?;
         let indices = resolve_indices(indices, engine.len())?;
         decode_list(py, self.format, engine.read_many(py, indices)?)
     }
 
     /// The number of documents.
     fn len(&self) -> PyResult<u64> {
-        Ok(self.engine()?.len())
+        Ok(self.inner.get()?.len())
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        Ok(usize::try_from(self.engine()?.len()).unwrap_or(usize::MAX))
+        Ok(usize::try_from(self.inner.get()?.len()).unwrap_or(usize::MAX))
     }
 
     fn __getitem__<'py>(
@@ -425,14 +331,9 @@ impl DocumentReader {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let engine = self.engine()?;
+        let engine = self.inner.get()?;
         if let Ok(slice) = key.cast::<PySlice>() {
-            let len = isize::try_from(engine.len())
-                .map_err(|_| raise("GuideloomError", "the storage is too long to slice"))?;
-            let ix = slice.indices(len)?;
-            let indices: Vec<u64> = (0..ix.slicelength)
-                .map(|k| (ix.start + k as isize * ix.step) as u64)
-                .collect();
+            let indices = slice_indices(slice, engine.len(), "storage")?.to_vec();
             return Ok(decode_list(py, self.format, engine.read_many(py, indices)?)?.into_any());
         }
         let i: i64 = key
@@ -442,7 +343,7 @@ impl DocumentReader {
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> PyResult<DocumentIter> {
-        let engine = slf.get().engine()?;
+        let engine = slf.get().inner.get()?;
         Ok(DocumentIter {
             end: engine.len(),
             engine,
@@ -454,7 +355,7 @@ impl DocumentReader {
 
     /// Releases the shards; later reads raise.
     fn close(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.inner.close();
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -511,8 +412,7 @@ impl AsyncDocumentReaderContext {
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let storage = self.storage.bind(py).get();
         let format = storage.format;
-        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-        let opening = storage.open_async_future(Some(Arc::new(event_loop.unbind())))?;
+        let opening = storage.open_async_future(Some(running_loop(py)?))?;
         let future = async move {
             let reader = opening.await?;
             Ok((reader, format))

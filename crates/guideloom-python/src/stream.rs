@@ -3,7 +3,8 @@
 //! the Python wrapper (`python/guideloom/_streams.py`) maps numpy dtypes onto them and views
 //! the bytes read as numpy arrays without a copy.
 
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use guideloom::format::{
@@ -16,7 +17,9 @@ use pyo3::prelude::*;
 use crate::aio::awaitable;
 use crate::errors::{Error, raise};
 use crate::format::raw_bytes;
+use crate::options::writer_options;
 use crate::runtime::{block_on, detached};
+use crate::slices::Slot;
 use crate::source::{BoxFuture, Source, running_loop, with_backend};
 
 /// A stream reader of some element type.
@@ -60,9 +63,9 @@ impl<E: Element> AsyncElements for AsyncStreamReader<E> {
 
 /// An async reader driven on the process runtime: the sync reader of a backend that has
 /// only async readers (HTTP).
-struct OnRuntime(Arc<dyn AsyncElements>);
+pub(crate) struct OnRuntime<T: ?Sized>(pub(crate) Arc<T>);
 
-impl ReadElements for OnRuntime {
+impl ReadElements for OnRuntime<dyn AsyncElements> {
     fn len(&self) -> u64 {
         self.0.len()
     }
@@ -70,6 +73,7 @@ impl ReadElements for OnRuntime {
         block_on(py, Arc::clone(&self.0).read(offset, len))
     }
 }
+
 /// A stream writer of some element type.
 trait WriteElements: Send + Sync {
     fn append(&mut self, le_bytes: &[u8]) -> Result<(), Error>;
@@ -79,9 +83,7 @@ trait WriteElements: Send + Sync {
 
 impl<E: Element> WriteElements for StreamWriter<E> {
     fn append(&mut self, le_bytes: &[u8]) -> Result<(), Error> {
-        let width = usize::try_from(E::WIDTH).unwrap_or(1);
-        let elements: Vec<E> = le_bytes.chunks_exact(width).map(E::from_le).collect();
-        Ok(StreamWriter::append(self, &elements)?)
+        Ok(StreamWriter::append(self, &elements_of::<E>(le_bytes))?)
     }
     fn len(&self) -> u64 {
         StreamWriter::len(self)
@@ -91,18 +93,19 @@ impl<E: Element> WriteElements for StreamWriter<E> {
     }
 }
 
-/// Calls `$f::<E>(args)` for the element type named `$name`.
+/// Calls `$f::<E>(args)` (or `$f::<K, E>(args)`, given `$f::<K>`) for the element type
+/// named `$name`.
 macro_rules! by_element {
-    ($name:expr, $f:ident ( $($arg:expr),* )) => {
+    ($name:expr, $f:ident $(::<$k:ty>)? ( $($arg:expr),* )) => {
         match $name {
-            "u8" => $f::<u8>($($arg),*),
-            "u16" => $f::<u16>($($arg),*),
-            "u32" => $f::<u32>($($arg),*),
-            "u64" => $f::<u64>($($arg),*),
-            "i32" => $f::<i32>($($arg),*),
-            "i64" => $f::<i64>($($arg),*),
-            "f32" => $f::<f32>($($arg),*),
-            "f64" => $f::<f64>($($arg),*),
+            "u8" => $f::<$($k,)? u8>($($arg),*),
+            "u16" => $f::<$($k,)? u16>($($arg),*),
+            "u32" => $f::<$($k,)? u32>($($arg),*),
+            "u64" => $f::<$($k,)? u64>($($arg),*),
+            "i32" => $f::<$($k,)? i32>($($arg),*),
+            "i64" => $f::<$($k,)? i64>($($arg),*),
+            "f32" => $f::<$($k,)? f32>($($arg),*),
+            "f64" => $f::<$($k,)? f64>($($arg),*),
             other => Err(raise(
                 "InvalidArgumentError",
                 format!("unknown element type {other:?}: use u8, u16, u32, u64, i32, i64, f32 or f64"),
@@ -112,6 +115,99 @@ macro_rules! by_element {
 }
 
 pub(crate) use by_element;
+
+/// The `#[pymethods]` of a stream storage class (a newtype over [`ElementSource`]) whose
+/// readers and writer are `$reader`, `$async_reader` and `$writer` of kind `$kind`: the
+/// class's own `$methods` (its constructor), then `sync_reader()`, `open_async()`,
+/// `sync_writer()` and `directory`, written once for both stream storages.
+macro_rules! storage_methods {
+    (
+        $class:ident, $kind:ty, $reader:ident, $async_reader:ident, $writer:ident
+        { $($methods:tt)* }
+    ) => {
+        #[pyo3::pymethods]
+        impl $class {
+            $($methods)*
+
+            fn sync_reader(&self, py: Python<'_>) -> PyResult<$reader> {
+                let inner = $crate::slices::Slot::new(self.0.sync_reader::<$kind>(py)?);
+                Ok($reader { inner })
+            }
+
+            /// Opens an async reader (an awaitable; needs a running loop, where a Python
+            /// backend's coroutines run).
+            fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                let opening = self.0.open_async::<$kind>(py)?;
+                $crate::aio::awaitable(py, opening, |py, reader| {
+                    let inner = $crate::slices::Slot::new(reader);
+                    Ok(Py::new(py, $async_reader { inner })?.into_any())
+                })
+            }
+
+            fn sync_writer(&self, py: Python<'_>) -> PyResult<$writer> {
+                let (writer, width) = self.0.sync_writer::<$kind>(py)?;
+                Ok($writer {
+                    inner: Some(writer),
+                    width,
+                })
+            }
+
+            /// The directory (or base URL, or the Python backend's path as text).
+            #[getter]
+            fn directory(&self) -> &str {
+                self.0.describe()
+            }
+        }
+    };
+}
+
+/// The `#[pymethods]` of a reader class holding its engine in `inner: Slot<_>`: `len()`
+/// (elements in the stream) and `close()`, written once for the sync and async twins, then
+/// the class's own `$methods`.
+macro_rules! reader_methods {
+    ($class:ident { $($methods:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $class {
+            /// Elements in the stream.
+            fn len(&self) -> PyResult<u64> {
+                Ok(self.inner.get()?.len())
+            }
+
+            /// Releases the shards; later reads raise.
+            fn close(&self) {
+                self.inner.close();
+            }
+
+            $($methods)*
+        }
+    };
+}
+
+/// The `#[pymethods]` of a writer class holding its writer in `inner: Option<Box<_>>`:
+/// `finish()` (finishes the last shard; returns the number of shards written) and
+/// `abort()` (drops the writer, discarding its unfinished shard), then the class's own
+/// `$methods`.
+macro_rules! writer_methods {
+    ($class:ident { $($methods:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $class {
+            /// Finishes the last shard; returns the number of shards written.
+            fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
+                let writer = $crate::stream::unfinished(self.inner.take())?;
+                $crate::runtime::detached(py, || writer.finish())
+            }
+
+            /// Drops the writer without finishing (its unfinished shard is discarded).
+            fn abort(&mut self) {
+                self.inner.take();
+            }
+
+            $($methods)*
+        }
+    };
+}
+
+pub(crate) use {reader_methods, storage_methods, writer_methods};
 
 /// Checks an element type name.
 pub(crate) fn check_element(element: &str) -> PyResult<u64> {
@@ -123,74 +219,191 @@ pub(crate) fn check_element(element: &str) -> PyResult<u64> {
     })
 }
 
-/// Opening an async reader through `backend`.
-fn opening<E: Element, B: Backend>(
-    backend: B,
-    dir: B::Location,
-) -> BoxFuture<Arc<dyn AsyncElements>> {
-    let storage = RustStorage::<E, B>::new(dir, backend);
-    Box::pin(async move { Ok(Arc::new(storage.async_reader().await?) as Arc<dyn AsyncElements>) })
+/// Elements from little-endian bytes (a whole number of elements: checked by
+/// [`whole_elements`]).
+pub(crate) fn elements_of<E: Element>(le_bytes: &[u8]) -> Vec<E> {
+    let width = usize::try_from(E::WIDTH).unwrap_or(1);
+    le_bytes.chunks_exact(width).map(E::from_le).collect()
+}
+
+/// Refuses `bytes` that are not a whole number of `width`-byte elements.
+pub(crate) fn whole_elements(bytes: usize, width: u64) -> PyResult<()> {
+    let width = usize::try_from(width).unwrap_or(1);
+    if bytes.is_multiple_of(width) {
+        return Ok(());
+    }
+    Err(raise(
+        "InvalidArgumentError",
+        format!("{bytes} bytes are not a whole number of {width}-byte elements"),
+    ))
+}
+
+/// The writer `inner` until it is finished.
+pub(crate) fn unfinished<T>(inner: Option<T>) -> PyResult<T> {
+    inner.ok_or_else(|| raise("GuideloomError", "the writer is finished"))
+}
+
+/// A format crate storage of elements behind type-erased readers and writers: what
+/// `StreamStorage` and `StreamWithMetaStorage` bind the same way.
+pub(crate) trait StreamKind {
+    /// The sync reader.
+    type Sync: ?Sized + Send + Sync;
+    /// The async reader.
+    type Async: ?Sized + Send + Sync;
+    /// The writer.
+    type Write: ?Sized + Send;
+    /// Opening an async reader of `E` through `backend`.
+    fn opening<E: Element, B: Backend>(backend: B, dir: B::Location)
+    -> BoxFuture<Arc<Self::Async>>;
+    /// A sync reader of `E` through `backend`'s sync readers.
+    fn sync_reader<E: Element, B: Backend>(
+        backend: B,
+        dir: B::Location,
+    ) -> Result<Arc<Self::Sync>, Error>;
+    /// The sync reader that drives `reader` on the process runtime.
+    fn on_runtime(reader: Arc<Self::Async>) -> Arc<Self::Sync>;
+    /// A writer of `E` into the local `dir`.
+    fn writer<E: Element>(dir: PathBuf, options: WriterOptions) -> Result<Box<Self::Write>, Error>;
+}
+
+/// `StreamStorage`: [`ReadElements`], [`AsyncElements`] and [`WriteElements`].
+enum Streams {}
+
+impl StreamKind for Streams {
+    type Sync = dyn ReadElements;
+    type Async = dyn AsyncElements;
+    type Write = dyn WriteElements;
+    fn opening<E: Element, B: Backend>(
+        backend: B,
+        dir: B::Location,
+    ) -> BoxFuture<Arc<dyn AsyncElements>> {
+        let storage = RustStorage::<E, B>::new(dir, backend);
+        Box::pin(async move { Ok(Arc::new(storage.async_reader().await?) as Arc<_>) })
+    }
+    fn sync_reader<E: Element, B: Backend>(
+        backend: B,
+        dir: B::Location,
+    ) -> Result<Arc<dyn ReadElements>, Error> {
+        let storage = RustStorage::<E, B>::new(dir, backend);
+        Ok(Arc::new(storage.sync_reader()?))
+    }
+    fn on_runtime(reader: Arc<dyn AsyncElements>) -> Arc<dyn ReadElements> {
+        Arc::new(OnRuntime(reader))
+    }
+    fn writer<E: Element>(
+        dir: PathBuf,
+        options: WriterOptions,
+    ) -> Result<Box<dyn WriteElements>, Error> {
+        let storage =
+            RustStorage::<E, SeekIo>::new(dir, SeekIo::new()).with_writer_options(options);
+        Ok(Box::new(storage.sync_writer()?))
+    }
 }
 
 /// A sync reader through `backend`: its sync readers, or its async ones on the runtime.
-fn sync_through<E: Element, B: Backend>(
+fn sync_through<K: StreamKind, E: Element, B: Backend>(
     py: Python<'_>,
     backend: B,
     dir: B::Location,
-) -> PyResult<Arc<dyn ReadElements>> {
+) -> PyResult<Arc<K::Sync>> {
     if !backend.capabilities().sync {
-        let reader = block_on(py, opening::<E, B>(backend, dir))?;
-        return Ok(Arc::new(OnRuntime(reader)));
+        let reader = block_on(py, K::opening::<E, B>(backend, dir))?;
+        return Ok(K::on_runtime(reader));
     }
-    let storage = RustStorage::<E, B>::new(dir, backend);
-    detached(py, || {
-        Ok(Arc::new(storage.sync_reader()?) as Arc<dyn ReadElements>)
-    })
+    detached(py, || K::sync_reader::<E, B>(backend, dir))
 }
 
-fn open_reader<E: Element>(
-    storage: &RawStreamStorage,
+fn open_reader<K: StreamKind, E: Element>(
+    storage: &ElementSource,
     py: Python<'_>,
-) -> PyResult<Arc<dyn ReadElements>> {
-    with_backend!(&storage.source, None, |backend, dir| sync_through::<E, _>(
-        py, backend, dir
-    ))
+) -> PyResult<Arc<K::Sync>> {
+    with_backend!(
+        &storage.source,
+        None,
+        |backend, dir| sync_through::<K, E, _>(py, backend, dir)
+    )
 }
 
-fn open_async<E: Element>(
-    storage: &RawStreamStorage,
+fn open_async<K: StreamKind, E: Element>(
+    storage: &ElementSource,
     event_loop: Arc<Py<PyAny>>,
-) -> PyResult<BoxFuture<Arc<dyn AsyncElements>>> {
+) -> PyResult<BoxFuture<Arc<K::Async>>> {
     Ok(with_backend!(
         &storage.source,
         Some(event_loop),
-        |backend, dir| opening::<E, _>(backend, dir)
+        |backend, dir| K::opening::<E, _>(backend, dir)
     ))
 }
 
-fn open_writer<E: Element>(
-    storage: &RawStreamStorage,
+fn open_writer<K: StreamKind, E: Element>(
+    storage: &ElementSource,
     py: Python<'_>,
-) -> PyResult<Box<dyn WriteElements>> {
+) -> PyResult<Box<K::Write>> {
     let dir = storage.source.writable_dir()?;
-    let rust = RustStorage::<E, SeekIo>::new(dir, SeekIo::new())
-        .with_writer_options(storage.writer_options.clone());
-    detached(py, || {
-        Ok(Box::new(rust.sync_writer()?) as Box<dyn WriteElements>)
-    })
+    let options = storage.writer_options.clone();
+    detached(py, || K::writer::<E>(dir, options))
 }
 
-/// `StreamStorage`'s engine: elements named by type, bytes in and out.
-#[pyclass(frozen, module = "guideloom._guideloom")]
+/// What both stream storages hold: the source, the element type's name, writer options.
 #[derive(Debug)]
-pub(crate) struct RawStreamStorage {
+pub(crate) struct ElementSource {
     source: Source,
     element: String,
     writer_options: WriterOptions,
 }
 
-#[pymethods]
-impl RawStreamStorage {
+impl ElementSource {
+    /// The storage of `element`s under `directory` (`read_interface`: its backend).
+    pub(crate) fn new(
+        directory: &Bound<'_, PyAny>,
+        element: String,
+        read_interface: Option<&Bound<'_, PyAny>>,
+        writer_options: WriterOptions,
+    ) -> PyResult<Self> {
+        check_element(&element)?;
+        Ok(ElementSource {
+            source: Source::new(directory, read_interface)?,
+            element,
+            writer_options,
+        })
+    }
+
+    /// A sync reader of kind `K`.
+    pub(crate) fn sync_reader<K: StreamKind>(&self, py: Python<'_>) -> PyResult<Arc<K::Sync>> {
+        by_element!(self.element.as_str(), open_reader::<K>(self, py))
+    }
+
+    /// Opening an async reader of kind `K` (needs a running loop, where a Python backend's
+    /// coroutines run).
+    pub(crate) fn open_async<K: StreamKind>(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<BoxFuture<Arc<K::Async>>> {
+        let event_loop = running_loop(py)?;
+        by_element!(self.element.as_str(), open_async::<K>(self, event_loop))
+    }
+
+    /// A writer of kind `K` and the element width in bytes.
+    pub(crate) fn sync_writer<K: StreamKind>(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(Box<K::Write>, u64)> {
+        let writer = by_element!(self.element.as_str(), open_writer::<K>(self, py))?;
+        Ok((writer, check_element(&self.element)?))
+    }
+
+    /// The directory (or base URL, or the Python backend's path as text).
+    pub(crate) fn describe(&self) -> &str {
+        self.source.describe()
+    }
+}
+
+/// `StreamStorage`'s engine: elements named by type, bytes in and out.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug)]
+pub(crate) struct RawStreamStorage(ElementSource);
+
+storage_methods!(RawStreamStorage, Streams, RawStreamReader, RawAsyncStreamReader, RawStreamWriter {
     #[new]
     #[pyo3(signature = (directory, element, *, read_interface = None, max_shard_bytes = None, chunk_bytes = None))]
     fn new(
@@ -200,142 +413,52 @@ impl RawStreamStorage {
         max_shard_bytes: Option<u64>,
         chunk_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        check_element(&element)?;
-        let mut writer_options = WriterOptions::default();
-        if let Some(n) = max_shard_bytes {
-            writer_options = writer_options.max_shard_bytes(n);
-        }
-        if let Some(n) = chunk_bytes {
-            writer_options = writer_options.stream_chunk_bytes(n);
-        }
-        Ok(RawStreamStorage {
-            source: Source::new(directory, read_interface)?,
+        let options = writer_options(None, max_shard_bytes, chunk_bytes);
+        Ok(RawStreamStorage(ElementSource::new(
+            directory,
             element,
-            writer_options,
-        })
+            read_interface,
+            options,
+        )?))
     }
-
-    fn sync_reader(&self, py: Python<'_>) -> PyResult<RawStreamReader> {
-        let reader = by_element!(self.element.as_str(), open_reader(self, py))?;
-        Ok(RawStreamReader {
-            inner: Mutex::new(Some(reader)),
-        })
-    }
-
-    /// Opens an async reader (an awaitable; needs a running loop, where a Python
-    /// backend's coroutines run).
-    fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let event_loop = running_loop(py)?;
-        let opening = by_element!(self.element.as_str(), open_async(self, event_loop))?;
-        awaitable(py, opening, |py, reader| {
-            Ok(Py::new(
-                py,
-                RawAsyncStreamReader {
-                    inner: Mutex::new(Some(reader)),
-                },
-            )?
-            .into_any())
-        })
-    }
-
-    fn sync_writer(&self, py: Python<'_>) -> PyResult<RawStreamWriter> {
-        let writer = by_element!(self.element.as_str(), open_writer(self, py))?;
-        Ok(RawStreamWriter {
-            inner: Some(writer),
-            width: check_element(&self.element)?,
-        })
-    }
-
-    /// The directory (or base URL, or the Python backend's path as text).
-    #[getter]
-    fn directory(&self) -> &str {
-        self.source.describe()
-    }
-}
+});
 
 /// Reads element ranges asynchronously, as little-endian bytes.
 #[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug)]
 pub(crate) struct RawAsyncStreamReader {
-    inner: Mutex<Option<Arc<dyn AsyncElements>>>,
+    inner: Slot<Arc<dyn AsyncElements>>,
 }
 
-impl std::fmt::Debug for RawAsyncStreamReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RawAsyncStreamReader")
-    }
-}
-
-impl RawAsyncStreamReader {
-    fn engine(&self) -> PyResult<Arc<dyn AsyncElements>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
-    }
-}
-
-#[pymethods]
-impl RawAsyncStreamReader {
-    /// Elements in the stream.
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.engine()?.len())
-    }
-
+reader_methods!(RawAsyncStreamReader {
     /// Elements `offset..offset + len` as a zero-copy buffer (an awaitable).
     fn read<'py>(&self, py: Python<'py>, offset: u64, len: u64) -> PyResult<Bound<'py, PyAny>> {
-        let reading = self.engine()?.read(offset, len);
-        awaitable(py, reading, |py, bytes| {
-            Ok(Py::new(py, pyo3_bytes::PyBytes::new(bytes))?.into_any())
-        })
+        let reading = self.inner.get()?.read(offset, len);
+        awaitable(py, reading, buffer)
     }
+});
 
-    fn close(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-    }
+/// `bytes` as a zero-copy Python buffer (an awaitable's result).
+pub(crate) fn buffer(py: Python<'_>, bytes: Bytes) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, pyo3_bytes::PyBytes::new(bytes))?.into_any())
 }
 
 /// Reads element ranges as little-endian bytes.
 #[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug)]
 pub(crate) struct RawStreamReader {
-    inner: Mutex<Option<Arc<dyn ReadElements>>>,
+    inner: Slot<Arc<dyn ReadElements>>,
 }
 
-impl std::fmt::Debug for RawStreamReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RawStreamReader")
-    }
-}
-
-impl RawStreamReader {
-    fn engine(&self) -> PyResult<Arc<dyn ReadElements>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
-    }
-}
-
-#[pymethods]
-impl RawStreamReader {
-    /// Elements in the stream.
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.engine()?.len())
-    }
-
+reader_methods!(RawStreamReader {
     /// Elements `offset..offset + len` as a zero-copy buffer (copied only where the range
     /// spans shards or the bytes are not aligned for the element type).
     fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<pyo3_bytes::PyBytes> {
         Ok(pyo3_bytes::PyBytes::new(
-            self.engine()?.read(py, offset, len)?,
+            self.inner.get()?.read(py, offset, len)?,
         ))
     }
-
-    fn close(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-    }
-}
+});
 
 /// Appends elements given as little-endian bytes.
 #[pyclass(module = "guideloom._guideloom")]
@@ -350,25 +473,12 @@ impl std::fmt::Debug for RawStreamWriter {
     }
 }
 
-#[pymethods]
-impl RawStreamWriter {
+writer_methods!(RawStreamWriter {
     /// Appends the elements in `data` (a whole number of elements, little-endian).
     fn append(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let bytes = raw_bytes(data)?;
-        let width = usize::try_from(self.width).unwrap_or(1);
-        if !bytes.len().is_multiple_of(width) {
-            return Err(raise(
-                "InvalidArgumentError",
-                format!(
-                    "{} bytes are not a whole number of {width}-byte elements",
-                    bytes.len()
-                ),
-            ));
-        }
-        let writer = self
-            .inner
-            .as_mut()
-            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
+        whole_elements(bytes.len(), self.width)?;
+        let writer = unfinished(self.inner.as_mut())?;
         detached(py, || writer.append(&bytes))
     }
 
@@ -376,18 +486,4 @@ impl RawStreamWriter {
     fn len(&self) -> u64 {
         self.inner.as_ref().map_or(0, |w| w.len())
     }
-
-    /// Finishes the last shard; returns the number of shards written.
-    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let writer = self
-            .inner
-            .take()
-            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
-        detached(py, || writer.finish())
-    }
-
-    /// Drops the writer without finishing (its unfinished shard is discarded).
-    fn abort(&mut self) {
-        self.inner.take();
-    }
-}
+});

@@ -6,7 +6,8 @@
 //! (`python/guideloom/_stream_meta.py`) views the element bytes as numpy arrays, no copy.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use guideloom::format::{
@@ -18,11 +19,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::aio::awaitable;
-use crate::errors::{Error, raise};
+use crate::errors::Error;
 use crate::format::{annotation_value, from_value, raw_bytes};
+use crate::options::writer_options;
 use crate::runtime::{block_on, detached};
-use crate::source::{BoxFuture, Source, running_loop, with_backend};
-use crate::stream::{by_element, check_element};
+use crate::slices::Slot;
+use crate::source::BoxFuture;
+use crate::stream::{
+    ElementSource, OnRuntime, StreamKind, buffer, elements_of, reader_methods, storage_methods,
+    unfinished, whole_elements, writer_methods,
+};
 
 /// Documents as they leave Rust: little-endian element bytes and the metadata value.
 type Docs = Vec<(Bytes, Value)>;
@@ -102,10 +108,7 @@ impl<E: Element> AsyncReadDocs for AsyncStreamWithMetaReader<E, Value> {
     }
 }
 
-/// An async reader driven on the process runtime (the sync reader of HTTP).
-struct OnRuntime(Arc<dyn AsyncReadDocs>);
-
-impl ReadDocs for OnRuntime {
+impl ReadDocs for OnRuntime<dyn AsyncReadDocs> {
     fn num_docs(&self) -> u64 {
         self.0.num_docs()
     }
@@ -132,8 +135,7 @@ trait WriteDocs: Send + Sync {
 
 impl<E: Element> WriteDocs for StreamWithMetaWriter<E, Value> {
     fn append(&mut self, le_bytes: &[u8], meta: &Value) -> Result<u64, Error> {
-        let width = usize::try_from(E::WIDTH).unwrap_or(1);
-        let elements: Vec<E> = le_bytes.chunks_exact(width).map(E::from_le).collect();
+        let elements = elements_of::<E>(le_bytes);
         Ok(StreamWithMetaWriter::append(self, &elements, meta)?)
     }
     fn num_docs(&self) -> u64 {
@@ -144,59 +146,38 @@ impl<E: Element> WriteDocs for StreamWithMetaWriter<E, Value> {
     }
 }
 
-fn opening<E: Element, B: Backend>(
-    backend: B,
-    dir: B::Location,
-) -> BoxFuture<Arc<dyn AsyncReadDocs>> {
-    let storage = RustStorage::<E, Value, B>::new(dir, backend);
-    Box::pin(async move { Ok(Arc::new(storage.async_reader().await?) as Arc<dyn AsyncReadDocs>) })
-}
+/// `StreamWithMetaStorage`: [`ReadDocs`], [`AsyncReadDocs`] and [`WriteDocs`].
+enum WithMeta {}
 
-fn sync_through<E: Element, B: Backend>(
-    py: Python<'_>,
-    backend: B,
-    dir: B::Location,
-) -> PyResult<Arc<dyn ReadDocs>> {
-    if !backend.capabilities().sync {
-        let reader = block_on(py, opening::<E, B>(backend, dir))?;
-        return Ok(Arc::new(OnRuntime(reader)));
+impl StreamKind for WithMeta {
+    type Sync = dyn ReadDocs;
+    type Async = dyn AsyncReadDocs;
+    type Write = dyn WriteDocs;
+    fn opening<E: Element, B: Backend>(
+        backend: B,
+        dir: B::Location,
+    ) -> BoxFuture<Arc<dyn AsyncReadDocs>> {
+        let storage = RustStorage::<E, Value, B>::new(dir, backend);
+        Box::pin(async move { Ok(Arc::new(storage.async_reader().await?) as Arc<_>) })
     }
-    let storage = RustStorage::<E, Value, B>::new(dir, backend);
-    detached(py, || {
-        Ok(Arc::new(storage.sync_reader()?) as Arc<dyn ReadDocs>)
-    })
-}
-
-fn open_reader<E: Element>(
-    storage: &RawStreamMetaStorage,
-    py: Python<'_>,
-) -> PyResult<Arc<dyn ReadDocs>> {
-    with_backend!(&storage.source, None, |backend, dir| sync_through::<E, _>(
-        py, backend, dir
-    ))
-}
-
-fn open_async<E: Element>(
-    storage: &RawStreamMetaStorage,
-    event_loop: Arc<Py<PyAny>>,
-) -> PyResult<BoxFuture<Arc<dyn AsyncReadDocs>>> {
-    Ok(with_backend!(
-        &storage.source,
-        Some(event_loop),
-        |backend, dir| opening::<E, _>(backend, dir)
-    ))
-}
-
-fn open_writer<E: Element>(
-    storage: &RawStreamMetaStorage,
-    py: Python<'_>,
-) -> PyResult<Box<dyn WriteDocs>> {
-    let dir = storage.source.writable_dir()?;
-    let rust = RustStorage::<E, Value, SeekIo>::new(dir, SeekIo::new())
-        .with_writer_options(storage.writer_options.clone());
-    detached(py, || {
-        Ok(Box::new(rust.sync_writer()?) as Box<dyn WriteDocs>)
-    })
+    fn sync_reader<E: Element, B: Backend>(
+        backend: B,
+        dir: B::Location,
+    ) -> Result<Arc<dyn ReadDocs>, Error> {
+        let storage = RustStorage::<E, Value, B>::new(dir, backend);
+        Ok(Arc::new(storage.sync_reader()?))
+    }
+    fn on_runtime(reader: Arc<dyn AsyncReadDocs>) -> Arc<dyn ReadDocs> {
+        Arc::new(OnRuntime(reader))
+    }
+    fn writer<E: Element>(
+        dir: PathBuf,
+        options: WriterOptions,
+    ) -> Result<Box<dyn WriteDocs>, Error> {
+        let storage =
+            RustStorage::<E, Value, SeekIo>::new(dir, SeekIo::new()).with_writer_options(options);
+        Ok(Box::new(storage.sync_writer()?))
+    }
 }
 
 /// Documents as a list of `(Bytes, metadata)` tuples.
@@ -212,14 +193,14 @@ fn docs_list<'py>(py: Python<'py>, docs: Docs) -> PyResult<Bound<'py, PyList>> {
 /// `StreamWithMetaStorage`'s engine: elements named by type, bytes and metadata in and out.
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug)]
-pub(crate) struct RawStreamMetaStorage {
-    source: Source,
-    element: String,
-    writer_options: WriterOptions,
-}
+pub(crate) struct RawStreamMetaStorage(ElementSource);
 
-#[pymethods]
-impl RawStreamMetaStorage {
+storage_methods!(
+    RawStreamMetaStorage,
+    WithMeta,
+    RawStreamMetaReader,
+    RawAsyncStreamMetaReader,
+    RawStreamMetaWriter {
     #[new]
     #[pyo3(signature = (directory, element, *, read_interface = None, max_shard_records = None, max_shard_bytes = None))]
     fn new(
@@ -229,171 +210,79 @@ impl RawStreamMetaStorage {
         max_shard_records: Option<u64>,
         max_shard_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        check_element(&element)?;
-        let mut writer_options = WriterOptions::default();
-        if let Some(n) = max_shard_records {
-            writer_options = writer_options.max_shard_records(n);
-        }
-        if let Some(n) = max_shard_bytes {
-            writer_options = writer_options.max_shard_bytes(n);
-        }
-        Ok(RawStreamMetaStorage {
-            source: Source::new(directory, read_interface)?,
+        let options = writer_options(max_shard_records, max_shard_bytes, None);
+        Ok(RawStreamMetaStorage(ElementSource::new(
+            directory,
             element,
-            writer_options,
-        })
+            read_interface,
+            options,
+        )?))
     }
+});
 
-    fn sync_reader(&self, py: Python<'_>) -> PyResult<RawStreamMetaReader> {
-        let reader = by_element!(self.element.as_str(), open_reader(self, py))?;
-        Ok(RawStreamMetaReader {
-            inner: Mutex::new(Some(reader)),
-        })
-    }
+/// [`reader_methods!`] with `num_docs()` and `doc_range(i)` (the element range
+/// `(start, stop)` of document `i`), written once for the sync and async twins.
+macro_rules! doc_reader_methods {
+    ($class:ident { $($methods:tt)* }) => {
+        reader_methods!($class {
+            /// Documents.
+            fn num_docs(&self) -> PyResult<u64> {
+                Ok(self.inner.get()?.num_docs())
+            }
 
-    /// Opens an async reader (an awaitable, inside a running loop).
-    fn open_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let event_loop = running_loop(py)?;
-        let opening = by_element!(self.element.as_str(), open_async(self, event_loop))?;
-        awaitable(py, opening, |py, reader| {
-            Ok(Py::new(
-                py,
-                RawAsyncStreamMetaReader {
-                    inner: Mutex::new(Some(reader)),
-                },
-            )?
-            .into_any())
-        })
-    }
+            /// Element range `(start, stop)` of document `i`.
+            fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
+                let range = self.inner.get()?.doc_range(i)?;
+                Ok((range.start, range.end))
+            }
 
-    fn sync_writer(&self, py: Python<'_>) -> PyResult<RawStreamMetaWriter> {
-        let writer = by_element!(self.element.as_str(), open_writer(self, py))?;
-        Ok(RawStreamMetaWriter {
-            inner: Some(writer),
-            width: check_element(&self.element)?,
-        })
-    }
-
-    /// The directory (or base URL, or the Python backend's path as text).
-    #[getter]
-    fn directory(&self) -> &str {
-        self.source.describe()
-    }
+            $($methods)*
+        });
+    };
 }
 
 /// Reads documents (element bytes + metadata) and element ranges.
 #[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug)]
 pub(crate) struct RawStreamMetaReader {
-    inner: Mutex<Option<Arc<dyn ReadDocs>>>,
+    inner: Slot<Arc<dyn ReadDocs>>,
 }
 
-impl std::fmt::Debug for RawStreamMetaReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RawStreamMetaReader")
-    }
-}
-
-impl RawStreamMetaReader {
-    fn engine(&self) -> PyResult<Arc<dyn ReadDocs>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
-    }
-}
-
-#[pymethods]
-impl RawStreamMetaReader {
-    /// Documents.
-    fn num_docs(&self) -> PyResult<u64> {
-        Ok(self.engine()?.num_docs())
-    }
-
-    /// Elements in the stream.
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.engine()?.len())
-    }
-
-    /// Element range `(start, stop)` of document `i`.
-    fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
-        let r = self.engine()?.doc_range(i)?;
-        Ok((r.start, r.end))
-    }
-
+doc_reader_methods!(RawStreamMetaReader {
     /// Documents `indices`: `(element bytes, metadata)` each, one batched read per shard.
     fn read_docs<'py>(&self, py: Python<'py>, indices: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
-        let docs = self.engine()?.read_docs(py, indices)?;
+        let docs = self.inner.get()?.read_docs(py, indices)?;
         docs_list(py, docs)
     }
 
     /// Elements `offset..offset + len` as a zero-copy buffer.
     fn read(&self, py: Python<'_>, offset: u64, len: u64) -> PyResult<pyo3_bytes::PyBytes> {
         Ok(pyo3_bytes::PyBytes::new(
-            self.engine()?.read(py, offset, len)?,
+            self.inner.get()?.read(py, offset, len)?,
         ))
     }
-
-    fn close(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-    }
-}
+});
 
 /// The async twin of [`RawStreamMetaReader`]: reads are awaitables.
 #[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug)]
 pub(crate) struct RawAsyncStreamMetaReader {
-    inner: Mutex<Option<Arc<dyn AsyncReadDocs>>>,
+    inner: Slot<Arc<dyn AsyncReadDocs>>,
 }
 
-impl std::fmt::Debug for RawAsyncStreamMetaReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RawAsyncStreamMetaReader")
-    }
-}
-
-impl RawAsyncStreamMetaReader {
-    fn engine(&self) -> PyResult<Arc<dyn AsyncReadDocs>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| raise("GuideloomError", "the reader is closed"))
-    }
-}
-
-#[pymethods]
-impl RawAsyncStreamMetaReader {
-    fn num_docs(&self) -> PyResult<u64> {
-        Ok(self.engine()?.num_docs())
-    }
-
-    fn len(&self) -> PyResult<u64> {
-        Ok(self.engine()?.len())
-    }
-
-    fn doc_range(&self, i: u64) -> PyResult<(u64, u64)> {
-        let r = self.engine()?.doc_range(i)?;
-        Ok((r.start, r.end))
-    }
-
+doc_reader_methods!(RawAsyncStreamMetaReader {
     fn read_docs<'py>(&self, py: Python<'py>, indices: Vec<u64>) -> PyResult<Bound<'py, PyAny>> {
-        let reading = self.engine()?.read_docs(indices);
+        let reading = self.inner.get()?.read_docs(indices);
         awaitable(py, reading, |py, docs| {
             Ok(docs_list(py, docs)?.into_any().unbind())
         })
     }
 
     fn read<'py>(&self, py: Python<'py>, offset: u64, len: u64) -> PyResult<Bound<'py, PyAny>> {
-        let reading = self.engine()?.read(offset, len);
-        awaitable(py, reading, |py, bytes| {
-            Ok(Py::new(py, pyo3_bytes::PyBytes::new(bytes))?.into_any())
-        })
+        let reading = self.inner.get()?.read(offset, len);
+        awaitable(py, reading, buffer)
     }
-
-    fn close(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-    }
-}
+});
 
 /// Appends documents: element bytes (little-endian) and a JSON-compatible metadata value.
 #[pyclass(module = "guideloom._guideloom")]
@@ -408,8 +297,7 @@ impl std::fmt::Debug for RawStreamMetaWriter {
     }
 }
 
-#[pymethods]
-impl RawStreamMetaWriter {
+writer_methods!(RawStreamMetaWriter {
     /// Appends one document; returns its number.
     fn append(
         &mut self,
@@ -418,21 +306,9 @@ impl RawStreamMetaWriter {
         meta: &Bound<'_, PyAny>,
     ) -> PyResult<u64> {
         let bytes = raw_bytes(data)?;
-        let width = usize::try_from(self.width).unwrap_or(1);
-        if !bytes.len().is_multiple_of(width) {
-            return Err(raise(
-                "InvalidArgumentError",
-                format!(
-                    "{} bytes are not a whole number of {width}-byte elements",
-                    bytes.len()
-                ),
-            ));
-        }
+        whole_elements(bytes.len(), self.width)?;
         let meta = annotation_value(meta)?;
-        let writer = self
-            .inner
-            .as_mut()
-            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
+        let writer = unfinished(self.inner.as_mut())?;
         detached(py, || writer.append(&bytes, &meta))
     }
 
@@ -440,18 +316,4 @@ impl RawStreamMetaWriter {
     fn num_docs(&self) -> u64 {
         self.inner.as_ref().map_or(0, |w| w.num_docs())
     }
-
-    /// Finishes the last shard pair; returns the number of shards written (meta and stream).
-    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let writer = self
-            .inner
-            .take()
-            .ok_or_else(|| raise("GuideloomError", "the writer is finished"))?;
-        detached(py, || writer.finish())
-    }
-
-    /// Drops the writer without finishing (its unfinished shard pair is discarded).
-    fn abort(&mut self) {
-        self.inner.take();
-    }
-}
+});
