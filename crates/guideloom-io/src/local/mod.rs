@@ -39,6 +39,8 @@ mod buffers;
 mod mmap;
 mod pread;
 mod seek;
+#[cfg(unix)]
+mod shared_file;
 #[cfg(all(feature = "uring", target_os = "linux"))]
 mod uring;
 #[cfg(all(feature = "uring", target_os = "linux"))]

@@ -259,27 +259,25 @@ mod unix {
     use std::fs::File;
     use std::ops::Range;
     use std::path::Path;
-    use std::sync::RwLock;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use bytes::Bytes;
 
     use super::super::buffers::{Arena, NowOutcome, read_fresh, read_into, read_nowait};
-    use super::super::{LocalReader, check_ranges, closed, describe, open_file};
+    use super::super::shared_file::SharedFile;
+    use super::super::{LocalReader, check_ranges, describe, open_file};
     use super::PreadIo;
     use crate::coalesce::{plan, planned_bytes, read_planned};
     use crate::error::{Result, check_range};
     use crate::reader::{SyncReader, Tail};
 
-    /// A `PreadIo` reader: the file behind a read-write lock (`None` once closed).
+    /// A `PreadIo` reader: the file shared by its reads until closed.
     #[derive(Debug)]
     pub(crate) struct PreadReader {
         location: String,
         size: u64,
         config: PreadIo,
-        file: RwLock<Option<File>>,
-        /// Set by `close`, so `size` answers without touching the lock.
-        closed: AtomicBool,
+        file: SharedFile,
         /// The buffer `read_ranges` batches reuse.
         arena: Arena,
         /// Whether async reads still try `RWF_NOWAIT` first (cleared when the file system
@@ -300,8 +298,7 @@ mod unix {
                 location,
                 size,
                 config,
-                file: RwLock::new(Some(file)),
-                closed: AtomicBool::new(false),
+                file: SharedFile::new(file),
                 arena: Arena::new(config.batch_arena),
                 nowait: AtomicBool::new(config.inline_reads > 0),
             }
@@ -327,12 +324,7 @@ mod unix {
 
         /// Runs `f` on the open file under a shared lock, or fails with `Closed`.
         fn with_file<T>(&self, f: impl FnOnce(&File) -> Result<T>) -> Result<T> {
-            // A poisoned lock only means a reader panicked; the file itself is intact.
-            let guard = self.file.read().unwrap_or_else(|p| p.into_inner());
-            match guard.as_ref() {
-                Some(file) => f(file),
-                None => Err(closed(&self.location)),
-            }
+            self.file.with(&self.location, f)
         }
 
         fn pread(&self, file: &File, offset: u64, len: u64) -> Result<Bytes> {
@@ -403,19 +395,14 @@ mod unix {
         }
 
         fn close(&self) -> Result<()> {
-            self.closed.store(true, Ordering::Release);
-            // Waits for in-flight reads, then drops the file (closing its descriptor).
-            let taken = self.file.write().unwrap_or_else(|p| p.into_inner()).take();
-            drop(taken);
+            self.file.close();
             Ok(())
         }
     }
 
     impl LocalReader for PreadReader {
         fn cached_size(&self) -> Result<u64> {
-            if self.closed.load(Ordering::Acquire) {
-                return Err(closed(&self.location));
-            }
+            self.file.check_open(&self.location)?;
             Ok(self.size)
         }
 
@@ -423,11 +410,8 @@ mod unix {
             if !self.tries_now(len) {
                 return None;
             }
-            let guard = self.file.read().unwrap_or_else(|p| p.into_inner());
-            match guard.as_ref() {
-                Some(file) => self.now(file, offset, len).map(Ok),
-                None => Some(Err(closed(&self.location))),
-            }
+            self.file
+                .try_with(&self.location, |file| self.now(file, offset, len).map(Ok))
         }
 
         fn read_ranges_now(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
@@ -435,15 +419,13 @@ mod unix {
             if !self.tries_now(planned_bytes(&plan)) {
                 return None;
             }
-            let guard = self.file.read().unwrap_or_else(|p| p.into_inner());
-            let Some(file) = guard.as_ref() else {
-                return Some(Err(closed(&self.location)));
-            };
-            read_planned(&plan, ranges, |offset, len| {
-                self.now(file, offset, len).ok_or(())
+            self.file.try_with(&self.location, |file| {
+                read_planned(&plan, ranges, |offset, len| {
+                    self.now(file, offset, len).ok_or(())
+                })
+                .ok()
+                .map(Ok)
             })
-            .ok()
-            .map(Ok)
         }
     }
 }

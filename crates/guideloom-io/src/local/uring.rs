@@ -6,17 +6,17 @@ use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 
 use super::buffers::{Arena, read_fresh};
+use super::shared_file::SharedFile;
 use super::uring_ring::{self, Failure, Op};
 use super::{
     BlockingAsync, DEFAULT_BATCH_ARENA, LOCAL_COALESCE, LocalReader, blocking, buf_len,
-    check_ranges, closed, describe, open_file_with,
+    check_ranges, describe, open_file_with,
 };
 use crate::backend::{Backend, Capabilities};
 use crate::coalesce::{CoalescePolicy, MergedRange, plan, split_owned};
@@ -295,15 +295,14 @@ struct Slot {
     need: usize,
 }
 
-/// A `UringIo` reader: the file behind a read-write lock (`None` once closed).
+/// A `UringIo` reader: the file shared by its reads until closed.
 #[derive(Debug)]
 pub(super) struct UringReader {
     location: String,
     size: u64,
     config: UringIo,
     align: Align,
-    file: RwLock<Option<File>>,
-    closed: AtomicBool,
+    file: SharedFile,
     arena: Arena,
 }
 
@@ -359,19 +358,14 @@ impl UringReader {
             size,
             config,
             align,
-            file: RwLock::new(Some(file)),
-            closed: AtomicBool::new(false),
+            file: SharedFile::new(file),
             arena: Arena::new(config.batch_arena),
         })
     }
 
     /// Runs `f` on the open file under a shared lock, or fails with `Closed`.
     fn with_file<T>(&self, f: impl FnOnce(&File) -> Result<T>) -> Result<T> {
-        let guard = self.file.read().unwrap_or_else(|p| p.into_inner());
-        match guard.as_ref() {
-            Some(file) => f(file),
-            None => Err(closed(&self.location)),
-        }
+        self.file.with(&self.location, f)
     }
 
     /// One read of the buffered mode is a `pread`; of the direct mode, a batch of one.
@@ -524,19 +518,15 @@ impl SyncReader for UringReader {
     }
 
     fn close(&self) -> Result<()> {
-        self.closed.store(true, Ordering::Release);
         // Waits for in-flight batches (which hold the read lock), then closes the file.
-        let taken = self.file.write().unwrap_or_else(|p| p.into_inner()).take();
-        drop(taken);
+        self.file.close();
         Ok(())
     }
 }
 
 impl LocalReader for UringReader {
     fn cached_size(&self) -> Result<u64> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(closed(&self.location));
-        }
+        self.file.check_open(&self.location)?;
         Ok(self.size)
     }
 }
