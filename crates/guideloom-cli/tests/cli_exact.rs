@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{BIN, fails, guideloom, json, ok};
+use common::{BIN, fails, guideloom, json, ok, write_and_publish};
 
 /// Writes `lines` as a JSON Lines file, writes and publishes it into a new root; the root.
 fn publish_lines(tmp: &Path, lines: &[&str]) -> String {
@@ -18,23 +18,7 @@ fn publish_lines(tmp: &Path, lines: &[&str]) -> String {
     std::fs::write(&input, lines.join("\n") + "\n").unwrap();
     let root = tmp.join("root");
     let r = root.to_str().unwrap().to_owned();
-    ok(guideloom(&[
-        "write",
-        "--root",
-        &r,
-        "--work-id",
-        "w",
-        input.to_str().unwrap(),
-    ]));
-    ok(guideloom(&[
-        "publish",
-        "--root",
-        &r,
-        "--dataset-id",
-        "d",
-        "--snapshot-id",
-        "s",
-    ]));
+    write_and_publish(&r, input.to_str().unwrap());
     r
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fails, guideloom, json, ok, stderr, stdout};
+use common::{fails, guideloom, json, ok, stderr, stdout, write_and_publish};
 
 /// A directory of raw records: binary, empty, UTF-8 with a newline; names sort as listed.
 fn raw_inputs(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
@@ -65,23 +65,7 @@ fn get_raw_writes_the_exact_bytes() {
     std::fs::write(&input, "{\"a\":1}\n").unwrap();
     let cbor_root = tmp.path().join("cbor");
     let c = cbor_root.to_str().unwrap();
-    ok(guideloom(&[
-        "write",
-        "--root",
-        c,
-        "--work-id",
-        "w",
-        input.to_str().unwrap(),
-    ]));
-    ok(guideloom(&[
-        "publish",
-        "--root",
-        c,
-        "--dataset-id",
-        "d",
-        "--snapshot-id",
-        "s",
-    ]));
+    write_and_publish(c, input.to_str().unwrap());
     let o = guideloom(&["get", c, "0", "--raw"]);
     assert_eq!(o.stdout, [0xa1, 0x61, b'a', 0x01], "{}", stderr(&o));
     // --raw with --json is refused; an index past the end says the length.
@@ -150,23 +134,7 @@ fn raw_input_file_names_are_kept() {
     std::fs::write(&input, "1\n").unwrap();
     let other = tmp.path().join("cbor");
     let c = other.to_str().unwrap();
-    ok(guideloom(&[
-        "write",
-        "--root",
-        c,
-        "--work-id",
-        "w",
-        input.to_str().unwrap(),
-    ]));
-    ok(guideloom(&[
-        "publish",
-        "--root",
-        c,
-        "--dataset-id",
-        "d",
-        "--snapshot-id",
-        "s",
-    ]));
+    write_and_publish(c, input.to_str().unwrap());
     let v = json(&ok(guideloom(&["get", c, "0", "--json"])));
     assert!(v.get("name").is_none(), "{v}");
 }

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fails, guideloom, guideloom_env, json, ok, stderr, write_jsonl};
+use common::{fails, guideloom, guideloom_env, json, ok, stderr, write_and_publish, write_jsonl};
 
 /// Exit status 2 (a usage error) with `needle` in the message.
 #[track_caller]
@@ -217,23 +217,7 @@ fn global_options_are_listed_once_and_work_after_the_command() {
     let r = root.to_str().unwrap();
     let input = tmp.path().join("a.jsonl");
     write_jsonl(&input, "a", 3);
-    ok(guideloom(&[
-        "write",
-        "--root",
-        r,
-        "--work-id",
-        "w",
-        input.to_str().unwrap(),
-    ]));
-    ok(guideloom(&[
-        "publish",
-        "--root",
-        r,
-        "--dataset-id",
-        "d",
-        "--snapshot-id",
-        "s",
-    ]));
+    write_and_publish(r, input.to_str().unwrap());
     let after = ok(guideloom(&[
         "get",
         r,
@@ -313,23 +297,7 @@ fn annotations_lists_sets_and_prints_values() {
     let r = root.to_str().unwrap();
     let input = tmp.path().join("a.jsonl");
     write_jsonl(&input, "a", 4);
-    ok(guideloom(&[
-        "write",
-        "--root",
-        r,
-        "--work-id",
-        "w",
-        input.to_str().unwrap(),
-    ]));
-    ok(guideloom(&[
-        "publish",
-        "--root",
-        r,
-        "--dataset-id",
-        "d",
-        "--snapshot-id",
-        "s",
-    ]));
+    write_and_publish(r, input.to_str().unwrap());
     assert_eq!(ok(guideloom(&["annotations", r])), "annotation sets: 0\n");
     let values = tmp.path().join("v.jsonl");
     // Exact text comes back: key order and number spelling kept.
@@ -398,23 +366,7 @@ fn cat_end_past_the_end_clamps() {
     let r = root.to_str().unwrap();
     let input = tmp.path().join("a.jsonl");
     write_jsonl(&input, "a", 5);
-    ok(guideloom(&[
-        "write",
-        "--root",
-        r,
-        "--work-id",
-        "w",
-        input.to_str().unwrap(),
-    ]));
-    ok(guideloom(&[
-        "publish",
-        "--root",
-        r,
-        "--dataset-id",
-        "d",
-        "--snapshot-id",
-        "s",
-    ]));
+    write_and_publish(r, input.to_str().unwrap());
     let all = ok(guideloom(&["cat", r]));
     assert_eq!(ok(guideloom(&["cat", r, "--end", "1000"])), all);
     let tail = ok(guideloom(&["cat", r, "--start", "3", "--end", "1000"]));

@@ -83,6 +83,28 @@ pub fn write_jsonl(path: &Path, prefix: &str, n: usize) {
     }
 }
 
+/// `guideloom write --root ROOT --work-id w INPUT`, then `publish --root ROOT --dataset-id d
+/// --snapshot-id s`, each required to succeed: a published root to read in one line.
+pub fn write_and_publish(root: &str, input: &str) {
+    ok(guideloom(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        "w",
+        input,
+    ]));
+    ok(guideloom(&[
+        "publish",
+        "--root",
+        root,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s",
+    ]));
+}
+
 /// The paths of every file under `dir`, relative and `/`-separated, sorted (empty when `dir`
 /// does not exist). "Nothing was written" checks list the tree rather than probing one path,
 /// so they keep failing when the layout moves a file.
