@@ -9,6 +9,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::cli::{AnnotationsArgs, Global};
+use crate::commands::info::{print_sets, set_json};
 use crate::error::{CliError, Result};
 use crate::json::json_string;
 use crate::output;
@@ -54,26 +55,14 @@ pub(crate) async fn run(args: AnnotationsArgs, global: &Global) -> Result<()> {
                 .entries
                 .iter()
                 .map(|e| {
-                    json!({
-                        "set": e.set, "version": e.version, "snapshot_id": e.snapshot_id,
-                        "values": e.value_count, "bytes": e.size, "key": e.key,
-                    })
+                    let mut set = set_json(e);
+                    set["key"] = json!(e.key);
+                    set
                 })
                 .collect();
             return output::print_json(&json!({"root": root.name, "annotation_sets": sets}));
         }
-        output::line(&format!("annotation sets: {}", catalog.entries.len()))?;
-        for e in &catalog.entries {
-            output::line(&format!(
-                "  {}/{} on snapshot {}: {} values, {}",
-                e.set,
-                e.version,
-                e.snapshot_id,
-                e.value_count,
-                output::bytes(e.size)
-            ))?;
-        }
-        return Ok(());
+        return print_sets(&catalog);
     };
     let version = args.set_version.as_deref();
     let entry = catalog.find(&name, version).ok_or_else(|| {

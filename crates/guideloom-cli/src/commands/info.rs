@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use guideloom_publish::Snapshot;
+use guideloom_publish::{AnnotationEntry, Catalog, Snapshot};
 use serde_json::json;
 
 use crate::cli::{Global, InfoArgs};
@@ -133,16 +133,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
                 })
             })
             .collect();
-        let sets: Vec<_> = catalog
-            .entries
-            .iter()
-            .map(|e| {
-                json!({
-                    "set": e.set, "version": e.version, "snapshot_id": e.snapshot_id,
-                    "values": e.value_count, "bytes": e.size,
-                })
-            })
-            .collect();
+        let sets: Vec<_> = catalog.entries.iter().map(set_json).collect();
         return output::print_json(&json!({
             "root": root.name,
             "dataset_id": identity.dataset_id,
@@ -199,6 +190,19 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             shards.len()
         ))?;
     }
+    print_sets(&catalog)
+}
+
+/// One annotation set of the catalog as `info --json` and `annotations --json` print it.
+pub(super) fn set_json(e: &AnnotationEntry) -> serde_json::Value {
+    json!({
+        "set": e.set, "version": e.version, "snapshot_id": e.snapshot_id,
+        "values": e.value_count, "bytes": e.size,
+    })
+}
+
+/// The catalog's annotation sets, a count then one line each.
+pub(super) fn print_sets(catalog: &Catalog) -> Result<()> {
     output::line(&format!("annotation sets: {}", catalog.entries.len()))?;
     for e in &catalog.entries {
         output::line(&format!(
