@@ -83,6 +83,7 @@ pub fn moto(test: &str) -> Option<Moto> {
 pub(crate) fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
     let env = |k: &str| var(k).unwrap_or_else(|| "test".to_owned());
     // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
+    guideloom_io::tls::install_crypto_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_bucket_name(bucket)

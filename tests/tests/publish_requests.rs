@@ -178,6 +178,7 @@ fn serve(conn: TcpStream, objects: &Mutex<HashMap<String, Vec<u8>>>) {
 fn probe_refuses_a_fake_s3_that_ignores_conditional_headers() {
     let server = FakeS3::start();
     let endpoint = format!("http://127.0.0.1:{}", server.port);
+    guideloom_io::tls::install_crypto_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(&endpoint)
         .with_bucket_name("bucket")

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use common::{fails, guideloom_env, json, ok, write_jsonl};
 use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, CHUNK_HEADER_SIZE};
+#[cfg(feature = "s3")]
 use object_store::ObjectStoreExt as _;
 
 /// Record `i` of the ArrayRecord file: UTF-8 text (a JSON string), every 10th one binary
@@ -171,6 +172,7 @@ fn local_root_with_array_record_shards() {
 
 /// moto when the servers are configured; skipped with a reason otherwise, a failure under
 /// `GUIDELOOM_CI=1`.
+#[cfg(feature = "s3")]
 #[test]
 fn s3_root_with_array_record_shards() {
     let (Ok(endpoint), Ok(bucket)) = (
@@ -194,6 +196,7 @@ fn s3_root_with_array_record_shards() {
             .as_nanos()
     );
     let root = format!("s3://{bucket}/{prefix}");
+    guideloom_io::tls::install_crypto_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(&endpoint)
         .with_bucket_name(&bucket)

@@ -90,6 +90,8 @@ fn setup(rt: &Runtime) -> Result<Setup, String> {
     let local = PathBuf::from(root).join(&name);
     std::fs::write(&local, &data).map_err(|e| format!("{}: {e}", local.display()))?;
 
+    guideloom_io::tls::install_crypto_provider();
+
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_bucket_name(bucket)

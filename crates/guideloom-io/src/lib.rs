@@ -110,6 +110,12 @@ pub mod objstore;
 pub mod reader;
 pub mod retry;
 pub mod stats;
+#[cfg(feature = "cloud-tls")]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "s3", feature = "gcs", feature = "azure")))
+)]
+pub mod tls;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
 pub use coalesce::CoalescePolicy;

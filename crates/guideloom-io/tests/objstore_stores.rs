@@ -248,6 +248,7 @@ fn in_memory_conformance_kit() {
 #[cfg(feature = "s3")]
 fn moto_store(endpoint: String, bucket: String) -> Arc<dyn ObjectStore> {
     // Not from_env: this machine sets AWS_CA_BUNDLE and other variables.
+    guideloom_io::tls::install_crypto_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_bucket_name(bucket)

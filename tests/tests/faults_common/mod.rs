@@ -116,6 +116,7 @@ fn env(k: &str, default: &str) -> String {
 /// dummy credentials from the environment.
 pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
     let retry = s3_retry();
+    guideloom_io::tls::install_crypto_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_bucket_name(bucket)

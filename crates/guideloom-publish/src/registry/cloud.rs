@@ -65,6 +65,8 @@ fn describe_endpoint(endpoint: &str) -> String {
 
 #[cfg(any(feature = "gcs", feature = "azure"))]
 fn client_options(allow_http: bool, retry: &S3Retry) -> object_store::ClientOptions {
+    // Every gs:// and az:// client is built after this: reqwest then finds ring installed.
+    guideloom_io::tls::install_crypto_provider();
     retry.client_options(object_store::ClientOptions::new().with_allow_http(allow_http))
 }
 

@@ -44,6 +44,17 @@ use tracing::{Instrument, debug, info_span, warn};
 use super::S3Options;
 use crate::error::{Error, Result};
 
+/// The providers' configuration with their HTTP client (STS, SSO, instance metadata) on the
+/// one TLS stack of guideloom: rustls with ring. aws-config's default client is built without
+/// `default-https-client`, which would add aws-lc-rs.
+fn provider_config() -> ProviderConfig {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let client = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    ProviderConfig::default().with_http_client(client)
+}
+
 /// A cached credential is refreshed this long before it expires.
 pub(crate) const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
 
@@ -377,8 +388,7 @@ impl AwsChainCredentials {
             .get_or_init(|| async {
                 match &self.source {
                     Source::Profile { name, region } => {
-                        let config =
-                            ProviderConfig::default().with_region(region.clone().map(Region::new));
+                        let config = provider_config().with_region(region.clone().map(Region::new));
                         SharedCredentialsProvider::new(
                             ProfileFileCredentialsProvider::builder()
                                 .configure(&config)
@@ -387,7 +397,8 @@ impl AwsChainCredentials {
                         )
                     }
                     Source::DefaultChain { region } => {
-                        let mut builder = DefaultCredentialsChain::builder();
+                        let mut builder =
+                            DefaultCredentialsChain::builder().configure(provider_config());
                         if let Some(region) = region {
                             builder = builder.region(Region::new(region.clone()));
                         }

@@ -150,6 +150,8 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
             ),
         });
     }
+    // reqwest takes the process's rustls provider: make it ring (one TLS stack).
+    guideloom_io::tls::install_crypto_provider();
     // Environment first (the standard chain's AWS_* variables), then explicit options win.
     let mut builder = AmazonS3Builder::from_env()
         .with_bucket_name(bucket)
