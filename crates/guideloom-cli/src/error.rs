@@ -6,6 +6,9 @@ use std::path::PathBuf;
 /// `Result` with [`CliError`].
 pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
 
+/// The CLI's cargo features that decide which roots it can open (see its Cargo.toml).
+const CLI_FEATURES: [&str; 5] = ["aws-profile", "s3", "http", "gcs", "azure"];
+
 /// Everything a command can fail with.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
@@ -172,6 +175,22 @@ impl CliError {
             argument: argument.into(),
             what: what.into(),
         }
+    }
+
+    /// For a root this binary cannot open because a cargo feature was left out of its build
+    /// (`s3`, `http`, `aws-profile`, `gcs`, `azure`): the command that builds one that can.
+    pub(crate) fn feature_hint(&self) -> Option<String> {
+        if self.kind() != "unsupported" {
+            return None;
+        }
+        let line = self.one_line();
+        let feature = CLI_FEATURES
+            .iter()
+            .find(|f| line.contains(&format!("feature `{f}`")))?;
+        Some(format!(
+            "this guideloom binary lacks it too; build one with it (in a guideloom checkout): \
+             cargo install --path crates/guideloom-cli --features {feature}"
+        ))
     }
 
     /// A broken pipe on standard output (e.g. `guideloom cat ROOT | head`) is not a failure.

@@ -45,7 +45,11 @@ fn main() -> ExitCode {
             if json && !matches!(e, CliError::Unsound { .. }) {
                 println!("{}", e.to_json());
             }
-            eprintln!("error: {}", e.one_line());
+            // One line, with the install command when a left-out cargo feature is the cause.
+            match e.feature_hint() {
+                Some(hint) => eprintln!("error: {}; {hint}", e.one_line()),
+                None => eprintln!("error: {}", e.one_line()),
+            }
             ExitCode::FAILURE
         }
     }

@@ -212,6 +212,7 @@ fn local_round_trip() {
 
 /// S3 (moto) when the servers are configured; skipped with a reason otherwise, a failure
 /// under `GUIDELOOM_CI=1`.
+#[cfg(feature = "s3")]
 #[test]
 fn s3_round_trip() {
     let (Ok(endpoint), Ok(bucket)) = (

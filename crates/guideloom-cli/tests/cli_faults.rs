@@ -5,6 +5,7 @@
 //! (measured and printed, never asserted); through a pass-through proxy the same flags read
 //! the right record. Without the servers' variables the tests print `skipped: ...`; under
 //! `GUIDELOOM_CI=1` a missing server is a failure.
+#![cfg(all(feature = "s3", feature = "http"))]
 
 mod common;
 

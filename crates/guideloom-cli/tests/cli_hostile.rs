@@ -6,9 +6,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -65,37 +65,14 @@ fn publish(root: &str, tmp: &Path, w: &str, snapshot: &str, n: usize) {
     ]));
 }
 
-fn nginx() -> Option<(String, PathBuf)> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    match (var("GUIDELOOM_NGINX_URL"), var("GUIDELOOM_NGINX_ROOT")) {
-        (Some(url), Some(root)) => Some((url, PathBuf::from(root))),
-        _ => {
-            assert!(
-                std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
-                "GUIDELOOM_CI=1 but GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT are not set"
-            );
-            println!("skipped: nginx not configured (GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT)");
-            None
-        }
-    }
-}
-
-/// Removes the published subdirectory of the nginx root whatever the outcome.
-struct Served(PathBuf);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+#[cfg(feature = "http")]
 #[test]
 fn a_log_with_a_gap_is_reported_and_every_reader_sees_the_same_latest() {
     let Some((url, served)) = nginx() else {
         return;
     };
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let subdir = format!("cli-gap-{}-{nanos}", std::process::id());

@@ -141,6 +141,7 @@ fn json_errors_are_json_on_stdout() {
     assert_eq!(doc["error"]["kind"], "refused_file", "{doc}");
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn writes_to_an_http_root_are_refused_before_any_request() {
     let tmp = tempfile::tempdir().unwrap();
@@ -172,6 +173,7 @@ fn writes_to_an_http_root_are_refused_before_any_request() {
     }
 }
 
+#[cfg(feature = "s3")]
 #[test]
 fn aws_allow_http_is_honoured_and_local_roots_ignore_the_s3_environment() {
     let tmp = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@
 //! prefix). Without them (or without strace) a test prints `skipped: …` and passes; under
 //! `GUIDELOOM_CI=1` that is a failure, unless CI was told not to mount
 //! (`GUIDELOOM_XTASK_MOUNT=0`).
+#![cfg(feature = "s3")]
 
 mod common;
 mod strace_audit;

@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
 
 use common::{fails, guideloom, json, ok};
 
@@ -77,42 +76,19 @@ fn mount_publishes_and_refuses_annotations_naming_the_s3_root() {
     assert!(err.contains("--mount"), "{err}");
 }
 
-fn nginx() -> Option<(String, PathBuf)> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    match (var("GUIDELOOM_NGINX_URL"), var("GUIDELOOM_NGINX_ROOT")) {
-        (Some(url), Some(root)) => Some((url, PathBuf::from(root))),
-        _ => {
-            assert!(
-                std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
-                "GUIDELOOM_CI=1 but GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT are not set"
-            );
-            println!("skipped: nginx not configured (GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT)");
-            None
-        }
-    }
-}
-
-/// Removes the published subdirectory of the nginx root whatever the outcome.
-struct Served(PathBuf);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+#[cfg(feature = "http")]
 #[test]
 fn http_root_info_get_cat_verify() {
-    let Some((url, served)) = nginx() else {
+    let Some((url, served)) = common::nginx() else {
         return;
     };
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let subdir = format!("cli-http-{}-{nanos}", std::process::id());
     let dir = served.join(&subdir);
-    let _served = Served(dir.clone());
+    let _served = common::Served(dir.clone());
     let tmp = tempfile::tempdir().unwrap();
     publish_small(dir.to_str().unwrap(), tmp.path(), &[]);
     let base = format!("{}/{subdir}", url.trim_end_matches('/'));

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fails, guideloom, guideloom_env, json, ok, stderr, write_and_publish, write_jsonl};
+use common::{fails, guideloom, json, ok, stderr, write_and_publish, write_jsonl};
 
 /// Exit status 2 (a usage error) with `needle` in the message.
 #[track_caller]
@@ -140,6 +140,7 @@ fn every_command_takes_root_either_way_locally() {
 }
 
 /// moto, when configured: the same commands both ways on an `s3://` root.
+#[cfg(feature = "s3")]
 #[test]
 fn every_command_takes_root_either_way_on_s3() {
     let (Ok(endpoint), Ok(bucket)) = (
@@ -168,7 +169,7 @@ fn every_command_takes_root_either_way_on_s3() {
     every_command_both_ways(tmp.path(), &root, &|args| {
         let mut all = args.to_vec();
         all.push("--s3-allow-http");
-        guideloom_env(&all, &env)
+        common::guideloom_env(&all, &env)
     });
 }
 

@@ -4,7 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -127,4 +127,31 @@ pub fn files(dir: &Path) -> Vec<String> {
     walk(dir, dir, &mut out);
     out.sort();
     out
+}
+
+/// The nginx test server (`GUIDELOOM_NGINX_URL`, `GUIDELOOM_NGINX_ROOT`): its URL and the
+/// directory it serves; `None` (a test prints `skipped: ...`) when unset, a failure under
+/// `GUIDELOOM_CI=1`.
+pub fn nginx() -> Option<(String, PathBuf)> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    match (var("GUIDELOOM_NGINX_URL"), var("GUIDELOOM_NGINX_ROOT")) {
+        (Some(url), Some(root)) => Some((url, PathBuf::from(root))),
+        _ => {
+            assert!(
+                std::env::var("GUIDELOOM_CI").as_deref() != Ok("1"),
+                "GUIDELOOM_CI=1 but GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT are not set"
+            );
+            println!("skipped: nginx not configured (GUIDELOOM_NGINX_URL/GUIDELOOM_NGINX_ROOT)");
+            None
+        }
+    }
+}
+
+/// Removes the published subdirectory of the nginx root whatever the outcome.
+pub struct Served(pub PathBuf);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
