@@ -171,8 +171,33 @@ impl UringIo {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests only: a refusal this thread reports instead of the probe's answer.
+    static REFUSAL_FOR_TESTS: std::cell::Cell<Option<&'static str>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Tests only: runs `f` on this thread as if the kernel had refused io_uring with `why`.
+#[cfg(test)]
+pub(super) fn refused_for_tests<T>(why: &'static str, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            REFUSAL_FOR_TESTS.with(|r| r.set(None));
+        }
+    }
+    REFUSAL_FOR_TESTS.with(|r| r.set(Some(why)));
+    let _reset = Reset;
+    f()
+}
+
 /// Whether this process may use io_uring: `Err` with why not. Probed once.
-fn ring_support() -> std::result::Result<(), &'static str> {
+pub(super) fn ring_support() -> std::result::Result<(), &'static str> {
+    #[cfg(test)]
+    if let Some(why) = REFUSAL_FOR_TESTS.with(std::cell::Cell::get) {
+        return Err(why);
+    }
     static PROBE: OnceLock<Option<String>> = OnceLock::new();
     let refusal = PROBE.get_or_init(|| uring_ring::probe().err().map(|e| e.to_string()));
     refusal.as_deref().map_or(Ok(()), Err)
