@@ -254,6 +254,54 @@ impl<R: AsyncReader> AsyncShard<R> {
         Ok(bytes)
     }
 
+    /// [`read`](Self::read) on the calling thread, for a caller that may block it: `Some`
+    /// with the same bytes or error when the reader can read without its executor
+    /// ([`AsyncReader::read_blocking`]: a mapping, a local file), `None` otherwise (then
+    /// await `read`). The synchronous facade takes this path for local roots.
+    pub fn read_blocking(&self, i: u64) -> Option<Result<Bytes>> {
+        let r = match self.layout.record_range(i) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let bytes = if r.is_empty() {
+            Bytes::new()
+        } else {
+            match self.reader.read_blocking(r.start, r.end - r.start)? {
+                Ok(bytes) => bytes,
+                Err(e) => return Some(Err(e.into())),
+            }
+        };
+        Some(
+            self.layout
+                .check_record(i, &bytes, self.options.verifies_records())
+                .map(|()| bytes),
+        )
+    }
+
+    /// [`read_many`](Self::read_many) on the calling thread, as
+    /// [`read_blocking`](Self::read_blocking).
+    pub fn read_many_blocking(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
+        let plan = match self
+            .layout
+            .plan_many(indices, self.options.format_coalesce())
+        {
+            Ok(plan) => plan,
+            Err(e) => return Some(Err(e)),
+        };
+        let bufs = if plan.reads.is_empty() {
+            Vec::new()
+        } else {
+            match self.reader.read_ranges_blocking(&plan.reads)? {
+                Ok(bufs) => bufs,
+                Err(e) => return Some(Err(e.into())),
+            }
+        };
+        Some(
+            self.layout
+                .finish_many(indices, plan, bufs, self.options.verifies_records()),
+        )
+    }
+
     /// Reads many records with one `read_ranges` call; results in the order asked.
     pub async fn read_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
         let plan = self

@@ -122,6 +122,22 @@ pub trait AsyncReader: Send + Sync + Debug {
 
     /// Synchronous, best-effort close for cleanup from `Drop`. Idempotent.
     fn close_sync(&self);
+
+    /// [`read`](Self::read) on the calling thread, for a caller that may block it (a
+    /// synchronous API, never an executor's worker): `Some` with the same bytes or error as
+    /// `read` when this reader can read without its executor (a mapping, a local file), `None`
+    /// when it cannot (network IO), and the caller then awaits `read`. Default: `None`.
+    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
+        let _ = (offset, len);
+        None
+    }
+
+    /// [`read_ranges`](Self::read_ranges) on the calling thread, as
+    /// [`read_blocking`](Self::read_blocking). Default: `None`.
+    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
+        let _ = ranges;
+        None
+    }
 }
 
 macro_rules! forward_sync {
@@ -155,6 +171,12 @@ macro_rules! forward_async {
             async fn read_tail(&self, len: u64) -> Result<Tail> { (**self).read_tail(len).await }
             async fn close(&self) -> Result<()> { (**self).close().await }
             fn close_sync(&self) { (**self).close_sync() }
+            fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
+                (**self).read_blocking(offset, len)
+            }
+            fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
+                (**self).read_ranges_blocking(ranges)
+            }
         }
     )*};
 }

@@ -246,6 +246,20 @@ impl<R: AsyncReader> AsyncReader for CountingReader<R> {
     fn close_sync(&self) {
         self.inner.close_sync()
     }
+    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
+        let read = self.inner.read_blocking(offset, len)?;
+        if let Ok(b) = &read {
+            self.stats.record(b.len() as u64);
+        }
+        Some(read)
+    }
+    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
+        let read = self.inner.read_ranges_blocking(ranges)?;
+        if let Ok(b) = &read {
+            self.stats.record(total(b));
+        }
+        Some(read)
+    }
 }
 
 #[cfg(test)]

@@ -85,6 +85,34 @@ impl OpenedShard {
         }
     }
 
+    /// [`read`](Self::read) on the calling thread, for a caller that may block it: `Some` for
+    /// a native shard whose reader reads without its executor (local files and mappings),
+    /// `None` otherwise (then await `read`).
+    pub(crate) fn read_blocking(&self, key: &str, local: u64) -> Option<Result<Bytes>> {
+        match self {
+            OpenedShard::Native(s) => {
+                Some(s.read_blocking(local)?.map_err(|e| Error::shard(key, e)))
+            }
+            OpenedShard::ArrayRecord(_) => None,
+        }
+    }
+
+    /// [`read_many`](Self::read_many) on the calling thread, as
+    /// [`read_blocking`](Self::read_blocking).
+    pub(crate) fn read_many_blocking(
+        &self,
+        key: &str,
+        locals: &[u64],
+    ) -> Option<Result<Vec<Bytes>>> {
+        match self {
+            OpenedShard::Native(s) => Some(
+                s.read_many_blocking(locals)?
+                    .map_err(|e| Error::shard(key, e)),
+            ),
+            OpenedShard::ArrayRecord(_) => None,
+        }
+    }
+
     /// Records `locals`, in the order given: one batched (coalescing) read.
     pub(crate) async fn read_many(&self, key: &str, locals: &[u64]) -> Result<Vec<Bytes>> {
         match self {

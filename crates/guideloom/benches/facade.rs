@@ -18,8 +18,8 @@ mod unix {
     use guideloom::io::local::MmapIo;
     use guideloom::io::{Backend, SyncReader};
     use guideloom::{
-        Bytes, Dataset, DatasetOptions, Loader, LoaderOptions, PublishMode, Publisher, ReadOptions,
-        ShardMetadata,
+        Bytes, Dataset, DatasetOptions, Loader, LoaderOptions, LocalReads, PublishMode, Publisher,
+        ReadOptions, ShardMetadata, StoreOptions,
     };
     use guideloom_benchkit::{
         BenchDir, Clock, env_u64, pread, random_bytes, random_indices, touch, warm_dir,
@@ -35,6 +35,8 @@ mod unix {
     struct Fixture {
         _dir: BenchDir,
         ds: Dataset,
+        /// The same root opened with `LocalReads::Pread` (the default on a declared mount).
+        ds_pread: Dataset,
         shards: Vec<SyncShard<Box<dyn SyncReader>>>,
         files: Vec<File>,
         /// Global index -> (shard, record within the shard).
@@ -72,6 +74,15 @@ mod unix {
             let read = ReadOptions::default().verify_records(false);
             let ds = Dataset::open_with(&uri, DatasetOptions::default().read(read))
                 .expect("open dataset");
+            let pread_reads = StoreOptions {
+                local_reads: LocalReads::Pread,
+                ..StoreOptions::default()
+            };
+            let ds_pread = Dataset::open_with(
+                &uri,
+                DatasetOptions::default().read(read).storage(pread_reads),
+            )
+            .expect("open dataset (pread)");
             let paths: Vec<std::path::PathBuf> = ds
                 .snapshot()
                 .shards()
@@ -92,6 +103,7 @@ mod unix {
             let f = Fixture {
                 _dir: dir,
                 ds,
+                ds_pread,
                 shards,
                 files,
                 indices,
@@ -102,6 +114,7 @@ mod unix {
                 let (s, j) = f.locate(i);
                 let want = f.shards[s].read(j).expect("read");
                 assert_eq!(f.ds.get(i).expect("get"), want, "get({i})");
+                assert_eq!(f.ds_pread.get(i).expect("get"), want, "pread get({i})");
                 let (s, r) = f.range(i);
                 assert_eq!(pread(&f.files[s], r), want.as_ref(), "pread of record {i}");
             }
@@ -149,6 +162,16 @@ mod unix {
             b.iter(|| {
                 k = (k + 1) % SEQUENCE;
                 let got = f.ds.get(f.indices[k]).expect("get");
+                black_box(touch(&got));
+                got
+            })
+        });
+        // Issue 15's first row: `Dataset` with `LocalReads::Pread`, beside `ceiling_pread`.
+        g.bench_function("dataset_get_pread", |b| {
+            let mut k = 0;
+            b.iter(|| {
+                k = (k + 1) % SEQUENCE;
+                let got = f.ds_pread.get(f.indices[k]).expect("get");
                 black_box(touch(&got));
                 got
             })

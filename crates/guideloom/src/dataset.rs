@@ -321,11 +321,18 @@ impl Dataset {
 
     /// See [`AsyncDataset::get`].
     pub fn get(&self, index: u64) -> Result<Bytes> {
+        // An open local shard is read on this thread: no future, no runtime.
+        if let Some(read) = self.inner.inner.reader.get_blocking(index) {
+            return Ok(read?);
+        }
         self.runtime.block_on(self.inner.get(index))
     }
 
     /// See [`AsyncDataset::get_many`].
     pub fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        if let Some(read) = self.inner.inner.reader.get_many_blocking(indices) {
+            return Ok(read?);
+        }
         self.runtime.block_on(self.inner.get_many(indices))
     }
 

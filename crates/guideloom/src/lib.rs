@@ -135,8 +135,8 @@ pub use guideloom_io::{
     AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
 };
 pub use guideloom_publish::{
-    AnnotationEntry, AnnotationSet, PublicationOptions, PublishMode, PublishRequest, Registry,
-    Root, RootOptions, S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions,
+    AnnotationEntry, AnnotationSet, LocalReads, PublicationOptions, PublishMode, PublishRequest,
+    Registry, Root, RootOptions, S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions,
 };
 
 /// The repository README's Rust example, run as a doctest.

@@ -252,6 +252,15 @@ impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
         // Closing drops a file handle: one `close(2)`, acceptable from `Drop`.
         let _ = self.inner.close();
     }
+
+    // The caller may block: the system call runs on its thread, no trip to the pool.
+    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
+        Some(self.inner.read(offset, len))
+    }
+
+    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
+        Some(self.inner.read_ranges(ranges))
+    }
 }
 
 #[cfg(test)]

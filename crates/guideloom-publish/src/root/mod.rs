@@ -37,6 +37,8 @@ use crate::snapshot_log::{self, LogAudit, Snapshot};
 use crate::staging::{Stager, StagingOptions};
 use crate::store::{RootStore, Sweep};
 
+#[cfg(test)]
+mod blocking_tests;
 mod reader;
 #[cfg(test)]
 mod tests;

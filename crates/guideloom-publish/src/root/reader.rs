@@ -108,6 +108,16 @@ impl SnapshotReader {
     }
 
     async fn shard(&self, i: usize) -> Result<&OpenedShard> {
+        // The common case, an open shard, without building the opening future: it holds the
+        // open and tail-read futures (hundreds of bytes, copied on every call) and a span.
+        if let Some(shard) = self.shards[i].get() {
+            return Ok(shard);
+        }
+        Box::pin(self.open_shard_once(i)).await
+    }
+
+    /// Opens shard `i` once (concurrent callers share the open), under an `open_shard` span.
+    async fn open_shard_once(&self, i: usize) -> Result<&OpenedShard> {
         let reference: &ShardRef = &self.snapshot.shards()[i];
         self.shards[i]
             .get_or_try_init(|| async {
@@ -128,6 +138,55 @@ impl SnapshotReader {
         let (i, local) = self.locate(index)?;
         let shard = self.shard(i).await?;
         shard.read(&self.snapshot.shards()[i].key, local).await
+    }
+
+    /// [`get`](Self::get) on the calling thread, for a caller that may block it (a
+    /// synchronous API): `Some` with the same bytes or error when the record's shard is
+    /// already open and reads without the executor (a local file or mapping), `None` when
+    /// the read needs the executor (the shard's first open, a remote or ArrayRecord shard);
+    /// then await `get`. No future, no runtime: the per-call cost of a local read is the
+    /// look-up and the read.
+    pub fn get_blocking(&self, index: u64) -> Option<Result<Bytes>> {
+        let (i, local) = match self.locate(index) {
+            Ok(found) => found,
+            Err(e) => return Some(Err(e)),
+        };
+        self.shards[i]
+            .get()?
+            .read_blocking(&self.snapshot.shards()[i].key, local)
+    }
+
+    /// [`get_many`](Self::get_many) on the calling thread, as
+    /// [`get_blocking`](Self::get_blocking): `Some` only when every shard touched is open
+    /// and reads without the executor (one batched read per shard, one after another).
+    pub fn get_many_blocking(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
+        let groups = match self.table.group(indices) {
+            Ok(groups) => groups,
+            Err(index) => return Some(Err(self.out_of_range(index))),
+        };
+        // Shards not yet open, or not native, give `None` before any read. A reader that needs
+        // its executor gives `None` at the first group (the readers of one root are of one
+        // kind), so the async path that follows repeats no read.
+        let shards = groups
+            .iter()
+            .map(|group| {
+                self.shards[group.shard]
+                    .get()
+                    .filter(|s| s.native().is_some())
+            })
+            .collect::<Option<Vec<&OpenedShard>>>()?;
+        let mut out = vec![Bytes::new(); indices.len()];
+        for (group, shard) in groups.iter().zip(shards) {
+            let key = &self.snapshot.shards()[group.shard].key;
+            let got = match shard.read_many_blocking(key, &group.locals)? {
+                Ok(got) => got,
+                Err(e) => return Some(Err(e)),
+            };
+            for (&pos, bytes) in group.positions.iter().zip(got) {
+                out[pos] = bytes;
+            }
+        }
+        Some(Ok(out))
     }
 
     /// The payloads of many records, in the order given, repeats included: one batched

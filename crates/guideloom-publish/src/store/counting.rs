@@ -274,6 +274,30 @@ impl AsyncReader for CountingReader {
     fn close_sync(&self) {
         self.inner.close_sync();
     }
+
+    fn read_blocking(&self, offset: u64, len: u64) -> Option<guideloom_io::Result<Bytes>> {
+        let read = self.inner.read_blocking(offset, len)?;
+        self.counters.reader_reads.add_request();
+        if let Ok(bytes) = &read {
+            self.counters
+                .reader_reads
+                .add_bytes_received(bytes.len() as u64);
+        }
+        Some(read)
+    }
+
+    fn read_ranges_blocking(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> Option<guideloom_io::Result<Vec<Bytes>>> {
+        let read = self.inner.read_ranges_blocking(ranges)?;
+        self.counters.reader_reads.add_requests(ranges.len() as u64);
+        if let Ok(got) = &read {
+            let n: u64 = got.iter().map(|b| b.len() as u64).sum();
+            self.counters.reader_reads.add_bytes_received(n);
+        }
+        Some(read)
+    }
 }
 
 #[cfg(test)]
