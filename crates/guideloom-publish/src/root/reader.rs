@@ -291,6 +291,16 @@ impl InOrder<'_> {
         if self.staged.as_ref().is_some_and(|(s, _)| *s != piece.shard) {
             self.staged = None;
         }
+        if self.staged.is_some() {
+            // Still in the staged shard: start the prefetches there was no room for before.
+            let upcoming = self
+                .pieces
+                .clone()
+                .filter(|p| reader.stages(p))
+                .map(|p| p.shard);
+            self.prefetcher
+                .top_up(reader.root.stager(), reader.snapshot.shards(), upcoming);
+        }
         if self.staged.is_none() && reader.stages(&piece) {
             let reference = &reader.snapshot.shards()[piece.shard];
             let upcoming = self

@@ -91,8 +91,9 @@ impl Prefetcher {
     }
 
     /// Starts prefetches of the first `prefetch_shards` of `upcoming` not started yet, in
-    /// order, stopping at the first that does not fit the budget.
-    fn top_up(
+    /// order, stopping at the first that does not fit the budget (a reader calls it again
+    /// at each batch, so a skipped prefetch starts once there is room).
+    pub(crate) fn top_up(
         &mut self,
         stager: &Arc<Stager>,
         shards: &[ShardRef],

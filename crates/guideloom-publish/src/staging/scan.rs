@@ -90,7 +90,11 @@ impl<'a> Scan<'a> {
         };
         let i = piece.shard;
         let staged = match &self.current {
-            Some((c, s)) if *c == i => Arc::clone(s),
+            Some((c, s)) if *c == i => {
+                let upcoming = self.pieces.clone().map(|p| p.shard);
+                self.prefetcher.top_up(self.stager, self.shards, upcoming);
+                Arc::clone(s)
+            }
             _ => {
                 // Release the previous shard first: it may have to make room.
                 self.current = None;
