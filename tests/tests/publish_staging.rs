@@ -174,6 +174,7 @@ fn make_root_chunked(dir: &Path, budget: u64, chunk: u64) -> (Root, Arc<Counting
             dir: Some(dir.to_owned()),
             budget_bytes: budget,
             download_chunk_bytes: chunk,
+            ..StagingOptions::default()
         },
         ..RootOptions::default()
     };

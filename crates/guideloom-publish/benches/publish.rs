@@ -35,6 +35,9 @@
 //!   cold, by ranged runs (`read_in_order` with staging off) and by whole-shard staging
 //!   (`scan`; what `read_in_order` picks by itself on remote roots), beside `ceiling_whole_objects` (each shard read whole, raw); then a
 //!   counted pass of each strategy is printed (requests, bytes received).
+//! - `prefetch_64MiB` (moto only, see `publish/prefetch.rs`): a 16 × 4 MiB snapshot scanned
+//!   cold with 4 requests in flight (prefetch, the default) and with 1 (no prefetch), beside
+//!   object_store `get` of the same objects with 4 (`ceiling_parallel_get`) and 1 in flight.
 //!
 //! After the timed runs each operation is repeated once more through a counting store (every
 //! `RootStore` method, and the reads of the readers it opens) and a markdown table is printed
@@ -51,6 +54,8 @@
 mod economy;
 #[path = "publish/in_order.rs"]
 mod in_order;
+#[path = "publish/prefetch.rs"]
+mod prefetch;
 #[path = "publish/target.rs"]
 mod target;
 
@@ -365,6 +370,12 @@ fn run(c: &mut Criterion, rt: &Runtime, t: &Target, shards: &[Bytes]) -> economy
     let ordered = in_order::create(rt, t);
     in_order::group(c, rt, t, &ordered);
     println!("{}", in_order::counts(rt, t, &ordered));
+    if t.name == "local" {
+        println!("skipped: publish/local/prefetch_64MiB: prefetch is for remote roots");
+    } else {
+        let prefetched = prefetch::create(rt, t);
+        prefetch::group(c, rt, t, &prefetched);
+    }
     economy::table(rt, t, shards, &published)
 }
 

@@ -86,7 +86,9 @@ pub use registry::{
 pub use root::{InOrder, RecordRun, Root, RootOptions, SnapshotReader};
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
 pub use snapshot_log::{LogAudit, Snapshot};
-pub use staging::{Scan, StagedShard, Stager, StagingOptions, StagingStats};
+pub use staging::{
+    DEFAULT_PARALLEL_REQUESTS, Scan, StagedShard, Stager, StagingOptions, StagingStats,
+};
 pub use store::faulty;
 pub use store::{
     Buffered, CasOutcome, CountingStore, Counts, CreateOutcome, Etag, EtagStyle, LocalReads,

@@ -259,6 +259,39 @@ impl Target {
         }
     }
 
+    /// The ceiling of a prefetching scan: every object of `keys` of sub-root `sub` read
+    /// whole and buffered, `in_flight` requests at once (object_store `get`, joined with
+    /// `buffer_unordered`); returns the bytes read.
+    pub(crate) fn raw_get_parallel(
+        &self,
+        rt: &Runtime,
+        sub: &str,
+        keys: &[String],
+        in_flight: usize,
+    ) -> u64 {
+        match &self.kind {
+            Kind::Local(_) => keys
+                .iter()
+                .map(|k| self.raw_get(rt, sub, k).len() as u64)
+                .sum(),
+            #[cfg(feature = "s3")]
+            Kind::S3(m) => {
+                use futures::{StreamExt, TryStreamExt};
+                use object_store::ObjectStoreExt;
+                let gets = keys.iter().map(|key| {
+                    let (store, path) = m.raw(sub, key);
+                    async move { store.get(&path).await?.bytes().await }
+                });
+                rt.block_on(
+                    futures::stream::iter(gets)
+                        .buffer_unordered(in_flight.max(1))
+                        .try_fold(0u64, |n, body| async move { Ok(n + body.len() as u64) }),
+                )
+                .expect("raw parallel get")
+            }
+        }
+    }
+
     /// The local file of `key` of sub-root `sub` (local roots only).
     pub(crate) fn local_path(&self, sub: &str, key: &str) -> Option<PathBuf> {
         match &self.kind {

@@ -39,6 +39,8 @@ use crate::store::{RootStore, Sweep};
 
 #[cfg(test)]
 mod blocking_tests;
+#[cfg(test)]
+mod prefetch_tests;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -84,7 +86,7 @@ pub struct Root {
     store: Arc<dyn RootStore>,
     options: RootOptions,
     identity: Arc<Identity>,
-    stager: Arc<OnceLock<Stager>>,
+    stager: Arc<OnceLock<Arc<Stager>>>,
 }
 
 impl Root {
@@ -127,9 +129,13 @@ impl Root {
     /// The whole-shard stager of this root (created on first use from
     /// [`RootOptions::staging`], downloading through [`store`](Self::store)); shared by
     /// the root's clones and readers, so its budget holds for all of them.
-    pub fn stager(&self) -> &Stager {
-        self.stager
-            .get_or_init(|| Stager::new(Arc::clone(&self.store), self.options.staging.clone()))
+    pub fn stager(&self) -> &Arc<Stager> {
+        self.stager.get_or_init(|| {
+            Arc::new(Stager::new(
+                Arc::clone(&self.store),
+                self.options.staging.clone(),
+            ))
+        })
     }
 
     /// Removes temporary files that crashed writers left in this root (local roots only; see

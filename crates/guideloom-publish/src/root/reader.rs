@@ -17,7 +17,10 @@
 //!   by itself where it is cheaper — on stores whose reads are network requests, for a piece
 //!   of at least half a shard (measured: 4 requests instead of 40 and 2.4 × the throughput
 //!   on moto; 8 × slower on a local root, where it is never used) — and
-//!   [`scan`](SnapshotReader::scan) asks for it explicitly.
+//!   [`scan`](SnapshotReader::scan) asks for it explicitly. Both fetch the next shards they
+//!   will stage while reading the current one, with up to
+//!   [`StagingOptions::parallel_requests`](crate::StagingOptions::parallel_requests) ranged
+//!   requests in flight (see [`Stager`](crate::Stager)).
 //!
 //! Shards are native guideloom shards or ArrayRecord files, as each reference's
 //! [`ShardFormat`](crate::ShardFormat) says, read the same way through [`OpenedShard`].
@@ -42,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::manifest::ShardRef;
 use crate::opened::{OpenedShard, open_checked};
 use crate::snapshot_log::Snapshot;
-use crate::staging::{Scan, StagedShard};
+use crate::staging::{Prefetcher, Scan, StagedShard};
 
 /// Random access to the records of one snapshot.
 #[derive(Debug)]
@@ -279,6 +282,7 @@ impl SnapshotReader {
             pieces: self.table.runs(range),
             piece: None,
             staged: None,
+            prefetcher: Prefetcher::default(),
             budget,
             failed: false,
         })
@@ -320,6 +324,8 @@ pub struct InOrder<'r> {
     /// The staged copy of the piece's shard, when the piece is read from one
     /// ([`SnapshotReader::stages`]), held so it is not evicted mid-piece.
     staged: Option<(usize, Arc<StagedShard>)>,
+    /// Downloads of the next shards the read will stage, started while it reads this one.
+    prefetcher: Prefetcher,
     budget: RunBudget,
     failed: bool,
 }
@@ -344,9 +350,33 @@ impl InOrder<'_> {
         if self.staged.as_ref().is_some_and(|(s, _)| *s != piece.shard) {
             self.staged = None;
         }
+        if self.staged.is_some() {
+            // Still in the staged shard: start the prefetches there was no room for before.
+            let upcoming = self
+                .pieces
+                .clone()
+                .filter(|p| reader.stages(p))
+                .map(|p| p.shard);
+            self.prefetcher
+                .top_up(reader.root.stager(), reader.snapshot.shards(), upcoming);
+        }
         if self.staged.is_none() && reader.stages(&piece) {
             let reference = &reader.snapshot.shards()[piece.shard];
-            match reader.root.stager().stage(reference).await {
+            let upcoming = self
+                .pieces
+                .clone()
+                .filter(|p| reader.stages(p))
+                .map(|p| p.shard);
+            let staged = self
+                .prefetcher
+                .stage(
+                    reader.root.stager(),
+                    reader.snapshot.shards(),
+                    piece.shard,
+                    upcoming,
+                )
+                .await;
+            match staged {
                 Ok(staged) => self.staged = Some((piece.shard, staged)),
                 // Damaged bytes are damaged whichever way they are read.
                 Err(e) if e.is_shard_error() => return Err(e),
@@ -381,9 +411,12 @@ impl InOrder<'_> {
 
 impl SnapshotReader {
     /// An in-order scan of records `range` through whole-shard staging: each shard the range
-    /// touches is fetched whole (one request per 64 MiB chunk) into an unnamed local file under the root's
-    /// [`StagingOptions`](crate::StagingOptions) budget ([`RootOptions::staging`](crate::RootOptions::staging)), then read locally in runs (see
-    /// [`Stager`](crate::Stager)). Use it for sequential passes over remote roots; random access
+    /// touches is fetched whole (one ranged request per 64 MiB chunk) into an unnamed local
+    /// file under the root's [`StagingOptions`](crate::StagingOptions) budget
+    /// ([`RootOptions::staging`](crate::RootOptions::staging)), then read locally in runs (see
+    /// [`Stager`](crate::Stager)). While one shard is read the next ones download, with up to
+    /// [`StagingOptions::parallel_requests`](crate::StagingOptions::parallel_requests)
+    /// requests in flight, within the budget. Use it for sequential passes over remote roots; random access
     /// ([`get`](Self::get), [`get_many`](Self::get_many)) reads ranges instead.
     ///
     /// ```
