@@ -65,6 +65,7 @@ mod shards;
 mod snapshot_log;
 mod staging;
 mod store;
+mod stream;
 mod uri;
 
 pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
@@ -93,6 +94,7 @@ pub use store::{
     LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, PendingObject, RootStore,
     StoreCapabilities, Sweep, Written, cas_update, create_object, create_streamed,
 };
+pub use stream::{CompanionRef, StreamLayout, StreamRef};
 pub use uri::RootUri;
 
 #[cfg(feature = "http")]
