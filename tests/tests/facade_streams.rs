@@ -206,6 +206,42 @@ fn typed_errors_for_wrong_element_range_window_and_non_streams() {
     ));
 }
 
+/// Replaces a published (read-only) shard file's bytes.
+fn overwrite(path: &std::path::Path, bytes: &[u8]) {
+    let mut writable = std::fs::metadata(path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    writable.set_readonly(false);
+    std::fs::set_permissions(path, writable).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A manifest whose stream reference disagrees with the shard it names (another element
+/// type, the same bytes) is caught when the shard is opened.
+#[test]
+fn a_reference_naming_another_element_type_fails_verification() {
+    let uri = unique("lying-ref");
+    let publisher = Publisher::open(&uri).unwrap();
+    let mut shard = publisher
+        .write_stream_shard("w", 0, documents(&[4, 4]))
+        .unwrap();
+    let stream = shard.stream.as_mut().unwrap();
+    stream.element = "u16".into();
+    stream.elements *= 2;
+    publisher
+        .publish("lying", "v1", vec![shard], PublishMode::Full)
+        .unwrap();
+    let ds = Dataset::open(&uri).unwrap();
+    let err = ds.tokens::<u16>(0..4).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Publish(PublishError::Verification { what: "stream element type", expected, actual, .. })
+                if expected == "stream<u16>" && actual == "stream<u32>"
+        ),
+        "{err:?}"
+    );
+}
+
 #[test]
 fn corrupt_and_truncated_stream_shards_are_typed_errors() {
     let tmp = tempfile::tempdir().unwrap();
@@ -218,12 +254,7 @@ fn corrupt_and_truncated_stream_shards_are_typed_errors() {
     let path = root.join("shards/w/00000000.glm");
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[16 + 10] ^= 0xff;
-    let mode = std::fs::metadata(&path).unwrap().permissions();
-    let mut writable = mode.clone();
-    #[allow(clippy::permissions_set_readonly_false)]
-    writable.set_readonly(false);
-    std::fs::set_permissions(&path, writable).unwrap();
-    std::fs::write(&path, &bytes).unwrap();
+    overwrite(&path, &bytes);
     let ds = Dataset::open(uri).unwrap();
     let err = ds.tokens::<u32>(0..8).unwrap_err();
     assert!(
@@ -235,18 +266,15 @@ fn corrupt_and_truncated_stream_shards_are_typed_errors() {
     // Truncate shard 1: its size no longer matches the manifest.
     let path = root.join("shards/w/00000001.glm");
     let bytes = std::fs::read(&path).unwrap();
-    let mut writable = std::fs::metadata(&path).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    writable.set_readonly(false);
-    std::fs::set_permissions(&path, writable).unwrap();
-    std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+    overwrite(&path, &bytes[..bytes.len() - 9]);
     let ds = Dataset::open(uri).unwrap();
     let err = ds.tokens::<u32>(100..101).unwrap_err();
+    // The local store checks the file's size against the manifest's when it opens it.
     assert!(
         matches!(
             &err,
-            Error::Shard { .. }
-                | Error::Publish(PublishError::Verification { .. } | PublishError::Read { .. })
+            Error::Publish(PublishError::Verification { key, what: "size", .. })
+                if key == "shards/w/00000001.glm"
         ),
         "{err:?}"
     );
@@ -400,4 +428,46 @@ fn resuming_from_a_state_delivers_exactly_the_rest() {
             .collect();
         assert_eq!([head, rest].concat(), full, "stopped after {k} batches");
     }
+}
+
+/// Request counts on a `memory://` root (ranged reads counted by its `ObjectStoreIo`): a
+/// slice opens only the shards it touches (one tail read each) and reads each once.
+#[test]
+fn a_token_slice_costs_one_read_per_shard_touched() {
+    use std::sync::Arc;
+
+    use guideloom::{DatasetOptions, Registry};
+
+    let registry = Arc::new(Registry::new());
+    let name = format!("streams-requests-{}", std::process::id());
+    let uri = format!("memory://{name}");
+    let options = DatasetOptions::default().registry(Arc::clone(&registry));
+    let publisher =
+        Publisher::open_in(&uri, Default::default(), Some(Arc::clone(&registry))).unwrap();
+    let docs = documents(&[100, 100, 100, 100, 100, 100]); // 3 shards of 200 tokens
+    let shards = docs
+        .chunks(2)
+        .enumerate()
+        .map(|(n, c)| publisher.write_stream_shard("w", n as u64, c).unwrap())
+        .collect();
+    publisher
+        .publish("tokens", "v1", shards, PublishMode::Full)
+        .unwrap();
+    let ds = Dataset::open_with(&uri, options).unwrap();
+    let stats = Arc::clone(registry.lookup("memory", &name).unwrap().io().stats());
+    let all = docs.concat();
+    let cost = |range: std::ops::Range<u64>| {
+        stats.reset();
+        let got = ds.tokens::<u32>(range.clone()).unwrap();
+        let (a, b) = (range.start as usize, range.end as usize);
+        assert_eq!(&*got, &all[a..b]);
+        stats.snapshot().requests
+    };
+    // Fresh: shard 2 only, opened (one tail read) and read (one ranged read).
+    assert_eq!(cost(450..460), 2);
+    assert_eq!(cost(450..460), 1); // open now: one read
+    // Across shards 0 and 1: both opened, one read each; then one read per shard.
+    assert_eq!(cost(150..250), 4);
+    assert_eq!(cost(150..250), 2);
+    assert_eq!(cost(0..600), 3);
 }
