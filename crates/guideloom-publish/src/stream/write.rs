@@ -22,7 +22,7 @@ fn stream_metadata<E: Element>() -> ShardMetadata {
 }
 
 fn le_bytes<E: Element>(document: &[E]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(document.len() * std::mem::size_of::<E>());
+    let mut out = Vec::with_capacity(std::mem::size_of_val(document));
     E::extend_le(document, &mut out);
     out
 }
