@@ -74,7 +74,10 @@ pub use error::{BoxError, Error, Result};
 /// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
 pub use guideloom_io::RetryPolicy;
 pub use key::check_name;
-pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardFormat, ShardRef};
+pub use manifest::{
+    Checksum, CompanionRef, DatasetIdentity, Manifest, PublishMode, ShardFormat, ShardRef,
+    StreamRef,
+};
 pub use opened::{ARRAY_RECORD_RECORD_FORMAT, OpenedShard};
 pub use publication::{PublicationOptions, PublishRequest};
 #[cfg(feature = "aws-profile")]
@@ -94,7 +97,7 @@ pub use store::{
     LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, PendingObject, RootStore,
     StoreCapabilities, Sweep, Written, cas_update, create_object, create_streamed,
 };
-pub use stream::{CompanionRef, StreamLayout, StreamRef};
+pub use stream::StreamLayout;
 pub use uri::RootUri;
 
 #[cfg(feature = "http")]

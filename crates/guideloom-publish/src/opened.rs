@@ -11,8 +11,7 @@ use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, plan_runs};
 use guideloom_io::AsyncReader;
 
 use crate::error::{Error, Result};
-use crate::manifest::{ShardFormat, ShardRef};
-use crate::stream::StreamRef;
+use crate::manifest::{ShardFormat, ShardRef, StreamRef};
 
 /// The record format of an ArrayRecord shard's records, in the vocabulary of
 /// guideloom-format's metadata (`"raw"`: opaque bytes, e.g. serialized `tf.train.Example`s).

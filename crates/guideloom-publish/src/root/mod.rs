@@ -38,6 +38,8 @@ use crate::staging::{Stager, StagingOptions};
 use crate::store::{RootStore, Sweep};
 
 mod reader;
+mod stream_read;
+mod stream_write;
 #[cfg(test)]
 mod tests;
 

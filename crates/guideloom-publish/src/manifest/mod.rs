@@ -10,7 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::key::{check_name, key_problem};
-use crate::stream::{StreamRef, check_stream};
+
+mod stream_ref;
+
+pub use stream_ref::{CompanionRef, StreamRef};
+pub(crate) use stream_ref::{check_stream, stream_meta_key};
 
 /// `format` field of `dataset.json`.
 pub(crate) const DATASET_FORMAT: &str = "guideloom-dataset";

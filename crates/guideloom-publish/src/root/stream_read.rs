@@ -7,9 +7,9 @@ use bytes::{Bytes, BytesMut};
 use guideloom_format::spec::HEADER_LEN;
 use guideloom_format::{AsyncShard, Expected};
 
-use super::StreamLayout;
+use super::SnapshotReader;
 use crate::error::{Error, Result};
-use crate::root::SnapshotReader;
+use crate::stream::StreamLayout;
 
 impl SnapshotReader {
     /// The token layout of the snapshot (element type, where every element lives), from

@@ -5,11 +5,10 @@ use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
 use guideloom_format::{Element, ShardMetadata};
 use serde::Serialize;
 
-use super::{CompanionRef, StreamRef, stream_meta_key};
+use super::Root;
 use crate::error::{Error, Result};
 use crate::key::check_name;
-use crate::manifest::ShardRef;
-use crate::root::Root;
+use crate::manifest::{CompanionRef, ShardRef, StreamRef, stream_meta_key};
 use crate::shards;
 
 /// The record format name of a stream shard's records (little-endian elements).
