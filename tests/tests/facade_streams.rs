@@ -473,3 +473,13 @@ fn a_token_slice_costs_one_read_per_shard_touched() {
     assert_eq!(cost(150..250), 2);
     assert_eq!(cost(0..600), 3);
 }
+
+#[test]
+fn stream_types_are_send_sync_debug() {
+    fn check<T: Send + Sync + std::fmt::Debug + 'static>() {}
+    check::<TokenWindows<u16>>();
+    check::<Loader<Elements<u32>>>();
+    check::<Elements<u16>>();
+    check::<guideloom::StreamLayout>();
+    check::<guideloom::StreamRef>();
+}

@@ -122,5 +122,8 @@ mod send_sync {
         assert_send_sync::<super::PublicationOptions>();
         assert_send_sync::<super::RootOptions>();
         assert_send_sync::<super::StoreOptions>();
+        assert_send_sync::<super::StreamLayout>();
+        assert_send_sync::<super::StreamRef>();
+        assert_send_sync::<super::CompanionRef>();
     }
 }
