@@ -344,6 +344,11 @@ fn window_order_is_deterministic_and_differs_by_seed_and_epoch() {
             .map(|(k, _)| k)
             .collect::<Vec<u64>>()
     };
+    // The window order is the loader's specified record order (docs/loader.md §1, the same
+    // on every machine and run) over window numbers: no second shuffler.
+    let spec = guideloom::order::EpochOrder::new(ShuffleMode::Full, 7, 0, 68, None);
+    let expected: Vec<u64> = (0..68).map(|p| spec.record(p)).collect();
+    assert_eq!(order(7, 0, ShuffleMode::Full), expected);
     for mode in [ShuffleMode::Full, ShuffleMode::Auto] {
         let a = order(7, 0, mode);
         assert_eq!(a, order(7, 0, mode), "same seed and epoch, same order");
