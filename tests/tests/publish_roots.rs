@@ -32,6 +32,7 @@ fn truncated_shard_fails_verification_naming_it() {
                 record_count: 1,
                 checksum: None,
                 format: Default::default(),
+                stream: None,
             };
             let err = fx
                 .root
@@ -62,6 +63,7 @@ fn truncated_shard_fails_verification_naming_it() {
                 record_count: 1,
                 checksum: None,
                 format: Default::default(),
+                stream: None,
             };
             let err = fx
                 .root

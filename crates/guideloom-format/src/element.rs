@@ -106,9 +106,18 @@ pub struct Elements<E> {
 }
 
 impl<E: Element> Elements<E> {
-    /// Wraps little-endian element bytes (`bytes.len()` a multiple of the width).
-    pub(crate) fn from_le_bytes(bytes: Bytes) -> Self {
+    /// Wraps little-endian element bytes (a stream's data as read; trailing bytes short of a
+    /// whole element are ignored): zero-copy when aligned on a little-endian machine.
+    ///
+    /// ```
+    /// use guideloom_format::Elements;
+    ///
+    /// let e = Elements::<u16>::from_le_bytes(bytes::Bytes::from_static(&[1, 0, 2, 1]));
+    /// assert_eq!(&*e, &[1, 258]);
+    /// ```
+    pub fn from_le_bytes(bytes: Bytes) -> Self {
         let width = usize::try_from(E::WIDTH).unwrap_or(1);
+        let bytes = bytes.slice(..bytes.len() - bytes.len() % width);
         let aligned = (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<E>());
         if bytes.is_empty() || (aligned && cfg!(target_endian = "little")) {
             return Elements {
@@ -125,8 +134,10 @@ impl<E: Element> Elements<E> {
         }
     }
 
-    /// Concatenates pieces (used when a slice spans shards).
-    pub(crate) fn concat(pieces: Vec<Bytes>) -> Self {
+    /// Concatenates pieces of little-endian element bytes (a slice spanning shards): one
+    /// piece is wrapped as [`from_le_bytes`](Self::from_le_bytes) does, more are decoded
+    /// once into one buffer.
+    pub fn concat(pieces: Vec<Bytes>) -> Self {
         if pieces.len() <= 1 {
             let mut pieces = pieces;
             return Self::from_le_bytes(pieces.pop().unwrap_or_default());

@@ -234,6 +234,16 @@ pub enum Error {
         /// What was read: `snapshot <id>` or `annotation set <set>/<version>`.
         what: String,
     },
+    /// A token read ([`SnapshotReader::stream`](crate::SnapshotReader::stream)) of a
+    /// snapshot that is not one stream: a shard of records, shards of different element
+    /// types, or no shards.
+    #[error("snapshot {snapshot} is not a token stream: {reason}")]
+    NotAStream {
+        /// The snapshot's id.
+        snapshot: String,
+        /// Why (naming the first shard at fault).
+        reason: String,
+    },
     /// An invalid argument (a key, a name, an option).
     #[error("invalid argument: {what}")]
     InvalidArgument {

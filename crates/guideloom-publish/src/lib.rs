@@ -65,6 +65,7 @@ mod shards;
 mod snapshot_log;
 mod staging;
 mod store;
+mod stream;
 mod uri;
 
 pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
@@ -73,7 +74,10 @@ pub use error::{BoxError, Error, Result};
 /// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
 pub use guideloom_io::RetryPolicy;
 pub use key::check_name;
-pub use manifest::{Checksum, DatasetIdentity, Manifest, PublishMode, ShardFormat, ShardRef};
+pub use manifest::{
+    Checksum, CompanionRef, DatasetIdentity, Manifest, PublishMode, ShardFormat, ShardRef,
+    StreamRef,
+};
 pub use opened::{ARRAY_RECORD_RECORD_FORMAT, OpenedShard};
 pub use publication::{PublicationOptions, PublishRequest};
 #[cfg(feature = "aws-profile")]
@@ -95,6 +99,7 @@ pub use store::{
     LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, PendingObject, RootStore,
     StoreCapabilities, Sweep, Written, cas_update, create_object, create_streamed,
 };
+pub use stream::StreamLayout;
 pub use uri::RootUri;
 
 #[cfg(feature = "http")]
@@ -119,5 +124,8 @@ mod send_sync {
         assert_send_sync::<super::PublicationOptions>();
         assert_send_sync::<super::RootOptions>();
         assert_send_sync::<super::StoreOptions>();
+        assert_send_sync::<super::StreamLayout>();
+        assert_send_sync::<super::StreamRef>();
+        assert_send_sync::<super::CompanionRef>();
     }
 }

@@ -11,7 +11,7 @@ use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, plan_runs};
 use guideloom_io::AsyncReader;
 
 use crate::error::{Error, Result};
-use crate::manifest::{ShardFormat, ShardRef};
+use crate::manifest::{ShardFormat, ShardRef, StreamRef};
 
 /// The record format of an ArrayRecord shard's records, in the vocabulary of
 /// guideloom-format's metadata (`"raw"`: opaque bytes, e.g. serialized `tf.train.Example`s).
@@ -242,7 +242,38 @@ pub(crate) async fn open_checked(
             actual: opened.len().to_string(),
         });
     }
+    if let (Some(stream), OpenedShard::Native(shard)) = (&reference.stream, &opened) {
+        check_stream_shard(key, stream, shard)?;
+    }
     Ok(opened)
+}
+
+/// Checks a stream shard against its reference's [`StreamRef`]: a stream of the element type
+/// the manifest names, holding the element count it names.
+fn check_stream_shard(key: &str, stream: &StreamRef, shard: &AsyncShard) -> Result<()> {
+    let meta = shard.metadata();
+    let found = meta.describe();
+    let wanted = format!("stream<{}>", stream.element);
+    if found != wanted {
+        return Err(Error::Verification {
+            key: key.to_owned(),
+            what: "stream element type",
+            expected: wanted,
+            actual: found,
+        });
+    }
+    // The element name is one of the format's (the manifest and the metadata were validated).
+    let width = guideloom_format::element_width(&stream.element).unwrap_or(1);
+    let elements = shard.data_len() / width;
+    if elements != stream.elements || !shard.data_len().is_multiple_of(width) {
+        return Err(Error::Verification {
+            key: key.to_owned(),
+            what: "stream elements",
+            expected: stream.elements.to_string(),
+            actual: format!("{} bytes of data", shard.data_len()),
+        });
+    }
+    Ok(())
 }
 
 /// Opens the ArrayRecord file at `key` over `reader` (one tail read, a second only when the

@@ -196,6 +196,17 @@ async fn verify_one(
             actual: info.size.to_string(),
         });
     }
+    if let Some(meta) = shard.stream.as_ref().and_then(|s| s.meta.as_ref()) {
+        let info = store.head(&meta.key).await?;
+        if info.size != meta.size {
+            return Err(Error::Verification {
+                key: meta.key.clone(),
+                what: "size",
+                expected: meta.size.to_string(),
+                actual: info.size.to_string(),
+            });
+        }
+    }
     if let Some(inspector) = inspector {
         let facts = inspector.inspect(store, shard).await?;
         if facts.record_count != shard.record_count {

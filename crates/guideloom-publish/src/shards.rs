@@ -176,8 +176,23 @@ where
     R: AsRef<[u8]>,
 {
     check_name("work id", work_id)?;
-    store.check_writable()?;
     let key = shard_key(work_id, index);
+    try_write_key(store, max_shard_bytes, key, metadata, records).await
+}
+
+/// [`try_write`] under a `key` the caller made (a stream shard's metadata companion).
+pub(crate) async fn try_write_key<I, R, E>(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    key: String,
+    metadata: ShardMetadata,
+    records: I,
+) -> Result<std::result::Result<ShardRef, E>>
+where
+    I: IntoIterator<Item = std::result::Result<R, E>>,
+    R: AsRef<[u8]>,
+{
+    store.check_writable()?;
     let limit = max_shard_bytes;
     let mut pending = store.begin_create(&key)?;
     let mut tally = Tally {
@@ -275,6 +290,7 @@ async fn create(
         record_count,
         checksum: Some(checksum),
         format: ShardFormat::Native,
+        stream: None,
     })
 }
 
@@ -303,6 +319,7 @@ pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Resu
         record_count: file.len(),
         checksum: None,
         format: ShardFormat::ArrayRecord,
+        stream: None,
     })
 }
 
@@ -357,5 +374,6 @@ where
         record_count,
         checksum: Some(Checksum::Sha256(hex(&digest))),
         format: ShardFormat::ArrayRecord,
+        stream: None,
     })
 }

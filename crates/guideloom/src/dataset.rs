@@ -294,6 +294,11 @@ impl Dataset {
         &self.inner
     }
 
+    /// Drives `future` on this dataset's runtime (see [`SyncRuntime::block_on`]).
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
     /// The root.
     pub fn root(&self) -> &Root {
         self.inner.root()

@@ -11,9 +11,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// The lower crates' errors are wrapped unchanged ([`Error::Io`], [`Error::Format`],
 /// [`Error::Publish`]) so callers match on their variants, e.g.
-/// `Error::Publish(publish::Error::NotFound { .. })`, with two exceptions that
+/// `Error::Publish(publish::Error::NotFound { .. })`, with exceptions that
 /// make the everyday failures one variant each however they arise: a record index past the
-/// end is always [`Error::OutOfRange`], and damaged shard bytes (footer, index, metadata or
+/// end is always [`Error::OutOfRange`], a token read of a snapshot that is not a stream
+/// always [`Error::NotAStream`], and damaged shard bytes (footer, index, metadata or
 /// a record) are always [`Error::Shard`] ([`Error::ArrayRecordShard`] for an ArrayRecord
 /// shard).
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +59,42 @@ pub enum Error {
         index: u64,
         /// The number of records.
         len: u64,
+    },
+    /// A token read of a dataset that is not one token stream (a shard of records, shards of
+    /// different element types, no shards). See [`Dataset::tokens`](crate::Dataset::tokens).
+    #[error("snapshot {snapshot} is not a token stream: {reason}")]
+    NotAStream {
+        /// The snapshot's id.
+        snapshot: String,
+        /// Why (naming the first shard at fault).
+        reason: String,
+    },
+    /// Tokens read as another element type than the stream's (`u32` from a `u16` stream).
+    #[error("the stream holds {stream} elements, read as {requested}")]
+    ElementMismatch {
+        /// The stream's element type, from its manifest.
+        stream: String,
+        /// The element type asked for.
+        requested: &'static str,
+    },
+    /// A token range outside the stream.
+    #[error("tokens {start}..{end} are out of range for a stream of {len} tokens")]
+    TokensOutOfRange {
+        /// The range's start.
+        start: u64,
+        /// The range's end (exclusive).
+        end: u64,
+        /// Tokens in the stream.
+        len: u64,
+    },
+    /// A token window (plus its label token, if asked for) longer than the whole stream:
+    /// not one window fits.
+    #[error("a window of {span} tokens does not fit a stream of {tokens} tokens")]
+    WindowTooLarge {
+        /// Tokens one window reads (`window`, + 1 with next-token labels).
+        span: u64,
+        /// Tokens in the stream.
+        tokens: u64,
     },
     /// A record's bytes could not be decoded (serde, or the loader's decode function).
     #[error("cannot decode record {index}: {source}")]
@@ -141,6 +178,9 @@ impl From<guideloom_publish::Error> for Error {
             }
             guideloom_publish::Error::OutOfRange { index, len, .. } => {
                 Error::OutOfRange { index, len }
+            }
+            guideloom_publish::Error::NotAStream { snapshot, reason } => {
+                Error::NotAStream { snapshot, reason }
             }
             other => Error::Publish(other),
         }

@@ -47,6 +47,7 @@ mod dataset;
 mod error;
 mod loader;
 mod publisher;
+mod stream;
 
 /// The user guide (`docs/guide.md`); its code blocks run as doctests.
 #[doc = include_str!("../../../docs/guide.md")]
@@ -114,7 +115,9 @@ pub use bytes::{self, Bytes};
 pub use dataset::{AsyncDataset, Dataset, DatasetOptions, Records, resolve_root};
 pub use error::{BoxError, Error, Result};
 pub use loader::order::ShuffleMode;
-pub use loader::{Batch, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource};
+pub use loader::{
+    Batch, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource, TokenWindows,
+};
 pub use publisher::{Publisher, publish_cbor, write_cbor_shard};
 
 /// Anything the [`Loader`] can read records from, by index: defined in `guideloom-format`
@@ -128,8 +131,8 @@ pub use publisher::{Publisher, publish_cbor, write_cbor_shard};
 /// the shard-window shuffle ([`ShuffleMode::ShardWindow`]) reads its shard bounds.
 pub use guideloom_format::RecordSource;
 pub use guideloom_format::{
-    CborFormat, DocumentStorage, Format, RawFormat, ReadOptions, ShardMetadata, StreamStorage,
-    StreamWithMetaStorage, WriterOptions,
+    CborFormat, DocumentStorage, Element, Elements, Format, RawFormat, ReadOptions, ShardMetadata,
+    StreamStorage, StreamWithMetaStorage, WriterOptions,
 };
 pub use guideloom_io::{
     AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
@@ -137,6 +140,7 @@ pub use guideloom_io::{
 pub use guideloom_publish::{
     AnnotationEntry, AnnotationSet, LocalReads, PublicationOptions, PublishMode, PublishRequest,
     Registry, Root, RootOptions, S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions,
+    StreamLayout, StreamRef,
 };
 
 /// The repository README's Rust example, run as a doctest.

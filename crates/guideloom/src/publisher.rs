@@ -285,6 +285,66 @@ impl Publisher {
             .block_on(self.root.write_shard(work_id, n, metadata, records))?)
     }
 
+    /// Writes `documents` (token slices of one [`Element`] type: `&[u16]`, `Vec<u32>`, ...)
+    /// as stream shard `n` of `work_id`, create-only at `shards/<work_id>/<n>.glm`: one
+    /// record per document, the reference recording the element type and token count
+    /// ([`ShardRef::stream`]). A snapshot of stream shards is a token stream: read it by
+    /// document or token slice ([`Dataset::tokens`]) and in fixed-length windows
+    /// ([`TokenWindows`](crate::TokenWindows)). See [`Root::write_stream_shard`].
+    ///
+    /// [`Element`]: crate::Element
+    pub fn write_stream_shard<E, I, D>(
+        &self,
+        work_id: &str,
+        n: u64,
+        documents: I,
+    ) -> Result<ShardRef>
+    where
+        E: guideloom_format::Element,
+        I: IntoIterator<Item = D>,
+        D: AsRef<[E]>,
+    {
+        Ok(self
+            .runtime
+            .block_on(self.root.write_stream_shard(work_id, n, documents))?)
+    }
+
+    /// [`write_stream_shard`](Self::write_stream_shard) of `(tokens, metadata)` documents,
+    /// the metadata (any serde type) stored as CBOR in a companion shard published with
+    /// the stream shard, read back by [`Dataset::document_meta`]. See
+    /// [`Root::write_stream_shard_with_meta`].
+    ///
+    /// ```
+    /// # fn main() -> guideloom::Result<()> {
+    /// use guideloom::{PublishMode, Publisher};
+    ///
+    /// let publisher = Publisher::open("memory://stream-meta-doc")?;
+    /// let docs = [(vec![1u16, 2, 3], "https://a.example"), (vec![4], "https://b.example")];
+    /// let shard = publisher.write_stream_shard_with_meta("w", 0, docs)?;
+    /// publisher.publish("web", "v1", vec![shard], PublishMode::Full)?;
+    /// let ds = publisher.dataset()?;
+    /// assert_eq!(ds.document_meta::<String>(1)?, "https://b.example");
+    /// assert_eq!(&*ds.document::<u16>(0)?, &[1, 2, 3]);
+    /// # Ok(()) }
+    /// ```
+    pub fn write_stream_shard_with_meta<E, M, I, D>(
+        &self,
+        work_id: &str,
+        n: u64,
+        documents: I,
+    ) -> Result<ShardRef>
+    where
+        E: guideloom_format::Element,
+        M: Serialize,
+        I: IntoIterator<Item = (D, M)>,
+        D: AsRef<[E]>,
+    {
+        Ok(self.runtime.block_on(
+            self.root
+                .write_stream_shard_with_meta(work_id, n, documents),
+        )?)
+    }
+
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:
     /// [`PublishMode::Full`] makes them the whole snapshot, [`PublishMode::Append`] extends
     /// the latest snapshot with them. Default [`PublicationOptions`].

@@ -38,6 +38,7 @@ pub(crate) async fn shard_ref(root: &OpenRoot, key: &str, size: u64) -> Result<S
         record_count: 0,
         checksum: None,
         format: ShardFormat::Native,
+        stream: None,
     };
     let facts = FooterInspector
         .inspect(&**root.store(), &shard)

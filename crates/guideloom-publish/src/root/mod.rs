@@ -42,6 +42,8 @@ mod blocking_tests;
 #[cfg(test)]
 mod prefetch_tests;
 mod reader;
+mod stream_read;
+mod stream_write;
 #[cfg(test)]
 mod tests;
 

@@ -46,6 +46,7 @@ use crate::manifest::ShardRef;
 use crate::opened::{OpenedShard, open_checked};
 use crate::snapshot_log::Snapshot;
 use crate::staging::{Prefetcher, Scan, StagedShard};
+use crate::stream::StreamState;
 
 /// Random access to the records of one snapshot.
 #[derive(Debug)]
@@ -59,6 +60,8 @@ pub struct SnapshotReader {
     /// Annotation sets opened through this reader, by set name (their latest version for
     /// this snapshot, downloaded and verified once).
     annotations: Mutex<HashMap<String, Arc<OnceCell<Arc<AnnotationSet>>>>>,
+    /// The token layout and metadata companions of a stream snapshot (`stream/read.rs`).
+    stream: StreamState,
 }
 
 impl SnapshotReader {
@@ -69,6 +72,7 @@ impl SnapshotReader {
         let table = ShardTable::from_counts(snapshot.shards().iter().map(|s| s.record_count))
             .unwrap_or_default();
         let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
+        let stream = StreamState::new(&snapshot);
         SnapshotReader {
             root,
             snapshot,
@@ -76,7 +80,12 @@ impl SnapshotReader {
             shards,
             options,
             annotations: Mutex::default(),
+            stream,
         }
+    }
+
+    pub(crate) fn stream_state(&self) -> &StreamState {
+        &self.stream
     }
 
     /// The snapshot read.

@@ -4,13 +4,15 @@
 //! Layout: the loader itself here; [`MemorySource`] (`source.rs`); the options and the
 //! values the loader hands out (`options.rs`); the global sample order (`order.rs`); the
 //! pure per-rank plan of an epoch (`plan.rs`); the worker pool with its bounded prefetch
-//! behind an [`Epoch`] (`epoch.rs`).
+//! behind an [`Epoch`] (`epoch.rs`); token windows over a stream dataset as records
+//! ([`TokenWindows`], `windows.rs`).
 
 mod epoch;
 mod options;
 pub(crate) mod order;
 mod plan;
 mod source;
+mod windows;
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,6 +26,7 @@ pub use epoch::Epoch;
 pub use options::{Batch, Equalize, LoaderOptions, LoaderState};
 pub use plan::{EpochPlan, epoch_len};
 pub use source::MemorySource;
+pub use windows::TokenWindows;
 
 type DecodeFn<T> = dyn Fn(u64, Bytes) -> std::result::Result<T, BoxError> + Send + Sync;
 

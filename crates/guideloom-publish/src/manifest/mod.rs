@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::key::{check_name, key_problem};
 
+mod stream_ref;
+
+pub use stream_ref::{CompanionRef, StreamRef};
+pub(crate) use stream_ref::{check_stream, stream_meta_key};
+
 /// `format` field of `dataset.json`.
 pub(crate) const DATASET_FORMAT: &str = "guideloom-dataset";
 /// `format` field of log entries (manifests).
@@ -184,6 +189,13 @@ pub struct ShardRef {
     /// The shard's file format; [`ShardFormat::Native`] when the manifest does not say.
     #[serde(default, skip_serializing_if = "ShardFormat::is_native")]
     pub format: ShardFormat,
+    /// For a stream shard (a native shard of token documents, [`Root::write_stream_shard`]):
+    /// its element type and count, and its metadata companion if it has one. Absent for
+    /// shards of records, so their manifests are unchanged.
+    ///
+    /// [`Root::write_stream_shard`]: crate::Root::write_stream_shard
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamRef>,
 }
 
 /// How a snapshot relates to the one before it.
@@ -319,6 +331,9 @@ pub(crate) fn check_shards(shards: &[ShardRef]) -> std::result::Result<u64, Stri
             && (hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
         {
             return Err(format!("shard {:?} has a malformed sha256", s.key));
+        }
+        if let Some(stream) = &s.stream {
+            check_stream(s, stream, &mut seen)?;
         }
         if s.format == ShardFormat::ArrayRecord
             && matches!(s.checksum, Some(Checksum::FooterCrc32c(_)))
@@ -475,6 +490,7 @@ mod tests {
             record_count: 2,
             checksum: None,
             format: ShardFormat::Native,
+            stream: None,
         }
     }
 

@@ -1,0 +1,157 @@
+//! Writing stream shards into a root: documents of tokens as one native shard (one record
+//! per document), and optionally their metadata as a companion shard.
+
+use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
+use guideloom_format::{Element, ShardMetadata};
+use serde::Serialize;
+
+use super::Root;
+use crate::error::{Error, Result};
+use crate::key::check_name;
+use crate::manifest::{CompanionRef, ShardRef, StreamRef, stream_meta_key};
+use crate::shards;
+
+/// The record format name of a stream shard's records (little-endian elements).
+const STREAM_RECORD_FORMAT: &str = "raw";
+/// The record format name of a companion's records.
+const META_RECORD_FORMAT: &str = "cbor";
+
+fn stream_metadata<E: Element>() -> ShardMetadata {
+    ShardMetadata::new(STREAM_RECORD_FORMAT, KIND_STREAM).with_element(E::NAME)
+}
+
+fn le_bytes<E: Element>(document: &[E]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(std::mem::size_of_val(document));
+    E::extend_le(document, &mut out);
+    out
+}
+
+impl Root {
+    /// Writes `documents` (token slices of element type `E`: `u16`, `u32`, ...) as stream
+    /// shard `index` of worker `work_id`, create-only at `shards/<work_id>/<index>.glm`: a
+    /// native shard with one record per document (its tokens little-endian, each with a
+    /// CRC32C), streamed as [`write_shard`](Self::write_shard) streams (memory: one document
+    /// and the index). The reference's [`stream`](ShardRef::stream) records the element
+    /// type and count, so a snapshot of stream shards is a token stream its readers slice
+    /// without opening shards first ([`SnapshotReader::stream`](crate::SnapshotReader::stream)).
+    /// Its records are the documents: [`SnapshotReader::get`](crate::SnapshotReader::get)
+    /// of document `i` returns its bytes.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Root};
+    ///
+    /// let root = Root::open("memory://write-stream-doc", &Default::default(), Default::default())?;
+    /// let docs: [&[u16]; 3] = [&[1, 2, 3], &[], &[4, 5]];
+    /// let shard = root.write_stream_shard("w", 0, docs).await?;
+    /// let stream = shard.stream.as_ref().unwrap();
+    /// assert_eq!((shard.record_count, stream.element.as_str(), stream.elements), (3, "u16", 5));
+    /// let request = PublishRequest {
+    ///     dataset_id: "d".into(),
+    ///     snapshot_id: "s".into(),
+    ///     shards: vec![shard],
+    ///     mode: PublishMode::Full,
+    /// };
+    /// root.publish(&request, &PublicationOptions::default()).await?;
+    /// let reader = root.open_latest().await?;
+    /// assert_eq!(reader.stream()?.len(), 5);
+    /// assert_eq!(&reader.read_elements(2..4).await?[..], &[3, 0, 4, 0]); // little-endian u16s
+    /// # Ok(()) }
+    /// ```
+    pub async fn write_stream_shard<E, I, D>(
+        &self,
+        work_id: &str,
+        index: u64,
+        documents: I,
+    ) -> Result<ShardRef>
+    where
+        E: Element,
+        I: IntoIterator<Item = D>,
+        D: AsRef<[E]>,
+    {
+        let mut elements = 0u64;
+        let records = documents.into_iter().map(|d| {
+            let d = d.as_ref();
+            elements += d.len() as u64;
+            le_bytes(d)
+        });
+        let mut shard = self
+            .write_shard(work_id, index, stream_metadata::<E>(), records)
+            .await?;
+        shard.stream = Some(StreamRef {
+            element: E::NAME.to_owned(),
+            elements,
+            meta: None,
+        });
+        Ok(shard)
+    }
+
+    /// [`write_stream_shard`](Self::write_stream_shard) of documents each with metadata `M`
+    /// (any serde type, stored as CBOR): the tokens as the stream shard, the metadata as
+    /// its companion, a native shard of one CBOR record per document at
+    /// `shards/<work_id>/<index>.meta.glm`, referenced from the stream shard's
+    /// [`StreamRef::meta`] (published with it, its size checked by `publish`). The shape of
+    /// guideloom-format's `StreamWithMetaStorage`, in a root. Memory: one document, the
+    /// index, and the encoded metadata of the shard (written once the tokens are). Metadata
+    /// that does not encode stops the write ([`Error::InvalidArgument`] naming the
+    /// document), nothing published under either key.
+    ///
+    /// Read back with [`SnapshotReader::document_meta`](crate::SnapshotReader::document_meta).
+    pub async fn write_stream_shard_with_meta<E, M, I, D>(
+        &self,
+        work_id: &str,
+        index: u64,
+        documents: I,
+    ) -> Result<ShardRef>
+    where
+        E: Element,
+        M: Serialize,
+        I: IntoIterator<Item = (D, M)>,
+        D: AsRef<[E]>,
+    {
+        check_name("work id", work_id)?;
+        let mut elements = 0u64;
+        let mut metas: Vec<Vec<u8>> = Vec::new();
+        let records = documents.into_iter().map(|(d, m)| {
+            let mut encoded = Vec::new();
+            guideloom_format::cbor::encode_into(&m, &mut encoded).map_err(|e| {
+                Error::invalid(format!(
+                    "metadata of document {} of stream shard {work_id}/{index} does not \
+                     encode as CBOR: {e}",
+                    metas.len()
+                ))
+            })?;
+            metas.push(encoded);
+            let d = d.as_ref();
+            elements += d.len() as u64;
+            Ok::<_, Error>(le_bytes(d))
+        });
+        let written = self
+            .try_write_shard(work_id, index, stream_metadata::<E>(), records)
+            .await?;
+        let mut shard = written?;
+        let limit = self.options().max_encoded_shard_bytes;
+        let key = stream_meta_key(work_id, index);
+        let meta_records = metas.iter().map(Ok::<_, std::convert::Infallible>);
+        let companion = shards::try_write_key(
+            &**self.store(),
+            limit,
+            key,
+            ShardMetadata::new(META_RECORD_FORMAT, KIND_DOCUMENTS),
+            meta_records,
+        )
+        .await?
+        .unwrap_or_else(|never| match never {});
+        shard.stream = Some(StreamRef {
+            element: E::NAME.to_owned(),
+            elements,
+            meta: Some(CompanionRef {
+                key: companion.key,
+                size: companion.size,
+                checksum: companion.checksum,
+            }),
+        });
+        Ok(shard)
+    }
+}
