@@ -23,6 +23,7 @@ impl<T: Send + 'static> Loader<T> {
                 next_claim: 0,
                 delivered: 0,
                 cancelled: false,
+                waiting: 0,
             }),
             changed: Condvar::new(),
         });
@@ -74,6 +75,9 @@ struct Ctrl {
     next_claim: u64,
     delivered: u64,
     cancelled: bool,
+    /// Workers asleep on `changed` (the window is full): a delivery wakes them only then,
+    /// so the common case, workers ahead of the window's end, costs no futex call.
+    waiting: usize,
 }
 
 impl Control {
@@ -107,7 +111,9 @@ impl<T> Worker<T> {
                     if g.next_claim < g.delivered + self.window {
                         break;
                     }
+                    g.waiting += 1;
                     g = self.ctrl.changed.wait(g).unwrap_or_else(|p| p.into_inner());
+                    g.waiting -= 1;
                 }
                 g.next_claim += 1;
                 g.next_claim - 1
@@ -224,8 +230,11 @@ impl<T> Epoch<T> {
         }
         let mut g = self.ctrl.lock();
         g.delivered = self.delivered;
+        let wake = g.waiting > 0;
         drop(g);
-        self.ctrl.changed.notify_all();
+        if wake {
+            self.ctrl.changed.notify_all();
+        }
     }
 
     fn stop(&mut self) {
