@@ -111,7 +111,8 @@ impl SnapshotReader {
         }
     }
 
-    fn locate(&self, index: u64) -> Result<(usize, u64)> {
+    /// (shard, record within it) of record `index`, or [`Error::OutOfRange`].
+    pub(super) fn locate(&self, index: u64) -> Result<(usize, u64)> {
         let located = self
             .table
             .locate(index)

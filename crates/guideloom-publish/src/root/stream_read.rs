@@ -71,20 +71,13 @@ impl SnapshotReader {
     /// opens it: one tail read). A document past the end is [`Error::OutOfRange`].
     pub async fn document_range(&self, index: u64) -> Result<Range<u64>> {
         let layout = self.stream()?;
-        let located = self
-            .table()
-            .locate(index)
-            .ok_or_else(|| Error::OutOfRange {
-                index,
-                len: self.len(),
-                what: format!("snapshot {}", self.snapshot().id()),
-            })?;
-        let shard = self.native(located.shard).await?;
-        let key = &self.snapshot().shards()[located.shard].key;
+        let (i, local) = self.locate(index)?;
+        let shard = self.native(i).await?;
+        let key = &self.snapshot().shards()[i].key;
         let record = shard
-            .record_range(located.local)
+            .record_range(local)
             .map_err(|e| Error::shard(key, e))?;
-        let base = layout.table().bounds(located.shard).start;
+        let base = layout.table().bounds(i).start;
         let w = layout.width();
         Ok(base + (record.start - HEADER_LEN) / w..base + (record.end - HEADER_LEN) / w)
     }
@@ -95,18 +88,11 @@ impl SnapshotReader {
     /// read, its size, kind and record count checked). A shard written without metadata is
     /// [`Error::InvalidArgument`] naming it.
     pub async fn document_meta(&self, index: u64) -> Result<Bytes> {
-        let located = self
-            .table()
-            .locate(index)
-            .ok_or_else(|| Error::OutOfRange {
-                index,
-                len: self.len(),
-                what: format!("snapshot {}", self.snapshot().id()),
-            })?;
-        let companion = self.companion(located.shard).await?;
+        let (i, local) = self.locate(index)?;
+        let companion = self.companion(i).await?;
         let key = companion.name().to_owned();
         companion
-            .read(located.local)
+            .read(local)
             .await
             .map_err(|e| Error::shard(&key, e))
     }
