@@ -270,10 +270,13 @@ impl Target {
         in_flight: usize,
     ) -> u64 {
         match &self.kind {
-            Kind::Local(_) => keys
-                .iter()
-                .map(|k| self.raw_get(rt, sub, k).len() as u64)
-                .sum(),
+            Kind::Local(_) => {
+                // One at a time: local reads need no requests in flight.
+                let _ = in_flight;
+                keys.iter()
+                    .map(|k| self.raw_get(rt, sub, k).len() as u64)
+                    .sum()
+            }
             #[cfg(feature = "s3")]
             Kind::S3(m) => {
                 use futures::{StreamExt, TryStreamExt};
