@@ -210,8 +210,16 @@ mod tests {
         let root = util::repo_root();
         let crates = featured_crates(&util::cargo_metadata(&root).unwrap(), &root);
         let names: Vec<&str> = crates.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["guideloom", "guideloom-io", "guideloom-publish"]);
-        let io = &crates[1];
+        assert_eq!(
+            names,
+            [
+                "guideloom",
+                "guideloom-cli",
+                "guideloom-io",
+                "guideloom-publish"
+            ]
+        );
+        let io = &crates[2];
         assert!(io.features.iter().any(|f| f == "http"));
         assert!(!io.features.iter().any(|f| f == "default"));
     }

@@ -124,6 +124,8 @@ async fn over_moto_s3() {
     else {
         return skip("GUIDELOOM_S3_ENDPOINT/GUIDELOOM_S3_BUCKET");
     };
+    // reqwest takes the process's rustls provider: ring, the one TLS stack.
+    guideloom_io::tls::install_crypto_provider();
     // Not from_env: the machine may set AWS_CA_BUNDLE and other variables.
     let store: Arc<dyn ObjectStore> = Arc::new(
         object_store::aws::AmazonS3Builder::new()
