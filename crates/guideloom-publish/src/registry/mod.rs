@@ -112,6 +112,12 @@ impl SchemeBackend {
 }
 
 /// Maps `(scheme, bucket)` to object stores, and schemes to [`SchemeBackend`]s.
+///
+/// The stores a registry builds are reused by later roots of their bucket, in the process
+/// that built them: in a child made by `fork` (a PyTorch `DataLoader` worker) the first use
+/// builds fresh clients, since the parent's pooled connections are driven by a runtime whose
+/// threads the child does not have. Stores registered with [`Registry::register`] belong to
+/// the caller and are kept; register them again in the child if they hold connections.
 #[derive(Debug, Default)]
 pub struct Registry {
     state: Mutex<State>,
@@ -122,10 +128,27 @@ struct State {
     /// Stores registered for a bucket (and `memory://` names): never replaced by a backend.
     buckets: HashMap<(String, String), Arc<ObjectStoreBucket>>,
     /// Stores this registry built from options, reused by later roots of the bucket until
-    /// the scheme's backend changes.
+    /// the scheme's backend changes, in the process that built them (see [`State::pid`]).
     built: HashMap<(String, String), Arc<ObjectStoreBucket>>,
+    /// The process the `built` stores belong to. A child made by `fork` inherits them, but
+    /// their pooled connections are driven by the parent's runtime, whose threads the child
+    /// does not have: a request on one would wait forever. The child builds its own.
+    pid: u32,
     /// The backend of each scheme.
     backends: HashMap<String, SchemeBackend>,
+}
+
+impl State {
+    /// Forgets the stores built by the parent of a forked child. They are leaked, not
+    /// dropped: their sockets are registered in the parent's epoll instance, which the child
+    /// shares, and dropping them would deregister the parent's connections.
+    fn leave_parent_stores(&mut self) {
+        let pid = std::process::id();
+        if self.pid != pid {
+            std::mem::forget(std::mem::take(&mut self.built));
+            self.pid = pid;
+        }
+    }
 }
 
 impl Registry {
@@ -210,8 +233,11 @@ impl Registry {
             .cloned()
     }
 
+    /// The state, with the stores of a parent process forgotten (see [`State::pid`]).
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.leave_parent_stores();
+        state
     }
 
     /// The store of `uri`, at its prefix, the way object_store's `parse_url_opts` gives a
@@ -366,6 +392,33 @@ mod tests {
             reg.resolve("s3://b/p", &opts),
             Err(Error::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn a_forked_child_does_not_reuse_the_stores_its_parent_built() {
+        let reg = Registry::new();
+        let mem: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let built = ObjectStoreBucket::new(mem, "built by the parent");
+        reg.lock()
+            .built
+            .insert(("s3".to_owned(), "b".to_owned()), Arc::clone(&built));
+        let registered = reg.register(
+            "gs",
+            "b",
+            Arc::new(object_store::memory::InMemory::new()),
+            "registered",
+        );
+        assert!(Arc::ptr_eq(&built, &reg.lookup("s3", "b").unwrap()));
+        // What the first use in a forked child sees: the state names another process.
+        reg.state.lock().unwrap().pid = std::process::id().wrapping_add(1);
+        assert!(
+            reg.lookup("s3", "b").is_none(),
+            "the parent's client is not reused"
+        );
+        // Forgotten, not dropped (dropping could deregister the parent's sockets).
+        assert_eq!(Arc::strong_count(&built), 2);
+        // A store the caller registered is the caller's: it stays.
+        assert!(Arc::ptr_eq(&registered, &reg.lookup("gs", "b").unwrap()));
     }
 
     #[test]
