@@ -167,12 +167,12 @@ proptest! {
     fn global_sequence_is_the_same_for_any_world_size_and_worker_count(
         n in 0u64..150, w1 in 1u64..6, w2 in 1u64..6, k1 in 1usize..4, k2 in 1usize..4,
         batch in 1u64..13, seed: u64, mode in mode_strategy(), cut in 1u64..40,
-        drop_last: bool, ordered: bool,
+        drop_last: bool, ordered: bool, caller_builds: bool,
     ) {
         let src = sharded(&shard_sizes(n, cut), true);
         let a = LoaderOptions::new(batch).seed(seed).shuffle(mode).drop_last(drop_last)
-            .workers(k1).rank(0, w1).ordered(ordered);
-        let b = a.clone().workers(k2).rank(0, w2).ordered(true);
+            .workers(k1).rank(0, w1).ordered(ordered).caller_builds(caller_builds);
+        let b = a.clone().workers(k2).rank(0, w2).ordered(true).caller_builds(!caller_builds);
         let sa = global_sequence(&src, &a, 5);
         let sb = global_sequence(&src, &b, 5);
         prop_assert_eq!(&sa, &sb);
@@ -185,11 +185,12 @@ proptest! {
     #[test]
     fn resume_delivers_exactly_the_rest(
         n in 1u64..150, world in 1u64..4, batch in 1u64..9, seed: u64, take in 0u64..30,
-        w1 in 1usize..4, w2 in 1usize..4, world2 in 1u64..4, eq in 0u8..3,
+        w1 in 1usize..4, w2 in 1usize..4, world2 in 1u64..4, eq in 0u8..3, caller_builds: bool,
     ) {
         let equalize = [Equalize::None, Equalize::Pad, Equalize::Drop][usize::from(eq)];
         let src = source(n);
-        let opts = LoaderOptions::new(batch).seed(seed).rank(0, world).equalize(equalize);
+        let opts = LoaderOptions::new(batch).seed(seed).rank(0, world).equalize(equalize)
+            .caller_builds(caller_builds);
         // Uninterrupted, all ranks.
         let full = global_sequence(&src, &opts.clone().workers(w1), 2);
         // Interrupted: every rank takes `take` batches (lockstep), then saves its state.
@@ -321,14 +322,23 @@ impl RecordSource for Counting {
 
 #[test]
 fn prefetch_bounds_the_batches_held() {
-    for (workers, prefetch) in [(1usize, 0usize), (3, 1), (4, 4)] {
+    for (workers, prefetch, caller_builds) in [
+        (1usize, 0usize, false),
+        (1, 0, true),
+        (3, 1, true),
+        (4, 4, false),
+        (4, 4, true),
+    ] {
         let src = Counting {
             inner: source(400),
             fetched: Arc::default(),
             delivered: Arc::default(),
             max_outstanding: Arc::default(),
         };
-        let opts = LoaderOptions::new(4).workers(workers).prefetch(prefetch);
+        let opts = LoaderOptions::new(4)
+            .workers(workers)
+            .prefetch(prefetch)
+            .caller_builds(caller_builds);
         let loader = Loader::new(src.clone(), opts, decode).unwrap();
         for b in loader.epoch(0).unwrap() {
             b.unwrap();
@@ -346,6 +356,108 @@ fn prefetch_bounds_the_batches_held() {
     }
 }
 
+/// A source whose reads on the loader's worker threads wait until the gate opens; reads on
+/// any other thread (the caller's) answer at once. Records which threads read.
+#[derive(Clone)]
+struct Gated {
+    inner: MemorySource,
+    open: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    on_caller: Arc<AtomicU64>,
+    on_workers: Arc<AtomicU64>,
+}
+
+impl Gated {
+    fn new(n: u64) -> Gated {
+        Gated {
+            inner: source(n),
+            open: Arc::default(),
+            on_caller: Arc::default(),
+            on_workers: Arc::default(),
+        }
+    }
+    fn open_gate(&self) {
+        *self.open.0.lock().unwrap() = true;
+        self.open.1.notify_all();
+    }
+}
+
+impl RecordSource for Gated {
+    type Error = guideloom::Error;
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn get_many(&self, indices: &[u64]) -> guideloom::Result<Vec<Bytes>> {
+        let worker = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("guideloom-loader-"));
+        if worker {
+            let mut open = self.open.0.lock().unwrap();
+            while !*open {
+                open = self.open.1.wait(open).unwrap();
+            }
+            self.on_workers.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.on_caller.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.get_many(indices)
+    }
+}
+
+#[test]
+fn the_caller_builds_batches_while_the_workers_are_stuck_and_only_then() {
+    // Workers blocked: with caller_builds every batch the window allows is built on the
+    // caller's thread, in order; the workers' batches arrive once they are let go.
+    let src = Gated::new(40);
+    let opts = LoaderOptions::new(4).workers(1).prefetch(1).seed(3);
+    let loader = Loader::new(src.clone(), opts.clone(), decode).unwrap();
+    let expected: Vec<u64> = {
+        let plan = loader.plan(0, 0);
+        (0..plan.total_positions())
+            .map(|p| plan.record_at(p))
+            .collect()
+    };
+    let mut epoch = loader.epoch(0).unwrap();
+    let mut got = Vec::new();
+    // The worker holds batch 0 (stuck); the caller builds 1 (the window of prefetch 1 +
+    // 1 worker is then full) and must wait for 0: let the worker go only then.
+    let first = std::thread::scope(|s| {
+        let opener = s.spawn(|| {
+            while src.on_caller.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            src.open_gate();
+        });
+        let first = epoch.next().unwrap().unwrap();
+        opener.join().unwrap();
+        first
+    });
+    got.extend(first.records);
+    for b in epoch.by_ref() {
+        got.extend(b.unwrap().records);
+    }
+    assert_eq!(got, expected, "the order is the plan's whoever builds");
+    let (caller, workers) = (
+        src.on_caller.load(Ordering::SeqCst),
+        src.on_workers.load(Ordering::SeqCst),
+    );
+    assert_eq!(caller + workers, 10, "every batch built once");
+    assert!(caller >= 1, "the caller built while the worker was stuck");
+
+    // caller_builds(false): every read is a worker's.
+    let src = Gated::new(40);
+    src.open_gate();
+    let loader = Loader::new(src.clone(), opts.caller_builds(false), decode).unwrap();
+    let all: Vec<u64> = loader
+        .epoch(0)
+        .unwrap()
+        .flat_map(|b| b.unwrap().records)
+        .collect();
+    assert_eq!(all, expected);
+    assert_eq!(src.on_caller.load(Ordering::SeqCst), 0);
+    assert_eq!(src.on_workers.load(Ordering::SeqCst), 10);
+}
+
 /// Runs `f` on a thread and waits for it with a generous hang guard (not a timing assertion).
 fn no_hang<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
@@ -356,12 +468,19 @@ fn no_hang<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 
 #[test]
 fn decode_errors_and_panics_surface_as_errors_and_end_the_epoch() {
-    for (workers, ordered) in [(1usize, true), (3, true), (3, false)] {
+    for (workers, ordered, caller_builds) in [
+        (1usize, true, false),
+        (1, true, true),
+        (3, true, true),
+        (3, false, false),
+        (3, false, true),
+    ] {
         let results = no_hang(move || {
             let opts = LoaderOptions::new(5)
                 .workers(workers)
                 .ordered(ordered)
-                .seed(4);
+                .seed(4)
+                .caller_builds(caller_builds);
             let failing = Loader::new(source(200), opts.clone(), |i, b: Bytes| {
                 if i == 77 {
                     Err(Error::Unsupported {

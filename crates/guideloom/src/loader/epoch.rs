@@ -28,9 +28,16 @@ impl<T: Send + 'static> Loader<T> {
             changed: Condvar::new(),
         });
         let (tx, rx) = channel();
+        let builder = Arc::new(Builder {
+            plan: Arc::clone(&plan),
+            source: Arc::clone(&self.source),
+            decode: Arc::clone(&self.decode),
+        });
         let mut epoch = Epoch {
             plan: Arc::clone(&plan),
             ctrl: Arc::clone(&ctrl),
+            builder: self.options.caller_builds.then(|| Arc::clone(&builder)),
+            window,
             rx: Some(rx),
             threads: Vec::new(),
             total,
@@ -48,11 +55,9 @@ impl<T: Send + 'static> Loader<T> {
             .min(usize::try_from(total).unwrap_or(usize::MAX));
         for w in 0..workers {
             let job = Worker {
-                plan: Arc::clone(&plan),
+                builder: Arc::clone(&builder),
                 ctrl: Arc::clone(&ctrl),
                 tx: tx.clone(),
-                source: Arc::clone(&self.source),
-                decode: Arc::clone(&self.decode),
                 total,
                 window,
             };
@@ -85,51 +90,40 @@ impl Control {
         // A panic never happens while the lock is held (user code runs outside it).
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Claims the next batch if one is left and the window has room (never waits).
+    fn try_claim(&self, total: u64, window: u64) -> Option<u64> {
+        let mut g = self.lock();
+        if g.cancelled || g.next_claim >= total || g.next_claim >= g.delivered + window {
+            return None;
+        }
+        g.next_claim += 1;
+        Some(g.next_claim - 1)
+    }
 }
 
 type Msg<T> = (u64, Result<Batch<T>>);
 
-struct Worker<T> {
+/// What builds batch `k` of the plan: the workers share it, and so does the caller's thread
+/// when it builds a batch itself (`LoaderOptions::caller_builds`).
+struct Builder<T> {
     plan: Arc<EpochPlan>,
-    ctrl: Arc<Control>,
-    tx: Sender<Msg<T>>,
     source: Arc<DynSource>,
     decode: Arc<DecodeFn<T>>,
-    total: u64,
-    window: u64,
 }
 
-impl<T> Worker<T> {
-    fn run(self) {
-        loop {
-            let k = {
-                let mut g = self.ctrl.lock();
-                loop {
-                    if g.cancelled || g.next_claim >= self.total {
-                        return;
-                    }
-                    if g.next_claim < g.delivered + self.window {
-                        break;
-                    }
-                    g.waiting += 1;
-                    g = self.ctrl.changed.wait(g).unwrap_or_else(|p| p.into_inner());
-                    g.waiting -= 1;
-                }
-                g.next_claim += 1;
-                g.next_claim - 1
-            };
-            let result = catch_unwind(AssertUnwindSafe(|| self.build(k))).unwrap_or_else(|p| {
-                let message = p
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "non-string panic payload".to_owned());
-                Err(Error::WorkerPanic { batch: k, message })
-            });
-            if self.tx.send((k, result)).is_err() {
-                return;
-            }
-        }
+impl<T> Builder<T> {
+    /// Batch `k`, with a panic of the source or the decoder caught as
+    /// [`Error::WorkerPanic`].
+    fn build_caught(&self, k: u64) -> Result<Batch<T>> {
+        catch_unwind(AssertUnwindSafe(|| self.build(k))).unwrap_or_else(|p| {
+            let message = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            Err(Error::WorkerPanic { batch: k, message })
+        })
     }
 
     fn build(&self, k: u64) -> Result<Batch<T>> {
@@ -161,6 +155,40 @@ impl<T> Worker<T> {
     }
 }
 
+struct Worker<T> {
+    builder: Arc<Builder<T>>,
+    ctrl: Arc<Control>,
+    tx: Sender<Msg<T>>,
+    total: u64,
+    window: u64,
+}
+
+impl<T> Worker<T> {
+    fn run(self) {
+        loop {
+            let k = {
+                let mut g = self.ctrl.lock();
+                loop {
+                    if g.cancelled || g.next_claim >= self.total {
+                        return;
+                    }
+                    if g.next_claim < g.delivered + self.window {
+                        break;
+                    }
+                    g.waiting += 1;
+                    g = self.ctrl.changed.wait(g).unwrap_or_else(|p| p.into_inner());
+                    g.waiting -= 1;
+                }
+                g.next_claim += 1;
+                g.next_claim - 1
+            };
+            if self.tx.send((k, self.builder.build_caught(k))).is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// One epoch in progress: an iterator of batches. Dropping it stops and joins its workers
 /// (a worker inside a fetch finishes that fetch first).
 ///
@@ -170,6 +198,9 @@ impl<T> Worker<T> {
 pub struct Epoch<T> {
     plan: Arc<EpochPlan>,
     ctrl: Arc<Control>,
+    /// Set when the caller's thread builds batches itself instead of waiting.
+    builder: Option<Arc<Builder<T>>>,
+    window: u64,
     rx: Option<Receiver<Msg<T>>>,
     threads: Vec<JoinHandle<()>>,
     total: u64,
@@ -237,6 +268,25 @@ impl<T> Epoch<T> {
         }
     }
 
+    /// The next finished batch: one a worker sent or, when none is waiting and the caller
+    /// builds (`LoaderOptions::caller_builds`), one built on this thread if the window has
+    /// room; otherwise waits for a worker. `None` when every worker is gone.
+    fn receive(&self) -> Option<Msg<T>> {
+        let rx = self.rx.as_ref()?;
+        if let Some(builder) = &self.builder {
+            if let Ok(m) = rx.try_recv() {
+                return Some(m);
+            }
+            // Building instead of sleeping: no wake-up to wait for, and one more core at
+            // work when the workers fall behind. A batch a worker finishes meanwhile waits
+            // at most one batch's build.
+            if let Some(k) = self.ctrl.try_claim(self.total, self.window) {
+                return Some((k, builder.build_caught(k)));
+            }
+        }
+        rx.recv().ok()
+    }
+
     fn stop(&mut self) {
         self.finished = true;
         self.ctrl.lock().cancelled = true;
@@ -256,27 +306,26 @@ impl<T> Iterator for Epoch<T> {
             self.ended = true;
             return None;
         }
-        let rx = self.rx.as_ref()?;
         let (k, result) = if self.ordered {
             let want = self.prefix;
             loop {
                 if let Some(r) = self.reorder.remove(&want) {
                     break (want, r);
                 }
-                match rx.recv() {
-                    Ok((k, r)) => {
+                match self.receive() {
+                    Some((k, r)) => {
                         self.reorder.insert(k, r);
                     }
-                    Err(_) => {
+                    None => {
                         self.stop();
                         return Some(Err(Error::WorkersGone { batch: want }));
                     }
                 }
             }
         } else {
-            match rx.recv() {
-                Ok(m) => m,
-                Err(_) => {
+            match self.receive() {
+                Some(m) => m,
+                None => {
                     self.stop();
                     return Some(Err(Error::WorkersGone { batch: self.prefix }));
                 }

@@ -49,11 +49,24 @@ pub struct LoaderOptions {
     pub ordered: bool,
     /// Batch-count equalisation across ranks (default [`Equalize::None`]).
     pub equalize: Equalize,
+    /// The thread iterating the epoch builds a batch itself (fetch and decode, on its own
+    /// thread) when none is ready and the prefetch window has room, instead of sleeping
+    /// until a worker delivers one (default `true`). It keeps every core busy when the
+    /// workers fall behind and saves a wake-up per batch; the cost is that a batch a worker
+    /// finishes meanwhile waits for the caller's build. `false`: only the workers build, so
+    /// the decoder never runs on the caller's thread.
+    #[serde(default = "caller_builds_default")]
+    pub caller_builds: bool,
+}
+
+fn caller_builds_default() -> bool {
+    true
 }
 
 impl LoaderOptions {
     /// Defaults with `batch_size`: seed 0, [`ShuffleMode::Auto`], keep the last batch, rank
-    /// 0 of 1, 2 workers, prefetch 2, ordered, no equalisation.
+    /// 0 of 1, 2 workers, prefetch 2, ordered, no equalisation, the caller builds batches
+    /// while it would wait.
     pub fn new(batch_size: u64) -> Self {
         LoaderOptions {
             batch_size,
@@ -66,6 +79,7 @@ impl LoaderOptions {
             prefetch: 2,
             ordered: true,
             equalize: Equalize::None,
+            caller_builds: true,
         }
     }
     /// Sets the seed.
@@ -102,6 +116,12 @@ impl LoaderOptions {
     /// Ordered (`true`) or unordered delivery.
     pub fn ordered(mut self, ordered: bool) -> Self {
         self.ordered = ordered;
+        self
+    }
+    /// Whether the iterating thread builds batches while it would otherwise wait (see
+    /// [`LoaderOptions::caller_builds`]).
+    pub fn caller_builds(mut self, caller_builds: bool) -> Self {
+        self.caller_builds = caller_builds;
         self
     }
     /// Sets the equalisation.
