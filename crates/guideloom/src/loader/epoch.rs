@@ -93,12 +93,33 @@ impl Control {
 
     /// Claims the next batch if one is left and the window has room (never waits).
     fn try_claim(&self, total: u64, window: u64) -> Option<u64> {
-        let mut g = self.lock();
-        if g.cancelled || g.next_claim >= total || g.next_claim >= g.delivered + window {
-            return None;
+        match self.lock().claim(total, window) {
+            Claim::Batch(k) => Some(k),
+            Claim::Done | Claim::WindowFull => None,
         }
-        g.next_claim += 1;
-        Some(g.next_claim - 1)
+    }
+}
+
+/// What a claim found: the one rule by which workers and the caller take batches.
+enum Claim {
+    /// Batch `k` is now the claimer's to build.
+    Batch(u64),
+    /// Every batch is claimed, or the epoch was cancelled.
+    Done,
+    /// `prefetch + workers` batches are claimed but not delivered: wait for a delivery.
+    WindowFull,
+}
+
+impl Ctrl {
+    fn claim(&mut self, total: u64, window: u64) -> Claim {
+        if self.cancelled || self.next_claim >= total {
+            return Claim::Done;
+        }
+        if self.next_claim >= self.delivered + window {
+            return Claim::WindowFull;
+        }
+        self.next_claim += 1;
+        Claim::Batch(self.next_claim - 1)
     }
 }
 
@@ -169,18 +190,16 @@ impl<T> Worker<T> {
             let k = {
                 let mut g = self.ctrl.lock();
                 loop {
-                    if g.cancelled || g.next_claim >= self.total {
-                        return;
+                    match g.claim(self.total, self.window) {
+                        Claim::Batch(k) => break k,
+                        Claim::Done => return,
+                        Claim::WindowFull => {
+                            g.waiting += 1;
+                            g = self.ctrl.changed.wait(g).unwrap_or_else(|p| p.into_inner());
+                            g.waiting -= 1;
+                        }
                     }
-                    if g.next_claim < g.delivered + self.window {
-                        break;
-                    }
-                    g.waiting += 1;
-                    g = self.ctrl.changed.wait(g).unwrap_or_else(|p| p.into_inner());
-                    g.waiting -= 1;
                 }
-                g.next_claim += 1;
-                g.next_claim - 1
             };
             if self.tx.send((k, self.builder.build_caught(k))).is_err() {
                 return;
