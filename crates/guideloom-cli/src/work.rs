@@ -98,7 +98,8 @@ pub(crate) async fn completion(root: &OpenRoot, work_id: &str) -> Result<Option<
 pub(crate) struct Survey {
     /// Work id → its marker's shards that exist, with listed sizes.
     pub(crate) complete: BTreeMap<String, Vec<(String, u64)>>,
-    /// Work id → its shards (`.glm` objects) written without a marker.
+    /// Work id → its shards (`.glm` objects, not `.meta.glm` companions) written without a
+    /// marker.
     pub(crate) incomplete: BTreeMap<String, Vec<(String, u64)>>,
 }
 
@@ -145,7 +146,9 @@ pub(crate) async fn survey(root: &OpenRoot, work_ids: &[String]) -> Result<Surve
             let entry = by_work.entry(work.to_owned()).or_default();
             if name == "complete.json" {
                 entry.0 = true;
-            } else if name.ends_with(".glm") {
+            } else if name.ends_with(".glm") && !name.ends_with(".meta.glm") {
+                // A `.meta.glm` is a stream shard's metadata companion, published through
+                // its stream shard's reference, never as a shard of its own.
                 entry.1.push((o.key.clone(), o.size));
             }
         }

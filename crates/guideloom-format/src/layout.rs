@@ -204,16 +204,13 @@ pub(crate) fn complete(
     if crc32c(&raw_index) != footer.index_crc {
         return Err(Error::corrupt(shard, Corruption::IndexChecksum));
     }
-    if crc32c(meta) != footer.metadata_crc {
-        return Err(Error::corrupt(shard, Corruption::MetadataChecksum));
-    }
     if let Some(h) = header
         && (h[..8] != MAGIC || le_u16(h, 8) != footer.major)
     {
         return Err(Error::corrupt(shard, Corruption::BadHeader));
     }
     let index = Index::parse(shard, raw_index, footer.index_offset)?;
-    let metadata = ShardMetadata::decode(shard, meta, footer.record_count)?;
+    let metadata = ShardMetadata::decode_section(shard, meta, &footer)?;
     // A stream's records are whole runs of elements, whoever reads them (a typed stream
     // reader checks again against its own element type).
     if let Some(width) = metadata.element.as_deref().and_then(element_width)

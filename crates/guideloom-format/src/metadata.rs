@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::spec::MAX_METADATA_LEN;
+use crate::error::{Corruption, Error, Result};
+use crate::footer::Footer;
+use crate::spec::{MAX_METADATA_LEN, crc32c};
 
 /// A CBOR value of user metadata (re-exported from `ciborium`).
 pub use ciborium::Value;
@@ -124,6 +125,35 @@ impl ShardMetadata {
             });
         }
         Ok(out)
+    }
+
+    /// Decodes the metadata section `bytes` of a shard whose footer is `footer` (read from
+    /// `footer.metadata_offset`, `footer.metadata_len` bytes): its length and CRC32C checked
+    /// against the footer, then [`decode`](Self::decode). What a reader needs to learn a
+    /// shard's kind without its index.
+    ///
+    /// ```
+    /// use guideloom_format::metadata::KIND_DOCUMENTS;
+    /// use guideloom_format::{Footer, ShardEncoder, ShardMetadata};
+    ///
+    /// let mut encoder = ShardEncoder::new(Vec::new(), ShardMetadata::new("raw", KIND_DOCUMENTS))?;
+    /// encoder.append(b"record")?;
+    /// let (bytes, _) = encoder.finish()?;
+    /// let (size, tail) = (bytes.len() as u64, bytes.len() - 64);
+    /// let footer = Footer::decode("s", &bytes[tail..], size)?;
+    /// let at = footer.metadata_offset as usize..tail;
+    /// let meta = ShardMetadata::decode_section("s", &bytes[at], &footer)?;
+    /// assert_eq!((meta.kind.as_str(), meta.records), (KIND_DOCUMENTS, 1));
+    /// # Ok::<(), guideloom_format::Error>(())
+    /// ```
+    pub fn decode_section(shard: &str, bytes: &[u8], footer: &Footer) -> Result<Self> {
+        if bytes.len() as u64 != footer.metadata_len {
+            return Err(Error::layout(shard, "metadata read has the wrong length"));
+        }
+        if crc32c(bytes) != footer.metadata_crc {
+            return Err(Error::corrupt(shard, Corruption::MetadataChecksum));
+        }
+        Self::decode(shard, bytes, footer.record_count)
     }
 
     /// Decodes one CBOR map (no trailing bytes) and checks it against the footer's count.

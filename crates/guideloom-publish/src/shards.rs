@@ -15,13 +15,16 @@ use std::io::Write;
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
+use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
 use guideloom_format::spec::FOOTER_LEN;
-use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata};
+use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata, element_width};
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
 use crate::key::{check_name, hex, key_problem, sha256_hex};
-use crate::manifest::{Checksum, ShardFormat, ShardRef, array_record_shard_key, shard_key};
+use crate::manifest::{
+    Checksum, CompanionRef, ShardFormat, ShardRef, StreamRef, array_record_shard_key, shard_key,
+};
 use crate::opened::open_array_record;
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
@@ -292,6 +295,127 @@ async fn create(
         format: ShardFormat::Native,
         stream: None,
     })
+}
+
+/// Bytes [`adopt`] reads from a native shard's end in its first request: the footer and,
+/// unless the metadata is unusually large, the metadata before it.
+const ADOPT_TAIL: u64 = 4096;
+
+/// A reference to the native shard already at `key`, of `size` bytes (see
+/// [`Root::adopt_shard`](crate::Root::adopt_shard)): the reference its writer returned.
+/// One tail read (footer and metadata; a second only for metadata over [`ADOPT_TAIL`]);
+/// for a stream shard also one HEAD for its metadata companion and, when there is one, one
+/// tail read of it.
+pub(crate) async fn adopt(store: &dyn RootStore, key: &str, size: u64) -> Result<ShardRef> {
+    if let Some(problem) = key_problem(key) {
+        return Err(Error::invalid(format!("shard key {key:?}: {problem}")));
+    }
+    let (footer, metadata) = footer_and_metadata(store, key, size).await?;
+    let mut shard = ShardRef {
+        key: key.to_owned(),
+        size,
+        record_count: footer.record_count,
+        checksum: Some(Checksum::FooterCrc32c(footer.checksum())),
+        format: ShardFormat::Native,
+        stream: None,
+    };
+    if metadata.kind != KIND_STREAM {
+        return Ok(shard);
+    }
+    // The metadata decoded, so a stream names one of the format's element types.
+    let element = metadata.element.unwrap_or_default();
+    let width = element_width(&element).unwrap_or(1);
+    if !footer.data_len().is_multiple_of(width) {
+        return Err(Error::corrupt(
+            key,
+            format!(
+                "stream data of {} bytes is not a whole number of {element} elements",
+                footer.data_len()
+            ),
+        ));
+    }
+    shard.stream = Some(StreamRef {
+        element,
+        elements: footer.data_len() / width,
+        meta: adopt_companion(store, &shard).await?,
+    });
+    Ok(shard)
+}
+
+/// The metadata companion of stream shard `shard` (`<n>.meta.glm` beside `<n>.glm`), if it
+/// exists: a native shard of one CBOR record per document.
+async fn adopt_companion(store: &dyn RootStore, shard: &ShardRef) -> Result<Option<CompanionRef>> {
+    let Some(stem) = shard
+        .key
+        .strip_suffix(".glm")
+        .filter(|stem| !stem.ends_with(".meta"))
+    else {
+        return Ok(None);
+    };
+    let key = format!("{stem}.meta.glm");
+    let size = match store.head(&key).await {
+        Ok(info) => info.size,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (footer, metadata) = footer_and_metadata(store, &key, size).await?;
+    if metadata.kind != KIND_DOCUMENTS || metadata.format != "cbor" {
+        return Err(Error::Verification {
+            key,
+            what: "companion record format",
+            expected: format!("{KIND_DOCUMENTS} of cbor"),
+            actual: format!("{} of {}", metadata.kind, metadata.format),
+        });
+    }
+    if footer.record_count != shard.record_count {
+        return Err(Error::Verification {
+            key,
+            what: "companion record count",
+            expected: shard.record_count.to_string(),
+            actual: footer.record_count.to_string(),
+        });
+    }
+    Ok(Some(CompanionRef {
+        key,
+        size,
+        checksum: Some(Checksum::FooterCrc32c(footer.checksum())),
+    }))
+}
+
+/// The footer and the metadata of the native shard at `key`, of `size` bytes, each checked
+/// (footer layout and checksum, metadata length and CRC32C), without reading the index.
+async fn footer_and_metadata(
+    store: &dyn RootStore,
+    key: &str,
+    size: u64,
+) -> Result<(Footer, ShardMetadata)> {
+    if size < FOOTER_LEN {
+        return Err(Error::corrupt(key, "smaller than a shard footer"));
+    }
+    let start = size - size.min(ADOPT_TAIL);
+    let tail = store.get_range(key, start..size).await?;
+    if tail.len() as u64 != size - start {
+        return Err(Error::Verification {
+            key: key.to_owned(),
+            what: "size",
+            expected: size.to_string(),
+            actual: format!("a tail read of {} bytes from byte {start}", tail.len()),
+        });
+    }
+    // Offsets inside the tail, which is at most ADOPT_TAIL bytes long.
+    let rel = |at: u64| usize::try_from(at - start).unwrap_or(usize::MAX);
+    let footer_at = rel(size - FOOTER_LEN);
+    let footer = Footer::decode(key, &tail[footer_at..], size).map_err(|e| Error::shard(key, e))?;
+    // The footer's layout check bounds the metadata (at most MAX_METADATA_LEN, inside the file).
+    let section = footer.metadata_offset..footer.metadata_offset + footer.metadata_len;
+    let bytes = if section.start >= start {
+        tail.slice(rel(section.start)..footer_at)
+    } else {
+        store.get_range(key, section).await?
+    };
+    let metadata =
+        ShardMetadata::decode_section(key, &bytes, &footer).map_err(|e| Error::shard(key, e))?;
+    Ok((footer, metadata))
 }
 
 /// A reference to the ArrayRecord file already at `key` (see

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use guideloom_publish::{
-    FooterInspector, PublicationOptions, PublishMode, PublishRequest, ShardFormat, ShardInspector,
-    ShardRef, Snapshot,
+    FooterInspector, PublicationOptions, PublishMode, PublishRequest, ShardRef, Snapshot,
 };
 use serde_json::json;
 
@@ -30,23 +29,15 @@ pub(crate) async fn published_keys(root: &OpenRoot) -> Result<(HashSet<String>, 
     Ok((keys, snapshots))
 }
 
-/// Builds a reference for a listed shard from its footer (one 64-byte read).
+/// The reference of a listed shard, as its writer returned it ([`Root::adopt_shard`]: one
+/// tail read; a stream shard keeps its element type, count and metadata companion).
+///
+/// [`Root::adopt_shard`]: guideloom_publish::Root::adopt_shard
 pub(crate) async fn shard_ref(root: &OpenRoot, key: &str, size: u64) -> Result<ShardRef> {
-    let mut shard = ShardRef {
-        key: key.to_owned(),
-        size,
-        record_count: 0,
-        checksum: None,
-        format: ShardFormat::Native,
-        stream: None,
-    };
-    let facts = FooterInspector
-        .inspect(&**root.store(), &shard)
+    root.root
+        .adopt_shard(key, size)
         .await
-        .map_err(|e| root.err(e))?;
-    shard.record_count = facts.record_count;
-    shard.checksum = facts.checksum;
-    Ok(shard)
+        .map_err(|e| root.err(e))
 }
 
 /// What `publish` did: the new snapshot, the latest it replaced (a full publication over an

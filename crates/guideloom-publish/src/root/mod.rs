@@ -38,6 +38,8 @@ use crate::staging::{Stager, StagingOptions};
 use crate::store::{RootStore, Sweep};
 
 #[cfg(test)]
+mod adopt_tests;
+#[cfg(test)]
 mod blocking_tests;
 #[cfg(test)]
 mod prefetch_tests;
@@ -375,6 +377,38 @@ impl Root {
     pub async fn adopt_array_record(&self, key: &str) -> Result<ShardRef> {
         shards::adopt_array_record(&*self.store, key)
             .instrument(info_span!("adopt_array_record", key))
+            .await
+    }
+
+    /// A reference to the native shard already at `key`, `size` bytes long (from a listing
+    /// or a HEAD): the [`ShardRef`] its writer returned, for a shard written by another
+    /// process or an earlier run, ready to [`publish`](Self::publish). Nothing is written.
+    ///
+    /// The record count and footer checksum come from the footer; a stream shard
+    /// ([`write_stream_shard`](Self::write_stream_shard)) gets its
+    /// [`stream`](ShardRef::stream) from its metadata (element type, element count), with
+    /// its metadata companion `<n>.meta.glm` when one exists. Costs one ranged read of the
+    /// shard's tail (no index, no data), and for a stream shard one HEAD for the companion
+    /// plus one tail read of it. A damaged footer or metadata is [`Error::Shard`]; a
+    /// companion that does not match its shard is [`Error::Verification`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_publish::Root;
+    ///
+    /// let root = Root::open("memory://adopt-shard-doc", &Default::default(), Default::default())?;
+    /// let docs: [(&[u32], &str); 2] = [(&[1, 2, 3], "a"), (&[4], "b")];
+    /// let written = root.write_stream_shard_with_meta("w", 0, docs).await?;
+    /// // Another process sees only the object: the same reference, companion included.
+    /// let adopted = root.adopt_shard(&written.key, written.size).await?;
+    /// assert_eq!(adopted, written);
+    /// assert_eq!(adopted.stream.as_ref().map(|s| s.elements), Some(4));
+    /// # Ok(()) }
+    /// ```
+    pub async fn adopt_shard(&self, key: &str, size: u64) -> Result<ShardRef> {
+        shards::adopt(&*self.store, key, size)
+            .instrument(info_span!("adopt_shard", key, size))
             .await
     }
 
