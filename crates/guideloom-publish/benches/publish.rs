@@ -35,6 +35,9 @@
 //!   cold, by ranged runs (`read_in_order` with staging off) and by whole-shard staging
 //!   (`scan`; what `read_in_order` picks by itself on remote roots), beside `ceiling_whole_objects` (each shard read whole, raw); then a
 //!   counted pass of each strategy is printed (requests, bytes received).
+//! - HTTP request counts (feature `http`, nginx; see `publish/http.rs`): issue 15's HTTP rows,
+//!   a fresh reader's open and first 1 KiB get from a 100 000-record root, a warm get, and an
+//!   open at sequence 3, each as requests and bytes received (no timing).
 //! - `prefetch_64MiB` (moto only, see `publish/prefetch.rs`): a 16 × 4 MiB snapshot scanned
 //!   cold with 4 requests in flight (prefetch, the default) and with 1 (no prefetch), beside
 //!   object_store `get` of the same objects with 4 (`ceiling_parallel_get`) and 1 in flight.
@@ -52,6 +55,9 @@
 
 #[path = "publish/economy.rs"]
 mod economy;
+#[cfg(feature = "http")]
+#[path = "publish/http.rs"]
+mod http;
 #[path = "publish/in_order.rs"]
 mod in_order;
 #[path = "publish/prefetch.rs"]
@@ -402,4 +408,15 @@ fn main() {
 
     c.final_summary();
     economy::emit(&tables);
+
+    #[cfg(feature = "http")]
+    match http::table(&rt) {
+        Ok(table) => {
+            println!("\n{table}");
+            guideloom_benchkit::write_counts("http", &table);
+        }
+        Err(reason) => println!("skipped: HTTP root request counts: {reason}"),
+    }
+    #[cfg(not(feature = "http"))]
+    println!("skipped: HTTP root request counts: built without feature `http`");
 }
