@@ -1,12 +1,14 @@
 //! A shard opened for reading, whatever its format ([`ShardFormat`]): guideloom's native
 //! shards through guideloom-format's [`AsyncShard`], ArrayRecord files through
 //! guideloom-arrayrecord's [`AsyncArrayRecordReader`]. The snapshot reader and whole-shard
-//! staging read both through [`OpenedShard`], with the same costs (open = one tail read,
-//! record = one ranged read, batch = one coalescing read) and errors typed per format
+//! staging read both through [`OpenedShard`], with the same costs (open = one tail read, sized from
+//! the reference's record count to hold the whole index, record = one ranged read, batch = one
+//! coalescing read) and errors typed per format
 //! ([`Error::Shard`], [`Error::ArrayRecordShard`]), each carrying the shard's key.
 
 use bytes::Bytes;
 use guideloom_arrayrecord::{AsyncArrayRecordReader, Layout};
+use guideloom_format::spec::{FOOTER_LEN, INDEX_ENTRY_LEN};
 use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, plan_runs};
 use guideloom_io::AsyncReader;
 
@@ -211,7 +213,7 @@ pub(crate) async fn open_checked(
     let key = &reference.key;
     let (opened, size) = match reference.format {
         ShardFormat::Native => {
-            let shard = AsyncShard::open(reader, options)
+            let shard = AsyncShard::open(reader, &tail_for(reference, options))
                 .await
                 .map_err(|e| Error::shard(key, e))?;
             let size = shard.reader().size().await.map_err(|source| Error::Read {
@@ -246,6 +248,32 @@ pub(crate) async fn open_checked(
         check_stream_shard(key, stream, shard)?;
     }
     Ok(opened)
+}
+
+/// Metadata bytes [`tail_for`] allows beside a shard's index and footer (a shard's metadata is
+/// typically under 200 bytes; more takes a second read).
+const METADATA_ALLOWANCE: u64 = 4 << 10;
+
+/// The largest first read [`tail_for`] makes: what a manifest that lies about a record count
+/// can cost before its check fails (an index of about 5.6 million records).
+const MAX_SIZED_TAIL: u64 = 64 << 20;
+
+/// `options` with a speculative tail that holds `reference`'s whole index (12 bytes per
+/// record the manifest names), its footer and [`METADATA_ALLOWANCE`], when that is more than
+/// `options` reads: a shard whose index outgrows the default 64 KiB tail then opens with one
+/// read instead of two (on a remote root, one request fewer per shard). Never more than
+/// [`MAX_SIZED_TAIL`]; the reader caps the read at the object's size.
+fn tail_for(reference: &ShardRef, options: &ReadOptions) -> ReadOptions {
+    let wanted = reference
+        .record_count
+        .saturating_mul(INDEX_ENTRY_LEN)
+        .saturating_add(FOOTER_LEN + METADATA_ALLOWANCE)
+        .min(MAX_SIZED_TAIL);
+    if wanted > options.tail_len() {
+        options.speculative_tail(wanted)
+    } else {
+        *options
+    }
 }
 
 /// Checks a stream shard against its reference's [`StreamRef`]: a stream of the element type

@@ -420,3 +420,57 @@ async fn in_order_reads_stage_most_of_a_remote_shard_and_range_the_rest() {
         assert_eq!(root.stager().stats().downloads, staged, "remote: {remote}");
     }
 }
+
+#[tokio::test]
+async fn a_shard_whose_index_outgrows_the_default_tail_opens_with_one_read() {
+    let reg = Registry::new();
+    let inner = reg
+        .resolve("memory://sized-tail", &StoreOptions::default())
+        .unwrap();
+    let counting = crate::store::CountingStore::new(inner);
+    let root = Root::new(Arc::new(counting.clone()), RootOptions::default());
+    // 10 000 one-byte records: an index of 120 000 bytes, past the 64 KiB default tail.
+    let records: Vec<[u8; 1]> = (0..10_000u32).map(|i| [(i % 251) as u8]).collect();
+    let meta = ShardMetadata::new("raw", "documents");
+    let shard = root.write_shard("w", 0, meta, &records).await.unwrap();
+    root.publish(
+        &request("s", vec![shard.clone()]),
+        &PublicationOptions::default(),
+    )
+    .await
+    .unwrap();
+    let snapshot = root.latest().await.unwrap();
+    let reader = root.reader(snapshot);
+    let before = counting.counts();
+    assert_eq!(&reader.get(4321).await.unwrap()[..], &[(4321 % 251) as u8]);
+    let reads = counting.counts() - before;
+    // One read for footer, metadata and the whole index (sized from the record count), one
+    // for the record.
+    assert_eq!(reads.reader_reads.requests, 2, "{reads:?}");
+    assert!(
+        reads.reader_reads.bytes_received < 120_000 + 64 + 4096 + 1 + 1,
+        "{reads:?}"
+    );
+    // A reference that lies about its count is refused after one bounded read.
+    let mut lying = shard;
+    lying.record_count = 2_000_000;
+    let reader = root.reader(Snapshot {
+        manifest: crate::manifest::Manifest {
+            shards: vec![lying],
+            total_records: 2_000_000,
+            ..snapshot_of_nothing().manifest
+        },
+        ..snapshot_of_nothing()
+    });
+    let err = reader.get(0).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Verification {
+                what: "record count",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
