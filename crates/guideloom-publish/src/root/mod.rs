@@ -389,8 +389,8 @@ impl Root {
     /// [`stream`](ShardRef::stream) from its metadata (element type, element count), with
     /// its metadata companion `<n>.meta.glm` when one exists. Costs one ranged read of the
     /// shard's tail (no index, no data), and for a stream shard one HEAD for the companion
-    /// plus one tail read of it. A damaged footer or metadata is [`Error::Shard`]; a
-    /// companion that does not match its shard is [`Error::Verification`].
+    /// plus one tail read of it. A damaged footer or metadata is [`Error::Shard`](crate::Error::Shard); a
+    /// companion that does not match its shard is [`Error::Verification`](crate::Error::Verification).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
