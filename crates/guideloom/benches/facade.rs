@@ -4,6 +4,9 @@
 //! `pread` of the same byte ranges. `Dataset::get_many(64)` sits beside `SyncShard::read_many`
 //! grouped by shard the same way.
 //!
+//! `write_shard/16MiB` puts `Publisher::write_raw_shard` into a fresh local root beside a raw
+//! buffered write + fsync of the same bytes (issue 15's write row).
+//!
 //! `cargo bench -p guideloom --bench facade` (or through `cargo xtask bench`);
 //! `GUIDELOOM_BENCH_RECORDS` (default 100 000) sets the dataset size.
 
@@ -11,6 +14,7 @@
 mod unix {
     use std::fs::File;
     use std::hint::black_box;
+    use std::io::Write;
     use std::ops::Range;
 
     use criterion::{Criterion, Throughput};
@@ -264,11 +268,58 @@ mod unix {
         g.finish();
     }
 
+    /// Issue 15's write row: `Publisher::write_raw_shard` of a 16 MiB shard (16 384 × 1 KiB)
+    /// into a fresh local root, beside the ceiling: the same record bytes through a 1 MiB
+    /// `BufWriter` into a new file, then fsync. Peak RSS is the `write_shard_rss` example's
+    /// (a process per case); criterion measures time only.
+    fn write_shard(c: &mut Criterion<Clock>) {
+        let mut g = c.benchmark_group("facade/write_shard/16MiB");
+        g.sample_size(10);
+        let records: Vec<Vec<u8>> = {
+            let mut rng = StdRng::seed_from_u64(16);
+            (0..16 * 1024)
+                .map(|_| random_bytes(&mut rng, RECORD))
+                .collect()
+        };
+        g.throughput(Throughput::Bytes((records.len() * RECORD) as u64));
+        let dir = BenchDir::from_env(Some("facade-write"));
+        let mut n = 0u64;
+        g.bench_function("ceiling_buffered_write", |b| {
+            b.iter(|| {
+                n += 1;
+                let path = dir.path().join(format!("raw-{n}.bin"));
+                let file = File::create(&path).expect("create");
+                let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+                for r in &records {
+                    out.write_all(r).expect("write");
+                }
+                out.into_inner().expect("flush").sync_all().expect("fsync");
+                std::fs::remove_file(&path).expect("remove");
+            })
+        });
+        g.bench_function("publisher_write_shard", |b| {
+            b.iter(|| {
+                n += 1;
+                let root = dir.path().join(format!("root-{n}"));
+                let publisher = Publisher::open(root.to_str().expect("UTF-8")).expect("open");
+                let meta = ShardMetadata::new("raw", "documents");
+                let shard = publisher
+                    .write_raw_shard("w", 0, meta, &records)
+                    .expect("write shard");
+                assert_eq!(shard.record_count, records.len() as u64);
+                std::fs::remove_dir_all(&root).expect("remove");
+            })
+        });
+        g.finish();
+    }
+
     pub(crate) fn all(c: &mut Criterion<Clock>) {
         let f = Fixture::create(env_u64("GUIDELOOM_BENCH_RECORDS", 100_000));
         random_get(c, &f);
         get_many(c, &f);
         loader_epoch(c, &f);
+        drop(f);
+        write_shard(c);
     }
 
     criterion::criterion_group! {
