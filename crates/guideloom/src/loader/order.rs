@@ -103,8 +103,9 @@ impl Permutation {
     /// The images of every `i` in `range` (`range.end <= n`), appended to `out` in order:
     /// the values [`apply`](Self::apply) gives, computed together. The first Feistel pass
     /// runs over the whole range as independent chains the CPU overlaps; the cycle walk then
-    /// re-applies only the positions still outside `0..n`, without a data-dependent branch
-    /// per evaluation. About 2-3x faster per position than `apply` in a loop.
+    /// re-applies, pass by pass, only the positions still outside `0..n`. In one noisy
+    /// scratch run (64 positions, `n = 100 000`) it took about 55 ns per position against
+    /// 80-150 ns for `apply` in a loop.
     ///
     /// # Panics
     /// If `range.end > n` (a caller bug).
