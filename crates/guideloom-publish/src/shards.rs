@@ -3,11 +3,12 @@
 //! published shards (by their footers, or whole). Free functions over the store trait;
 //! [`Root`](crate::Root) delegates to them.
 //!
-//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`]
-//! (size limit, SHA-256) → the store's [`PendingObject`] (a local root's create-only temporary
-//! file, or one buffer for stores that need one PUT) → commit (fsync + link, or the PUT) →
-//! [`create_streamed`]'s read-back only if the key was taken. Each byte is encoded once and
-//! written once; memory is the index (12 bytes per record) and a write buffer.
+//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`] (size limit)
+//! → the store's [`PendingObject`] (a local root's create-only temporary file, or one buffer
+//! for stores that need one PUT) → commit (fsync + link, or the PUT) → [`create_streamed`]'s
+//! comparison only if the key was taken. Each byte is encoded once and written once, and
+//! none is hashed (an ArrayRecord shard's bytes are, since its reference publishes their
+//! SHA-256); memory is the index (12 bytes per record) and a write buffer.
 
 use std::fmt::Debug;
 use std::io::Write;
@@ -97,14 +98,29 @@ impl ShardInspector for FooterInspector {
 }
 
 /// The sink between the encoder and the store: forwards bytes while the shard stays within
-/// the size limit, hashing them; past the limit it only counts, so the refusal can name the
-/// exact size while nothing more reaches the store.
+/// the size limit, counting them (and hashing them when the reference publishes a SHA-256:
+/// an ArrayRecord shard); past the limit it only counts, so the refusal can name the exact
+/// size while nothing more reaches the store.
 struct Tally<'p, 'a> {
     out: &'p mut (dyn PendingObject + 'a),
-    digest: Digest256,
+    /// Bytes forwarded.
+    len: u64,
+    digest: Option<Digest256>,
     limit: u64,
     /// Bytes not forwarded because the limit was passed.
     over: u64,
+}
+
+impl<'p, 'a> Tally<'p, 'a> {
+    fn new(out: &'p mut (dyn PendingObject + 'a), limit: u64, hash: bool) -> Self {
+        Tally {
+            out,
+            len: 0,
+            digest: hash.then(Digest256::default),
+            limit,
+            over: 0,
+        }
+    }
 }
 
 impl Write for Tally<'_, '_> {
@@ -114,9 +130,12 @@ impl Write for Tally<'_, '_> {
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        if self.over == 0 && self.digest.len() + buf.len() as u64 <= self.limit {
+        if self.over == 0 && self.len + buf.len() as u64 <= self.limit {
             self.out.write_all(buf)?;
-            self.digest.update(buf);
+            self.len += buf.len() as u64;
+            if let Some(digest) = &mut self.digest {
+                digest.update(buf);
+            }
         } else {
             self.over += buf.len() as u64;
         }
@@ -129,7 +148,7 @@ impl Write for Tally<'_, '_> {
 }
 
 /// A shard ready for its create-only write: whole bytes from the caller, or a pending
-/// object the encoder has filled (with the encoder's facts and the SHA-256 of what it wrote).
+/// object the encoder has filled (with the encoder's facts).
 enum Body<'a> {
     Encoded {
         bytes: Bytes,
@@ -137,7 +156,6 @@ enum Body<'a> {
     },
     Streamed {
         pending: Box<dyn PendingObject + 'a>,
-        digest: [u8; 32],
         encoded: Encoded,
     },
 }
@@ -198,12 +216,7 @@ where
     store.check_writable()?;
     let limit = max_shard_bytes;
     let mut pending = store.begin_create(&key)?;
-    let mut tally = Tally {
-        out: &mut *pending,
-        digest: Digest256::default(),
-        limit,
-        over: 0,
-    };
+    let mut tally = Tally::new(&mut *pending, limit, false);
     let mut encoder = ShardEncoder::new(&mut tally, metadata).map_err(|e| Error::shard(&key, e))?;
     for r in records {
         let r = match r {
@@ -216,7 +229,7 @@ where
             .map_err(|e| Error::shard(&key, e))?;
     }
     let (_, encoded) = encoder.finish().map_err(|e| Error::shard(&key, e))?;
-    let Tally { digest, over, .. } = tally;
+    let Tally { len, over, .. } = tally;
     if over > 0 {
         return Err(Error::ShardTooLarge {
             key,
@@ -224,12 +237,8 @@ where
             limit,
         });
     }
-    debug_assert_eq!(digest.len(), encoded.size);
-    let body = Body::Streamed {
-        pending,
-        digest: digest.finish(),
-        encoded,
-    };
+    debug_assert_eq!(len, encoded.size);
+    let body = Body::Streamed { pending, encoded };
     create(store, max_shard_bytes, key, body).await.map(Ok)
 }
 
@@ -263,12 +272,8 @@ async fn create(
     body: Body<'_>,
 ) -> Result<ShardRef> {
     let (size, record_count, checksum) = match body {
-        Body::Streamed {
-            pending,
-            digest,
-            encoded,
-        } => {
-            create_streamed(store, &key, pending, encoded.size, digest)
+        Body::Streamed { pending, encoded } => {
+            create_streamed(store, &key, pending, encoded.size)
                 .instrument(info_span!("upload_shard", key, size = encoded.size))
                 .await?;
             let crc = Checksum::FooterCrc32c(encoded.footer_crc());
@@ -467,12 +472,7 @@ where
     let key = array_record_shard_key(work_id, index);
     let limit = max_shard_bytes;
     let mut pending = store.begin_create(&key)?;
-    let mut tally = Tally {
-        out: &mut *pending,
-        digest: Digest256::default(),
-        limit,
-        over: 0,
-    };
+    let mut tally = Tally::new(&mut *pending, limit, true);
     let mut writer = ArrayRecordWriter::new(&mut tally, options).named(key.clone());
     for r in records {
         writer
@@ -483,13 +483,15 @@ where
     writer
         .finish()
         .map_err(|e| Error::array_record_shard(&key, e))?;
-    let Tally { digest, over, .. } = tally;
-    let size = digest.len() + over;
+    let Tally {
+        len, digest, over, ..
+    } = tally;
+    let size = len + over;
     if over > 0 {
         return Err(Error::ShardTooLarge { key, size, limit });
     }
-    let digest = digest.finish();
-    create_streamed(store, &key, pending, size, digest)
+    let digest = digest.map(Digest256::finish).unwrap_or_default();
+    create_streamed(store, &key, pending, size)
         .instrument(info_span!("upload_shard", key, size))
         .await?;
     Ok(ShardRef {

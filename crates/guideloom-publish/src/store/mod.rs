@@ -29,7 +29,7 @@ pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};
 pub use object::{EtagStyle, ObjectStoreBucket, ObjectStoreRoot};
 pub(crate) use pending::Digest256;
-pub use pending::{Buffered, PendingObject, create_streamed};
+pub use pending::{Buffered, Committed, Ours, PendingObject, create_streamed};
 pub use sweep::Sweep;
 
 /// An opaque entity tag identifying one version of an object, as the store reports it.
@@ -265,7 +265,7 @@ pub enum Written {
 ///
 /// When the store answers "already exists", or fails in a way that leaves the outcome
 /// unknown (a timeout, a 5xx after which object_store retried and the retry found our own
-/// first attempt), the object is read back and its SHA-256 compared with `body`'s:
+/// first attempt), the object is read back and compared with `body` byte for byte:
 /// identical bytes mean our write landed ([`Written::AlreadyIdentical`]); different bytes
 /// are a genuine [`Error::PublicationCollision`] naming `key`. If the object is absent after
 /// an error, the original error is returned. Above 1 MiB a HEAD compares sizes first
@@ -284,8 +284,8 @@ pub async fn create_object(store: &dyn RootStore, key: &str, body: Bytes) -> Res
             }
             Err(e) => return Err(e),
         };
-        let digest = <sha2::Sha256 as sha2::Digest>::digest(&body).into();
-        pending::resolve_existing(store, key, body.len() as u64, &digest, original).await
+        let size = body.len() as u64;
+        pending::resolve_existing(store, key, size, Ours::Body(body), original).await
     }
     .instrument(span)
     .await

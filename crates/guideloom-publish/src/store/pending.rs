@@ -26,10 +26,13 @@ pub(crate) const READ_BACK_CHUNK: u64 = 8 << 20;
 /// Writes may block (a local root writes its temporary file as they come).
 #[async_trait]
 pub trait PendingObject: Write + Send + Debug {
-    /// Makes the object appear under its key if no object is there
-    /// ([`CreateOutcome::AlreadyExists`] otherwise), as
+    /// Makes the object appear under its key if no object is there, as
     /// [`put_create`](RootStore::put_create) does for a whole body.
-    async fn commit(self: Box<Self>) -> Result<CreateOutcome>;
+    ///
+    /// Anything but [`Committed::Created`] carries what the pending object offers for the
+    /// comparison [`create_streamed`] makes ([`Ours`]); an error that leaves the outcome
+    /// unknown is [`Committed::Unknown`], not `Err`.
+    async fn commit(self: Box<Self>) -> Result<Committed>;
 }
 
 /// The default [`PendingObject`]: the bytes collect in one buffer, which becomes the body of
@@ -76,31 +79,33 @@ impl<S: ?Sized> Write for Buffered<'_, S> {
 
 #[async_trait]
 impl<S: RootStore + ?Sized> PendingObject for Buffered<'_, S> {
-    async fn commit(self: Box<Self>) -> Result<CreateOutcome> {
+    async fn commit(self: Box<Self>) -> Result<Committed> {
         let Buffered { store, key, body } = *self;
-        store.put_create(&key, Bytes::from(body)).await
+        let body = Bytes::from(body);
+        match store.put_create(&key, body.clone()).await {
+            Ok(CreateOutcome::Created) => Ok(Committed::Created),
+            Ok(CreateOutcome::AlreadyExists) => Ok(Committed::Taken(Ours::Body(body))),
+            Err(error) if error.is_ambiguous() => Ok(Committed::Unknown {
+                error,
+                ours: Ours::Body(body),
+            }),
+            Err(e) => Err(e),
+        }
     }
 }
 
-/// The SHA-256 of bytes as they are written, with their count: what [`create_streamed`]
-/// needs to tell our own earlier attempt from someone else's object without reading ours
-/// back.
+/// The SHA-256 of bytes as they are written: what a pending object that cannot keep its
+/// bytes offers for the comparison ([`Ours::Sha256`]), and what an ArrayRecord reference
+/// publishes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Digest256 {
     hasher: Sha256,
-    len: u64,
 }
 
 impl Digest256 {
     /// Adds `bytes`.
     pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
-        self.len += bytes.len() as u64;
-    }
-
-    /// Bytes added so far.
-    pub(crate) fn len(&self) -> u64 {
-        self.len
     }
 
     /// The digest of everything added.
@@ -109,31 +114,66 @@ impl Digest256 {
     }
 }
 
-/// Commits `pending` (whose bytes were `size` long with SHA-256 `digest`) and resolves the
-/// outcome as [`create_object`](super::create_object) does: "already exists", or an error that
-/// leaves the outcome unknown, reads the object back — in 8 MiB ranges above 1 MiB, so memory stays one chunk — and compares digests: ours means
-/// an earlier attempt landed ([`Written::AlreadyIdentical`]); anything else is
-/// [`Error::PublicationCollision`].
+/// What a [`PendingObject`] whose commit did not create the object offers for the comparison
+/// with the object found under its key: its own bytes, kept at no cost where it still holds
+/// them, or a digest computed only once it knew the key was taken.
+#[derive(Debug)]
+pub enum Ours {
+    /// The whole body (a buffered object keeps it; no copy). Compared byte for byte.
+    Body(Bytes),
+    /// The SHA-256 of the body (an object that discarded its bytes, such as a declared mount
+    /// that found the key taken when it opened it).
+    Sha256([u8; 32]),
+    /// The pending object compared its bytes with the object under the key itself (a local
+    /// root: its temporary file beside the final name, read back in chunks).
+    Compared {
+        /// The object under the key holds exactly our bytes.
+        identical: bool,
+    },
+}
+
+/// How a [`PendingObject`]'s commit ended.
+#[derive(Debug)]
+pub enum Committed {
+    /// The object now exists under its key with our bytes.
+    Created,
+    /// An object was already under the key.
+    Taken(Ours),
+    /// The commit failed in a way that leaves the outcome unknown
+    /// ([`Error::is_ambiguous`]): our write may have landed.
+    Unknown {
+        /// The failure, returned if no object turns out to be there.
+        error: Error,
+        /// For the comparison if one is.
+        ours: Ours,
+    },
+}
+
+/// Commits `pending` (whose bytes were `size` long) and resolves the outcome as
+/// [`create_object`](super::create_object) does. "Already exists", or an error that leaves
+/// the outcome unknown, compares the object under the key with what the pending object
+/// offers ([`Ours`]): the same bytes mean an earlier attempt landed
+/// ([`Written::AlreadyIdentical`]); anything else is [`Error::PublicationCollision`]. The
+/// object is read back in 8 MiB ranges above 1 MiB, so memory stays one chunk.
+///
+/// Nothing is hashed on the way in: the comparison costs only when the key was taken.
 pub async fn create_streamed(
     store: &dyn RootStore,
     key: &str,
     pending: Box<dyn PendingObject + '_>,
     size: u64,
-    digest: [u8; 32],
 ) -> Result<Written> {
     let span = info_span!("create_streamed", root = %store.describe(), key, size);
     async {
-        let first = pending.commit().await;
-        let original = match first {
-            Ok(CreateOutcome::Created) => return Ok(Written::Created),
-            Ok(CreateOutcome::AlreadyExists) => None,
-            Err(e) if e.is_ambiguous() => {
-                warn!(error = %e, "create-only write failed ambiguously; reading back");
-                Some(e)
+        let (ours, original) = match pending.commit().await? {
+            Committed::Created => return Ok(Written::Created),
+            Committed::Taken(ours) => (ours, None),
+            Committed::Unknown { error, ours } => {
+                warn!(error = %error, "create-only write failed ambiguously; reading back");
+                (ours, Some(error))
             }
-            Err(e) => return Err(e),
         };
-        resolve_existing(store, key, size, &digest, original).await
+        resolve_existing(store, key, size, ours, original).await
     }
     .instrument(span)
     .await
@@ -147,51 +187,98 @@ fn unreadable(key: &str) -> Error {
 }
 
 /// The read-back after a create-only write that found an object, or whose outcome is unknown
-/// (`original`, returned if the object turns out to be absent).
+/// (`original`, returned if the object turns out to be absent): is the object under `key`
+/// our `size` bytes?
 pub(super) async fn resolve_existing(
     store: &dyn RootStore,
     key: &str,
     size: u64,
-    digest: &[u8; 32],
+    ours: Ours,
     original: Option<Error>,
 ) -> Result<Written> {
     let collision = || Error::PublicationCollision {
         key: key.to_owned(),
     };
-    let theirs = if size > READ_BACK_HEAD_THRESHOLD as u64 {
+    // Whether the store's failure or "not there" answer ends the read-back.
+    let absent = |e: Error, original: Option<Error>| -> Error {
+        if e.is_not_found() {
+            original.unwrap_or_else(|| unreadable(key))
+        } else {
+            original.unwrap_or(e)
+        }
+    };
+    let mut sha = match &ours {
+        Ours::Compared { identical } => {
+            return if *identical {
+                debug!("object holds our bytes: the earlier attempt landed");
+                Ok(Written::AlreadyIdentical)
+            } else {
+                Err(collision())
+            };
+        }
+        Ours::Body(body) if body.len() as u64 != size => {
+            return Err(Error::corrupt(
+                key,
+                format!(
+                    "the pending object kept {} bytes, not the {size} it wrote",
+                    body.len()
+                ),
+            ));
+        }
+        Ours::Body(_) => None,
+        Ours::Sha256(_) => Some(Sha256::new()),
+    };
+    // Feeds one piece of the existing object (at `at`) into the comparison: `false` once it
+    // differs from ours.
+    let mut same = |at: u64, theirs: &[u8]| -> bool {
+        match (&ours, &mut sha) {
+            (Ours::Body(body), _) => {
+                let at = usize::try_from(at).unwrap_or(usize::MAX);
+                body.get(at..at.saturating_add(theirs.len())) == Some(theirs)
+            }
+            (_, Some(hasher)) => {
+                hasher.update(theirs);
+                true
+            }
+            _ => false,
+        }
+    };
+    let matches = if size > READ_BACK_HEAD_THRESHOLD as u64 {
         // Large objects (shards): compare sizes first, so a re-run worker whose shard differs
-        // in size is told so without downloading the existing shard; then hash it in ranges.
+        // in size is told so without downloading the existing shard; then compare it in
+        // ranges.
         match store.head(key).await {
             Ok(info) if info.size != size => return Err(collision()),
             Ok(_) => {}
-            Err(e) if e.is_not_found() => return Err(original.unwrap_or_else(|| unreadable(key))),
-            Err(e) => return Err(original.unwrap_or(e)),
+            Err(e) => return Err(absent(e, original)),
         }
-        let mut hasher = Sha256::new();
         let mut at = 0;
-        while at < size {
+        let mut matches = true;
+        while matches && at < size {
             let end = size.min(at + READ_BACK_CHUNK);
             match store.get_range(key, at..end).await {
-                Ok(chunk) => hasher.update(&chunk),
-                Err(e) if e.is_not_found() => {
-                    return Err(original.unwrap_or_else(|| unreadable(key)));
-                }
-                Err(e) => return Err(original.unwrap_or(e)),
+                Ok(chunk) => matches = same(at, &chunk),
+                Err(e) => return Err(absent(e, original)),
             }
             at = end;
         }
-        <[u8; 32]>::from(hasher.finalize())
+        matches
     } else {
         // An existing object larger than ours cannot hold our bytes: a collision, found
         // without reading more than our own size.
         match store.get(key, size).await {
             Err(Error::TooLarge { .. }) => return Err(collision()),
-            Ok(existing) => Sha256::digest(&existing.body).into(),
-            Err(e) if e.is_not_found() => return Err(original.unwrap_or_else(|| unreadable(key))),
-            Err(e) => return Err(original.unwrap_or(e)),
+            Ok(existing) => existing.body.len() as u64 == size && same(0, &existing.body),
+            Err(e) => return Err(absent(e, original)),
         }
     };
-    if &theirs == digest {
+    let identical = match (ours, sha) {
+        (Ours::Sha256(digest), Some(hasher)) => {
+            matches && <[u8; 32]>::from(hasher.finalize()) == digest
+        }
+        _ => matches,
+    };
+    if identical {
         debug!("object holds our bytes: the earlier attempt landed");
         Ok(Written::AlreadyIdentical)
     } else {

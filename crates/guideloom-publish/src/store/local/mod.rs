@@ -345,4 +345,73 @@ mod tests {
         }
         assert!(!shards.join(dead).exists());
     }
+
+    /// A streamed create whose name is taken is compared with what is there, without a
+    /// hash on the way in: identical bytes (of any size, and one byte off at the very end),
+    /// other sizes, and names that are not regular files.
+    #[tokio::test]
+    async fn a_streamed_create_compares_with_whatever_took_its_name() {
+        use crate::store::Written;
+        use std::io::Write as _;
+        async fn stream(store: &LocalStore, key: &str, body: &[u8]) -> Result<Written> {
+            let mut pending = store.begin_create(key).unwrap();
+            // Odd pieces, so some writes straddle the buffer.
+            for piece in body.chunks(300_007) {
+                pending.write_all(piece).unwrap();
+            }
+            crate::store::create_streamed(store, key, pending, body.len() as u64).await
+        }
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let small = &big[..1_000];
+        for mounted in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = if mounted {
+                LocalStore::mounted(dir.path())
+            } else {
+                LocalStore::new(dir.path())
+            };
+            for (key, body) in [("a/big", &big[..]), ("a/small", small)] {
+                assert_eq!(stream(&store, key, body).await.unwrap(), Written::Created);
+                let again = stream(&store, key, body).await.unwrap();
+                assert_eq!(again, Written::AlreadyIdentical, "mounted={mounted} {key}");
+                let mut last = body.to_vec();
+                *last.last_mut().unwrap() ^= 1;
+                let shorter = &body[..body.len() - 1];
+                let longer = [body, b"x"].concat();
+                for other in [&last[..], shorter, &longer[..]] {
+                    let err = stream(&store, key, other).await.unwrap_err();
+                    assert!(
+                        matches!(&err, Error::PublicationCollision { key: k } if k == key),
+                        "mounted={mounted} {key} {}: {err:?}",
+                        other.len()
+                    );
+                }
+                assert_eq!(std::fs::read(dir.path().join(key)).unwrap(), body);
+            }
+            // A directory and a symbolic link to an identical file hold no bytes of ours.
+            std::fs::create_dir(dir.path().join("a/dir")).unwrap();
+            std::os::unix::fs::symlink(dir.path().join("a/big"), dir.path().join("a/link"))
+                .unwrap();
+            for key in ["a/dir", "a/link"] {
+                let err = stream(&store, key, &big).await.unwrap_err();
+                assert!(
+                    matches!(
+                        &err,
+                        Error::PublicationCollision { .. } | Error::RefusedFile { .. }
+                    ),
+                    "mounted={mounted} {key}: {err:?}"
+                );
+            }
+            let mut names: Vec<_> = std::fs::read_dir(dir.path().join("a"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            assert_eq!(
+                names,
+                ["big", "dir", "link", "small"],
+                "no temporaries left"
+            );
+        }
+    }
 }

@@ -219,6 +219,52 @@ pub(super) fn create_linked(at: &At, body: &[u8]) -> Result<CreateOutcome> {
     }
 }
 
+/// Bytes per read when [`same_contents`] compares two files.
+const COMPARE_CHUNK: usize = 1 << 20;
+
+/// Whether the regular file `theirs` holds exactly the bytes of our file `ours`, both in
+/// `dir`: sizes first, then the contents in 1 MiB pieces. Anything at `theirs` that is not a
+/// regular file (or nothing at all) holds other bytes.
+pub(super) fn same_contents(dir: &Dir, ours: &str, theirs: &str) -> Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let ours_path = dir.child_path(ours);
+    let ours = dir.open_regular(ours)?.ok_or_else(|| {
+        Error::io(
+            &ours_path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "temporary file vanished"),
+        )
+    })?;
+    let theirs_path = dir.child_path(theirs);
+    let theirs = match dir.open_regular(theirs) {
+        Ok(Some(theirs)) => theirs,
+        Ok(None) | Err(Error::RefusedFile { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    if ours.size != theirs.size {
+        return Ok(false);
+    }
+    let piece = usize::try_from(ours.size).map_or(COMPARE_CHUNK, |s| s.min(COMPARE_CHUNK));
+    let (mut a, mut b) = (vec![0; piece], vec![0; piece]);
+    let mut at = 0;
+    while at < ours.size {
+        let len = usize::try_from(ours.size - at).map_or(piece, |rest| rest.min(piece));
+        ours.file
+            .read_exact_at(&mut a[..len], at)
+            .map_err(|e| Error::io(&ours_path, e))?;
+        match theirs.file.read_exact_at(&mut b[..len], at) {
+            Ok(()) => {}
+            // Shrunk under us: not our bytes.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(Error::io(&theirs_path, e)),
+        }
+        if a[..len] != b[..len] {
+            return Ok(false);
+        }
+        at += len as u64;
+    }
+    Ok(true)
+}
+
 /// Create-only on a declared mount: exclusive create of the final name, sequential writes,
 /// fsync (when such a mount uploads the object).
 pub(super) fn create_exclusive(at: &At, body: &[u8]) -> Result<CreateOutcome> {

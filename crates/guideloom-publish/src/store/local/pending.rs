@@ -3,17 +3,23 @@
 //! (on a declared mount, into the exclusively created final name), so memory stays one
 //! write buffer whatever the object's size. Commit fsyncs and links exactly as a whole-body
 //! create does.
+//!
+//! Nothing is hashed on the way: when the final name turns out to be taken, the temporary
+//! file is compared with it before it is removed ([`Ours::Compared`]); only a declared mount
+//! that finds the name taken when it opens it (and so writes nothing) hashes what it
+//! discards ([`Ours::Sha256`]).
 
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 
 use super::beneath::{Create, Dir};
 use super::ops::{self, At};
 use crate::error::{Error, Result};
-use crate::store::{CreateOutcome, PendingObject};
+use crate::store::{Committed, CreateOutcome, Digest256, Ours, PendingObject};
 
 /// Bytes collected before the file is opened, and the size of each write to it. An object
 /// that fits is written by the whole-body path at commit: nothing is created before then.
@@ -36,9 +42,9 @@ pub(crate) struct PendingFile {
     mounted: bool,
     buf: Vec<u8>,
     open: Option<Open>,
-    /// A declared mount found the final name taken when it opened it: the rest is discarded
-    /// and the commit answers [`CreateOutcome::AlreadyExists`].
-    exists: bool,
+    /// A declared mount found the final name taken when it opened it: the rest is discarded,
+    /// hashed for the comparison, and the commit answers [`Committed::Taken`].
+    exists: Option<Digest256>,
 }
 
 impl PendingFile {
@@ -48,7 +54,7 @@ impl PendingFile {
             mounted,
             buf: Vec::new(),
             open: None,
-            exists: false,
+            exists: None,
         }
     }
 
@@ -73,7 +79,7 @@ impl PendingFile {
                     file,
                 })
             }
-            None if self.mounted => self.exists = true,
+            None if self.mounted => self.exists = Some(Digest256::default()),
             None => {
                 return Err(Error::io(
                     &path,
@@ -86,11 +92,23 @@ impl PendingFile {
 
     /// Writes the buffer out, opening the file first if needed.
     fn drain(&mut self) -> std::io::Result<()> {
-        if self.open.is_none() && !self.exists {
+        if self.open.is_none() && self.exists.is_none() {
             self.open().map_err(std::io::Error::other)?;
         }
-        if let Some(open) = &mut self.open {
-            open.file.write_all(&self.buf)?;
+        self.forward(None)?;
+        Ok(())
+    }
+
+    /// Writes the buffer, then `data`, to the open file (or into the digest of discarded
+    /// bytes), and empties the buffer.
+    fn forward(&mut self, data: Option<&[u8]>) -> std::io::Result<()> {
+        let pieces = [Some(&self.buf[..]), data];
+        for piece in pieces.into_iter().flatten() {
+            if let Some(open) = &mut self.open {
+                open.file.write_all(piece)?;
+            } else if let Some(discarded) = &mut self.exists {
+                discarded.update(piece);
+            }
         }
         self.buf.clear();
         Ok(())
@@ -108,9 +126,7 @@ impl Write for PendingFile {
         }
         self.drain()?;
         if data.len() >= BUFFER {
-            if let Some(open) = &mut self.open {
-                open.file.write_all(data)?;
-            }
+            self.forward(Some(data))?;
         } else {
             self.buf.extend_from_slice(data);
         }
@@ -136,18 +152,24 @@ impl Drop for PendingFile {
 
 impl PendingFile {
     /// The blocking half of the commit.
-    fn finish(mut self) -> Result<CreateOutcome> {
-        if self.exists {
-            return Ok(CreateOutcome::AlreadyExists);
+    fn finish(mut self) -> Result<Committed> {
+        if let Some(mut discarded) = self.exists.take() {
+            discarded.update(&self.buf);
+            return Ok(Committed::Taken(Ours::Sha256(discarded.finish())));
         }
         let Some(open) = self.open.take() else {
-            // Small enough to have stayed in the buffer: the whole-body create.
+            // Small enough to have stayed in the buffer: the whole-body create, which keeps
+            // the buffer for the comparison.
             let body = std::mem::take(&mut self.buf);
-            return if self.mounted {
-                ops::create_exclusive(&self.at, &body)
+            let outcome = if self.mounted {
+                ops::create_exclusive(&self.at, &body)?
             } else {
-                ops::create_linked(&self.at, &body)
+                ops::create_linked(&self.at, &body)?
             };
+            return Ok(match outcome {
+                CreateOutcome::Created => Committed::Created,
+                CreateOutcome::AlreadyExists => Committed::Taken(Ours::Body(Bytes::from(body))),
+            });
         };
         let Open {
             dir,
@@ -160,23 +182,29 @@ impl PendingFile {
             return Err(e);
         }
         if self.mounted {
-            return Ok(CreateOutcome::Created);
+            return Ok(Committed::Created);
         }
         let (_, final_name) = self.at.parts()?;
-        let linked = dir.link(&name, final_name);
+        // The name is taken: compare before the temporary file goes.
+        let taken = match dir.link(&name, final_name) {
+            Ok(true) => Ok(None),
+            Ok(false) => ops::same_contents(&dir, &name, final_name).map(Some),
+            Err(e) => Err(e),
+        };
         let _ = dir.remove(&name);
-        if linked? {
-            dir.sync()?;
-            Ok(CreateOutcome::Created)
-        } else {
-            Ok(CreateOutcome::AlreadyExists)
+        match taken? {
+            None => {
+                dir.sync()?;
+                Ok(Committed::Created)
+            }
+            Some(identical) => Ok(Committed::Taken(Ours::Compared { identical })),
         }
     }
 }
 
 #[async_trait]
 impl PendingObject for PendingFile {
-    async fn commit(self: Box<Self>) -> Result<CreateOutcome> {
+    async fn commit(self: Box<Self>) -> Result<Committed> {
         let span =
             tracing::info_span!("local_commit_create", key = %self.at.key, mounted = self.mounted);
         let pending = *self;
