@@ -16,6 +16,7 @@ const TOOLCHAIN: &str = "nightly";
 /// deliberately broken) shards, seed the targets that read shards.
 const FIXTURE_SEEDS: &[(&str, &str)] = &[
     ("shard_reader", "crates/guideloom-format/tests/fixtures"),
+    ("point_read", "crates/guideloom-format/tests/fixtures"),
     ("metadata_decode", "crates/guideloom-format/tests/fixtures"),
     // Files the array_record package wrote, valid and corrupted.
     (

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use guideloom_arrayrecord::{AsyncArrayRecordReader, Layout};
 use guideloom_format::spec::{FOOTER_LEN, INDEX_ENTRY_LEN};
-use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, plan_runs};
+use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, ShardMetadata, plan_runs};
 use guideloom_io::AsyncReader;
 
 use crate::error::{Error, Result};
@@ -228,6 +228,17 @@ pub(crate) async fn open_checked(
             (OpenedShard::ArrayRecord(file), size)
         }
     };
+    check_reference(reference, size, opened.len())?;
+    if let (Some(stream), OpenedShard::Native(shard)) = (&reference.stream, &opened) {
+        check_stream_shard(key, stream, shard.metadata(), shard.data_len())?;
+    }
+    Ok(opened)
+}
+
+/// Checks what a shard's bytes say (its `size`, the `records` its footer counts) against
+/// `reference`: a [`Error::Verification`] naming the first that differs.
+pub(crate) fn check_reference(reference: &ShardRef, size: u64, records: u64) -> Result<()> {
+    let key = &reference.key;
     if size != reference.size {
         return Err(Error::Verification {
             key: key.clone(),
@@ -236,18 +247,15 @@ pub(crate) async fn open_checked(
             actual: size.to_string(),
         });
     }
-    if opened.len() != reference.record_count {
+    if records != reference.record_count {
         return Err(Error::Verification {
             key: key.clone(),
             what: "record count",
             expected: reference.record_count.to_string(),
-            actual: opened.len().to_string(),
+            actual: records.to_string(),
         });
     }
-    if let (Some(stream), OpenedShard::Native(shard)) = (&reference.stream, &opened) {
-        check_stream_shard(key, stream, shard)?;
-    }
-    Ok(opened)
+    Ok(())
 }
 
 /// Metadata bytes [`tail_for`] allows beside a shard's index and footer (a shard's metadata is
@@ -278,8 +286,12 @@ fn tail_for(reference: &ShardRef, options: &ReadOptions) -> ReadOptions {
 
 /// Checks a stream shard against its reference's [`StreamRef`]: a stream of the element type
 /// the manifest names, holding the element count it names.
-fn check_stream_shard(key: &str, stream: &StreamRef, shard: &AsyncShard) -> Result<()> {
-    let meta = shard.metadata();
+pub(crate) fn check_stream_shard(
+    key: &str,
+    stream: &StreamRef,
+    meta: &ShardMetadata,
+    data_len: u64,
+) -> Result<()> {
     let found = meta.describe();
     let wanted = format!("stream<{}>", stream.element);
     if found != wanted {
@@ -292,13 +304,13 @@ fn check_stream_shard(key: &str, stream: &StreamRef, shard: &AsyncShard) -> Resu
     }
     // The element name is one of the format's (the manifest and the metadata were validated).
     let width = guideloom_format::element_width(&stream.element).unwrap_or(1);
-    let elements = shard.data_len() / width;
-    if elements != stream.elements || !shard.data_len().is_multiple_of(width) {
+    let elements = data_len / width;
+    if elements != stream.elements || !data_len.is_multiple_of(width) {
         return Err(Error::Verification {
             key: key.to_owned(),
             what: "stream elements",
             expected: stream.elements.to_string(),
-            actual: format!("{} bytes of data", shard.data_len()),
+            actual: format!("{} bytes of data", data_len),
         });
     }
     Ok(())

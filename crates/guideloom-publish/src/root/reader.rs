@@ -5,6 +5,10 @@
 //! - Shards are opened lazily, once each, with one tail read (guideloom-format's
 //!   [`AsyncShard`](guideloom_format::AsyncShard), or guideloom-arrayrecord's reader), their
 //!   size and record count checked against the manifest.
+//! - On a remote root, the first [`get`](SnapshotReader::get) of a native shard whose index
+//!   is larger than the 64 KiB tail is a point read instead (guideloom-format's
+//!   [`ShardProbe`](guideloom_format::ShardProbe): footer, metadata and the record's index
+//!   entries, then the record), and the shard is opened whole at its next read (`probe.rs`).
 //! - Record `i` ([`get`](SnapshotReader::get)) is one ranged read; a batch
 //!   ([`get_many`](SnapshotReader::get_many)) one coalescing read per shard touched, shards
 //!   read concurrently; where a record lives is the format crate's [`ShardTable`].
@@ -29,6 +33,7 @@
 //! shard's is [`Error::ArrayRecordShard`] carrying the key and the arrayrecord crate's.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::ops::Range;
@@ -48,6 +53,8 @@ use crate::snapshot_log::Snapshot;
 use crate::staging::{Prefetcher, Scan, StagedShard};
 use crate::stream::StreamState;
 
+mod probe;
+
 /// Random access to the records of one snapshot.
 #[derive(Debug)]
 pub struct SnapshotReader {
@@ -56,6 +63,8 @@ pub struct SnapshotReader {
     /// Where each record lives: the shards' cumulative record counts.
     table: ShardTable,
     shards: Vec<OnceCell<OpenedShard>>,
+    /// Whether each shard's first record was read by a probe ([`probe`]).
+    probed: Vec<AtomicBool>,
     options: ReadOptions,
     /// Annotation sets opened through this reader, by set name (their latest version for
     /// this snapshot, downloaded and verified once).
@@ -72,12 +81,18 @@ impl SnapshotReader {
         let table = ShardTable::from_counts(snapshot.shards().iter().map(|s| s.record_count))
             .unwrap_or_default();
         let shards = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
+        let probed = snapshot
+            .shards()
+            .iter()
+            .map(|_| AtomicBool::new(false))
+            .collect();
         let stream = StreamState::new(&snapshot);
         SnapshotReader {
             root,
             snapshot,
             table,
             shards,
+            probed,
             options,
             annotations: Mutex::default(),
             stream,
@@ -146,9 +161,15 @@ impl SnapshotReader {
     }
 
     /// The payload of record `index` (one ranged read; the first read of a shard also opens
-    /// it with one tail read).
+    /// it with one tail read). On a remote root, the first read of a native shard whose
+    /// index is larger than 64 KiB reads only the index entries it needs, with the footer
+    /// and metadata, and checks the record's CRC32C whatever the read options say; the
+    /// shard's next read opens it whole ([`probe`]).
     pub async fn get(&self, index: u64) -> Result<Bytes> {
         let (i, local) = self.locate(index)?;
+        if self.shards[i].get().is_none() && self.probes(i) {
+            return Box::pin(self.probe_read(i, local)).await;
+        }
         let shard = self.shard(i).await?;
         shard.read(&self.snapshot.shards()[i].key, local).await
     }

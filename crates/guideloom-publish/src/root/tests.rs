@@ -474,3 +474,85 @@ async fn a_shard_whose_index_outgrows_the_default_tail_opens_with_one_read() {
         "{err}"
     );
 }
+
+/// On a remote root, a shard's first `get` is a probe (footer, metadata and the record's
+/// index entries, then the record), its second opens it whole, and later ones are one read
+/// of exactly the record; a probe checks the reference as a whole open does. Local roots
+/// never probe.
+#[tokio::test]
+async fn a_remote_shards_first_get_reads_only_the_index_entries_it_needs() {
+    for remote in [true, false] {
+        let inner = Registry::new()
+            .resolve("memory://probe-read", &StoreOptions::default())
+            .unwrap();
+        let flagged = Arc::new(NoList {
+            inner,
+            probes: AtomicU64::new(0),
+            list: true,
+            remote,
+        });
+        let counting = crate::store::CountingStore::new(flagged);
+        let root = Root::new(Arc::new(counting.clone()), RootOptions::default());
+        let records: Vec<[u8; 3]> = (0..10_000u32)
+            .map(|i| [(i % 251) as u8, i.to_le_bytes()[1], 7])
+            .collect();
+        let meta = ShardMetadata::new("raw", "documents");
+        let shard = root.write_shard("w", 0, meta, &records).await.unwrap();
+        root.publish(
+            &request("s", vec![shard.clone()]),
+            &PublicationOptions::default(),
+        )
+        .await
+        .unwrap();
+        let reader = root.reader(root.latest().await.unwrap());
+        let mut reads = Vec::new();
+        for i in [4321usize, 8765, 99] {
+            let before = counting.counts();
+            assert_eq!(&reader.get(i as u64).await.unwrap()[..], &records[i]);
+            let delta = counting.counts() - before;
+            reads.push((
+                delta.reader_reads.requests,
+                delta.reader_reads.bytes_received,
+            ));
+        }
+        let whole = 120_000 + 64 + 4096;
+        if remote {
+            // The probe: two ranges (index window; footer + metadata allowance), the record.
+            assert_eq!(reads[0].0, 3, "{reads:?}");
+            assert!(reads[0].1 < 2 * (4096 + 64 + 24) + 3, "{reads:?}");
+            // The whole open (index + footer + allowance in one read), the record.
+            assert_eq!(reads[1].0, 2, "{reads:?}");
+            assert!(reads[1].1 <= whole + 3, "{reads:?}");
+        } else {
+            assert_eq!(reads[0].0, 2, "{reads:?}");
+            assert!(reads[0].1 > 120_000, "{reads:?}");
+            assert_eq!(reads[1], (1, 3), "{reads:?}");
+        }
+        assert_eq!(
+            reads[2],
+            (1, 3),
+            "then one read of exactly the record: {reads:?}"
+        );
+
+        // A reference that lies about the count or the size fails the probe as it fails a
+        // whole open.
+        for (count, size) in [(10_001, shard.size), (10_000, shard.size + 1)] {
+            let mut lying = shard.clone();
+            lying.record_count = count;
+            lying.size = size;
+            let reader = root.reader(Snapshot {
+                manifest: crate::manifest::Manifest {
+                    shards: vec![lying],
+                    total_records: count,
+                    ..snapshot_of_nothing().manifest
+                },
+                ..snapshot_of_nothing()
+            });
+            let err = reader.get(5_000).await.unwrap_err();
+            assert!(
+                matches!(err, Error::Verification { .. }),
+                "remote={remote} count={count} size={size}: {err}"
+            );
+        }
+    }
+}

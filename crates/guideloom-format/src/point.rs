@@ -1,0 +1,239 @@
+//! Point reads: one record of a shard without its whole index ([`ShardProbe`]).
+//!
+//! Opening a shard reads its whole index (12 bytes per record: 120 KB for 10 000 records)
+//! so that every later read is one request. A reader that wants one record of a remote
+//! shard — a fresh `guideloom get` — pays for the whole index to use 24 bytes of it. A
+//! probe instead reads, in one call to [`AsyncReader::read_ranges`] (one multi-range
+//! request over HTTP), the footer with a metadata allowance and the window of the index
+//! where record `i`'s entries lie whatever the metadata's length up to that allowance; then
+//! the record.
+//!
+//! What a probe checks: the footer (magic, version, CRC, layout), the metadata (its CRC and
+//! its count), the two entries it uses (inside the data region and in order, the last one
+//! ending at the index), and the record's CRC32C, **always** (the index CRC covers the whole
+//! index, which a probe does not read, so the record's own CRC is what catches a damaged
+//! entry). It does not check the rest of the index: damage there is found when the shard is
+//! opened whole ([`AsyncShard::open`](crate::AsyncShard::open)).
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use guideloom_io::AsyncReader;
+
+use crate::element_width;
+use crate::error::{Corruption, Error, Result};
+use crate::footer::Footer;
+use crate::metadata::ShardMetadata;
+use crate::spec::{
+    FOOTER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, INDEX_ENTRY_USIZE, crc32c, le_u32, le_u64,
+};
+
+/// Metadata bytes a probe's first read allows for before the footer (a shard's metadata is
+/// typically under 200 bytes; more costs one more read).
+pub const PROBE_METADATA_ALLOWANCE: u64 = 4 << 10;
+
+/// Largest gap between the index window and the tail that a probe reads through rather than
+/// asking for two ranges.
+const MERGE_GAP: u64 = 16 << 10;
+
+/// Byte pieces of the shard a probe holds, by offset.
+#[derive(Debug, Clone, Default)]
+struct Held(Vec<(u64, Bytes)>);
+
+impl Held {
+    /// The bytes of `range` if one piece holds them all.
+    fn slice(&self, range: Range<u64>) -> Option<&[u8]> {
+        self.0.iter().find_map(|(at, bytes)| {
+            let start = usize::try_from(range.start.checked_sub(*at)?).ok()?;
+            let len = usize::try_from(range.end.checked_sub(range.start)?).ok()?;
+            bytes.get(start..start.checked_add(len)?)
+        })
+    }
+}
+
+/// A shard's footer and metadata, checked, with the index entries near one record: enough
+/// to read records one at a time without the whole index (see the module documentation).
+///
+/// ```
+/// use guideloom_format::{MemReader, ShardEncoder, ShardMetadata, ShardProbe};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> guideloom_format::Result<()> {
+/// let mut encoder = ShardEncoder::new(Vec::new(), ShardMetadata::new("raw", "documents"))?;
+/// for r in 0..1000u32 {
+///     encoder.append(&r.to_le_bytes())?;
+/// }
+/// let (bytes, _) = encoder.finish()?;
+/// let reader = MemReader::new("s", bytes);
+/// // The first read: footer, metadata and record 700's index entries.
+/// let probe = ShardProbe::open(&reader, 1000, 700).await?;
+/// assert_eq!(probe.len(), 1000);
+/// // The second: the record.
+/// assert_eq!(&probe.read(&reader, 700).await?[..], &700u32.to_le_bytes());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ShardProbe {
+    shard: String,
+    footer: Footer,
+    metadata: ShardMetadata,
+    held: Held,
+}
+
+impl ShardProbe {
+    /// The ranges of a probe's first read of a shard of `size` bytes that holds `records`
+    /// records (a reference's count; a wrong one costs a read more, never a wrong answer),
+    /// for record `i`: the last [`FOOTER_LEN`] + [`PROBE_METADATA_ALLOWANCE`] bytes, and the
+    /// index window holding entries `i - 1` and `i` for any metadata length up to the
+    /// allowance — one range when the two are within 16 KiB of each other. Sorted, disjoint.
+    pub fn first_reads(size: u64, records: u64, i: u64) -> Vec<Range<u64>> {
+        let tail = size.saturating_sub(FOOTER_LEN + PROBE_METADATA_ALLOWANCE)..size;
+        // Entries [i - 1, i + 1) end `12·(records - i - 1)` bytes before the metadata.
+        let window = (|| {
+            let after = records
+                .checked_sub(i.checked_add(1)?)?
+                .checked_mul(INDEX_ENTRY_LEN)?;
+            let end = size.checked_sub(FOOTER_LEN)?.checked_sub(after)?;
+            let entries = if i == 0 { 1 } else { 2 } * INDEX_ENTRY_LEN;
+            let start = end.checked_sub(entries + PROBE_METADATA_ALLOWANCE)?;
+            Some(start..end)
+        })();
+        match window {
+            Some(w) if w.end.saturating_add(MERGE_GAP) < tail.start => vec![w, tail],
+            Some(w) => std::iter::once(w.start.min(tail.start)..size).collect(),
+            None => std::iter::once(tail).collect(),
+        }
+    }
+
+    /// Reads `reader`'s footer and metadata and the index entries of record `i`, in one
+    /// [`read_ranges`](AsyncReader::read_ranges) call of [`first_reads`](Self::first_reads)
+    /// (plus one read if the metadata is larger than the allowance). `records` is the
+    /// record count the caller expects; [`len`](Self::len) is the footer's.
+    pub async fn open<R: AsyncReader + ?Sized>(
+        reader: &R,
+        records: u64,
+        i: u64,
+    ) -> Result<ShardProbe> {
+        let shard = reader.location().to_owned();
+        let size = reader.size().await?;
+        let ranges = Self::first_reads(size, records, i);
+        let pieces = reader.read_ranges(&ranges).await?;
+        let held = Held(ranges.iter().map(|r| r.start).zip(pieces).collect());
+        let footer_at = size.saturating_sub(FOOTER_LEN)..size;
+        let footer_bytes = held
+            .slice(footer_at)
+            .ok_or_else(|| Error::layout(&shard, "the tail read returned too few bytes"))?;
+        let footer = Footer::decode(&shard, footer_bytes, size)?;
+        let meta_range = footer.metadata_offset..footer.metadata_offset + footer.metadata_len;
+        let metadata = match held.slice(meta_range.clone()) {
+            Some(bytes) => ShardMetadata::decode_section(&shard, bytes, &footer)?,
+            None => {
+                let bytes = reader.read(meta_range.start, footer.metadata_len).await?;
+                ShardMetadata::decode_section(&shard, &bytes, &footer)?
+            }
+        };
+        Ok(ShardProbe {
+            shard,
+            footer,
+            metadata,
+            held,
+        })
+    }
+
+    /// Records in the shard (the footer's count).
+    pub fn len(&self) -> u64 {
+        self.footer.record_count
+    }
+
+    /// `true` when the shard holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The shard's footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The shard's metadata.
+    pub fn metadata(&self) -> &ShardMetadata {
+        &self.metadata
+    }
+
+    /// Record `i`: its index entries from what the probe holds (or one 24-byte read), then
+    /// one read of the record, whose CRC32C is always checked.
+    pub async fn read<R: AsyncReader + ?Sized>(&self, reader: &R, i: u64) -> Result<Bytes> {
+        let (range, crc) = self.record_range(reader, i).await?;
+        let bytes = reader.read(range.start, range.end - range.start).await?;
+        guideloom_io::error::check_len(
+            &self.shard,
+            range.start,
+            range.end - range.start,
+            bytes.len(),
+        )?;
+        if crc32c(&bytes) != crc {
+            return Err(Error::corrupt(
+                &self.shard,
+                Corruption::RecordChecksum { index: i },
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The byte range and CRC32C of record `i`, from entries `i - 1` and `i` (held, or
+    /// read), checked.
+    async fn record_range<R: AsyncReader + ?Sized>(
+        &self,
+        reader: &R,
+        i: u64,
+    ) -> Result<(Range<u64>, u32)> {
+        let len = self.len();
+        if i >= len {
+            return Err(Error::IndexOutOfRange { index: i, len });
+        }
+        // i < record_count <= 2^24, and the footer placed the index inside the file.
+        let first = if i == 0 { 0 } else { i - 1 };
+        let entries = self.footer.index_offset + first * INDEX_ENTRY_LEN
+            ..self.footer.index_offset + (i + 1) * INDEX_ENTRY_LEN;
+        let read;
+        let bytes = match self.held.slice(entries.clone()) {
+            Some(bytes) => bytes,
+            None => {
+                read = reader
+                    .read(entries.start, entries.end - entries.start)
+                    .await?;
+                &read[..]
+            }
+        };
+        guideloom_io::error::check_len(
+            &self.shard,
+            entries.start,
+            entries.end - entries.start,
+            bytes.len(),
+        )?;
+        let at = bytes.len() - INDEX_ENTRY_USIZE;
+        let start = if i == 0 { HEADER_LEN } else { le_u64(bytes, 0) };
+        let (end, crc) = (le_u64(bytes, at), le_u32(bytes, at + 8));
+        let index_offset = self.footer.index_offset;
+        let bad = |index, end| Error::corrupt(&self.shard, Corruption::IndexOffset { index, end });
+        if start < HEADER_LEN || start > index_offset {
+            return Err(bad(i - 1, start));
+        }
+        if end < start || end > index_offset || (i + 1 == len && end != index_offset) {
+            return Err(bad(i, end));
+        }
+        if let Some(width) = self.metadata.element.as_deref().and_then(element_width)
+            && !(end - start).is_multiple_of(width)
+        {
+            return Err(Error::layout(
+                &self.shard,
+                "a stream record's length is not a multiple of the element width",
+            ));
+        }
+        Ok((start..end, crc))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,71 @@
+//! A shard's first record read from a remote root without its whole index: guideloom-format's
+//! [`ShardProbe`] (footer, metadata and the record's index entries in one call, then the
+//! record, whose CRC32C is always checked).
+//!
+//! When: the first [`get`](SnapshotReader::get) of a native shard, on a store whose reads
+//! are network requests, when the shard's index is larger than the default speculative tail
+//! (so a whole open would read more than 64 KiB). Measured on nginx (`cargo xtask bench`,
+//! `publish` HTTP table): a fresh `latest + get` of one 1 KiB record of a 10 000-record shard
+//! receives about 10 KB instead of 127 KB, in the same 4 requests. The shard's next read
+//! opens it whole (one request for index, metadata and footer), so every later read is one
+//! request again: a shard read once costs its probe; a shard read often costs one request
+//! more in all than before.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use guideloom_format::ShardProbe;
+use guideloom_format::spec::{DEFAULT_SPECULATIVE_TAIL, FOOTER_LEN, INDEX_ENTRY_LEN};
+use tracing::{Instrument, info_span};
+
+use super::SnapshotReader;
+use crate::error::{Error, Result};
+use crate::manifest::{ShardFormat, ShardRef};
+use crate::opened::{check_reference, check_stream_shard};
+
+impl SnapshotReader {
+    /// Whether the read of a record of unopened shard `i` should be a probe: see the module
+    /// documentation. `true` at most once per shard.
+    pub(super) fn probes(&self, i: usize) -> bool {
+        let reference = &self.snapshot.shards()[i];
+        reference.format == ShardFormat::Native
+            && self.root.store().capabilities().remote_reads
+            && whole_open_len(reference) > DEFAULT_SPECULATIVE_TAIL.max(self.options.tail_len())
+            && !self.probed[i].swap(true, Ordering::Relaxed)
+    }
+
+    /// Record `local` of shard `i` by a probe, the shard checked against its reference
+    /// (size, record count, stream type and length) as a whole open checks it.
+    pub(super) async fn probe_read(&self, i: usize, local: u64) -> Result<Bytes> {
+        let reference: &ShardRef = &self.snapshot.shards()[i];
+        let key = &reference.key;
+        async {
+            let reader = self.root.store().open_reader(key, reference.size).await?;
+            let probe = ShardProbe::open(&*reader, reference.record_count, local)
+                .await
+                .map_err(|e| Error::shard(key, e))?;
+            let size = reader.size().await.map_err(|source| Error::Read {
+                key: key.clone(),
+                source,
+            })?;
+            check_reference(reference, size, probe.len())?;
+            if let Some(stream) = &reference.stream {
+                check_stream_shard(key, stream, probe.metadata(), probe.footer().data_len())?;
+            }
+            probe
+                .read(&*reader, local)
+                .await
+                .map_err(|e| Error::shard(key, e))
+        }
+        .instrument(info_span!("probe_shard", key = %key, record = local))
+        .await
+    }
+}
+
+/// What a whole open of `reference`'s shard reads at least: its index and footer.
+fn whole_open_len(reference: &ShardRef) -> u64 {
+    reference
+        .record_count
+        .saturating_mul(INDEX_ENTRY_LEN)
+        .saturating_add(FOOTER_LEN)
+}
