@@ -56,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
         .map_or(0, |f| f.record_count);
     let hint = count.saturating_add_signed(i64::from(hint_off));
     let i = u64::from(pick) % count.max(1);
-    let Ok(probe) = ready(ShardProbe::open(&reader, hint, i)) else {
+    let Ok(probe) = ready(ShardProbe::open(&reader, size, hint, i)) else {
         return;
     };
     let whole = ready(AsyncShard::open(

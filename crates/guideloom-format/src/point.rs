@@ -64,9 +64,10 @@ impl Held {
 ///     encoder.append(&r.to_le_bytes())?;
 /// }
 /// let (bytes, _) = encoder.finish()?;
+/// let size = bytes.len() as u64;
 /// let reader = MemReader::new("s", bytes);
 /// // The first read: footer, metadata and record 700's index entries.
-/// let probe = ShardProbe::open(&reader, 1000, 700).await?;
+/// let probe = ShardProbe::open(&reader, size, 1000, 700).await?;
 /// assert_eq!(probe.len(), 1000);
 /// // The second: the record.
 /// assert_eq!(&probe.read(&reader, 700).await?[..], &700u32.to_le_bytes());
@@ -106,17 +107,20 @@ impl ShardProbe {
         }
     }
 
-    /// Reads `reader`'s footer and metadata and the index entries of record `i`, in one
-    /// [`read_ranges`](AsyncReader::read_ranges) call of [`first_reads`](Self::first_reads)
-    /// (plus one read if the metadata is larger than the allowance). `records` is the
-    /// record count the caller expects; [`len`](Self::len) is the footer's.
+    /// Reads the footer and metadata of `reader`'s shard of `size` bytes and the index
+    /// entries of record `i`, in one [`read_ranges`](AsyncReader::read_ranges) call of
+    /// [`first_reads`](Self::first_reads) (plus one read if the metadata is larger than the
+    /// allowance). `size` and `records` are what the caller expects (a reference's): the
+    /// size places the reads (a reader that learns sizes from responses, such as HTTP's,
+    /// needs no request for it; an object of another size fails the reads or the footer's
+    /// layout check); [`len`](Self::len) is the footer's count.
     pub async fn open<R: AsyncReader + ?Sized>(
         reader: &R,
+        size: u64,
         records: u64,
         i: u64,
     ) -> Result<ShardProbe> {
         let shard = reader.location().to_owned();
-        let size = reader.size().await?;
         let ranges = Self::first_reads(size, records, i);
         let pieces = reader.read_ranges(&ranges).await?;
         let held = Held(ranges.iter().map(|r| r.start).zip(pieces).collect());

@@ -94,7 +94,9 @@ fn a_probe_reads_footer_metadata_and_entries_in_one_call_and_the_record_in_one_m
         let bytes = shard(n, 0, None);
         let reader = Counted::new(&bytes);
         for i in [0, 1, 1234, 5000, n - 2, n - 1] {
-            let probe = ShardProbe::open(&reader, n, i).await.unwrap();
+            let probe = ShardProbe::open(&reader, bytes.len() as u64, n, i)
+                .await
+                .unwrap();
             let first = reader.take();
             assert_eq!(first.len(), 1, "one call: {first:?}");
             let got: u64 = first[0].iter().map(|r| r.end - r.start).sum();
@@ -116,7 +118,9 @@ fn metadata_past_the_allowance_and_a_wrong_count_cost_reads_not_answers() {
         let n = 3_000;
         let bytes = shard(n, 10_000, None);
         let reader = Counted::new(&bytes);
-        let probe = ShardProbe::open(&reader, n, 100).await.unwrap();
+        let probe = ShardProbe::open(&reader, bytes.len() as u64, n, 100)
+            .await
+            .unwrap();
         assert_eq!(
             reader.take().len(),
             2,
@@ -129,10 +133,14 @@ fn metadata_past_the_allowance_and_a_wrong_count_cost_reads_not_answers() {
         // A hint far from the truth: still the right record.
         let bytes = shard(n, 0, None);
         let reader = Counted::new(&bytes);
-        let probe = ShardProbe::open(&reader, 2 * n, 100).await.unwrap();
+        let probe = ShardProbe::open(&reader, bytes.len() as u64, 2 * n, 100)
+            .await
+            .unwrap();
         assert_eq!(probe.len(), n);
         assert_eq!(probe.read(&reader, 100).await.unwrap(), record(100));
-        let probe = ShardProbe::open(&reader, 0, 100).await.unwrap();
+        let probe = ShardProbe::open(&reader, bytes.len() as u64, 0, 100)
+            .await
+            .unwrap();
         assert_eq!(probe.read(&reader, 100).await.unwrap(), record(100));
         let err = probe.read(&reader, n).await.unwrap_err();
         assert!(matches!(err, Error::IndexOutOfRange { index, len } if index == n && len == n));
@@ -199,7 +207,9 @@ fn damage_to_what_a_probe_reads_is_a_typed_error() {
             let mut bad = clean.clone();
             bad[byte] ^= 0x40;
             let reader = MemReader::new("s", bad);
-            let probe = ShardProbe::open(&reader, n, i).await.unwrap();
+            let probe = ShardProbe::open(&reader, clean.len() as u64, n, i)
+                .await
+                .unwrap();
             let err = probe.read(&reader, i).await.unwrap_err();
             assert!(check(&err), "byte {byte}: {err:?}");
         }
@@ -210,7 +220,7 @@ fn damage_to_what_a_probe_reads_is_a_typed_error() {
         ] {
             let mut bad = clean.clone();
             bad[byte] ^= 1;
-            let err = ShardProbe::open(&MemReader::new("s", bad), n, i)
+            let err = ShardProbe::open(&MemReader::new("s", bad), clean.len() as u64, n, i)
                 .await
                 .unwrap_err();
             assert!(matches!(err, Error::Corrupt { .. }), "byte {byte}: {err:?}");
@@ -226,13 +236,16 @@ fn a_stream_record_that_is_not_whole_elements_is_refused() {
         let mut bytes = shard(n, 0, Some("u32"));
         let footer = Footer::decode("s", &bytes[bytes.len() - 64..], bytes.len() as u64).unwrap();
         let reader = MemReader::new("s", bytes.clone());
-        let probe = ShardProbe::open(&reader, n, 5).await.unwrap();
+        let probe = ShardProbe::open(&reader, bytes.len() as u64, n, 5)
+            .await
+            .unwrap();
         assert_eq!(probe.read(&reader, 5).await.unwrap(), record(5));
         let entry = usize::try_from(footer.index_offset + 5 * 12).unwrap();
         let end = le_u64(&bytes, entry) - 1;
         bytes[entry..entry + 8].copy_from_slice(&end.to_le_bytes());
+        let size = bytes.len() as u64;
         let reader = MemReader::new("s", bytes);
-        let probe = ShardProbe::open(&reader, n, 5).await.unwrap();
+        let probe = ShardProbe::open(&reader, size, n, 5).await.unwrap();
         let err = probe.read(&reader, 5).await.unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
     });
@@ -259,7 +272,7 @@ proptest! {
             let full = AsyncShard::open(MemReader::new("s", bytes.clone()), &ReadOptions::default())
                 .await
                 .unwrap();
-            let probe = ShardProbe::open(&reader, hint, i).await.unwrap();
+            let probe = ShardProbe::open(&reader, bytes.len() as u64, hint, i).await.unwrap();
             prop_assert_eq!(probe.read(&reader, i).await.unwrap(), full.read(i).await.unwrap());
             let j = (i * 7 + 3) % n;
             prop_assert_eq!(probe.read(&reader, j).await.unwrap(), full.read(j).await.unwrap());
