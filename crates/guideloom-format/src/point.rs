@@ -120,8 +120,24 @@ impl ShardProbe {
         records: u64,
         i: u64,
     ) -> Result<ShardProbe> {
+        Self::open_ranges(reader, size, Self::first_reads(size, records, i)).await
+    }
+
+    /// The footer and metadata alone: one read of the last [`FOOTER_LEN`] +
+    /// [`PROBE_METADATA_ALLOWANCE`] bytes of `reader`'s shard of `size` bytes (plus one if
+    /// the metadata is longer). Records are then read as after [`open`](Self::open), each
+    /// with a read of its index entries.
+    pub async fn open_tail<R: AsyncReader + ?Sized>(reader: &R, size: u64) -> Result<ShardProbe> {
+        let tail = size.saturating_sub(FOOTER_LEN + PROBE_METADATA_ALLOWANCE)..size;
+        Self::open_ranges(reader, size, std::iter::once(tail).collect()).await
+    }
+
+    async fn open_ranges<R: AsyncReader + ?Sized>(
+        reader: &R,
+        size: u64,
+        ranges: Vec<Range<u64>>,
+    ) -> Result<ShardProbe> {
         let shard = reader.location().to_owned();
-        let ranges = Self::first_reads(size, records, i);
         let pieces = reader.read_ranges(&ranges).await?;
         let held = Held(ranges.iter().map(|r| r.start).zip(pieces).collect());
         let footer_at = size.saturating_sub(FOOTER_LEN)..size;

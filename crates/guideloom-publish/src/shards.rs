@@ -18,7 +18,7 @@ use bytes::Bytes;
 use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
 use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
 use guideloom_format::spec::FOOTER_LEN;
-use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata, element_width};
+use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata, ShardProbe, element_width};
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};
@@ -302,13 +302,9 @@ async fn create(
     })
 }
 
-/// Bytes [`adopt`] reads from a native shard's end in its first request: the footer and,
-/// unless the metadata is unusually large, the metadata before it.
-const ADOPT_TAIL: u64 = 4096;
-
 /// A reference to the native shard already at `key`, of `size` bytes (see
 /// [`Root::adopt_shard`](crate::Root::adopt_shard)): the reference its writer returned.
-/// One tail read (footer and metadata; a second only for metadata over [`ADOPT_TAIL`]);
+/// One tail read (footer and metadata; a second only for metadata over 4 KiB);
 /// for a stream shard also one HEAD for its metadata companion and, when there is one, one
 /// tail read of it.
 pub(crate) async fn adopt(store: &dyn RootStore, key: &str, size: u64) -> Result<ShardRef> {
@@ -388,39 +384,18 @@ async fn adopt_companion(store: &dyn RootStore, shard: &ShardRef) -> Result<Opti
 }
 
 /// The footer and the metadata of the native shard at `key`, of `size` bytes, each checked
-/// (footer layout and checksum, metadata length and CRC32C), without reading the index.
+/// (footer layout and checksum, metadata length and CRC32C), without reading the index:
+/// guideloom-format's [`ShardProbe::open_tail`].
 async fn footer_and_metadata(
     store: &dyn RootStore,
     key: &str,
     size: u64,
 ) -> Result<(Footer, ShardMetadata)> {
-    if size < FOOTER_LEN {
-        return Err(Error::corrupt(key, "smaller than a shard footer"));
-    }
-    let start = size - size.min(ADOPT_TAIL);
-    let tail = store.get_range(key, start..size).await?;
-    if tail.len() as u64 != size - start {
-        return Err(Error::Verification {
-            key: key.to_owned(),
-            what: "size",
-            expected: size.to_string(),
-            actual: format!("a tail read of {} bytes from byte {start}", tail.len()),
-        });
-    }
-    // Offsets inside the tail, which is at most ADOPT_TAIL bytes long.
-    let rel = |at: u64| usize::try_from(at - start).unwrap_or(usize::MAX);
-    let footer_at = rel(size - FOOTER_LEN);
-    let footer = Footer::decode(key, &tail[footer_at..], size).map_err(|e| Error::shard(key, e))?;
-    // The footer's layout check bounds the metadata (at most MAX_METADATA_LEN, inside the file).
-    let section = footer.metadata_offset..footer.metadata_offset + footer.metadata_len;
-    let bytes = if section.start >= start {
-        tail.slice(rel(section.start)..footer_at)
-    } else {
-        store.get_range(key, section).await?
-    };
-    let metadata =
-        ShardMetadata::decode_section(key, &bytes, &footer).map_err(|e| Error::shard(key, e))?;
-    Ok((footer, metadata))
+    let reader = store.open_reader(key, size).await?;
+    let probe = ShardProbe::open_tail(&*reader, size)
+        .await
+        .map_err(|e| Error::shard(key, e))?;
+    Ok((*probe.footer(), probe.metadata().clone()))
 }
 
 /// A reference to the ArrayRecord file already at `key` (see

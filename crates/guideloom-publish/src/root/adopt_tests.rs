@@ -11,22 +11,25 @@ use guideloom_format::{ShardMetadata, Value};
 use super::*;
 use crate::error::Error;
 use crate::manifest::PublishMode;
-use crate::store::{ObjectStoreBucket, create_object};
+use crate::store::{CountingStore, create_object};
 
-fn memory_root(name: &str) -> (Root, Arc<ObjectStoreBucket>) {
-    let reg = Registry::new();
-    let store = reg
+/// A memory root whose every request (readers' reads included) is counted.
+fn memory_root(name: &str) -> (Root, CountingStore) {
+    let store = Registry::new()
         .resolve(&format!("memory://{name}"), &StoreOptions::default())
         .unwrap();
-    let bucket = reg.lookup("memory", name).unwrap();
-    (Root::new(store, RootOptions::default()), bucket)
+    let counting = CountingStore::new(store);
+    (
+        Root::new(Arc::new(counting.clone()), RootOptions::default()),
+        counting,
+    )
 }
 
 /// Adopts `written` as another process would (key and listed size only), counting requests.
-async fn adopt(root: &Root, bucket: &ObjectStoreBucket, written: &ShardRef) -> (ShardRef, u64) {
-    let before = bucket.requests();
+async fn adopt(root: &Root, counting: &CountingStore, written: &ShardRef) -> (ShardRef, u64) {
+    let before = counting.counts().total().requests;
     let adopted = root.adopt_shard(&written.key, written.size).await.unwrap();
-    (adopted, bucket.requests() - before)
+    (adopted, counting.counts().total().requests - before)
 }
 
 async fn bytes_of(root: &Root, key: &str) -> Bytes {
@@ -35,7 +38,7 @@ async fn bytes_of(root: &Root, key: &str) -> Bytes {
 
 #[tokio::test]
 async fn adopted_shards_are_the_references_their_writers_returned() {
-    let (root, bucket) = memory_root("adopt-equal");
+    let (root, counting) = memory_root("adopt-equal");
     let records: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; usize::from(i)]).collect();
     let meta = ShardMetadata::new("raw", "documents");
     let plain = root.write_shard("w", 0, meta, &records).await.unwrap();
@@ -58,7 +61,7 @@ async fn adopted_shards_are_the_references_their_writers_returned() {
     let written = [&plain, &big_meta, &stream, &stream_meta];
     let mut adopted = Vec::new();
     for (w, requests) in written.into_iter().zip(expected_requests) {
-        let (a, n) = adopt(&root, &bucket, w).await;
+        let (a, n) = adopt(&root, &counting, w).await;
         assert_eq!(&a, w, "{}", w.key);
         assert_eq!(n, requests, "requests to adopt {}", w.key);
         adopted.push(a);
@@ -105,7 +108,7 @@ async fn shards_and_companions_that_lie_are_refused_by_name() {
     );
     let err = root.adopt_shard(&junk.key, 10).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Corrupt { key, .. } if *key == junk.key),
+        matches!(&err, Error::Shard { key, source } if *key == junk.key && source.is_corrupt()),
         "{err}"
     );
     let err = root
