@@ -7,7 +7,8 @@
 //! committed fixture used as a seed) is all file, with the true count as hint.
 //!
 //! Whatever the bytes, a probe must return `Ok` or a typed error, never panic, never read
-//! outside the file. A record a probe returns lies inside the file: its bytes are those at
+//! outside the file; `open_tail` (footer and metadata alone) succeeds where `open` does, with
+//! the same footer and metadata. A record a probe returns lies inside the file: its bytes are those at
 //! the range its (checked) entries give, and its CRC32C is the entry's. When the whole-index
 //! reader also opens the shard, every record both read is the same, and the probe's footer
 //! and metadata are the whole open's.
@@ -56,9 +57,14 @@ fuzz_target!(|data: &[u8]| {
         .map_or(0, |f| f.record_count);
     let hint = count.saturating_add_signed(i64::from(hint_off));
     let i = u64::from(pick) % count.max(1);
+    let tail_only = ready(ShardProbe::open_tail(&reader, size));
     let Ok(probe) = ready(ShardProbe::open(&reader, size, hint, i)) else {
         return;
     };
+    // The footer and metadata do not depend on which index window came with them.
+    let tail_only = tail_only.expect("a tail-only open succeeds where a probe does");
+    assert_eq!(tail_only.footer(), probe.footer());
+    assert_eq!(tail_only.metadata(), probe.metadata());
     let whole = ready(AsyncShard::open(
         MemReader::new("fuzz", bytes.clone()),
         &ReadOptions::default(),

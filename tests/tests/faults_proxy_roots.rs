@@ -231,6 +231,7 @@ async fn http_root_reads_records_under_every_fault() {
             connect_timeout: ATTEMPT,
             max_attempts: ATTEMPTS,
             operation_timeout: Duration::from_secs(20),
+            listing: false,
         },
         ..StoreOptions::default()
     };

@@ -263,3 +263,89 @@ async fn missing_http_base_is_not_found() {
     assert!(root.snapshots().await.unwrap().is_empty());
     assert!(root.identity().await.unwrap_err().is_not_found());
 }
+
+/// An origin that lists directories as JSON (the nginx test server's `/listed/` prefix)
+/// opened with listing: the latest snapshot costs one listing of `log/` and one GET of the
+/// entry at any sequence number, `snapshots()` lists too, and records read as before. With
+/// listing declared on an origin that does not list, `latest` probes after all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
+    let Some((url, served_root)) = guideloom_tests::nginx("listing_origins") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("http-listing");
+    let dir = served_root.join(&subdir);
+    let _served = Served(dir.clone());
+    let local = Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    );
+    let mut shards = Vec::new();
+    for (n, id) in ["s1", "s2", "s3", "s4", "s5"].into_iter().enumerate() {
+        let n = n as u64;
+        let s = shard(&local, &format!("w{n}"), n * 10..n * 10 + 10).await;
+        shards.push(s.clone());
+        let mode = if n == 0 {
+            PublishMode::Full
+        } else {
+            PublishMode::Append
+        };
+        publish(&local, id, vec![s], mode).await;
+    }
+
+    for (base, listing, want) in [
+        (format!("{url}listed/{subdir}"), true, 2),
+        (format!("{url}listed/{subdir}"), false, 6),
+        // Declared, but this origin answers directories with 403: probing after the failed
+        // listing.
+        (format!("{url}{subdir}"), true, 7),
+    ] {
+        let store = Arc::new(HttpRootStore::new(&base).unwrap().with_listing(listing));
+        assert_eq!(store.capabilities().list, listing);
+        let root = Root::new(store.clone(), RootOptions::default());
+        let latest = root.latest().await.unwrap();
+        assert_eq!(
+            (latest.id(), latest.seq(), latest.total_records()),
+            ("s5", 5, 50)
+        );
+        assert_eq!(requests(&store), want, "{base} listing={listing}");
+        let reader = root.reader(latest);
+        assert_eq!(reader.get(42).await.unwrap(), record(42));
+    }
+
+    // Through the registry's options, and the whole snapshot list.
+    let options = StoreOptions {
+        http: guideloom_publish::HttpRootOptions {
+            listing: true,
+            ..Default::default()
+        },
+        ..StoreOptions::default()
+    };
+    let store = Registry::new()
+        .resolve(&format!("{url}listed/{subdir}"), &options)
+        .unwrap();
+    assert!(store.capabilities().list);
+    let listed = store.list("shards").await.unwrap();
+    let mut keys: Vec<&str> = listed.iter().map(|o| o.key.as_str()).collect();
+    keys.sort_unstable();
+    let mut want: Vec<&str> = shards.iter().map(|s| s.key.as_str()).collect();
+    want.sort_unstable();
+    assert_eq!(keys, want, "shards/ walked through its subdirectories");
+    for (o, s) in listed
+        .iter()
+        .filter_map(|o| Some((o, shards.iter().find(|s| s.key == o.key)?)))
+    {
+        assert_eq!(o.size, s.size, "{}", o.key);
+    }
+    let root = Root::new(store, RootOptions::default());
+    let ids: Vec<String> = root
+        .snapshots()
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id().to_owned())
+        .collect();
+    assert_eq!(ids, ["s1", "s2", "s3", "s4", "s5"]);
+}

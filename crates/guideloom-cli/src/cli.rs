@@ -61,6 +61,11 @@ pub(crate) struct Global {
     /// whatever attempts remain). Default: 60.
     #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
     pub(crate) deadline: Option<Duration>,
+    /// http(s):// roots: the server lists directories as JSON (nginx `autoindex on;
+    /// autoindex_format json;`, Caddy `file_server browse`), so the latest snapshot is found
+    /// with 2 requests at any sequence number instead of probing.
+    #[arg(long, global = true)]
+    pub(crate) http_listing: bool,
 }
 
 /// A positive, finite number of seconds (fractions allowed: `0.5`).

@@ -92,7 +92,8 @@ pub(crate) fn s3_retry(global: &Global) -> S3Retry {
 }
 
 /// The bounds of `http(s)://` roots: the defaults, with `--timeout`, `--connect-timeout`,
-/// `--retries` (attempts = retries + 1) and `--deadline` (the deadline of one read) applied.
+/// `--retries` (attempts = retries + 1), `--deadline` (the deadline of one read) and
+/// `--http-listing` applied.
 pub(crate) fn http_options(global: &Global) -> HttpRootOptions {
     let mut http = HttpRootOptions::default();
     if let Some(t) = global.timeout {
@@ -107,6 +108,7 @@ pub(crate) fn http_options(global: &Global) -> HttpRootOptions {
     if let Some(d) = global.deadline {
         http.operation_timeout = d;
     }
+    http.listing = global.http_listing;
     http
 }
 
@@ -325,9 +327,11 @@ mod tests {
             "2",
             "--deadline",
             "7",
+            "--http-listing",
         ])
         .unwrap();
         let http = http_options(&cli.global);
+        assert!(http.listing);
         assert_eq!(http.request_timeout, Duration::from_millis(1500));
         assert_eq!(http.connect_timeout, Duration::from_millis(250));
         assert_eq!(http.max_attempts, 3);

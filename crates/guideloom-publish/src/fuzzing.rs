@@ -72,3 +72,24 @@ pub fn key_problem(key: &str) -> Option<&'static str> {
 pub fn sha256_hex(bytes: &[u8]) -> String {
     key::sha256_hex(bytes)
 }
+
+/// What [`parse_listing`] found below a directory: a file's key and size, or a
+/// subdirectory's key (size `None`).
+pub type ListedEntry = (String, Option<u64>);
+
+/// Parses the JSON directory listing `body` of the directory `dir` (a key prefix, `""` for
+/// the root) as an HTTP root with listing does; the error is its message.
+pub fn parse_listing(dir: &str, body: &[u8]) -> Result<Vec<ListedEntry>, String> {
+    use crate::store::http_listing::{Listed, parse};
+    parse(dir, body)
+        .map(|listed| {
+            listed
+                .into_iter()
+                .map(|l| match l {
+                    Listed::File(key, size) => (key, Some(size)),
+                    Listed::Dir(key) => (key, None),
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string())
+}

@@ -52,7 +52,8 @@ fn ensure_nginx() -> Result<PathBuf> {
     found().ok_or_else(|| Error::server("nginx", "apt-get installed nginx but it is not on PATH"))
 }
 
-/// The nginx config: a static origin for `serve` on 127.0.0.1:`port` (TEST-SERVERS.md §5).
+/// The nginx config: a static origin for `serve` on 127.0.0.1:`port` (TEST-SERVERS.md §5),
+/// which also serves it under `/listed/` with JSON directory listings.
 fn nginx_config(state: &Path, serve: &Path, port: u16, as_root: bool) -> String {
     let d = state.display();
     // As root with no `user` line, workers run as `nobody` and get 403 on our files.
@@ -79,6 +80,13 @@ http {{
         root {serve};
         max_ranges 64;
         autoindex off;
+        # The same files under /listed/, with JSON directory listings (HTTP roots opened
+        # with listing: `HttpRootOptions::listing`).
+        location /listed/ {{
+            alias {serve}/;
+            autoindex on;
+            autoindex_format json;
+        }}
     }}
 }}
 ",
@@ -182,6 +190,8 @@ mod tests {
         assert!(conf.contains("listen 127.0.0.1:4242;"), "{conf}");
         assert!(conf.contains("root /s/root;"), "{conf}");
         assert!(conf.contains("max_ranges 64;"), "{conf}");
+        assert!(conf.contains("alias /s/root/;"), "{conf}");
+        assert!(conf.contains("autoindex_format json;"), "{conf}");
         assert!(conf.contains("pid /s/nginx.pid;"), "{conf}");
         assert!(!conf.contains("user "), "no user line unless root: {conf}");
         let as_root = nginx_config(Path::new("/s"), Path::new("/s/root"), 4242, true);

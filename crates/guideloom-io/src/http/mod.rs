@@ -45,6 +45,7 @@
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod listing;
 mod multipart;
 mod options;
 mod path;

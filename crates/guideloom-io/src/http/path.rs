@@ -241,6 +241,20 @@ impl BaseUrl {
         })
     }
 
+    /// The request URI of the directory `path` (its URL with a trailing `/`, as directory
+    /// listings are served).
+    pub(crate) fn dir_uri(&self, path: &HttpPath) -> Result<Uri> {
+        let dir = HttpPath {
+            path: if path.path.is_empty() {
+                String::new()
+            } else {
+                format!("{}/", path.path)
+            },
+            invalid: None,
+        };
+        self.uri(&dir)
+    }
+
     /// The URL of `encoded_path` for display: no userinfo, query replaced by `?<redacted>`.
     pub(crate) fn redacted(&self, encoded_path: &str) -> String {
         let q = if self.query.is_some() {

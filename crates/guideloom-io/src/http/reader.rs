@@ -114,6 +114,7 @@ impl HttpReader {
             reader_stats: &self.stats,
             location: &self.display,
             range: Some(range),
+            accept: None,
             limits,
             budget,
         };
@@ -177,6 +178,7 @@ impl HttpReader {
         let limits = BodyLimits {
             partial: to_usize(&self.display, len)?,
             full: None,
+            unsized_full: false,
             offset,
         };
         let f = self
@@ -283,6 +285,7 @@ impl HttpReader {
         let limits = BodyLimits {
             partial: limit,
             full: None,
+            unsized_full: false,
             offset: group[0].start,
         };
         let f = self.get(&range_header(group), limits, budget).await?;
@@ -414,9 +417,11 @@ impl HttpReader {
             reader_stats: &self.stats,
             location: &self.display,
             range: None,
+            accept: None,
             limits: BodyLimits {
                 partial: 0,
                 full: None,
+                unsized_full: false,
                 offset: 0,
             },
             budget,
@@ -495,6 +500,7 @@ impl AsyncReader for HttpReader {
         let limits = BodyLimits {
             partial: to_usize(&self.display, len)?,
             full: Some(len),
+            unsized_full: false,
             offset: self.known_size().map_or(0, |s| s.saturating_sub(len)),
         };
         let f = self.get(&format!("bytes=-{len}"), limits, &budget).await?;

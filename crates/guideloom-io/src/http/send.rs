@@ -42,6 +42,9 @@ pub(crate) struct BodyLimits {
     pub(crate) partial: usize,
     /// Read a 200 body when its Content-Length is at most this (tail reads of small objects).
     pub(crate) full: Option<u64>,
+    /// Also read a 200 body without a Content-Length (chunked), cut at `full` bytes: a
+    /// longer one is [`Error::LongRead`]. Generated pages (directory listings) need it.
+    pub(crate) unsized_full: bool,
     /// First byte asked for (for [`Error::LongRead`]).
     pub(crate) offset: u64,
 }
@@ -187,6 +190,8 @@ pub(crate) struct Call<'a> {
     pub(crate) reader_stats: &'a RequestStats,
     pub(crate) location: &'a str,
     pub(crate) range: Option<&'a str>,
+    /// An `Accept` header for this request (directory listings ask for JSON).
+    pub(crate) accept: Option<&'static str>,
     pub(crate) limits: BodyLimits,
     pub(crate) budget: &'a Budget,
 }
@@ -200,6 +205,7 @@ impl Inner {
             reader_stats,
             location,
             range,
+            accept,
             limits,
             budget,
         } = call;
@@ -239,7 +245,7 @@ impl Inner {
                 latency_ms = tracing::field::Empty,
                 bytes = tracing::field::Empty,
             );
-            let req = self.build_request(&method, uri, range)?;
+            let req = self.build_request(&method, uri, range, accept)?;
             self.stats.add_request();
             reader_stats.add_request();
             if attempt > 1 {
@@ -344,6 +350,7 @@ impl Inner {
         method: &Method,
         uri: &Uri,
         range: Option<&str>,
+        accept: Option<&'static str>,
     ) -> Result<Request<Empty<Bytes>>> {
         let mut b = Request::builder().method(method.clone()).uri(uri.clone());
         if let Some(h) = b.headers_mut() {
@@ -359,6 +366,9 @@ impl Inner {
             }
             for (k, v) in &self.options.headers {
                 h.insert(k.clone(), v.clone());
+            }
+            if let Some(a) = accept {
+                h.insert(header::ACCEPT, header::HeaderValue::from_static(a));
             }
             if let Some(r) = range {
                 let v = header::HeaderValue::try_from(r).map_err(|_| Error::InvalidArgument {
@@ -402,6 +412,7 @@ impl Inner {
             StatusCode::PARTIAL_CONTENT => Some(limits.partial),
             StatusCode::OK => match (limits.full, declared) {
                 (Some(max), Some(len)) if len <= max => usize::try_from(len).ok(),
+                (Some(max), None) if limits.unsized_full => usize::try_from(max).ok(),
                 _ => None,
             },
             _ => None,

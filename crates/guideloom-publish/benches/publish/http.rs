@@ -1,6 +1,7 @@
 //! Issue 15's HTTP rows, counted: a fresh reader of an `http(s)://` root (nginx serving a
 //! local root) opening the latest snapshot and reading one 1 KiB record, then a warm read,
-//! then opens at sequence numbers 1 and 3. The dataset is the facade bench's: 100 000 ×
+//! then opens at sequence numbers 1 and 3 (the last also where nginx lists directories as
+//! JSON, under `/listed/`, opened with listing). The dataset is the facade bench's: 100 000 ×
 //! 1 KiB incompressible records in 10 shards of 10 000 (an index of 120 000 bytes each).
 //! Each row goes through a new `HttpRootStore` behind a [`CountingStore`], as a new process
 //! would. Needs `GUIDELOOM_NGINX_URL`/`GUIDELOOM_NGINX_ROOT` (`cargo xtask bench` sets them).
@@ -46,7 +47,14 @@ fn var(name: &str) -> Option<String> {
 /// HTTP requests on the wire (one multi-range GET is one request there, however many ranges
 /// the store level counts).
 fn fresh(url: &str) -> (Root, Counted) {
-    let http = HttpRootStore::new(url).expect("http root store");
+    fresh_with(url, false)
+}
+
+/// [`fresh`], declaring (`listing`) that the origin lists directories.
+fn fresh_with(url: &str, listing: bool) -> (Root, Counted) {
+    let http = HttpRootStore::new(url)
+        .expect("http root store")
+        .with_listing(listing);
     let wire = Arc::clone(http.stats());
     let counting = CountingStore::new(Arc::new(http));
     let root = Root::new(Arc::new(counting.clone()), RootOptions::default());
@@ -120,6 +128,8 @@ pub(crate) fn table(rt: &Runtime) -> Result<String, String> {
         );
     }
     publish(rt, &local, "first", refs, PublishMode::Full);
+    // The same root where nginx also lists directories as JSON (`/listed/`).
+    let listed_url = format!("{url}listed/{sub}");
     let url = format!("{url}{sub}");
 
     let mut out = String::from(
@@ -191,6 +201,15 @@ pub(crate) fn table(rt: &Runtime) -> Result<String, String> {
     row(
         &mut out,
         "open: latest (seq 3)",
+        &store.counts(),
+        "≤ 2 requests",
+    );
+    let (root, store) = fresh_with(&listed_url, true);
+    let latest = rt.block_on(root.latest()).expect("latest");
+    assert_eq!(latest.seq(), 3);
+    row(
+        &mut out,
+        "open: latest (seq 3), origin with JSON listings (`HttpRootOptions::listing`)",
         &store.counts(),
         "≤ 2 requests",
     );

@@ -42,6 +42,11 @@ pub struct HttpRootOptions {
     pub max_attempts: u32,
     /// Deadline of one read across all its attempts and backoffs: 60 s.
     pub operation_timeout: Duration,
+    /// The origin serves JSON directory listings (nginx `autoindex on; autoindex_format
+    /// json;`, Caddy `file_server browse`): the latest snapshot is then found with one
+    /// listing of `log/` and one `GET`, at any sequence number, instead of probing
+    /// (`HttpRootStore::with_listing`). Default `false`.
+    pub listing: bool,
 }
 
 impl Default for HttpRootOptions {
@@ -51,6 +56,7 @@ impl Default for HttpRootOptions {
             connect_timeout: Duration::from_secs(10),
             max_attempts: 4,
             operation_timeout: Duration::from_secs(60),
+            listing: false,
         }
     }
 }
@@ -77,10 +83,10 @@ impl HttpRootOptions {
 /// A read-only store for an `http(s)://` base URL (feature `http`).
 #[cfg(feature = "http")]
 pub(super) fn http_store(url: &str, options: &HttpRootOptions) -> Result<Arc<dyn RootStore>> {
-    Ok(Arc::new(crate::store::HttpRootStore::with_options(
-        url,
-        options.http_options(),
-    )?))
+    Ok(Arc::new(
+        crate::store::HttpRootStore::with_options(url, options.http_options())?
+            .with_listing(options.listing),
+    ))
 }
 
 #[cfg(not(feature = "http"))]
@@ -115,6 +121,7 @@ mod tests {
             connect_timeout: Duration::from_millis(250),
             max_attempts: 0,
             operation_timeout: Duration::from_secs(7),
+            listing: true,
         };
         let h = o.http_options();
         assert_eq!(h.request_timeout(), Duration::from_millis(1500));

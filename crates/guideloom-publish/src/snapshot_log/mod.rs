@@ -95,8 +95,8 @@ pub(crate) async fn latest(store: &dyn RootStore, identity: &Identity) -> Result
         let not_found = || Error::NotFound {
             key: format!("{LOG_PREFIX}/"),
         };
-        let (seq, read) = if store.capabilities().list {
-            let (seq, info) = latest_entry(store).await?.ok_or_else(not_found)?;
+        let (seq, read) = if let Some(found) = latest_listed(store).await? {
+            let (seq, info) = found.ok_or_else(not_found)?;
             (seq, read_entry(store, identity, seq, Some(info.size)).await)
         } else {
             let (seq, size, body) = probe_latest_by_get(store).await?.ok_or_else(not_found)?;
@@ -256,16 +256,24 @@ async fn listed(store: &dyn RootStore) -> Result<BTreeMap<u64, ObjectInfo>> {
 /// cannot list, `1..=latest` as probed, sizes unknown: `None`; a missing one then reads as
 /// [`Error::NotFound`]).
 pub(crate) async fn entries(store: &dyn RootStore) -> Result<Vec<(u64, Option<u64>)>> {
-    if !store.capabilities().list {
-        return Ok(match probe_latest(store).await? {
+    let probed = || async {
+        Ok(match probe_latest(store).await? {
             None => Vec::new(),
             Some((latest, info)) => (1..latest)
                 .map(|seq| (seq, None))
                 .chain(std::iter::once((latest, Some(info.size))))
                 .collect(),
-        });
+        })
+    };
+    if !store.capabilities().list {
+        return probed().await;
     }
-    let listed = listed(store).await?;
+    let listed = match listed(store).await {
+        Ok(listed) => listed,
+        // An origin declared to list that does not (an HTTP root): probe after all.
+        Err(Error::Unsupported { .. }) => return probed().await,
+        Err(e) => return Err(e),
+    };
     let latest = LatestSearch::over(&listed)?.unwrap_or(0);
     Ok(listed
         .into_iter()
@@ -274,28 +282,34 @@ pub(crate) async fn entries(store: &dyn RootStore) -> Result<Vec<(u64, Option<u6
         .collect())
 }
 
-/// The latest log entry by the one rule (see the module docs), from one listing or by
-/// HEAD probing. A listing that shows entries above it (a gap) is logged as a warning.
-pub(crate) async fn latest_entry(store: &dyn RootStore) -> Result<Option<(u64, ObjectInfo)>> {
+/// The latest log entry by the one rule (see the module docs) from one listing (a listing
+/// that shows entries above it, a gap, is logged as a warning); `None` when the store cannot
+/// list (it says so, or an origin declared to list turns out not to: an HTTP root), so the
+/// caller probes.
+async fn latest_listed(store: &dyn RootStore) -> Result<Option<Option<(u64, ObjectInfo)>>> {
     if !store.capabilities().list {
-        return probe_latest(store).await;
+        return Ok(None);
     }
-    let mut listed = listed(store).await?;
+    let mut listed = match listed(store).await {
+        Ok(listed) => listed,
+        Err(Error::Unsupported { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
     let Some(latest) = LatestSearch::over(&listed)? else {
         if let Some((&newest, _)) = listed.last_key_value() {
             warn!(root = %store.describe(), newest, "log/1 is missing: readers see no snapshot (the log is damaged)");
         }
-        return Ok(None);
+        return Ok(Some(None));
     };
     if let Some((&newest, _)) = listed.last_key_value()
         && newest > latest
     {
         warn!(root = %store.describe(), latest, newest, missing = latest + 1, "the snapshot log has a gap: readers see the entry before it");
     }
-    Ok(listed.remove(&latest).map(|info| (latest, info)))
+    Ok(Some(listed.remove(&latest).map(|info| (latest, info))))
 }
 
-/// Like [`latest_entry`], for a publisher: a gap in the log
+/// Like [`latest_listed`], for a publisher: a gap in the log
 /// (confirmed by a HEAD, since a listing taken during another commit may lag) is refused
 /// with [`Error::LogGap`] rather than published over.
 pub(crate) async fn latest_entry_for_commit(

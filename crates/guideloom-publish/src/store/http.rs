@@ -10,11 +10,12 @@
 //! | [`get_range`](RootStore::get_range) | one ranged `GET` |
 //! | [`head`](RootStore::head) | one `HEAD` (404/410 is [`Error::NotFound`]) |
 //! | [`open_reader`](RootStore::open_reader) | none: guideloom-io's [`HttpReader`], one ranged `GET` per record read |
-//! | [`list`](RootStore::list) | refused with [`Error::Unsupported`]: HTTP has no listing |
+//! | [`list`](RootStore::list) | one `GET` of each directory's JSON listing when the origin lists them ([`HttpRootStore::with_listing`]); otherwise refused with [`Error::Unsupported`] |
 //! | [`put_create`](RootStore::put_create), [`put_cas`](RootStore::put_cas) | refused with [`Error::ReadOnlyRoot`], no request |
 //!
 //! Without listing, [`Root::latest`](crate::Root::latest) finds the newest log entry by
-//! probing sequence numbers with `HEAD` requests (`docs/publication.md` gives the count).
+//! probing sequence numbers (`docs/publication.md` gives the count); with it, by one listing
+//! of `log/`.
 //! Every request is counted in [`HttpRootStore::stats`]; URLs in errors and logs never show
 //! userinfo or query strings.
 
@@ -53,6 +54,8 @@ pub(crate) const HTTP_GET_FIRST_BYTES: u64 = 1 << 20;
 pub struct HttpRootStore {
     io: HttpIo,
     describe: String,
+    /// The origin lists directories ([`with_listing`](Self::with_listing)).
+    listing: bool,
 }
 
 /// `base` with a `/` before its query string (or at its end) if its path lacks one.
@@ -89,7 +92,19 @@ impl HttpRootStore {
         Ok(HttpRootStore {
             describe: io.base_url(),
             io,
+            listing: false,
         })
+    }
+
+    /// Declares that the origin serves JSON directory listings (nginx `autoindex on;
+    /// autoindex_format json;`, Caddy `file_server browse`): [`list`](RootStore::list) then
+    /// reads them, [`StoreCapabilities::list`] is `true`, and [`Root::latest`](crate::Root::latest)
+    /// finds the newest snapshot with one listing of `log/` and one `GET` of the entry, at any
+    /// sequence number, instead of probing (2·(⌊log₂ n⌋ + 1) requests for the `n`-th). An
+    /// origin that turns out not to list makes `latest` probe after all (one request lost).
+    pub fn with_listing(mut self, listing: bool) -> Self {
+        self.listing = listing;
+        self
     }
 
     /// The underlying backend (its options and counters).
@@ -138,7 +153,7 @@ impl RootStore for HttpRootStore {
             compare_and_swap: false,
             create_only_across_hosts: false,
             atomic_writes: true,
-            list: false,
+            list: self.listing,
             remote_reads: true,
         }
     }
@@ -227,6 +242,9 @@ impl RootStore for HttpRootStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        if self.listing {
+            return super::http_listing::list(&self.io, &self.describe, prefix).await;
+        }
         Err(Error::Unsupported {
             what: format!(
                 "listing {prefix}/ on {}: HTTP roots cannot list; snapshots are found by \

@@ -18,6 +18,8 @@ mod counting;
 pub mod faulty;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(any(feature = "http", feature = "fuzzing"))]
+pub(crate) mod http_listing;
 mod local;
 mod object;
 mod pending;
