@@ -6,6 +6,8 @@
 //! - [`cbor_model`]: a CBOR decoder and canonical encoder built on `ciborium-ll` (not on the
 //!   CLI's own reader and writer), and the JSON view of a CBOR item as `docs/cli.md`
 //!   ("Exact JSON") defines it.
+//! - [`shard_repair`]: valid checksums for a fuzzed shard, so targets reach what is behind.
 
 pub mod cbor_model;
 pub mod json_model;
+pub mod shard_repair;

@@ -52,6 +52,16 @@ async fn publish(root: &Root, id: &str, shards: Vec<ShardRef>, mode: PublishMode
         .unwrap();
 }
 
+/// The local root in `dir` (below the served directory) that publishes what nginx serves.
+fn local_root(dir: &std::path::Path) -> Root {
+    Root::new(
+        Registry::new()
+            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+            .unwrap(),
+        RootOptions::default(),
+    )
+}
+
 fn requests(store: &HttpRootStore) -> u64 {
     store.stats().snapshot().requests
 }
@@ -66,12 +76,7 @@ async fn http_root_reads_what_a_local_root_published() {
     let _served = Served(dir.clone());
 
     // Publish three snapshots (full, append, append) into the served directory.
-    let local = Root::new(
-        Registry::new()
-            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
-            .unwrap(),
-        RootOptions::default(),
-    );
+    let local = local_root(&dir);
     let a = shard(&local, "w0", 0..40).await;
     let b = shard(&local, "w1", 40..41).await;
     let c = shard(&local, "w2", 41..100).await;
@@ -190,12 +195,7 @@ async fn http_root_refuses_writes_with_a_typed_error() {
     let subdir = guideloom_tests::unique("http-ro");
     let dir = served_root.join(&subdir);
     let _served = Served(dir.clone());
-    let local = Root::new(
-        Registry::new()
-            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
-            .unwrap(),
-        RootOptions::default(),
-    );
+    let local = local_root(&dir);
     let a = shard(&local, "w0", 0..5).await;
     publish(&local, "only", vec![a.clone()], PublishMode::Full).await;
 
@@ -276,12 +276,7 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
     let subdir = guideloom_tests::unique("http-listing");
     let dir = served_root.join(&subdir);
     let _served = Served(dir.clone());
-    let local = Root::new(
-        Registry::new()
-            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
-            .unwrap(),
-        RootOptions::default(),
-    );
+    let local = local_root(&dir);
     let mut shards = Vec::new();
     for (n, id) in ["s1", "s2", "s3", "s4", "s5"].into_iter().enumerate() {
         let n = n as u64;
