@@ -63,7 +63,7 @@ pub struct SnapshotReader {
     /// Where each record lives: the shards' cumulative record counts.
     table: ShardTable,
     shards: Vec<OnceCell<OpenedShard>>,
-    /// Whether each shard's first record was read by a probe ([`probe`]).
+    /// Whether each shard's first record was read by a probe (`probe.rs`).
     probed: Vec<AtomicBool>,
     options: ReadOptions,
     /// Annotation sets opened through this reader, by set name (their latest version for
@@ -163,8 +163,9 @@ impl SnapshotReader {
     /// The payload of record `index` (one ranged read; the first read of a shard also opens
     /// it with one tail read). On a remote root, the first read of a native shard whose
     /// index is larger than 64 KiB reads only the index entries it needs, with the footer
-    /// and metadata, and checks the record's CRC32C whatever the read options say; the
-    /// shard's next read opens it whole ([`probe`]).
+    /// and metadata, and checks the record's CRC32C whatever the read options say
+    /// (guideloom-format's [`ShardProbe`](guideloom_format::ShardProbe)); the shard's next
+    /// read opens it whole.
     pub async fn get(&self, index: u64) -> Result<Bytes> {
         let (i, local) = self.locate(index)?;
         if self.shards[i].get().is_none() && self.probes(i) {
