@@ -310,6 +310,19 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
         assert_eq!(reader.get(42).await.unwrap(), record(42));
     }
 
+    // A root that is not there, on the listing origin: the 404 of its `log/` is not taken
+    // for "no snapshots" but sends `latest` to probing, which finds nothing either.
+    let missing = HttpRootStore::new(&format!("{url}listed/{subdir}-missing"))
+        .unwrap()
+        .with_listing(true);
+    let missing = Arc::new(missing);
+    let err = Root::new(missing.clone(), RootOptions::default())
+        .latest()
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert_eq!(requests(&missing), 2, "the listing, then one probe");
+
     // Through the registry's options, and the whole snapshot list.
     let options = StoreOptions {
         http: guideloom_publish::HttpRootOptions {

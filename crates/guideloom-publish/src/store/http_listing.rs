@@ -115,8 +115,16 @@ mod walk {
                 let path = HttpPath::new(&dir).map_err(|e| Error::invalid(e.to_string()))?;
                 let body = match io.get_listing(&path, MAX_LISTING_BYTES).await {
                     Ok(body) => body,
-                    // A directory that is not there holds nothing.
-                    Err(guideloom_io::Error::NotFound { .. }) => continue,
+                    // A subdirectory a listing named and that is gone holds nothing. The
+                    // directory asked for is another matter: many origins answer 404 for
+                    // every directory when they do not list, and "no objects" would then be
+                    // a wrong answer where probing finds the right one.
+                    Err(guideloom_io::Error::NotFound { .. }) if read > 1 => continue,
+                    Err(e @ guideloom_io::Error::NotFound { .. }) => {
+                        return Err(Error::Unsupported {
+                            what: format!("the origin {describe} did not list {dir}/: {e}"),
+                        });
+                    }
                     Err(guideloom_io::Error::LongRead { got, .. }) => {
                         return Err(Error::TooLarge {
                             key: format!("{dir}/"),
