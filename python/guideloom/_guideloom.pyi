@@ -212,6 +212,7 @@ def open(
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     shard_store: EphemeralFileStaging | None = None,
+    http_listing: bool = False,
 ) -> Dataset: ...
 def write_shard(
     records: Iterable[Any],

@@ -184,3 +184,23 @@ def test_http_root_reads_and_refuses_writes(http_root: HttpRoot) -> None:
     assert caught.value.root is not None
     with pytest.raises(gl.ReadOnlyRootError):
         gl.publish(http_root.url, [shard], dataset_id="d", snapshot_id="s2", mode="append")
+
+
+def test_http_root_whose_server_lists_directories(http_root: HttpRoot) -> None:
+    # The nginx test server serves the same files under /listed/ with JSON listings.
+    records = captions(12)
+    for n, snap in enumerate(["s1", "s2", "s3"]):
+        shard = gl.write_shard(records[n * 4 : n * 4 + 4], http_root.directory, work_id=f"w{n}")
+        gl.publish(
+            http_root.directory,
+            [shard],
+            dataset_id="d",
+            snapshot_id=snap,
+            mode="full" if n == 0 else "append",
+        )
+    base, name = http_root.url.removesuffix(http_root.directory.name + "/"), http_root.directory.name
+    listed = f"{base}listed/{name}/"
+    for url, listing in [(listed, True), (listed, False), (http_root.url, True)]:
+        ds = gl.open(url, http_listing=listing)
+        assert len(ds) == 12, (url, listing)
+        assert ds[9] == records[9]

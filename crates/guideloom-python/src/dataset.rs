@@ -58,9 +58,11 @@ impl std::fmt::Debug for Dataset {
 
 /// Opens the latest snapshot of `root` (or `snapshot`): a local path, `file://`, `memory://`,
 /// `s3://bucket/prefix` or a read-only `http(s)://` base URL. `object_store` reuses an
-/// `S3ObjectStore`; `shard_store` stages whole shards (see `crate::stores`).
+/// `S3ObjectStore`; `shard_store` stages whole shards (see `crate::stores`); `http_listing`
+/// declares that an `http(s)://` root's server lists directories as JSON, so the latest
+/// snapshot is found with 2 requests instead of probing.
 #[pyfunction]
-#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None))]
+#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None, http_listing = false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
     py: Python<'_>,
@@ -71,6 +73,7 @@ pub(crate) fn open(
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     shard_store: Option<&Bound<'_, EphemeralFileStaging>>,
+    http_listing: bool,
 ) -> PyResult<Dataset> {
     let uri = root_uri(root)?;
     let args = StoreArgs {
@@ -81,6 +84,7 @@ pub(crate) fn open(
     };
     let mut options: DatasetOptions = call_options(&uri, args)?;
     options.snapshot = snapshot;
+    options.storage.http.listing = http_listing;
     // None: whatever the first shard says it holds.
     let chosen = match format {
         Some(f) if !f.is_none() => Some(RecordFormat::extract(Some(f), RecordFormat::Cbor)?),
