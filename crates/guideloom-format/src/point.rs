@@ -42,13 +42,39 @@ struct Held(Vec<(u64, Bytes)>);
 
 impl Held {
     /// The bytes of `range` if one piece holds them all.
-    fn slice(&self, range: Range<u64>) -> Option<&[u8]> {
+    fn slice(&self, range: Range<u64>) -> Option<Bytes> {
         self.0.iter().find_map(|(at, bytes)| {
             let start = usize::try_from(range.start.checked_sub(*at)?).ok()?;
             let len = usize::try_from(range.end.checked_sub(range.start)?).ok()?;
-            bytes.get(start..start.checked_add(len)?)
+            let end = start.checked_add(len)?;
+            (end <= bytes.len()).then(|| bytes.slice(start..end))
         })
     }
+
+    /// The bytes of `range`: held, or one read of exactly that range.
+    async fn get<R: AsyncReader + ?Sized>(
+        &self,
+        shard: &str,
+        reader: &R,
+        range: Range<u64>,
+    ) -> Result<Bytes> {
+        match self.slice(range.clone()) {
+            Some(bytes) => Ok(bytes),
+            None => read_exact(shard, reader, range).await,
+        }
+    }
+}
+
+/// One read of exactly `range`.
+async fn read_exact<R: AsyncReader + ?Sized>(
+    shard: &str,
+    reader: &R,
+    range: Range<u64>,
+) -> Result<Bytes> {
+    let len = range.end - range.start;
+    let bytes = reader.read(range.start, len).await?;
+    guideloom_io::error::check_len(shard, range.start, len, bytes.len())?;
+    Ok(bytes)
 }
 
 /// A shard's footer and metadata, checked, with the index entries near one record: enough
@@ -144,15 +170,10 @@ impl ShardProbe {
         let footer_bytes = held
             .slice(footer_at)
             .ok_or_else(|| Error::layout(&shard, "the tail read returned too few bytes"))?;
-        let footer = Footer::decode(&shard, footer_bytes, size)?;
+        let footer = Footer::decode(&shard, &footer_bytes, size)?;
         let meta_range = footer.metadata_offset..footer.metadata_offset + footer.metadata_len;
-        let metadata = match held.slice(meta_range.clone()) {
-            Some(bytes) => ShardMetadata::decode_section(&shard, bytes, &footer)?,
-            None => {
-                let bytes = reader.read(meta_range.start, footer.metadata_len).await?;
-                ShardMetadata::decode_section(&shard, &bytes, &footer)?
-            }
-        };
+        let meta_bytes = held.get(&shard, reader, meta_range).await?;
+        let metadata = ShardMetadata::decode_section(&shard, &meta_bytes, &footer)?;
         Ok(ShardProbe {
             shard,
             footer,
@@ -185,13 +206,7 @@ impl ShardProbe {
     /// one read of the record, whose CRC32C is always checked.
     pub async fn read<R: AsyncReader + ?Sized>(&self, reader: &R, i: u64) -> Result<Bytes> {
         let (range, crc) = self.record_range(reader, i).await?;
-        let bytes = reader.read(range.start, range.end - range.start).await?;
-        guideloom_io::error::check_len(
-            &self.shard,
-            range.start,
-            range.end - range.start,
-            bytes.len(),
-        )?;
+        let bytes = read_exact(&self.shard, reader, range).await?;
         if crc32c(&bytes) != crc {
             return Err(Error::corrupt(
                 &self.shard,
@@ -216,25 +231,14 @@ impl ShardProbe {
         let first = if i == 0 { 0 } else { i - 1 };
         let entries = self.footer.index_offset + first * INDEX_ENTRY_LEN
             ..self.footer.index_offset + (i + 1) * INDEX_ENTRY_LEN;
-        let read;
-        let bytes = match self.held.slice(entries.clone()) {
-            Some(bytes) => bytes,
-            None => {
-                read = reader
-                    .read(entries.start, entries.end - entries.start)
-                    .await?;
-                &read[..]
-            }
-        };
-        guideloom_io::error::check_len(
-            &self.shard,
-            entries.start,
-            entries.end - entries.start,
-            bytes.len(),
-        )?;
+        let bytes = self.held.get(&self.shard, reader, entries).await?;
         let at = bytes.len() - INDEX_ENTRY_USIZE;
-        let start = if i == 0 { HEADER_LEN } else { le_u64(bytes, 0) };
-        let (end, crc) = (le_u64(bytes, at), le_u32(bytes, at + 8));
+        let start = if i == 0 {
+            HEADER_LEN
+        } else {
+            le_u64(&bytes, 0)
+        };
+        let (end, crc) = (le_u64(&bytes, at), le_u32(&bytes, at + 8));
         let index_offset = self.footer.index_offset;
         let bad = |index, end| Error::corrupt(&self.shard, Corruption::IndexOffset { index, end });
         if start < HEADER_LEN || start > index_offset {

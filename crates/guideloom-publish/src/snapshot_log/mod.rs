@@ -242,6 +242,20 @@ pub(crate) async fn all(store: &dyn RootStore, identity: &Identity) -> Result<Ve
     Ok(out)
 }
 
+/// Every log entry the store lists, by sequence number; `None` when the store cannot list
+/// (it says so, or an origin declared to list turns out not to: an HTTP root), so the
+/// caller probes.
+async fn listed_if_listing(store: &dyn RootStore) -> Result<Option<BTreeMap<u64, ObjectInfo>>> {
+    if !store.capabilities().list {
+        return Ok(None);
+    }
+    match listed(store).await {
+        Ok(listed) => Ok(Some(listed)),
+        Err(Error::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Every log entry the store lists, by sequence number (stores that can list).
 async fn listed(store: &dyn RootStore) -> Result<BTreeMap<u64, ObjectInfo>> {
     Ok(store
@@ -256,23 +270,14 @@ async fn listed(store: &dyn RootStore) -> Result<BTreeMap<u64, ObjectInfo>> {
 /// cannot list, `1..=latest` as probed, sizes unknown: `None`; a missing one then reads as
 /// [`Error::NotFound`]).
 pub(crate) async fn entries(store: &dyn RootStore) -> Result<Vec<(u64, Option<u64>)>> {
-    let probed = || async {
-        Ok(match probe_latest(store).await? {
+    let Some(listed) = listed_if_listing(store).await? else {
+        return Ok(match probe_latest(store).await? {
             None => Vec::new(),
             Some((latest, info)) => (1..latest)
                 .map(|seq| (seq, None))
                 .chain(std::iter::once((latest, Some(info.size))))
                 .collect(),
-        })
-    };
-    if !store.capabilities().list {
-        return probed().await;
-    }
-    let listed = match listed(store).await {
-        Ok(listed) => listed,
-        // An origin declared to list that does not (an HTTP root): probe after all.
-        Err(Error::Unsupported { .. }) => return probed().await,
-        Err(e) => return Err(e),
+        });
     };
     let latest = LatestSearch::over(&listed)?.unwrap_or(0);
     Ok(listed
@@ -284,16 +289,10 @@ pub(crate) async fn entries(store: &dyn RootStore) -> Result<Vec<(u64, Option<u6
 
 /// The latest log entry by the one rule (see the module docs) from one listing (a listing
 /// that shows entries above it, a gap, is logged as a warning); `None` when the store cannot
-/// list (it says so, or an origin declared to list turns out not to: an HTTP root), so the
-/// caller probes.
+/// list ([`listed_if_listing`]), so the caller probes.
 async fn latest_listed(store: &dyn RootStore) -> Result<Option<Option<(u64, ObjectInfo)>>> {
-    if !store.capabilities().list {
+    let Some(mut listed) = listed_if_listing(store).await? else {
         return Ok(None);
-    }
-    let mut listed = match listed(store).await {
-        Ok(listed) => listed,
-        Err(Error::Unsupported { .. }) => return Ok(None),
-        Err(e) => return Err(e),
     };
     let Some(latest) = LatestSearch::over(&listed)? else {
         if let Some((&newest, _)) = listed.last_key_value() {

@@ -179,6 +179,38 @@ pub async fn create_streamed(
     .await
 }
 
+/// What the object under a key is compared with, piece by piece.
+enum Against {
+    /// Our bytes.
+    Body(Bytes),
+    /// Our bytes' SHA-256, and the hash of the pieces fed so far.
+    Digest(Sha256, [u8; 32]),
+}
+
+impl Against {
+    /// Feeds the piece `theirs` found at `at`: `false` once it differs from ours.
+    fn feed(&mut self, at: u64, theirs: &[u8]) -> bool {
+        match self {
+            Against::Body(body) => {
+                let at = usize::try_from(at).unwrap_or(usize::MAX);
+                body.get(at..at.saturating_add(theirs.len())) == Some(theirs)
+            }
+            Against::Digest(hasher, _) => {
+                hasher.update(theirs);
+                true
+            }
+        }
+    }
+
+    /// Whether everything fed is ours (for a digest, known only at the end).
+    fn finish(self) -> bool {
+        match self {
+            Against::Body(_) => true,
+            Against::Digest(hasher, digest) => <[u8; 32]>::from(hasher.finalize()) == digest,
+        }
+    }
+}
+
 fn unreadable(key: &str) -> Error {
     Error::corrupt(
         key,
@@ -207,9 +239,9 @@ pub(super) async fn resolve_existing(
             original.unwrap_or(e)
         }
     };
-    let mut sha = match &ours {
+    let mut against = match ours {
         Ours::Compared { identical } => {
-            return if *identical {
+            return if identical {
                 debug!("object holds our bytes: the earlier attempt landed");
                 Ok(Written::AlreadyIdentical)
             } else {
@@ -225,24 +257,10 @@ pub(super) async fn resolve_existing(
                 ),
             ));
         }
-        Ours::Body(_) => None,
-        Ours::Sha256(_) => Some(Sha256::new()),
+        Ours::Body(body) => Against::Body(body),
+        Ours::Sha256(digest) => Against::Digest(Sha256::new(), digest),
     };
-    // Feeds one piece of the existing object (at `at`) into the comparison: `false` once it
-    // differs from ours.
-    let mut same = |at: u64, theirs: &[u8]| -> bool {
-        match (&ours, &mut sha) {
-            (Ours::Body(body), _) => {
-                let at = usize::try_from(at).unwrap_or(usize::MAX);
-                body.get(at..at.saturating_add(theirs.len())) == Some(theirs)
-            }
-            (_, Some(hasher)) => {
-                hasher.update(theirs);
-                true
-            }
-            _ => false,
-        }
-    };
+    let mut same = |at: u64, theirs: &[u8]| against.feed(at, theirs);
     let matches = if size > READ_BACK_HEAD_THRESHOLD as u64 {
         // Large objects (shards): compare sizes first, so a re-run worker whose shard differs
         // in size is told so without downloading the existing shard; then compare it in
@@ -272,12 +290,7 @@ pub(super) async fn resolve_existing(
             Err(e) => return Err(absent(e, original)),
         }
     };
-    let identical = match (ours, sha) {
-        (Ours::Sha256(digest), Some(hasher)) => {
-            matches && <[u8; 32]>::from(hasher.finalize()) == digest
-        }
-        _ => matches,
-    };
+    let identical = matches && against.finish();
     if identical {
         debug!("object holds our bytes: the earlier attempt landed");
         Ok(Written::AlreadyIdentical)
