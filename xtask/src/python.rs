@@ -5,7 +5,8 @@
 //!    `pip install maturin pytest mypy numpy aiohttp dask[distributed]` (timed; a no-op once
 //!    installed; aiohttp is the HTTP client of the custom-backend example, dask the cluster
 //!    of the distributed-writers test), then `pip install torch` (timed on its own: PyPI's
-//!    Linux wheel is the CUDA build, about 3 GB with its dependencies). `GUIDELOOM_XTASK_TORCH=0`
+//!    Linux wheel is the CUDA build, about 5 GB installed with its dependencies). Both installs
+//!    pass `--no-cache-dir`, so the wheels are not also kept in pip's cache. `GUIDELOOM_XTASK_TORCH=0`
 //!    leaves torch out locally and is passed on to pytest, whose torch tests then skip; CI
 //!    never sets it, so there a missing torch fails them.
 //! 2. `maturin develop --release` builds the extension module and installs the package
@@ -86,7 +87,8 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
     let venv = ensure_venv(root)?;
     let started = Instant::now();
     let mut pip = venv_command(&venv, "pip");
-    pip.args(["install", "--quiet"]).args(PIP_PACKAGES);
+    pip.args(["install", "--quiet", "--no-cache-dir"])
+        .args(PIP_PACKAGES);
     println!("[python] $ {}", util::display(&pip));
     util::run(&mut pip)?;
     println!(
@@ -98,7 +100,7 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
     if torch {
         let started = Instant::now();
         let mut pip = venv_command(&venv, "pip");
-        pip.args(["install", "--quiet", TORCH_PACKAGE]);
+        pip.args(["install", "--quiet", "--no-cache-dir", TORCH_PACKAGE]);
         println!("[python] $ {}", util::display(&pip));
         util::run(&mut pip)?;
         println!(
@@ -112,6 +114,7 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
     let started = Instant::now();
     let mut maturin = venv_command(&venv, "maturin");
     maturin.current_dir(root).args(["develop", "--release"]);
+    util::lean_build(&mut maturin);
     println!("[python] $ {}", util::display(&maturin));
     util::run(&mut maturin)?;
     println!(
@@ -180,13 +183,14 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
     }
     let venv = ensure_venv(root)?;
     let mut pip = venv_command(&venv, "pip");
-    pip.args(["install", "--quiet"])
+    pip.args(["install", "--quiet", "--no-cache-dir"])
         .args(PIP_PACKAGES)
         .args(BENCH_PACKAGES);
     println!("[python-bench] $ {}", util::display(&pip));
     util::run(&mut pip)?;
     let mut maturin = venv_command(&venv, "maturin");
     maturin.current_dir(root).args(["develop", "--release"]);
+    util::lean_build(&mut maturin);
     println!("[python-bench] $ {}", util::display(&maturin));
     util::run(&mut maturin)?;
     let mut bench = venv_command(&venv, "python");

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -13,6 +14,25 @@ pub(crate) fn repo_root() -> PathBuf {
         .map_or_else(|| xtask_dir.to_path_buf(), Path::to_path_buf)
 }
 
+/// Set by `cargo xtask ci`: builds from then on are not incremental.
+static ONE_SHOT_BUILDS: AtomicBool = AtomicBool::new(false);
+
+/// Makes every later cargo build of this process non-incremental ([`lean_build`]).
+///
+/// A CI run builds a fresh clone once, so incremental state (about 6.5 GB for the whole
+/// workspace with its tests, examples and feature sets) is disk spent for nothing.
+pub(crate) fn one_shot_builds() {
+    ONE_SHOT_BUILDS.store(true, Ordering::Relaxed);
+}
+
+/// `CARGO_INCREMENTAL=0` on `cmd` (a cargo, or a program that runs cargo such as maturin)
+/// after [`one_shot_builds`]; nothing otherwise.
+pub(crate) fn lean_build(cmd: &mut Command) {
+    if ONE_SHOT_BUILDS.load(Ordering::Relaxed) {
+        cmd.env("CARGO_INCREMENTAL", "0");
+    }
+}
+
 /// A `cargo` command for the toolchain that runs this xtask (rust-toolchain.toml's).
 ///
 /// `cargo xtask` is `cargo run`, which sets `CARGO` to the cargo binary it was started as.
@@ -20,7 +40,25 @@ pub(crate) fn cargo(root: &Path) -> Command {
     let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(program);
     cmd.current_dir(root);
+    lean_build(&mut cmd);
     cmd
+}
+
+/// Free space on the file system that holds `path`, in bytes (`df -Pk`); `None` when `df`
+/// cannot tell.
+pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
+    let out = Command::new("df").arg("-Pk").arg(path).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_df_available(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The "Available" column (KiB) of `df -Pk`'s one data line, in bytes.
+fn parse_df_available(text: &str) -> Option<u64> {
+    let line = text.lines().nth(1)?;
+    let kib: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// A `cargo +TOOLCHAIN` command: goes through the rustup proxy, not `$CARGO`.
@@ -161,6 +199,15 @@ mod tests {
         let mut cmd = Command::new("/usr/bin/nginx");
         cmd.args(["-g", "daemon off;", "-p", "it's"]);
         assert_eq!(display(&cmd), r"nginx -g 'daemon off;' -p 'it'\''s'");
+    }
+
+    #[test]
+    fn df_available_is_the_fourth_column_in_kib() {
+        let text = "Filesystem 1024-blocks Used Available Capacity Mounted on\n\
+                    /dev/vda 263174212 68021144 28397432 71% /\n";
+        assert_eq!(parse_df_available(text), Some(28_397_432 * 1024));
+        assert_eq!(parse_df_available("Filesystem\n"), None);
+        assert_eq!(parse_df_available(""), None);
     }
 
     #[test]
