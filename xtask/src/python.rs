@@ -5,9 +5,9 @@
 //!    `pip install maturin pytest mypy numpy aiohttp dask[distributed]` (timed; a no-op once
 //!    installed; aiohttp is the HTTP client of the custom-backend example, dask the cluster
 //!    of the distributed-writers test), then `pip install torch` (timed on its own: PyPI's
-//!    Linux wheel is the CUDA build, about 5 GB installed with its dependencies). Both installs
-//!    pass `--no-cache-dir`, so the wheels are not also kept in pip's cache. `GUIDELOOM_XTASK_TORCH=0`
-//!    leaves torch out locally and is passed on to pytest, whose torch tests then skip; CI
+//!    Linux wheel is the CUDA build, about 5 GB installed with its dependencies). Both
+//!    installs pass `--no-cache-dir`, so the wheels are not also kept in pip's cache.
+//!    `GUIDELOOM_XTASK_TORCH=0` leaves torch out locally and is passed on to pytest, whose torch tests then skip; CI
 //!    never sets it, so there a missing torch fails them.
 //! 2. `maturin develop --release` builds the extension module and installs the package
 //!    editable into that venv.
