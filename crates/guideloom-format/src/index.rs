@@ -54,6 +54,7 @@ impl Index {
     }
 
     /// Number of records.
+    #[inline]
     pub fn len(&self) -> u64 {
         self.len
     }
@@ -63,22 +64,26 @@ impl Index {
         self.len == 0
     }
 
+    #[inline]
     fn at(i: u64) -> usize {
         // i < len <= MAX_RECORDS, so this fits in usize on every supported platform.
         usize::try_from(i * INDEX_ENTRY_LEN).unwrap_or(usize::MAX)
     }
 
     /// End offset of record `i` (`i < len`).
+    #[inline]
     fn end(&self, i: u64) -> u64 {
         le_u64(&self.raw, Self::at(i))
     }
 
     /// CRC32C of record `i` (`i < len`).
+    #[inline]
     pub fn crc(&self, i: u64) -> u32 {
         le_u32(&self.raw, Self::at(i) + 8)
     }
 
     /// Absolute byte range of record `i` (`i < len`).
+    #[inline]
     pub fn range(&self, i: u64) -> Range<u64> {
         let start = if i == 0 { HEADER_LEN } else { self.end(i - 1) };
         start..self.end(i)

@@ -260,31 +260,54 @@ impl Layout {
         Ok(())
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> u64 {
         self.index.len()
     }
 
+    #[inline]
     pub(crate) fn record_range(&self, i: u64) -> Result<Range<u64>> {
         if i >= self.len() {
-            return Err(Error::IndexOutOfRange {
-                index: i,
-                len: self.len(),
-            });
+            return Err(self.index_out_of_range(i));
         }
         Ok(self.index.range(i))
     }
 
+    #[cold]
+    #[inline(never)]
+    fn index_out_of_range(&self, i: u64) -> Error {
+        Error::IndexOutOfRange {
+            index: i,
+            len: self.len(),
+        }
+    }
+
     /// Checks record `i`'s bytes (length always; checksum when `verify`).
     pub(crate) fn check_record(&self, i: u64, bytes: &[u8], verify: bool) -> Result<()> {
-        let r = self.index.range(i);
+        self.check_read(i, self.index.range(i), bytes, verify)
+    }
+
+    /// [`check_record`](Self::check_record) for bytes read at `r`, record `i`'s range (as
+    /// [`record_range`](Self::record_range) gave it).
+    #[inline]
+    pub(crate) fn check_read(
+        &self,
+        i: u64,
+        r: Range<u64>,
+        bytes: &[u8],
+        verify: bool,
+    ) -> Result<()> {
         guideloom_io::error::check_len(&self.shard, r.start, r.end - r.start, bytes.len())?;
         if verify && crc32c(bytes) != self.index.crc(i) {
-            return Err(Error::corrupt(
-                &self.shard,
-                Corruption::RecordChecksum { index: i },
-            ));
+            return Err(self.record_checksum(i));
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_checksum(&self, i: u64) -> Error {
+        Error::corrupt(&self.shard, Corruption::RecordChecksum { index: i })
     }
 
     /// Plans `read_many`: the record ranges, the reads to ask the backend for, and, when a

@@ -134,7 +134,7 @@ impl<R: SyncReader> SyncShard<R> {
             self.reader.read(r.start, r.end - r.start)?
         };
         self.layout
-            .check_record(i, &bytes, self.options.verifies_records())?;
+            .check_read(i, r, &bytes, self.options.verifies_records())?;
         Ok(bytes)
     }
 
@@ -250,7 +250,7 @@ impl<R: AsyncReader> AsyncShard<R> {
             self.reader.read(r.start, r.end - r.start).await?
         };
         self.layout
-            .check_record(i, &bytes, self.options.verifies_records())?;
+            .check_read(i, r, &bytes, self.options.verifies_records())?;
         Ok(bytes)
     }
 
@@ -258,6 +258,7 @@ impl<R: AsyncReader> AsyncShard<R> {
     /// with the same bytes or error when the reader can read without its executor
     /// ([`AsyncReader::read_blocking`]: a mapping, a local file), `None` otherwise (then
     /// await `read`). The synchronous facade takes this path for local roots.
+    #[inline]
     pub fn read_blocking(&self, i: u64) -> Option<Result<Bytes>> {
         let r = match self.layout.record_range(i) {
             Ok(r) => r,
@@ -273,7 +274,7 @@ impl<R: AsyncReader> AsyncShard<R> {
         };
         Some(
             self.layout
-                .check_record(i, &bytes, self.options.verifies_records())
+                .check_read(i, r, &bytes, self.options.verifies_records())
                 .map(|()| bytes),
         )
     }

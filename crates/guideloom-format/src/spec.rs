@@ -50,6 +50,7 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 }
 
 /// Reads a little-endian `u64` at `at` in `buf` (caller guarantees bounds).
+#[inline]
 pub(crate) fn le_u64(buf: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&buf[at..at + 8]);
@@ -57,6 +58,7 @@ pub(crate) fn le_u64(buf: &[u8], at: usize) -> u64 {
 }
 
 /// Reads a little-endian `u32` at `at` in `buf` (caller guarantees bounds).
+#[inline]
 pub(crate) fn le_u32(buf: &[u8], at: usize) -> u32 {
     let mut b = [0u8; 4];
     b.copy_from_slice(&buf[at..at + 4]);

@@ -139,6 +139,7 @@ impl ShardTable {
     }
 
     /// Total records.
+    #[inline]
     pub fn len(&self) -> u64 {
         self.starts[self.starts.len() - 1]
     }
@@ -176,6 +177,7 @@ impl ShardTable {
 
     /// The shard holding global index `index` and its local index there; `None` when
     /// `index >= len()`. A binary search: O(log shards).
+    #[inline]
     pub fn locate(&self, index: u64) -> Option<Located> {
         if index >= self.len() {
             return None;

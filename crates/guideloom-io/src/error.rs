@@ -283,26 +283,39 @@ impl Error {
 }
 
 /// Checks that `offset..offset+len` lies within an object of `size` bytes.
+#[inline]
 pub fn check_range(location: &str, offset: u64, len: u64, size: u64) -> Result<()> {
     match offset.checked_add(len) {
         Some(end) if end <= size => Ok(()),
-        _ => Err(Error::OutOfRange {
-            location: location.to_owned(),
-            offset,
-            len,
-            size,
-        }),
+        _ => Err(out_of_range(location, offset, len, size)),
+    }
+}
+
+/// [`check_range`]'s error, out of the read path.
+#[cold]
+#[inline(never)]
+fn out_of_range(location: &str, offset: u64, len: u64, size: u64) -> Error {
+    Error::OutOfRange {
+        location: location.to_owned(),
+        offset,
+        len,
+        size,
     }
 }
 
 /// Checks that a buffer returned for a read holds exactly `requested` bytes: fewer is
 /// [`Error::ShortRead`], more is [`Error::LongRead`].
+#[inline]
 pub fn check_len(location: &str, offset: u64, requested: u64, got: usize) -> Result<()> {
+    if got as u64 == requested {
+        return Ok(());
+    }
     wrong_len(location, offset, requested, got as u64).map_or(Ok(()), Err)
 }
 
 /// The error for `got` bytes received where `requested` were asked for, if they differ:
 /// [`Error::ShortRead`] for fewer, [`Error::LongRead`] for more.
+#[cold]
 pub(crate) fn wrong_len(location: &str, offset: u64, requested: u64, got: u64) -> Option<Error> {
     use std::cmp::Ordering;
     match got.cmp(&requested) {

@@ -90,6 +90,7 @@ impl OpenedShard {
     /// [`read`](Self::read) on the calling thread, for a caller that may block it: `Some` for
     /// a native shard whose reader reads without its executor (local files and mappings),
     /// `None` otherwise (then await `read`).
+    #[inline]
     pub(crate) fn read_blocking(&self, key: &str, local: u64) -> Option<Result<Bytes>> {
         match self {
             OpenedShard::Native(s) => {

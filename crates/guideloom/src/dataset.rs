@@ -325,6 +325,7 @@ impl Dataset {
     }
 
     /// See [`AsyncDataset::get`].
+    #[inline]
     pub fn get(&self, index: u64) -> Result<Bytes> {
         // An open local shard is read on this thread: no future, no runtime.
         if let Some(read) = self.inner.inner.reader.get_blocking(index) {

@@ -118,6 +118,8 @@ impl SnapshotReader {
         self.len() == 0
     }
 
+    #[cold]
+    #[inline(never)]
     fn out_of_range(&self, index: u64) -> Error {
         Error::OutOfRange {
             index,
@@ -127,6 +129,7 @@ impl SnapshotReader {
     }
 
     /// (shard, record within it) of record `index`, or [`Error::OutOfRange`].
+    #[inline]
     pub(super) fn locate(&self, index: u64) -> Result<(usize, u64)> {
         let located = self
             .table
@@ -181,6 +184,7 @@ impl SnapshotReader {
     /// the read needs the executor (the shard's first open, a remote or ArrayRecord shard);
     /// then await `get`. No future, no runtime: the per-call cost of a local read is the
     /// look-up and the read.
+    #[inline]
     pub fn get_blocking(&self, index: u64) -> Option<Result<Bytes>> {
         let (i, local) = match self.locate(index) {
             Ok(found) => found,
