@@ -209,7 +209,8 @@ impl ShardTable {
         // Pass 1: each index's group (shards numbered by first appearance) and local index,
         // and each group's size; pass 2 fills groups allocated at their exact size.
         let mut located: Vec<(usize, u64)> = Vec::with_capacity(indices.len());
-        let mut shards: Vec<(usize, usize)> = Vec::new(); // (shard, size) per group
+        // (shard, size) per group; room for the groups a scan finds without growing.
+        let mut shards: Vec<(usize, usize)> = Vec::with_capacity(indices.len().min(GROUP_SCAN + 1));
         let mut by_shard: HashMap<usize, usize> = HashMap::new();
         for &index in indices {
             let Located { shard, local } = self.locate(index).ok_or(index)?;

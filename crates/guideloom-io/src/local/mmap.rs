@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{blocking, check_ranges, closed, describe, open_file};
+use super::{blocking, check_ranges, closed, describe, open_file, range_len};
 use crate::backend::{Backend, Capabilities};
 use crate::error::{Error, Result, check_range};
 use crate::reader::{AsyncReader, SyncReader, Tail};
@@ -238,10 +238,11 @@ impl Inner {
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         self.with_data(|data| {
             check_ranges(&self.location, ranges, self.size)?;
-            ranges
-                .iter()
-                .map(|r| slice(&self.location, data, r.start, r.end.saturating_sub(r.start)))
-                .collect()
+            let mut out = Vec::with_capacity(ranges.len());
+            for r in ranges {
+                out.push(slice(&self.location, data, r.start, range_len(r))?);
+            }
+            Ok(out)
         })
     }
 

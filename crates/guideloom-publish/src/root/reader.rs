@@ -206,14 +206,14 @@ impl SnapshotReader {
         // Shards not yet open, or not native, give `None` before any read. A reader that needs
         // its executor gives `None` at the first group (the readers of one root are of one
         // kind), so the async path that follows repeats no read.
-        let shards = groups
-            .iter()
-            .map(|group| {
+        let mut shards: Vec<&OpenedShard> = Vec::with_capacity(groups.len());
+        for group in &groups {
+            shards.push(
                 self.shards[group.shard]
                     .get()
-                    .filter(|s| s.native().is_some())
-            })
-            .collect::<Option<Vec<&OpenedShard>>>()?;
+                    .filter(|s| s.native().is_some())?,
+            );
+        }
         let mut out = vec![Bytes::new(); indices.len()];
         for (group, shard) in groups.iter().zip(shards) {
             let key = &self.snapshot.shards()[group.shard].key;
