@@ -372,13 +372,13 @@ impl Layout {
             None => {
                 // One buffer per non-empty record, in request order.
                 let mut bufs = bufs.into_iter();
-                for (&i, r) in indices.iter().zip(&plan.ranges) {
+                for (&i, r) in indices.iter().zip(plan.ranges) {
                     let b = if r.start < r.end {
                         bufs.next().unwrap_or_default()
                     } else {
                         Bytes::new()
                     };
-                    self.check_record(i, &b, verify)?;
+                    self.check_read(i, r, &b, verify)?;
                     records.push(b);
                 }
             }

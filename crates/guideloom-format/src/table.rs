@@ -45,6 +45,61 @@ use crate::index::Index;
 /// Groups [`ShardTable::group`] finds by scanning before it builds a map.
 const GROUP_SCAN: usize = 16;
 
+/// How [`ShardTable::group`] finds the group of a shard.
+enum GroupFinder {
+    /// Few shards for the batch: a slot per shard (`u32::MAX` for none yet), one look-up
+    /// per index.
+    Direct(Vec<u32>),
+    /// Many shards: the last group, then a scan of the groups so far, and a map only once
+    /// there are more than [`GROUP_SCAN`] (batches are mostly runs of one shard, over a
+    /// few shards).
+    Scan(HashMap<usize, usize>),
+}
+
+impl GroupFinder {
+    /// The finder for `batch` indices over `shards` shards: a direct table when it costs no
+    /// more than a few words per index.
+    fn new(shards: usize, batch: usize) -> Self {
+        if shards <= batch.saturating_mul(4).max(64) {
+            GroupFinder::Direct(vec![u32::MAX; shards])
+        } else {
+            GroupFinder::Scan(HashMap::new())
+        }
+    }
+
+    /// The group of `shard`, appended to `groups` (as `(shard, 0)`) when it is new.
+    fn group(&mut self, groups: &mut Vec<(usize, usize)>, shard: usize) -> usize {
+        let add = |groups: &mut Vec<(usize, usize)>| {
+            groups.push((shard, 0));
+            groups.len() - 1
+        };
+        match self {
+            GroupFinder::Direct(slots) => match slots[shard] {
+                u32::MAX => {
+                    let g = add(groups);
+                    // At most `shards` groups, and a direct table has fewer than 2^32 slots.
+                    slots[shard] = u32::try_from(g).unwrap_or(u32::MAX);
+                    g
+                }
+                g => g as usize,
+            },
+            GroupFinder::Scan(by_shard) => match groups.last() {
+                Some(&(last, _)) if last == shard => groups.len() - 1,
+                _ if groups.len() <= GROUP_SCAN => groups
+                    .iter()
+                    .position(|&(s, _)| s == shard)
+                    .unwrap_or_else(|| add(groups)),
+                _ => {
+                    if by_shard.is_empty() {
+                        by_shard.extend(groups.iter().enumerate().map(|(g, &(s, _))| (s, g)));
+                    }
+                    *by_shard.entry(shard).or_insert_with(|| add(groups))
+                }
+            },
+        }
+    }
+}
+
 /// Cumulative record counts of an ordered list of shards.
 ///
 /// `starts()[i]` is the global index of shard `i`'s first record; one last entry is the
@@ -211,32 +266,10 @@ impl ShardTable {
         let mut located: Vec<(usize, u64)> = Vec::with_capacity(indices.len());
         // (shard, size) per group; room for the groups a scan finds without growing.
         let mut shards: Vec<(usize, usize)> = Vec::with_capacity(indices.len().min(GROUP_SCAN + 1));
-        let mut by_shard: HashMap<usize, usize> = HashMap::new();
+        let mut finder = GroupFinder::new(self.shard_count(), indices.len());
         for &index in indices {
             let Located { shard, local } = self.locate(index).ok_or(index)?;
-            // Batches are mostly runs of one shard, over a few shards: the last group, then
-            // a scan of the groups so far, and a map only once there are many.
-            let g = match shards.last() {
-                Some(&(last, _)) if last == shard => shards.len() - 1,
-                _ if shards.len() <= GROUP_SCAN => {
-                    match shards.iter().position(|&(s, _)| s == shard) {
-                        Some(g) => g,
-                        None => {
-                            shards.push((shard, 0));
-                            shards.len() - 1
-                        }
-                    }
-                }
-                _ => {
-                    if by_shard.is_empty() {
-                        by_shard.extend(shards.iter().enumerate().map(|(g, &(s, _))| (s, g)));
-                    }
-                    *by_shard.entry(shard).or_insert_with(|| {
-                        shards.push((shard, 0));
-                        shards.len() - 1
-                    })
-                }
-            };
+            let g = finder.group(&mut shards, shard);
             shards[g].1 += 1;
             located.push((g, local));
         }

@@ -183,6 +183,52 @@ fn default_budget_is_one_mebibyte_or_4096_records() {
     assert_eq!(b.run_len(&index, 0, 2000), 1024);
 }
 
+/// `group`: every index once, in its group, groups ordered by first appearance; the first
+/// index past the end refused.
+fn check_group(
+    table: &ShardTable,
+    naive: &[Located],
+    indices: &[u64],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let len = naive.len() as u64;
+    match table.group(indices) {
+        Err(bad) => {
+            let first_bad = indices.iter().copied().find(|&i| i >= len);
+            prop_assert_eq!(Some(bad), first_bad);
+        }
+        Ok(groups) => {
+            prop_assert!(indices.iter().all(|&i| i < len));
+            let mut order = Vec::new();
+            for &i in indices {
+                let s = naive[usize::try_from(i).unwrap()].shard;
+                if !order.contains(&s) {
+                    order.push(s);
+                }
+            }
+            prop_assert_eq!(groups.iter().map(|g| g.shard).collect::<Vec<_>>(), order);
+            let mut seen = vec![false; indices.len()];
+            for g in &groups {
+                prop_assert_eq!(g.positions.len(), g.locals.len());
+                prop_assert!(g.positions.windows(2).all(|w| w[0] < w[1]));
+                for (&pos, &local) in g.positions.iter().zip(&g.locals) {
+                    prop_assert!(!seen[pos]);
+                    seen[pos] = true;
+                    let at = naive[usize::try_from(indices[pos]).unwrap()];
+                    prop_assert_eq!(
+                        at,
+                        Located {
+                            shard: g.shard,
+                            local
+                        }
+                    );
+                }
+            }
+            prop_assert!(seen.iter().all(|&s| s));
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #[test]
     fn table_agrees_with_a_linear_scan(
@@ -206,36 +252,7 @@ proptest! {
             prop_assert_eq!(table.locate(i), want);
         }
 
-        // group: every index once, in its group, groups ordered by first appearance.
-        match table.group(&indices) {
-            Err(bad) => {
-                let first_bad = indices.iter().copied().find(|&i| i >= len);
-                prop_assert_eq!(Some(bad), first_bad);
-            }
-            Ok(groups) => {
-                prop_assert!(indices.iter().all(|&i| i < len));
-                let mut order = Vec::new();
-                for &i in &indices {
-                    let s = naive[usize::try_from(i).unwrap()].shard;
-                    if !order.contains(&s) {
-                        order.push(s);
-                    }
-                }
-                prop_assert_eq!(groups.iter().map(|g| g.shard).collect::<Vec<_>>(), order);
-                let mut seen = vec![false; indices.len()];
-                for g in &groups {
-                    prop_assert_eq!(g.positions.len(), g.locals.len());
-                    prop_assert!(g.positions.windows(2).all(|w| w[0] < w[1]));
-                    for (&pos, &local) in g.positions.iter().zip(&g.locals) {
-                        prop_assert!(!seen[pos]);
-                        seen[pos] = true;
-                        let at = naive[usize::try_from(indices[pos]).unwrap()];
-                        prop_assert_eq!(at, Located { shard: g.shard, local });
-                    }
-                }
-                prop_assert!(seen.iter().all(|&s| s));
-            }
-        }
+        check_group(&table, &naive, &indices)?;
 
         // runs: the range's records in order, one run per non-empty shard touched.
         let (a, b) = range;
@@ -271,5 +288,23 @@ proptest! {
             next += run.count;
         }
         prop_assert_eq!(next, first + count, "the piece is covered exactly");
+    }
+}
+
+proptest! {
+    /// Many shards for a small batch: `group` scans the groups so far, then (past 16
+    /// groups) uses its map instead of a table of one slot per shard.
+    #[test]
+    fn group_agrees_with_a_linear_scan_over_many_shards(
+        counts in proptest::collection::vec(prop_oneof![Just(0u64), 1u64..3], 121..400),
+        picks in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..30),
+    ) {
+        let table = ShardTable::from_counts(counts.iter().copied()).unwrap();
+        let naive = naive_positions(&counts);
+        let len = naive.len() as u64;
+        // Mostly valid indices, and one past the end now and then.
+        let indices: Vec<u64> = picks.iter().map(|&p| p % (len + 1 + len / 20)).collect();
+        prop_assert!(counts.len() > (indices.len() * 4).max(64));
+        check_group(&table, &naive, &indices)?;
     }
 }
