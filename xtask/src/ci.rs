@@ -103,6 +103,8 @@ pub(crate) fn run(root: &Path, skip: &[String]) -> Result<()> {
         servers: None,
     };
     util::one_shot_builds();
+    // Resolved once (`cargo metadata`); it may not exist before the first build.
+    let build_dir = util::target_dir(root).unwrap_or_else(|_| root.to_path_buf());
     let started = Instant::now();
     let mut summary = Vec::new();
     let mut failure: Option<(&'static str, Error)> = None;
@@ -116,7 +118,7 @@ pub(crate) fn run(root: &Path, skip: &[String]) -> Result<()> {
             continue;
         }
         println!("[ci] ---- {} ----", step.name);
-        print_free_space(&ctx.root);
+        print_free_space(&build_dir, &ctx.root);
         let step_started = Instant::now();
         let result = (step.run)(&mut ctx);
         let line = format!(
@@ -153,14 +155,9 @@ pub(crate) fn run(root: &Path, skip: &[String]) -> Result<()> {
 
 /// One line with the free space where the build goes, so a run that fills the disk shows
 /// which step did it.
-fn print_free_space(root: &Path) {
-    let dir = util::target_dir(root).unwrap_or_else(|_| root.to_path_buf());
-    let probe = if dir.exists() {
-        dir
-    } else {
-        root.to_path_buf()
-    };
-    match util::free_bytes(&probe) {
+fn print_free_space(build_dir: &Path, root: &Path) {
+    let probe = if build_dir.exists() { build_dir } else { root };
+    match util::free_bytes(probe) {
         Some(bytes) => println!(
             "[ci] disk: {:.1} GiB free under {}",
             bytes as f64 / f64::from(1u32 << 30),

@@ -132,12 +132,12 @@ impl Permutation {
     /// # Panics
     /// If `i >= n` (a caller bug).
     pub fn apply(&self, i: u64) -> u64 {
-        assert!(i < self.n, "permutation index {i} out of 0..{}", self.n);
         self.walk(i, |x| self.feistel(x))
     }
 
-    /// The cycle walk from `i` with `feistel` as the network.
+    /// [`apply`](Self::apply) with `feistel` as the network.
     fn walk(&self, i: u64, feistel: impl Fn(u64) -> u64) -> u64 {
+        assert!(i < self.n, "permutation index {i} out of 0..{}", self.n);
         let mut y = feistel(i);
         while y >= self.n {
             y = feistel(y);
@@ -200,14 +200,9 @@ impl FullOrder {
     }
 
     fn apply(&self, i: u64) -> u64 {
-        assert!(
-            i < self.perm.n,
-            "permutation index {i} out of 0..{}",
-            self.perm.n
-        );
         match &self.table {
             Some(t) => self.perm.walk(i, |x| self.perm.feistel_looked_up(t, x)),
-            None => self.perm.walk(i, |x| self.perm.feistel(x)),
+            None => self.perm.apply(i),
         }
     }
 
