@@ -109,6 +109,25 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// The object changed after this reader's first read of it: a later request sent the
+    /// entity tag seen then (`If-Match`) and the store refused it (HTTP 412), or the store
+    /// answered with another entity tag. A remote reader serves bytes of one version of an
+    /// object, never of two: after a swap its reads fail with this (never retried) instead of
+    /// returning the new object's bytes.
+    #[error(
+        "{location} changed since this reader first read it: it no longer has entity tag \
+         {pinned} ({})",
+        changed_text(found.as_deref())
+    )]
+    Changed {
+        /// The object read.
+        location: String,
+        /// The entity tag of the version the reader's first response carried.
+        pinned: String,
+        /// The entity tag the store answered with instead, when it sent one (`None`: it
+        /// refused `If-Match` with 412). Boxed to keep the error small.
+        found: Option<Box<str>>,
+    },
     /// An invalid argument or configuration (e.g. a malformed base URL).
     #[error("invalid argument: {message}")]
     InvalidArgument {
@@ -201,6 +220,13 @@ fn attempts_text(attempts: Option<u32>) -> String {
     }
 }
 
+fn changed_text(found: Option<&str>) -> String {
+    match found {
+        Some(etag) => format!("the store answered with {etag}"),
+        None => "the store refused If-Match with 412 Precondition Failed".to_owned(),
+    }
+}
+
 fn sent_text(got: Option<u64>) -> String {
     match got {
         Some(n) => format!("{n} bytes"),
@@ -257,6 +283,11 @@ impl Error {
     /// `true` for [`Error::NotFound`].
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
+    }
+
+    /// `true` for [`Error::Changed`]: the object was replaced after the reader's first read.
+    pub fn is_changed(&self) -> bool {
+        matches!(self, Error::Changed { .. })
     }
 
     /// `true` for [`Error::Timeout`].

@@ -107,6 +107,8 @@ pub mod local;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub mod objstore;
+#[cfg(any(feature = "http", feature = "object-store"))]
+mod pin;
 pub mod reader;
 pub mod retry;
 pub mod stats;

@@ -258,3 +258,52 @@ fn nginx_conformance_kit() {
     println!("{report}; {:?}", io.inner().stats().snapshot());
     cleanup(&root, &name);
 }
+
+/// A file replaced behind an open reader (renamed over, same size, another modification
+/// time) is `Error::Changed` at the reader's next read, single- or multi-range: nginx
+/// answers the pinned `If-Match` with 412. No request is added: each read is still one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_replaced_file_is_changed_at_the_next_read() {
+    let Some((url, root)) = nginx("nginx_replaced_file_is_changed_at_the_next_read") else {
+        return;
+    };
+    let dir = unique("http-swap");
+    let d = root.join(&dir);
+    std::fs::create_dir_all(&d).unwrap();
+    let first = bytes(200_000, 1);
+    std::fs::write(d.join("obj.bin"), &first).unwrap();
+    let io = HttpIo::new(&url).unwrap();
+    let r = io
+        .open_reader(&HttpPath::new(&dir).unwrap().child("obj.bin"))
+        .unwrap();
+    let tail = r.read_tail(1000).await.unwrap();
+    assert_eq!(&tail.bytes[..], &first[199_000..]);
+    let pinned = r.etag().expect("nginx sends an ETag").to_owned();
+    let batch = r.read_ranges(&[0..10, 150_000..150_010]).await.unwrap();
+    assert_eq!(&batch[1][..], &first[150_000..150_010]);
+
+    // nginx's ETag is modification time and size: the replacement is dated an hour later,
+    // as a file written a second later would be.
+    let next = d.join("obj.bin.next");
+    std::fs::write(&next, bytes(200_000, 2)).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&next)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    std::fs::rename(&next, d.join("obj.bin")).unwrap();
+
+    let before = r.stats().snapshot().requests;
+    let single = r.read(10, 20).await.unwrap_err();
+    let multi = r.read_ranges(&[0..10, 150_000..150_010]).await.unwrap_err();
+    for err in [single, multi] {
+        assert!(
+            matches!(&err, Error::Changed { pinned: p, found: None, .. } if *p == pinned),
+            "{err:?}"
+        );
+    }
+    assert_eq!(r.stats().snapshot().requests - before, 2);
+    cleanup(&root, &dir);
+}

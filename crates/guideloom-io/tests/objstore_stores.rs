@@ -284,3 +284,170 @@ fn moto_conformance_kit() {
         40,
     );
 }
+
+/// An object replaced behind an open reader (same size, other bytes) is `Error::Changed` at
+/// the reader's next read, whichever kind of read, with no extra request: the first read
+/// pinned the entity tag and every later one sends it as `If-Match`.
+async fn replaced_object_is_changed_at_the_next_read(store: Arc<dyn ObjectStore>, prefix: &Path) {
+    let obj = Location::child(prefix, "swapped.bin");
+    let first = bytes(100_000, 1);
+    put(&*store, &obj, &first).await;
+    let io = ObjectStoreIo::new(Arc::clone(&store));
+    let r = io.open_reader(&obj);
+    let tail = r.read_tail(1000).await.unwrap();
+    assert_eq!(&tail.bytes[..], &first[99_000..]);
+    let pinned = r.etag().expect("the store reports entity tags").to_owned();
+    assert_eq!(&r.read(10, 20).await.unwrap()[..], &first[10..30]);
+
+    put(&*store, &obj, &bytes(100_000, 2)).await;
+    let before = r.stats().snapshot().requests;
+    let reads: [Result<Vec<Bytes>, Error>; 3] = [
+        r.read(10, 20).await.map(|b| vec![b]),
+        r.read_ranges(&[0..10, 50_000..50_010]).await,
+        r.read_tail(1000).await.map(|t| vec![t.bytes]),
+    ];
+    for (n, read) in reads.into_iter().enumerate() {
+        let err = read.unwrap_err();
+        assert!(
+            matches!(&err, Error::Changed { pinned: p, .. } if *p == pinned),
+            "read {n}: {err:?}"
+        );
+        assert!(err.is_changed() && !err.is_retryable());
+    }
+    assert_eq!(
+        r.stats().snapshot().requests - before,
+        3,
+        "one request per read, none added"
+    );
+    // A new reader reads the new object.
+    let fresh = io.open_reader(&obj);
+    assert_eq!(
+        &fresh.read(10, 20).await.unwrap()[..],
+        &bytes(100_000, 2)[10..30]
+    );
+}
+
+#[tokio::test]
+async fn in_memory_replaced_object_is_changed() {
+    replaced_object_is_changed_at_the_next_read(Arc::new(InMemory::new()), &Path::from("swap"))
+        .await;
+}
+
+#[cfg(feature = "s3")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moto_replaced_object_is_changed() {
+    let Some((endpoint, bucket)) = support::servers::s3("moto_replaced_object_is_changed") else {
+        return;
+    };
+    let prefix = Path::from(unique("objstore-swap"));
+    replaced_object_is_changed_at_the_next_read(moto_store(endpoint, bucket), &prefix).await;
+}
+
+/// `InMemory` (whose entity tags are quoted) with Ceph RGW 16's conditional-write quirk
+/// applied to reads: an `If-Match` with the quoted form is refused (412) while the unquoted
+/// form is honoured.
+#[derive(Debug)]
+struct QuotesRefused(InMemory);
+
+impl std::fmt::Display for QuotesRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuotesRefused")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for QuotesRefused {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.0.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        let mut options = options;
+        if let Some(tag) = options.if_match.take() {
+            if tag.starts_with('"') {
+                return Err(object_store::Error::Precondition {
+                    path: location.to_string(),
+                    source: "quoted entity tag refused".into(),
+                });
+            }
+            options.if_match = Some(format!("\"{tag}\""));
+        }
+        self.0.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+/// A store that refuses quoted entity tags in `If-Match` costs one extra request, once per
+/// backend: the refused request is retried unquoted, every later one is sent unquoted, and
+/// a replaced object is still `Error::Changed`.
+#[tokio::test]
+async fn a_store_refusing_quoted_etags_gets_them_unquoted() {
+    let store: Arc<dyn ObjectStore> = Arc::new(QuotesRefused(InMemory::new()));
+    let obj = Path::from("quotes/obj.bin");
+    let data = bytes(10_000, 5);
+    put(&*store, &obj, &data).await;
+    let io = ObjectStoreIo::new(Arc::clone(&store));
+    let r = io.open_reader(&obj);
+    r.read_tail(100).await.unwrap();
+    assert!(r.etag().unwrap().starts_with('"'));
+    assert_eq!(&r.read(0, 10).await.unwrap()[..], &data[..10]);
+    assert_eq!(r.stats().snapshot().requests, 3, "tail, refused, unquoted");
+    assert_eq!(&r.read(10, 10).await.unwrap()[..], &data[10..20]);
+    let other = io.open_reader(&obj);
+    other.read_tail(100).await.unwrap();
+    other.read(0, 10).await.unwrap();
+    assert_eq!(
+        r.stats().snapshot().requests + other.stats().snapshot().requests,
+        6,
+        "learnt once for the backend"
+    );
+    put(&*store, &obj, &bytes(10_000, 6)).await;
+    let err = r.read(0, 10).await.unwrap_err();
+    assert!(matches!(err, Error::Changed { found: None, .. }), "{err:?}");
+}

@@ -35,6 +35,7 @@ impl HttpIo {
             reader_stats: &own,
             location: &display,
             range: None,
+            if_match: None,
             accept: Some("application/json"),
             limits: BodyLimits {
                 partial: 0,

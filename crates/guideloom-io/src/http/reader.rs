@@ -15,6 +15,7 @@ use super::multipart::{self, ContentRange};
 use super::{BodyLimits, Budget, Call, Fetched, Inner};
 use crate::coalesce::{self, MergedRange};
 use crate::error::{Error, Result, check_range, wrong_len};
+use crate::pin::Pin;
 use crate::reader::{AsyncReader, Tail};
 use crate::stats::RequestStats;
 
@@ -29,6 +30,12 @@ const MULTIPART_FIXED_OVERHEAD: usize = 16 * 1024;
 
 /// Reader of one object over HTTP range requests. Opened by
 /// [`HttpIo::open_reader`](super::HttpIo::open_reader) (or `open_async`), without a request.
+///
+/// It serves one version of the object: the strong `ETag` of its first response (HEAD or
+/// GET) is pinned and sent as `If-Match` on every later request, and every later response
+/// must carry it. An object replaced behind the reader is [`Error::Changed`] at the first
+/// read after the swap (the origin answers 412, or another `ETag`), with no extra request.
+/// An origin that sends no `ETag`, or a weak one, is not pinned.
 pub struct HttpReader {
     inner: Arc<Inner>,
     uri: Uri,
@@ -36,6 +43,7 @@ pub struct HttpReader {
     size: OnceLock<u64>,
     stats: Arc<RequestStats>,
     closed: AtomicBool,
+    pin: Pin,
 }
 
 impl fmt::Debug for HttpReader {
@@ -43,6 +51,7 @@ impl fmt::Debug for HttpReader {
         f.debug_struct("HttpReader")
             .field("url", &self.display)
             .field("size", &self.size.get())
+            .field("etag", &self.pin.get())
             .field("stats", &self.stats.snapshot())
             .field("closed", &self.closed.load(Ordering::Relaxed))
             .finish()
@@ -80,7 +89,21 @@ impl HttpReader {
             size: OnceLock::new(),
             stats: Arc::new(RequestStats::new()),
             closed: AtomicBool::new(false),
+            pin: Pin::default(),
         }
+    }
+
+    /// The entity tag this reader pinned: the strong `ETag` of its first response that
+    /// carried one (`None` before, or for an origin that sends none). Every later request
+    /// sends it as `If-Match`.
+    pub fn etag(&self) -> Option<&str> {
+        self.pin.get()
+    }
+
+    /// Pins or checks the `ETag` of a response (see [`Pin::observe`]).
+    fn observe_etag(&self, f: &Fetched) -> Result<()> {
+        self.pin
+            .observe(&self.display, header_str(&f.headers, &header::ETAG))
     }
 
     /// Counters of this reader's requests (each attempt counts) and bytes received.
@@ -109,16 +132,27 @@ impl HttpReader {
         }
     }
 
+    /// One ranged GET, `If-Match` the pinned entity tag: a 412 to it, or a success with
+    /// another `ETag`, is [`Error::Changed`].
     async fn get(&self, range: &str, limits: BodyLimits, budget: &Budget) -> Result<Fetched> {
+        let if_match = self.pin.get();
         let call = Call {
             reader_stats: &self.stats,
             location: &self.display,
             range: Some(range),
             accept: None,
+            if_match,
             limits,
             budget,
         };
-        self.inner.send(Method::GET, &self.uri, call).await
+        let f = self.inner.send(Method::GET, &self.uri, call).await?;
+        if f.status == StatusCode::PRECONDITION_FAILED && if_match.is_some() {
+            return Err(self.pin.refused(&self.display));
+        }
+        if f.status.is_success() {
+            self.observe_etag(&f)?;
+        }
+        Ok(f)
     }
 
     fn content_range(&self, f: &Fetched) -> Result<ContentRange> {
@@ -418,6 +452,7 @@ impl HttpReader {
             location: &self.display,
             range: None,
             accept: None,
+            if_match: self.pin.get(),
             limits: BodyLimits {
                 partial: 0,
                 full: None,
@@ -427,9 +462,13 @@ impl HttpReader {
             budget,
         };
         let f = self.inner.send(Method::HEAD, &self.uri, call).await?;
+        if f.status == StatusCode::PRECONDITION_FAILED && self.pin.get().is_some() {
+            return Err(self.pin.refused(&self.display));
+        }
         if f.status != StatusCode::OK {
             return Err(self.inner.status_error(&self.display, &f, "HEAD"));
         }
+        self.observe_etag(&f)?;
         let len = super::content_length(&f.headers).ok_or_else(|| {
             Inner::protocol_error(
                 &self.display,

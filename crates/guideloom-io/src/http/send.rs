@@ -192,6 +192,8 @@ pub(crate) struct Call<'a> {
     pub(crate) range: Option<&'a str>,
     /// An `Accept` header for this request (directory listings ask for JSON).
     pub(crate) accept: Option<&'static str>,
+    /// An `If-Match` header: the entity tag the reader pinned (see `pin.rs`).
+    pub(crate) if_match: Option<&'a str>,
     pub(crate) limits: BodyLimits,
     pub(crate) budget: &'a Budget,
 }
@@ -206,6 +208,7 @@ impl Inner {
             location,
             range,
             accept,
+            if_match,
             limits,
             budget,
         } = call;
@@ -245,7 +248,7 @@ impl Inner {
                 latency_ms = tracing::field::Empty,
                 bytes = tracing::field::Empty,
             );
-            let req = self.build_request(&method, uri, range, accept)?;
+            let req = self.build_request(&method, uri, range, accept, if_match)?;
             self.stats.add_request();
             reader_stats.add_request();
             if attempt > 1 {
@@ -351,6 +354,7 @@ impl Inner {
         uri: &Uri,
         range: Option<&str>,
         accept: Option<&'static str>,
+        if_match: Option<&str>,
     ) -> Result<Request<Empty<Bytes>>> {
         let mut b = Request::builder().method(method.clone()).uri(uri.clone());
         if let Some(h) = b.headers_mut() {
@@ -375,6 +379,12 @@ impl Inner {
                     message: format!("invalid Range header {r:?}"),
                 })?;
                 h.insert(header::RANGE, v);
+            }
+            if let Some(tag) = if_match {
+                let v = header::HeaderValue::try_from(tag).map_err(|_| Error::InvalidArgument {
+                    message: format!("invalid If-Match header {tag:?}"),
+                })?;
+                h.insert(header::IF_MATCH, v);
             }
         }
         b.body(Empty::new()).map_err(|e| Error::InvalidArgument {

@@ -11,6 +11,14 @@
 //!   then issues the merged reads concurrently under a limit.
 //! - Every returned buffer is checked to be exactly the size asked for: object_store hands
 //!   back a clipped buffer for a range that runs past the end, which is an error here.
+//! - **One version per reader.** The entity tag of a reader's first response (its tail read,
+//!   usually) is pinned: every later `get_opts` sends it as `If-Match`
+//!   ([`GetOptions::if_match`]), and every response must carry it. An object replaced after
+//!   that is [`Error::Changed`] at the first read after the swap (S3, GCS, Azure, Ceph RGW,
+//!   `InMemory` and `LocalFileSystem` all evaluate `If-Match` on GETs), with no extra request.
+//!   A store that refuses the quoted tag object_store hands back (Ceph RGW 16 does so for
+//!   conditional *writes*; measured, not for GETs) is retried once with the tag unquoted,
+//!   and that form is used from then on by every reader of the backend.
 //! - Errors: object_store's `NotFound` becomes [`Error::NotFound`]; everything else becomes
 //!   [`Error::Remote`] (retryable only for `Generic` errors, the transport class).
 //! - **Retries are object_store's**: configure them on your store (`RetryConfig` via e.g.
@@ -41,7 +49,7 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -54,6 +62,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use crate::backend::{Backend, Capabilities, Location};
 use crate::coalesce::{self, CoalescePolicy};
 use crate::error::{Error, Result, TimeoutKind, check_range, wrong_len};
+use crate::pin::{Pin, bare};
 use crate::reader::{AsyncReader, Tail};
 use crate::stats::RequestStats;
 
@@ -124,7 +133,17 @@ pub struct ObjectStoreIo {
     stats: Arc<RequestStats>,
     /// The store's `Display` (e.g. `AmazonS3(bucket)`), prefixed to locations in errors.
     label: Arc<str>,
+    /// How this store takes entity tags in `If-Match` ([`IF_MATCH_UNKNOWN`],
+    /// [`IF_MATCH_AS_RETURNED`], [`IF_MATCH_BARE`]), learnt by the backend's readers.
+    if_match_style: Arc<AtomicU8>,
 }
+
+/// No `If-Match` answered yet: a refused quoted tag is retried unquoted once.
+const IF_MATCH_UNKNOWN: u8 = 0;
+/// A quoted tag was honoured: a refusal means the object changed, with no retry.
+const IF_MATCH_AS_RETURNED: u8 = 1;
+/// A quoted tag was refused and the unquoted one honoured: tags are sent unquoted.
+const IF_MATCH_BARE: u8 = 2;
 
 impl fmt::Debug for ObjectStoreIo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -150,6 +169,7 @@ impl ObjectStoreIo {
             options,
             stats: Arc::new(RequestStats::new()),
             label,
+            if_match_style: Arc::new(AtomicU8::new(IF_MATCH_UNKNOWN)),
         }
     }
 
@@ -180,6 +200,8 @@ impl ObjectStoreIo {
             stats: Arc::new(RequestStats::new()),
             backend_stats: Arc::clone(&self.stats),
             closed: AtomicBool::new(false),
+            pin: Pin::default(),
+            if_match_style: Arc::clone(&self.if_match_style),
         }
     }
 }
@@ -225,6 +247,18 @@ pub struct ObjectStoreReader {
     stats: Arc<RequestStats>,
     backend_stats: Arc<RequestStats>,
     closed: AtomicBool,
+    /// The entity tag of the first response, sent as `If-Match` on every later request.
+    pin: Pin,
+    /// The backend's `If-Match` form (see [`ObjectStoreIo`]'s `if_match_style`).
+    if_match_style: Arc<AtomicU8>,
+}
+
+/// Why one `get_opts` of a reader failed.
+enum GetFailure {
+    /// The store's own error.
+    Store(object_store::Error),
+    /// The object is not the version the reader pinned ([`Error::Changed`]).
+    Changed(Error),
 }
 
 impl fmt::Debug for ObjectStoreReader {
@@ -232,6 +266,7 @@ impl fmt::Debug for ObjectStoreReader {
         f.debug_struct("ObjectStoreReader")
             .field("location", &self.display)
             .field("size", &self.size.get())
+            .field("etag", &self.pin.get())
             .field("stats", &self.stats.snapshot())
             .finish()
     }
@@ -320,6 +355,13 @@ impl ObjectStoreReader {
         self.size.get().copied()
     }
 
+    /// The entity tag this reader pinned: that of its first response which carried one
+    /// (`None` before, or on a store that reports none). Every later request sends it as
+    /// `If-Match`.
+    pub fn etag(&self) -> Option<&str> {
+        self.pin.get()
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Closed {
@@ -335,30 +377,91 @@ impl ObjectStoreReader {
         self.backend_stats.record(bytes);
     }
 
-    /// One `get_opts` with `range`: the object's size, the range returned, and the body.
+    /// One `get_opts` with `range`, `If-Match` the pinned entity tag when there is one: the
+    /// object's size, the range returned, and the body. While the backend has not yet seen
+    /// the store honour a quoted tag, a refused quoted `If-Match` is retried once unquoted
+    /// (and honoured so, that form becomes the backend's); refused otherwise, or a response
+    /// with another tag, is [`GetFailure::Changed`].
     async fn get(
         &self,
         range: GetRange,
-    ) -> std::result::Result<(u64, Range<u64>, Bytes), object_store::Error> {
+    ) -> std::result::Result<(u64, Range<u64>, Bytes), GetFailure> {
+        let style = self.if_match_style.load(Ordering::Relaxed);
+        let if_match = self
+            .pin
+            .get()
+            .map(|p| if style == IF_MATCH_BARE { bare(p) } else { p });
+        let mut result = self.get_once(range.clone(), if_match).await;
+        match (&result, if_match) {
+            (Ok(_), Some(sent)) if style == IF_MATCH_UNKNOWN && bare(sent) != sent => {
+                let _ = self.if_match_style.compare_exchange(
+                    IF_MATCH_UNKNOWN,
+                    IF_MATCH_AS_RETURNED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            (Err(object_store::Error::Precondition { .. }), Some(sent)) => {
+                if style != IF_MATCH_UNKNOWN || bare(sent) == sent {
+                    return Err(GetFailure::Changed(self.pin.refused(&self.display)));
+                }
+                result = self.get_once(range, Some(bare(sent))).await;
+                match &result {
+                    Ok(_) => {
+                        if self.if_match_style.swap(IF_MATCH_BARE, Ordering::Relaxed)
+                            != IF_MATCH_BARE
+                        {
+                            tracing::info!(
+                                location = %self.display,
+                                "the store refused a quoted entity tag in If-Match and took \
+                                 it unquoted; sending it unquoted from now on"
+                            );
+                        }
+                    }
+                    Err(object_store::Error::Precondition { .. }) => {
+                        return Err(GetFailure::Changed(self.pin.refused(&self.display)));
+                    }
+                    Err(_) => {}
+                }
+            }
+            _ => {}
+        }
+        let (size, returned, bytes, etag) = result.map_err(GetFailure::Store)?;
+        self.pin
+            .observe(&self.display, etag.as_deref())
+            .map_err(GetFailure::Changed)?;
+        Ok((size, returned, bytes))
+    }
+
+    /// One `get_opts` with `range` and `if_match`, counted and traced: the object's size,
+    /// the range returned, the body and the entity tag.
+    async fn get_once(
+        &self,
+        range: GetRange,
+        if_match: Option<&str>,
+    ) -> std::result::Result<(u64, Range<u64>, Bytes, Option<String>), object_store::Error> {
         let shown = range.to_string();
         let started = Instant::now();
         let opts = GetOptions {
             range: Some(range),
+            if_match: if_match.map(str::to_owned),
             ..GetOptions::default()
         };
         let result = async {
             let r = self.store.get_opts(&self.path, opts).await?;
             let size = r.meta.size;
             let returned = r.range.clone();
+            let etag = r.meta.e_tag.clone();
             let bytes = r.bytes().await?;
-            Ok::<_, object_store::Error>((size, returned, bytes))
+            Ok::<_, object_store::Error>((size, returned, bytes, etag))
         }
         .await;
-        let got = result.as_ref().map_or(0, |(_, _, b)| b.len() as u64);
+        let got = result.as_ref().map_or(0, |(_, _, b, _)| b.len() as u64);
         self.count(got);
         tracing::debug!(
             location = %self.display,
             range = %shown,
+            if_match,
             ok = result.is_ok(),
             bytes = got,
             latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -393,10 +496,11 @@ impl ObjectStoreReader {
                 }
                 Ok(bytes)
             }
-            Err(e @ object_store::Error::NotFound { .. }) => {
+            Err(GetFailure::Changed(e)) => Err(e),
+            Err(GetFailure::Store(e @ object_store::Error::NotFound { .. })) => {
                 Err(map_error(&self.display, &op, started, e))
             }
-            Err(e) => {
+            Err(GetFailure::Store(e)) => {
                 // A range starting past the end is an error in object_store; tell it apart
                 // from other failures with a head (only on this error path, and not after a
                 // transport failure, which the head would only repeat).
@@ -438,6 +542,7 @@ impl AsyncReader for ObjectStoreReader {
             "object_store head"
         );
         let meta = head.map_err(|e| map_error(&self.display, "HEAD", started, e))?;
+        self.pin.observe(&self.display, meta.e_tag.as_deref())?;
         Ok(*self.size.get_or_init(|| meta.size))
     }
 
@@ -513,11 +618,14 @@ impl AsyncReader for ObjectStoreReader {
                 }
                 Ok(Tail { size, bytes })
             }
-            Err(e @ object_store::Error::NotFound { .. }) => {
+            Err(GetFailure::Changed(e)) => Err(e),
+            Err(GetFailure::Store(e @ object_store::Error::NotFound { .. })) => {
                 Err(map_error(&self.display, &op, started, e))
             }
-            Err(e) if transport_failure(&e) => Err(map_error(&self.display, &op, started, e)),
-            Err(e) => {
+            Err(GetFailure::Store(e)) if transport_failure(&e) => {
+                Err(map_error(&self.display, &op, started, e))
+            }
+            Err(GetFailure::Store(e)) => {
                 // Some stores refuse a suffix of an empty object; a head tells.
                 match self.size().await {
                     Ok(0) => Ok(Tail {
