@@ -103,14 +103,18 @@ async fn http_root_reads_what_a_local_root_published() {
     assert!(!root.store().capabilities().list);
 
     // Latest: seq 3 is found by 4 GET probes (1, 2, 4 absent, 3); the last brought log/3
-    // whole, and dataset.json is not read.
+    // whole. dataset.json is read beside the first probe (one request more, no round trip
+    // more), so the entry is checked against the root's dataset id.
     let latest = root.latest().await.unwrap();
     assert_eq!(
         (latest.id(), latest.seq(), latest.total_records()),
         ("third", 3, 100)
     );
     let open_requests = requests(&store);
-    assert_eq!(open_requests, 4, "4 GET probes, the last one the entry");
+    assert_eq!(
+        open_requests, 5,
+        "4 GET probes, the last one the entry, and dataset.json"
+    );
 
     // First record: one tail read opens the shard, one ranged GET reads the record.
     let reader = root.reader(latest.clone());
@@ -290,12 +294,13 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
         publish(&local, id, vec![s], mode).await;
     }
 
+    // Each count includes dataset.json, read beside the listing or the first probe.
     for (base, listing, want) in [
-        (format!("{url}listed/{subdir}"), true, 2),
-        (format!("{url}listed/{subdir}"), false, 6),
+        (format!("{url}listed/{subdir}"), true, 3),
+        (format!("{url}listed/{subdir}"), false, 7),
         // Declared, but this origin answers directories with 403: probing after the failed
         // listing.
-        (format!("{url}{subdir}"), true, 7),
+        (format!("{url}{subdir}"), true, 8),
     ] {
         let store = Arc::new(HttpRootStore::new(&base).unwrap().with_listing(listing));
         assert_eq!(store.capabilities().list, listing);
@@ -321,7 +326,11 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    assert_eq!(requests(&missing), 2, "the listing, then one probe");
+    assert_eq!(
+        requests(&missing),
+        3,
+        "the listing and dataset.json, then one probe"
+    );
 
     // Through the registry's options, and the whole snapshot list.
     let options = StoreOptions {
@@ -356,4 +365,101 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
         .map(|s| s.id().to_owned())
         .collect();
     assert_eq!(ids, ["s1", "s2", "s3", "s4", "s5"]);
+}
+
+/// Replaces `key` below `dir` with the file at `with` (copied, dated an hour later as a file
+/// written a second later would be: nginx's ETag is the modification time and the size),
+/// renamed over it.
+fn replace_served(dir: &std::path::Path, key: &str, with: &std::path::Path) {
+    let next = dir.join(format!("{key}.next"));
+    std::fs::copy(with, &next).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&next)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    std::fs::rename(&next, dir.join(key)).unwrap();
+}
+
+/// A shard swapped on the origin for another of the same size: an HTTP reader that opened
+/// it fails its next read with `Verification` of the `"entity tag"` (nginx answers its
+/// `If-Match` with 412), at one request; a reader that opens it afterwards refuses it by its
+/// footer checksum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_swapped_on_the_origin_is_refused_over_http() {
+    let Some((url, served_root)) = guideloom_tests::nginx("http_swapped_shard") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("http-swapped");
+    let dir = served_root.join(&subdir);
+    let _served = Served(dir.clone());
+    let local = local_root(&dir);
+    // Records 370.. have the lengths of records 0.. (lengths cycle by 37): same size.
+    let ours = shard(&local, "a", 0..40).await;
+    let theirs = shard(&local, "b", 370..410).await;
+    assert_eq!(ours.size, theirs.size);
+    publish(&local, "s1", vec![ours.clone()], PublishMode::Full).await;
+
+    let open = || {
+        let store = Arc::new(HttpRootStore::new(&format!("{url}{subdir}")).unwrap());
+        (Root::new(store.clone(), RootOptions::default()), store)
+    };
+    let (root, store) = open();
+    let reader = root.open_latest().await.unwrap();
+    assert_eq!(reader.get(0).await.unwrap(), record(0));
+    replace_served(&dir, &ours.key, &dir.join(&theirs.key));
+    let before = requests(&store);
+    let err = reader.get(1).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Verification { key, what: "entity tag", .. } if *key == ours.key),
+        "{err:?}"
+    );
+    assert_eq!(requests(&store) - before, 1, "one request, none added");
+
+    let (root, _) = open();
+    let err = root.open_latest().await.unwrap().get(1).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Verification { key, what: "footer checksum", .. } if *key == ours.key),
+        "{err:?}"
+    );
+}
+
+/// A newest log entry naming another dataset, served beside a real one: a fresh HTTP root
+/// refuses it as `Corrupt` naming the entry, whether it finds the entry by probing or by a
+/// listing, with `dataset.json` read beside the first log request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_log_entry_of_another_dataset_is_corrupt() {
+    let Some((url, served_root)) = guideloom_tests::nginx("http_foreign_entry") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("http-foreign");
+    let dir = served_root.join(&subdir);
+    let _served = Served(dir.clone());
+    let local = local_root(&dir);
+    let a = shard(&local, "a", 0..10).await;
+    publish(&local, "s1", vec![a], PublishMode::Full).await;
+    let entry = |seq: u64| format!("log/{seq:020}.json");
+    let mut foreign: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(entry(1))).unwrap()).unwrap();
+    foreign["seq"] = 2.into();
+    foreign["parent_seq"] = 1.into();
+    foreign["snapshot_id"] = "foreign".into();
+    foreign["dataset_id"] = "other".into();
+    std::fs::write(dir.join(entry(2)), serde_json::to_vec(&foreign).unwrap()).unwrap();
+    for (base, listing) in [
+        (format!("{url}{subdir}"), false),
+        (format!("{url}listed/{subdir}"), true),
+    ] {
+        let store = HttpRootStore::new(&base).unwrap().with_listing(listing);
+        let err = Root::new(Arc::new(store), RootOptions::default())
+            .latest()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { key, what } if *key == entry(2) && what.contains("\"other\"")),
+            "listing={listing}: {err:?}"
+        );
+    }
 }

@@ -31,6 +31,7 @@ fn truncated_shard_fails_verification_naming_it() {
                 size: full.len() as u64,
                 record_count: 1,
                 checksum: None,
+                tail: None,
                 format: Default::default(),
                 stream: None,
             };
@@ -62,6 +63,7 @@ fn truncated_shard_fails_verification_naming_it() {
                 size: 1,
                 record_count: 1,
                 checksum: None,
+                tail: None,
                 format: Default::default(),
                 stream: None,
             };
@@ -199,6 +201,63 @@ fn hostile_manifests_are_rejected_on_open() {
             );
             // The latest entry itself is fine.
             assert_eq!(fx.root.latest().await.unwrap().id(), "p");
+        });
+    }
+}
+
+/// A log entry naming another dataset, written beside a real one by anyone who can write
+/// the root, is `Corrupt` naming the entry for every reader — a fresh `Root` too, which
+/// reads `dataset.json` beside its first log request — by `latest`, by id and in
+/// `snapshots`. On a declared mount an entry that does not validate is taken for one still
+/// being written: `latest` and `snapshots` pass over it to the entry before (never serving
+/// the foreign one), and a lookup by id still refuses it.
+#[test]
+fn a_log_entry_of_another_dataset_is_corrupt_for_a_fresh_reader() {
+    for fx in all_kinds() {
+        block_on(async {
+            let a = shard(&fx.root, "a", 2).await;
+            publish(&fx.root, "s1", vec![a]).await;
+            let store = fx.root.store();
+            let first = store.get(&log_key(1), 1 << 20).await.unwrap().body;
+            let mut foreign: serde_json::Value = serde_json::from_slice(&first).unwrap();
+            foreign["seq"] = 2.into();
+            foreign["parent_seq"] = 1.into();
+            foreign["snapshot_id"] = "foreign".into();
+            foreign["dataset_id"] = "other".into();
+            let body = serde_json::to_vec(&foreign).unwrap();
+            let pointer = format!(
+                r#"{{"format":"guideloom-snapshot-pointer","version":1,"snapshot_id":"foreign","seq":2,"log_key":"{}","log_size":{},"log_sha256":"{}"}}"#,
+                log_key(2),
+                body.len(),
+                "0".repeat(64)
+            );
+            store
+                .put_create(&log_key(2), Bytes::from(body))
+                .await
+                .unwrap();
+            store
+                .put_create(&pointer_key("foreign"), Bytes::from(pointer))
+                .await
+                .unwrap();
+            let foreign_entry = |err: &Error| {
+                matches!(err, Error::Corrupt { key, what }
+                    if *key == log_key(2) && what.contains("\"other\"") && what.contains("\"captures\""))
+            };
+            let fresh = || Root::new(Arc::clone(store), RootOptions::default());
+            let mounted = fx.name == "mount";
+            match fresh().latest().await {
+                Ok(s) if mounted => assert_eq!(s.id(), "s1"),
+                Err(e) if !mounted => assert!(foreign_entry(&e), "{}: latest: {e}", fx.name),
+                other => panic!("{}: latest: {other:?}", fx.name),
+            }
+            let err = fresh().snapshot("foreign").await.unwrap_err();
+            assert!(foreign_entry(&err), "{}: by id: {err}", fx.name);
+            match fresh().snapshots().await {
+                Ok(all) if mounted => assert_eq!(all.len(), 1),
+                Err(e) if !mounted => assert!(foreign_entry(&e), "{}: snapshots: {e}", fx.name),
+                other => panic!("{}: snapshots: {other:?}", fx.name),
+            }
+            assert_eq!(fresh().snapshot("s1").await.unwrap().id(), "s1");
         });
     }
 }

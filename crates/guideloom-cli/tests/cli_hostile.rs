@@ -154,10 +154,10 @@ fn fifos_and_links_planted_in_a_root_fail_every_command_at_once() {
         nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     };
     // The identity, the pointer and a shard, each a FIFO in turn: no command hangs. (`get`
-    // does not read the identity: a snapshot's readers need only the log.)
+    // reads the identity too: every log entry is checked against the dataset id.)
     let shard = root.join("shards/a/00000000.glm");
     for (victim, commands) in [
-        (root.join("dataset.json"), vec!["info", "verify"]),
+        (root.join("dataset.json"), vec!["info", "verify", "get"]),
         (root.join("snapshots/s1.json"), vec!["get", "verify"]),
         (shard.clone(), vec!["get", "verify"]),
     ] {
@@ -345,4 +345,115 @@ fn a_failed_write_leaves_nothing_a_later_publish_takes_unasked() {
     // A finished work id cannot be written again.
     let err = fails(write(&good));
     assert!(err.contains("is complete"), "{err}");
+}
+
+/// Writes `n` records as worker `w` without publishing them.
+fn write_only(root: &str, tmp: &Path, w: &str, n: usize) {
+    let input = tmp.join(format!("{w}.jsonl"));
+    write_jsonl(&input, w, n);
+    ok(guideloom(&[
+        "write",
+        "--root",
+        root,
+        "--work-id",
+        w,
+        input.to_str().unwrap(),
+    ]));
+}
+
+/// A published root (`dir`, snapshot `s1` of worker `a`) whose shard was then replaced by
+/// worker `b`'s shard of the same size (renamed over it, dated an hour later as a later
+/// write would be): returns the replaced shard's key.
+fn swap_a_shard(dir: &Path, tmp: &Path) -> &'static str {
+    let root = dir.to_str().unwrap();
+    publish(root, tmp, "a", "s1", 40);
+    write_only(root, tmp, "b", 40);
+    let key = "shards/a/00000000.glm";
+    let (ours, theirs) = (dir.join(key), dir.join("shards/b/00000000.glm"));
+    assert_eq!(
+        std::fs::metadata(&ours).unwrap().len(),
+        std::fs::metadata(&theirs).unwrap().len(),
+        "same-size shards"
+    );
+    let next = dir.join("shards/a/next");
+    std::fs::copy(&theirs, &next).unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&next)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    std::fs::rename(&next, &ours).unwrap();
+    key
+}
+
+/// `get` and `cat` of `root` fail at once, naming the replaced shard and its footer
+/// checksum, and print none of the other shard's records.
+fn assert_get_and_cat_refuse_the_swap(root: &str, key: &str) {
+    for args in [vec!["get", root, "3"], vec!["cat", root]] {
+        let out = bounded(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(key) && err.contains("footer checksum"),
+            "{args:?}: {err}"
+        );
+        assert!(!stdout(&out).contains("b-"), "{args:?}: {}", stdout(&out));
+    }
+}
+
+#[test]
+fn a_shard_swapped_for_another_of_the_same_size_fails_get_and_cat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("root");
+    let key = swap_a_shard(&dir, tmp.path());
+    assert_get_and_cat_refuse_the_swap(dir.to_str().unwrap(), key);
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn a_shard_swapped_behind_an_http_root_fails_get_and_cat() {
+    let Some((url, served)) = nginx() else {
+        return;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let subdir = format!("cli-swap-{}-{nanos}", std::process::id());
+    let dir = served.join(&subdir);
+    let _served = Served(dir.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let key = swap_a_shard(&dir, tmp.path());
+    let http = format!("{}/{subdir}", url.trim_end_matches('/'));
+    assert_get_and_cat_refuse_the_swap(&http, key);
+}
+
+/// A latest log entry that names another dataset (written beside a real one): `get` and
+/// `cat` refuse it as corrupt, naming the entry and both datasets, instead of serving the
+/// records it lists.
+#[test]
+fn a_latest_entry_of_another_dataset_is_refused_by_get_and_cat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("root");
+    let root = dir.to_str().unwrap();
+    publish(root, tmp.path(), "a", "s1", 10);
+    let first: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("log/00000000000000000001.json")).unwrap())
+            .unwrap();
+    let mut foreign = first.clone();
+    foreign["seq"] = 2.into();
+    foreign["parent_seq"] = 1.into();
+    foreign["snapshot_id"] = "foreign".into();
+    foreign["dataset_id"] = "other".into();
+    let key = "log/00000000000000000002.json";
+    std::fs::write(dir.join(key), serde_json::to_vec(&foreign).unwrap()).unwrap();
+    for args in [vec!["get", root, "0"], vec!["cat", root]] {
+        let err = fails(bounded(&args));
+        assert!(
+            err.contains(key) && err.contains("\"other\"") && err.contains("\"d\""),
+            "{args:?}: {err}"
+        );
+    }
 }

@@ -37,11 +37,18 @@ pub enum Error {
         what: String,
     },
     /// An object's size or content hash differs from the reference that points at it.
+    ///
+    /// For a shard this is also how a **replaced** object shows: opening it compares its
+    /// size, record count and footer (`"footer checksum"`) or tail (`"tail checksum"`)
+    /// CRC32C with the manifest's, and a remote reader pins the version it opened, so a
+    /// replacement behind it fails its next read (`"entity tag"`: the store refused
+    /// `If-Match`, or answered with another tag).
     #[error("verification failed for {key}: {what}: expected {expected}, found {actual}")]
     Verification {
         /// The object at fault.
         key: String,
-        /// Which property differs (`"size"`, `"sha256"`, `"record count"`, ...).
+        /// Which property differs (`"size"`, `"sha256"`, `"record count"`, `"footer
+        /// checksum"`, `"tail checksum"`, `"entity tag"`, ...).
         what: &'static str,
         /// The value the reference expects.
         expected: String,
@@ -355,19 +362,53 @@ impl Error {
     }
 
     /// The format crate's error about the shard at `key`: every failure of a shard's bytes,
-    /// whichever part (footer, index, metadata, a record) and wherever it is read.
+    /// whichever part (footer, index, metadata, a record) and wherever it is read. An object
+    /// replaced behind its reader ([`guideloom_io::Error::Changed`]) is
+    /// [`Error::Verification`] of its `"entity tag"`, as [`Error::read`] makes it.
     pub(crate) fn shard(key: &str, source: guideloom_format::Error) -> Self {
-        Error::Shard {
-            key: key.to_owned(),
-            source: Box::new(source),
+        match source {
+            guideloom_format::Error::Io(io) if io.is_changed() => Error::read(key, io),
+            source => Error::Shard {
+                key: key.to_owned(),
+                source: Box::new(source),
+            },
         }
     }
 
-    /// The arrayrecord crate's error about the ArrayRecord shard at `key`.
+    /// The arrayrecord crate's error about the ArrayRecord shard at `key` (a replaced
+    /// object: as [`shard`](Self::shard)).
     pub(crate) fn array_record_shard(key: &str, source: guideloom_arrayrecord::Error) -> Self {
-        Error::ArrayRecordShard {
-            key: key.to_owned(),
-            source: Box::new(source),
+        match source {
+            guideloom_arrayrecord::Error::Io { source: io } if io.is_changed() => {
+                Error::read(key, io)
+            }
+            source => Error::ArrayRecordShard {
+                key: key.to_owned(),
+                source: Box::new(source),
+            },
+        }
+    }
+
+    /// The IO layer's error reading the object at `key`: [`Error::Read`], except that an
+    /// object replaced since its reader pinned it ([`guideloom_io::Error::Changed`]) is
+    /// [`Error::Verification`] of its `"entity tag"`, the kind every other sign of a
+    /// replaced shard has.
+    pub(crate) fn read(key: &str, source: guideloom_io::Error) -> Self {
+        match source {
+            guideloom_io::Error::Changed { pinned, found, .. } => Error::Verification {
+                key: key.to_owned(),
+                what: "entity tag",
+                expected: pinned,
+                actual: found.map(String::from).unwrap_or_else(|| {
+                    "another version (the store refused If-Match: the object was replaced \
+                     after this reader opened it)"
+                        .to_owned()
+                }),
+            },
+            source => Error::Read {
+                key: key.to_owned(),
+                source,
+            },
         }
     }
 

@@ -75,8 +75,8 @@ pub use error::{BoxError, Error, Result};
 pub use guideloom_io::RetryPolicy;
 pub use key::check_name;
 pub use manifest::{
-    Checksum, CompanionRef, DatasetIdentity, Manifest, PublishMode, ShardFormat, ShardRef,
-    StreamRef,
+    Checksum, CompanionRef, DatasetIdentity, MAX_TAIL_CHECK_BYTES, Manifest, PublishMode,
+    ShardFormat, ShardRef, StreamRef, TailChecksum,
 };
 pub use opened::{ARRAY_RECORD_RECORD_FORMAT, OpenedShard};
 pub use publication::{PublicationOptions, PublishRequest};

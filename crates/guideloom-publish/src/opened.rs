@@ -5,15 +5,27 @@
 //! the reference's record count to hold the whole index, record = one ranged read, batch = one
 //! coalescing read) and errors typed per format
 //! ([`Error::Shard`], [`Error::ArrayRecordShard`]), each carrying the shard's key.
+//!
+//! **Every open compares the object with its reference** ([`open_checked`]), on the bytes
+//! the open reads anyway: size, record count, and a native shard's footer CRC32C
+//! ([`Checksum::FooterCrc32c`]) or the tail CRC32C of an ArrayRecord file or an uploaded
+//! shard ([`TailChecksum`]). A shard replaced by another object, of the same size or not,
+//! is [`Error::Verification`] naming what differs, before any record of it is served.
 
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_arrayrecord::{AsyncArrayRecordReader, Layout};
 use guideloom_format::spec::{FOOTER_LEN, INDEX_ENTRY_LEN};
-use guideloom_format::{AsyncShard, ReadOptions, Run, RunBudget, ShardMetadata, plan_runs};
-use guideloom_io::AsyncReader;
+use guideloom_format::{AsyncShard, Footer, ReadOptions, Run, RunBudget, ShardMetadata, plan_runs};
+use guideloom_io::{AsyncReader, Tail};
 
 use crate::error::{Error, Result};
-use crate::manifest::{ShardFormat, ShardRef, StreamRef};
+use crate::manifest::{
+    Checksum, MAX_TAIL_CHECK_BYTES, ShardFormat, ShardRef, StreamRef, TailChecksum,
+};
 
 /// The record format of an ArrayRecord shard's records, in the vocabulary of
 /// guideloom-format's metadata (`"raw"`: opaque bytes, e.g. serialized `tf.train.Example`s).
@@ -197,43 +209,118 @@ fn array_record_run_len(layout: &Layout, first: u64, end: u64, budget: RunBudget
 /// defaults with a smaller decoded-chunk cache (4 chunks, 4 MiB per opened shard instead of
 /// 16 and 64 MiB), since a reader keeps every shard it opened: in-order runs read whole
 /// chunks and need no cache, and it still serves neighbours in one group of random reads.
+/// Its speculative tail is [`MAX_TAIL_CHECK_BYTES`] (256 KiB, guideloom-arrayrecord's
+/// default), the bytes a [`TailChecksum`] of an ArrayRecord shard covers.
 fn array_record_options() -> guideloom_arrayrecord::ReadOptions {
     guideloom_arrayrecord::ReadOptions::default()
+        .with_tail_len(MAX_TAIL_CHECK_BYTES)
         .with_cache_chunks(4)
         .with_cache_bytes(4 << 20)
 }
 
 /// Opens a shard over `reader` with one tail read, in the format `reference` names, and
-/// checks it against the reference: the object's size and the record count its footer
-/// gives. Shared by random access (the snapshot reader) and whole-shard staging.
+/// checks it against the reference: the object's size, the record count its footer gives,
+/// and its footer or tail checksum ([`check_native`], [`check_tail`]). Shared by random
+/// access (the snapshot reader) and whole-shard staging.
 pub(crate) async fn open_checked(
     reader: Box<dyn AsyncReader>,
     reference: &ShardRef,
     options: &ReadOptions,
 ) -> Result<OpenedShard> {
     let key = &reference.key;
-    let (opened, size) = match reference.format {
+    let opened = match reference.format {
         ShardFormat::Native => {
             let shard = AsyncShard::open(reader, &tail_for(reference, options))
                 .await
                 .map_err(|e| Error::shard(key, e))?;
-            let size = shard.reader().size().await.map_err(|source| Error::Read {
-                key: key.clone(),
-                source,
-            })?;
-            (OpenedShard::Native(shard), size)
+            let size = shard
+                .reader()
+                .size()
+                .await
+                .map_err(|e| Error::read(key, e))?;
+            check_reference(reference, size, shard.len())?;
+            check_native(reference, shard.footer())?;
+            if let Some(stream) = &reference.stream {
+                check_stream_shard(key, stream, shard.metadata(), shard.data_len())?;
+            }
+            OpenedShard::Native(shard)
         }
         ShardFormat::ArrayRecord => {
-            let file = open_array_record(reader, key).await?;
-            let size = file.layout().size();
-            (OpenedShard::ArrayRecord(file), size)
+            let file = if reference.tail.is_some() {
+                let (file, tail) = open_array_record_tail(reader, key).await?;
+                check_reference(reference, file.layout().size(), file.len())?;
+                check_tail(reference, &tail)?;
+                file
+            } else {
+                let file = open_array_record(reader, key).await?;
+                check_reference(reference, file.layout().size(), file.len())?;
+                file
+            };
+            OpenedShard::ArrayRecord(file)
         }
     };
-    check_reference(reference, size, opened.len())?;
-    if let (Some(stream), OpenedShard::Native(shard)) = (&reference.stream, &opened) {
-        check_stream_shard(key, stream, shard.metadata(), shard.data_len())?;
-    }
     Ok(opened)
+}
+
+/// Checks a native shard's `footer` against `reference`'s checksum: the footer's own
+/// CRC32C against [`Checksum::FooterCrc32c`], or against the reference's [`TailChecksum`]
+/// (a shard uploaded as bytes). A reference with neither (a SHA-256 only, written before
+/// the tail checksum existed) is not checked here.
+pub(crate) fn check_native(reference: &ShardRef, footer: &Footer) -> Result<()> {
+    if let Some(Checksum::FooterCrc32c(want)) = reference.checksum {
+        let got = footer.checksum();
+        if got != want {
+            return Err(Error::Verification {
+                key: reference.key.clone(),
+                what: "footer checksum",
+                expected: format!("{want:08x}"),
+                actual: format!("{got:08x}"),
+            });
+        }
+    }
+    if let Some(want) = &reference.tail {
+        let got = TailChecksum::native(footer.checksum());
+        if got != *want {
+            return Err(tail_mismatch(reference, want, &got));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the last bytes of a shard read at its open (`tail`, the whole tail read: at
+/// least what a [`TailChecksum`] of a valid reference covers) against `reference`'s tail
+/// checksum, when it has one.
+fn check_tail(reference: &ShardRef, tail: &Tail) -> Result<()> {
+    let Some(want) = &reference.tail else {
+        return Ok(());
+    };
+    let have = tail.bytes.len() as u64;
+    let covered = if want.len <= have {
+        tail.bytes
+            .slice(usize::try_from(have - want.len).unwrap_or(0)..)
+    } else {
+        // Validated references cover at most what the open reads; an object smaller than
+        // that failed its size check first.
+        tail.bytes.clone()
+    };
+    compare_tail(reference, want, &covered)
+}
+
+fn compare_tail(reference: &ShardRef, want: &TailChecksum, covered: &[u8]) -> Result<()> {
+    let got = TailChecksum::of(covered);
+    if got != *want {
+        return Err(tail_mismatch(reference, want, &got));
+    }
+    Ok(())
+}
+
+fn tail_mismatch(reference: &ShardRef, want: &TailChecksum, got: &TailChecksum) -> Error {
+    Error::Verification {
+        key: reference.key.clone(),
+        what: "tail checksum",
+        expected: want.to_string(),
+        actual: got.to_string(),
+    }
 }
 
 /// Checks what a shard's bytes say (its `size`, the `records` its footer counts) against
@@ -317,9 +404,9 @@ pub(crate) fn check_stream_shard(
     Ok(())
 }
 
-/// Opens the ArrayRecord file at `key` over `reader` (one tail read, a second only when the
-/// footer does not fit guideloom-arrayrecord's default 256 KiB tail): postscript and footer
-/// hashes checked, the chunk table validated.
+/// Opens the ArrayRecord file at `key` over `reader` (one tail read of 256 KiB, a second
+/// only when the footer does not fit): postscript and footer hashes checked, the chunk table
+/// validated.
 pub(crate) async fn open_array_record(
     reader: Box<dyn AsyncReader>,
     key: &str,
@@ -327,6 +414,93 @@ pub(crate) async fn open_array_record(
     AsyncArrayRecordReader::open(reader, &array_record_options())
         .await
         .map_err(|e| Error::array_record_shard(key, e))
+}
+
+/// [`open_array_record`], also returning its tail read (the file's last
+/// `min(size, 256 KiB)` bytes), on which a [`TailChecksum`] is computed or compared: no
+/// read of its own.
+pub(crate) async fn open_array_record_tail(
+    reader: Box<dyn AsyncReader>,
+    key: &str,
+) -> Result<(AsyncArrayRecordReader, Tail)> {
+    let slot = Arc::new(Mutex::new(Capture::Waiting));
+    let reader: Box<dyn AsyncReader> = Box::new(TailCapture {
+        inner: reader,
+        slot: Arc::clone(&slot),
+    });
+    let file = open_array_record(reader, key).await?;
+    let captured = std::mem::replace(
+        &mut *slot.lock().unwrap_or_else(PoisonError::into_inner),
+        Capture::Done,
+    );
+    let tail = match captured {
+        Capture::Got(tail) => tail,
+        // guideloom-arrayrecord's open starts with a tail read; were that to change, the
+        // check would compare an empty tail and fail loudly rather than pass.
+        Capture::Waiting | Capture::Done => Tail {
+            size: file.layout().size(),
+            bytes: Bytes::new(),
+        },
+    };
+    Ok((file, tail))
+}
+
+/// Where [`TailCapture`] keeps the first tail read.
+#[derive(Debug)]
+enum Capture {
+    /// No tail read yet.
+    Waiting,
+    /// The first tail read, until the opener takes it.
+    Got(Tail),
+    /// Taken: later tail reads are not kept (an opened file holds no copy).
+    Done,
+}
+
+/// A reader that keeps the result of its first `read_tail` (the ArrayRecord open's) for
+/// the tail checksum, so the check costs no read of its own; every call is forwarded.
+#[derive(Debug)]
+struct TailCapture {
+    inner: Box<dyn AsyncReader>,
+    slot: Arc<Mutex<Capture>>,
+}
+
+#[async_trait]
+impl AsyncReader for TailCapture {
+    fn location(&self) -> &str {
+        self.inner.location()
+    }
+    async fn size(&self) -> guideloom_io::Result<u64> {
+        self.inner.size().await
+    }
+    async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+        self.inner.read(offset, len).await
+    }
+    async fn read_ranges(&self, ranges: &[Range<u64>]) -> guideloom_io::Result<Vec<Bytes>> {
+        self.inner.read_ranges(ranges).await
+    }
+    async fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
+        let tail = self.inner.read_tail(len).await?;
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*slot, Capture::Waiting) {
+            *slot = Capture::Got(tail.clone());
+        }
+        Ok(tail)
+    }
+    async fn close(&self) -> guideloom_io::Result<()> {
+        self.inner.close().await
+    }
+    fn close_sync(&self) {
+        self.inner.close_sync();
+    }
+    fn read_blocking(&self, offset: u64, len: u64) -> Option<guideloom_io::Result<Bytes>> {
+        self.inner.read_blocking(offset, len)
+    }
+    fn read_ranges_blocking(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> Option<guideloom_io::Result<Vec<Bytes>>> {
+        self.inner.read_ranges_blocking(ranges)
+    }
 }
 
 #[cfg(test)]

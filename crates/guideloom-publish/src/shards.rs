@@ -24,9 +24,10 @@ use tracing::{Instrument, info_span};
 use crate::error::{Error, Result};
 use crate::key::{check_name, hex, key_problem, sha256_hex};
 use crate::manifest::{
-    Checksum, CompanionRef, ShardFormat, ShardRef, StreamRef, array_record_shard_key, shard_key,
+    Checksum, CompanionRef, MAX_TAIL_CHECK_BYTES, ShardFormat, ShardRef, StreamRef, TailChecksum,
+    array_record_shard_key, shard_key,
 };
-use crate::opened::open_array_record;
+use crate::opened::{open_array_record, open_array_record_tail};
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
 /// What a [`ShardInspector`] found in a shard.
@@ -98,28 +99,39 @@ impl ShardInspector for FooterInspector {
 }
 
 /// The sink between the encoder and the store: forwards bytes while the shard stays within
-/// the size limit, counting them (and hashing them when the reference publishes a SHA-256:
-/// an ArrayRecord shard); past the limit it only counts, so the refusal can name the exact
-/// size while nothing more reaches the store.
+/// the size limit, counting them (and, for an ArrayRecord shard, hashing them for the
+/// reference's SHA-256 and keeping its last bytes for its [`TailChecksum`]); past the limit
+/// it only counts, so the refusal can name the exact size while nothing more reaches the
+/// store.
 struct Tally<'p, 'a> {
     out: &'p mut (dyn PendingObject + 'a),
     /// Bytes forwarded.
     len: u64,
     digest: Option<Digest256>,
+    /// The last bytes forwarded (at most twice [`MAX_TAIL_CHECK_BYTES`] held), when kept.
+    tail: Option<Vec<u8>>,
     limit: u64,
     /// Bytes not forwarded because the limit was passed.
     over: u64,
 }
 
 impl<'p, 'a> Tally<'p, 'a> {
-    fn new(out: &'p mut (dyn PendingObject + 'a), limit: u64, hash: bool) -> Self {
+    fn new(out: &'p mut (dyn PendingObject + 'a), limit: u64, array_record: bool) -> Self {
         Tally {
             out,
             len: 0,
-            digest: hash.then(Digest256::default),
+            digest: array_record.then(Digest256::default),
+            tail: array_record.then(Vec::new),
             limit,
             over: 0,
         }
+    }
+
+    /// The tail checksum of what was forwarded, when its last bytes were kept.
+    fn tail_checksum(&self, format: ShardFormat) -> Option<TailChecksum> {
+        let tail = self.tail.as_deref()?;
+        let keep = usize::try_from(TailChecksum::covered(format, self.len)).unwrap_or(0);
+        Some(TailChecksum::of(&tail[tail.len().saturating_sub(keep)..]))
     }
 }
 
@@ -135,6 +147,14 @@ impl Write for Tally<'_, '_> {
             self.len += buf.len() as u64;
             if let Some(digest) = &mut self.digest {
                 digest.update(buf);
+            }
+            if let Some(tail) = &mut self.tail {
+                let keep = usize::try_from(MAX_TAIL_CHECK_BYTES).unwrap_or(usize::MAX);
+                let last = &buf[buf.len().saturating_sub(keep)..];
+                tail.extend_from_slice(last);
+                if tail.len() > 2 * keep {
+                    tail.drain(..tail.len() - keep);
+                }
             }
         } else {
             self.over += buf.len() as u64;
@@ -271,13 +291,13 @@ async fn create(
     key: String,
     body: Body<'_>,
 ) -> Result<ShardRef> {
-    let (size, record_count, checksum) = match body {
+    let (size, record_count, checksum, tail) = match body {
         Body::Streamed { pending, encoded } => {
             create_streamed(store, &key, pending, encoded.size)
                 .instrument(info_span!("upload_shard", key, size = encoded.size))
                 .await?;
             let crc = Checksum::FooterCrc32c(encoded.footer_crc());
-            (encoded.size, encoded.records, crc)
+            (encoded.size, encoded.records, crc, None)
         }
         Body::Encoded { bytes, records } => {
             let size = bytes.len() as u64;
@@ -286,10 +306,18 @@ async fn create(
                 return Err(Error::ShardTooLarge { key, size, limit });
             }
             let checksum = Checksum::Sha256(sha256_hex(&bytes));
+            // The footer's CRC32C: what a reader checks at open, since it cannot check a
+            // SHA-256 without downloading the shard. Bytes that are no shard have none (and
+            // fail every open anyway).
+            let tail = size
+                .checked_sub(FOOTER_LEN)
+                .and_then(|at| usize::try_from(at).ok())
+                .and_then(|at| Footer::decode(&key, &bytes[at..], size).ok())
+                .map(|footer| TailChecksum::native(footer.checksum()));
             create_object(store, &key, bytes)
                 .instrument(info_span!("upload_shard", key, size))
                 .await?;
-            (size, records, checksum)
+            (size, records, checksum, tail)
         }
     };
     Ok(ShardRef {
@@ -297,6 +325,7 @@ async fn create(
         size,
         record_count,
         checksum: Some(checksum),
+        tail,
         format: ShardFormat::Native,
         stream: None,
     })
@@ -317,6 +346,7 @@ pub(crate) async fn adopt(store: &dyn RootStore, key: &str, size: u64) -> Result
         size,
         record_count: footer.record_count,
         checksum: Some(Checksum::FooterCrc32c(footer.checksum())),
+        tail: None,
         format: ShardFormat::Native,
         stream: None,
     };
@@ -400,15 +430,16 @@ async fn footer_and_metadata(
 
 /// A reference to the ArrayRecord file already at `key` (see
 /// [`Root::adopt_array_record`](crate::Root::adopt_array_record)): one HEAD for the size,
-/// one tail read for the footer (every hash of postscript and footer checked) and the record
-/// count. Nothing is written or rewritten.
+/// one tail read for the footer (every hash of postscript and footer checked), the record
+/// count and the [`TailChecksum`] every reader compares at open. Nothing is written or
+/// rewritten.
 pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Result<ShardRef> {
     if let Some(problem) = key_problem(key) {
         return Err(Error::invalid(format!("shard key {key:?}: {problem}")));
     }
     let size = store.head(key).await?.size;
     let reader = store.open_reader(key, size).await?;
-    let file = open_array_record(reader, key).await?;
+    let (file, tail) = open_array_record_tail(reader, key).await?;
     if file.layout().size() != size {
         return Err(Error::Verification {
             key: key.to_owned(),
@@ -417,11 +448,19 @@ pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Resu
             actual: file.layout().size().to_string(),
         });
     }
+    // The tail read of a file of `size` bytes holds its last min(size, 256 KiB) bytes.
+    let covered = TailChecksum::covered(ShardFormat::ArrayRecord, size);
+    let skip = tail
+        .bytes
+        .len()
+        .saturating_sub(usize::try_from(covered).unwrap_or(0));
+    let tail = TailChecksum::of(&tail.bytes[skip..]);
     Ok(ShardRef {
         key: key.to_owned(),
         size,
         record_count: file.len(),
         checksum: None,
+        tail: Some(tail),
         format: ShardFormat::ArrayRecord,
         stream: None,
     })
@@ -458,6 +497,7 @@ where
     writer
         .finish()
         .map_err(|e| Error::array_record_shard(&key, e))?;
+    let tail = tally.tail_checksum(ShardFormat::ArrayRecord);
     let Tally {
         len, digest, over, ..
     } = tally;
@@ -474,6 +514,7 @@ where
         size,
         record_count,
         checksum: Some(Checksum::Sha256(hex(&digest))),
+        tail,
         format: ShardFormat::ArrayRecord,
         stream: None,
     })

@@ -12,9 +12,11 @@ use crate::error::{Error, Result};
 use crate::key::{check_name, key_problem};
 
 mod stream_ref;
+mod tail;
 
 pub use stream_ref::{CompanionRef, StreamRef};
 pub(crate) use stream_ref::{check_stream, stream_meta_key};
+pub use tail::{MAX_TAIL_CHECK_BYTES, TailChecksum};
 
 /// `format` field of `dataset.json`.
 pub(crate) const DATASET_FORMAT: &str = "guideloom-dataset";
@@ -186,6 +188,12 @@ pub struct ShardRef {
     pub record_count: u64,
     /// Integrity check value, when known.
     pub checksum: Option<Checksum>,
+    /// The CRC32C of the shard's last bytes, compared by every reader when it opens the
+    /// shard (see [`TailChecksum`]): what pins an ArrayRecord file, or a native shard
+    /// uploaded as bytes, to the object the reference was made from. Absent in references
+    /// written before it existed, and left out of manifests when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailChecksum>,
     /// The shard's file format; [`ShardFormat::Native`] when the manifest does not say.
     #[serde(default, skip_serializing_if = "ShardFormat::is_native")]
     pub format: ShardFormat,
@@ -244,24 +252,10 @@ impl Manifest {
     /// Validates every field: format, dataset id, sequence number against `key`, shard keys
     /// inside the root, bounded sizes and counts, no duplicate shards, consistent total.
     pub fn validate(&self, key: &str, dataset_id: &str) -> Result<()> {
-        self.validate_for(key, Some(dataset_id))
-    }
-
-    /// Parses and validates a log entry; its dataset id is checked against `dataset_id`
-    /// when given (a reader that has not read `dataset.json` checks everything else).
-    pub(crate) fn parse_for(key: &str, body: &[u8], dataset_id: Option<&str>) -> Result<Self> {
-        let m: Manifest = parse_json(key, body)?;
-        m.validate_for(key, dataset_id)?;
-        Ok(m)
-    }
-
-    fn validate_for(&self, key: &str, dataset_id: Option<&str>) -> Result<()> {
         check_format(key, &self.format, MANIFEST_FORMAT, self.version)?;
         check_name("dataset id", &self.dataset_id)
             .map_err(|e| Error::corrupt(key, e.to_string()))?;
-        if let Some(dataset_id) = dataset_id
-            && self.dataset_id != dataset_id
-        {
+        if self.dataset_id != dataset_id {
             return Err(Error::corrupt(
                 key,
                 format!(
@@ -334,6 +328,9 @@ pub(crate) fn check_shards(shards: &[ShardRef]) -> std::result::Result<u64, Stri
         }
         if let Some(stream) = &s.stream {
             check_stream(s, stream, &mut seen)?;
+        }
+        if let Some(tail) = &s.tail {
+            tail::check_tail(s, tail)?;
         }
         if s.format == ShardFormat::ArrayRecord
             && matches!(s.checksum, Some(Checksum::FooterCrc32c(_)))
@@ -489,6 +486,7 @@ mod tests {
             size: 10,
             record_count: 2,
             checksum: None,
+            tail: None,
             format: ShardFormat::Native,
             stream: None,
         }

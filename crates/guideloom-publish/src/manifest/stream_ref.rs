@@ -98,6 +98,7 @@ mod tests {
             size: 1000,
             record_count: 3,
             checksum: None,
+            tail: None,
             format: ShardFormat::Native,
             stream: Some(StreamRef {
                 element: element.into(),

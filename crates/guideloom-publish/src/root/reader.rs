@@ -4,7 +4,11 @@
 //!
 //! - Shards are opened lazily, once each, with one tail read (guideloom-format's
 //!   [`AsyncShard`](guideloom_format::AsyncShard), or guideloom-arrayrecord's reader), their
-//!   size and record count checked against the manifest.
+//!   size, record count and footer or tail checksum checked against the manifest: a shard
+//!   replaced by another object, even of the same size, is [`Error::Verification`] before
+//!   any of its records is served. On a remote root the opened object's version (its entity
+//!   tag) is pinned, so a replacement after the open fails the next read the same way
+//!   (guideloom-io's `If-Match`).
 //! - On a remote root, the first [`get`](SnapshotReader::get) of a native shard whose index
 //!   is larger than the 64 KiB tail is a point read instead (guideloom-format's
 //!   [`ShardProbe`](guideloom_format::ShardProbe): footer, metadata and the record's index
@@ -414,8 +418,11 @@ impl InOrder<'_> {
                 .await;
             match staged {
                 Ok(staged) => self.staged = Some((piece.shard, staged)),
-                // Damaged bytes are damaged whichever way they are read.
-                Err(e) if e.is_shard_error() => return Err(e),
+                // Damaged bytes are damaged whichever way they are read, and an object that
+                // is not the reference's (its size, checksum or version) is not read at all.
+                Err(e) if e.is_shard_error() || matches!(e, Error::Verification { .. }) => {
+                    return Err(e);
+                }
                 // Anything else (the staging directory full or unwritable, a download cut
                 // off): read this piece by ranged runs instead, which report their own error.
                 Err(e) => tracing::warn!(

@@ -9,6 +9,7 @@ use guideloom_format::{AsyncShard, Expected};
 
 use super::SnapshotReader;
 use crate::error::{Error, Result};
+use crate::manifest::Checksum;
 use crate::stream::StreamLayout;
 
 impl SnapshotReader {
@@ -125,10 +126,11 @@ impl SnapshotReader {
                 let shard = AsyncShard::open(reader, self.read_options())
                     .await
                     .map_err(|e| Error::shard(key, e))?;
-                let size = shard.reader().size().await.map_err(|source| Error::Read {
-                    key: key.clone(),
-                    source,
-                })?;
+                let size = shard
+                    .reader()
+                    .size()
+                    .await
+                    .map_err(|e| Error::read(key, e))?;
                 let checks = [
                     ("size", meta.size, size),
                     ("record count", reference.record_count, shard.len()),
@@ -146,6 +148,17 @@ impl SnapshotReader {
                 shard
                     .expect(&Expected::Documents("cbor".to_owned()))
                     .map_err(|e| Error::shard(key, e))?;
+                if let Some(Checksum::FooterCrc32c(want)) = meta.checksum {
+                    let got = shard.footer().checksum();
+                    if got != want {
+                        return Err(Error::Verification {
+                            key: key.clone(),
+                            what: "footer checksum",
+                            expected: format!("{want:08x}"),
+                            actual: format!("{got:08x}"),
+                        });
+                    }
+                }
                 Ok(shard)
             })
             .await

@@ -15,9 +15,15 @@
 //!
 //! **Trust.** Every control object is read bounded by the size the reference pointing at it
 //! gives (a listing, a HEAD, a pointer) or by its kind's cap, and checked against that
-//! reference (size, and SHA-256 for pointers) before it is parsed.
+//! reference (size, and SHA-256 for pointers) before it is parsed. Every log entry read is
+//! checked against the root's `dataset.json`: an entry naming another dataset is
+//! [`Error::Corrupt`] naming the entry. Readers fetch `dataset.json` concurrently with their
+//! first log request (the listing, the first probe, the pointer), so the check adds a request
+//! to a fresh root's first open but no round trip ([`beside_identity`]).
 
 use std::collections::BTreeMap;
+
+use std::future::Future;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -28,8 +34,8 @@ use crate::error::{Error, Result};
 use crate::identity::Identity;
 use crate::key::{check_name, sha256_hex};
 use crate::manifest::{
-    LOG_PREFIX, MAX_MANIFEST_BYTES, MAX_POINTER_BYTES, Manifest, ShardRef, SnapshotPointer,
-    log_key, parse_log_key, pointer_key,
+    DatasetIdentity, LOG_PREFIX, MAX_MANIFEST_BYTES, MAX_POINTER_BYTES, Manifest, ShardRef,
+    SnapshotPointer, log_key, parse_log_key, pointer_key,
 };
 use crate::store::{ObjectInfo, RootStore};
 
@@ -79,6 +85,23 @@ impl Snapshot {
 /// writes before it reports the newest one's error.
 pub(crate) const MAX_INCOMPLETE_SKIPPED: u64 = 16;
 
+/// Runs `log` (a reader's first log request: a listing, a probe, a pointer read) with
+/// `dataset.json` read concurrently when this root has not read it yet, so that the entries
+/// read next are checked against the dataset id without a round trip of its own. The
+/// identity's own failure is left for [`read_entry`] (which reads it again, or reports it):
+/// a root with nothing published has no `dataset.json`, and says so by its empty log.
+async fn beside_identity<T>(
+    store: &dyn RootStore,
+    identity: &Identity,
+    log: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    if identity.cached().is_some() {
+        return log.await;
+    }
+    let (log, _identity) = futures::join!(log, identity.get(store));
+    log
+}
+
 /// Opens the latest snapshot: LIST `log/`, GET the highest entry (size checked against
 /// the listing), validate. [`Error::NotFound`] (`log/`) if nothing is published.
 ///
@@ -95,16 +118,31 @@ pub(crate) async fn latest(store: &dyn RootStore, identity: &Identity) -> Result
         let not_found = || Error::NotFound {
             key: format!("{LOG_PREFIX}/"),
         };
-        let (seq, read) = if let Some(found) = latest_listed(store).await? {
-            let (seq, info) = found.ok_or_else(not_found)?;
-            (seq, read_entry(store, identity, seq, Some(info.size)).await)
-        } else {
-            let (seq, size, body) = probe_latest_by_get(store).await?.ok_or_else(not_found)?;
-            let read = match body {
-                Some(body) => entry_from_body(identity, seq, size, body),
-                None => read_entry(store, identity, seq, size).await,
-            };
-            (seq, read)
+        // The listing, or the probe when the store cannot list (one search either way),
+        // with dataset.json read beside it.
+        let found = beside_identity(store, identity, async {
+            Ok(match latest_listed(store).await? {
+                Some(listed) => Found::Listed(listed),
+                None => Found::Probed(probe_latest_by_get(store).await?),
+            })
+        })
+        .await?;
+        let (seq, read) = match found {
+            Found::Listed(listed) => {
+                let (seq, info) = listed.ok_or_else(not_found)?;
+                (seq, read_entry(store, identity, seq, Some(info.size)).await)
+            }
+            Found::Probed(probed) => {
+                let (seq, size, body) = probed.ok_or_else(not_found)?;
+                let read = match body {
+                    Some(body) => match identity.get(store).await {
+                        Ok(id) => entry_from_body(&id, seq, size, body),
+                        Err(e) => Err(e),
+                    },
+                    None => read_entry(store, identity, seq, size).await,
+                };
+                (seq, read)
+            }
         };
         match read {
             Err(e @ (Error::Corrupt { .. } | Error::Verification { .. }))
@@ -117,6 +155,13 @@ pub(crate) async fn latest(store: &dyn RootStore, identity: &Identity) -> Result
     }
     .instrument(info_span!("open_latest", root = %store.describe()))
     .await
+}
+
+/// What [`latest`]'s search found: the latest entry by one listing, or by GET probes
+/// (with its bytes when they fit a probe).
+enum Found {
+    Listed(Option<(u64, ObjectInfo)>),
+    Probed(Option<(u64, Option<u64>, Option<Bytes>)>),
 }
 
 /// On a store without atomic writes (a declared mount), the newest log entry can be
@@ -164,7 +209,11 @@ pub(crate) async fn by_id(
     check_name("snapshot id", snapshot_id)?;
     async {
         let pkey = pointer_key(snapshot_id);
-        let pointer = match store.get(&pkey, MAX_POINTER_BYTES).await {
+        let pointer = beside_identity(store, identity, async {
+            Ok(store.get(&pkey, MAX_POINTER_BYTES).await)
+        })
+        .await?;
+        let pointer = match pointer {
             Ok(obj) => match SnapshotPointer::parse(&pkey, &obj.body, snapshot_id) {
                 Ok(pointer) => pointer,
                 // On a declared mount a killed publisher can leave the pointer partial;
@@ -218,11 +267,12 @@ async fn scan_for(
 /// Every snapshot, in order (one LIST plus one GET per snapshot; on a store that cannot
 /// list, the probe of [`latest`] instead of the LIST).
 pub(crate) async fn all(store: &dyn RootStore, identity: &Identity) -> Result<Vec<Snapshot>> {
-    let reads: Vec<BoxFuture<'_, Result<Snapshot>>> = entries(store)
-        .await?
-        .into_iter()
-        .map(|(seq, size)| read_entry(store, identity, seq, size).boxed())
-        .collect();
+    let reads: Vec<BoxFuture<'_, Result<Snapshot>>> =
+        beside_identity(store, identity, entries(store))
+            .await?
+            .into_iter()
+            .map(|(seq, size)| read_entry(store, identity, seq, size).boxed())
+            .collect();
     let read: Vec<Result<Snapshot>> = futures::stream::iter(reads).buffered(8).collect().await;
     // On a store without atomic writes (a declared mount) an incomplete entry is one still
     // being written or left by a killed writer: not committed, so not listed.
@@ -423,6 +473,7 @@ pub(crate) async fn read_entry(
     // Bounded by the size the reference gives (a listing, a HEAD, a pointer): an entry
     // that grew or lies is refused without reading past it.
     let limit = expected_size.unwrap_or(MAX_MANIFEST_BYTES);
+    let identity = identity.get(store).await?;
     let obj = match store.get(&key, limit).await {
         Err(Error::TooLarge { size, .. }) if expected_size.is_some() => {
             return Err(Error::Verification {
@@ -434,15 +485,14 @@ pub(crate) async fn read_entry(
         }
         other => other?,
     };
-    entry_from_body(identity, seq, expected_size, obj.body)
+    entry_from_body(&identity, seq, expected_size, obj.body)
 }
 
 /// Validates the bytes of log entry `seq` (read by [`read_entry`] or by a GET probe): size
-/// against the reference, every field, and the dataset id against `dataset.json` when this
-/// root has read it (readers do not spend a request on it: the log is create-only and
-/// written only by publishers that checked it; `guideloom verify` checks every entry).
+/// against the reference, every field, and the dataset id against the root's `dataset.json`
+/// (`identity`): an entry naming another dataset is [`Error::Corrupt`] naming the entry.
 fn entry_from_body(
-    identity: &Identity,
+    identity: &DatasetIdentity,
     seq: u64,
     expected_size: Option<u64>,
     body: Bytes,
@@ -459,8 +509,7 @@ fn entry_from_body(
             actual: size.to_string(),
         });
     }
-    let dataset_id = identity.cached().map(|id| id.dataset_id.as_str());
-    let manifest = Manifest::parse_for(&key, &body, dataset_id)?;
+    let manifest = Manifest::parse(&key, &body, &identity.dataset_id)?;
     Ok(Snapshot {
         manifest,
         log_key: key,

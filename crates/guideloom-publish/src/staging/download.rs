@@ -1,12 +1,18 @@
 //! One shard's download: its chunks fetched by ranged reads, up to the stager's request
 //! limit at once, each written at its offset in an unnamed file as it arrives; then the
-//! checks (size, SHA-256 over the file) and the shard opened for local reads.
+//! checks (size, SHA-256 over the file) and the shard opened for local reads, checked
+//! against its reference as every open is (footer or tail checksum, `open_checked`).
+//!
+//! Every chunk must come from one version of the object: the entity tags of the chunks'
+//! responses (where the store reports them) must all be the first one's, so a shard
+//! replaced mid-download is [`Error::Verification`] of its `"entity tag"`, never a staged
+//! file of two objects' bytes.
 
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::{StreamExt, TryStreamExt};
 use guideloom_io::PreadIo;
@@ -19,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::key::hex;
 use crate::manifest::{Checksum, ShardRef};
 use crate::opened::open_checked;
+use crate::store::Etag;
 
 /// Buffer of the read-back that hashes a staged file.
 const HASH_BUFFER_BYTES: usize = 1 << 20;
@@ -58,10 +65,11 @@ impl Stager {
             // download already queues its requests for permits (ahead of prefetches started
             // after it).
             let file = OnceCell::new();
+            let version = OnceLock::new();
             futures::stream::iter(chunks(size, self.options.download_chunk_bytes))
                 .map(Ok)
                 .try_for_each_concurrent(self.options.requests_in_flight(), |range| {
-                    self.fetch_chunk(&key, size, &file, range, &dir)
+                    self.fetch_chunk(&key, size, (&file, &version), range, &dir)
                 })
                 .await?;
             let file = match file.into_inner() {
@@ -110,12 +118,13 @@ impl Stager {
     }
 
     /// Fetches `range` of `key` (holding one request permit until its bytes are written)
-    /// and writes it at its offset in `file`.
+    /// and writes it at its offset in `file`; the entity tag of its response must be
+    /// `version`'s, the first chunk's to arrive.
     async fn fetch_chunk(
         &self,
         key: &str,
         size: u64,
-        file: &OnceCell<Arc<File>>,
+        (file, version): (&OnceCell<Arc<File>>, &OnceLock<Etag>),
         range: Range<u64>,
         dir: &Path,
     ) -> Result<()> {
@@ -124,8 +133,19 @@ impl Stager {
                 Error::io(dir, std::io::Error::other("staging request limiter closed"))
             })?;
         self.lock().stats.store.requests += 1;
-        let bytes = self.store.get_range(key, range.clone()).await?;
+        let (bytes, etag) = self.store.get_range_tagged(key, range.clone()).await?;
         self.lock().stats.store.bytes_received += bytes.len() as u64;
+        if let Some(etag) = etag {
+            let first = version.get_or_init(|| etag.clone());
+            if first.bare() != etag.bare() {
+                return Err(Error::Verification {
+                    key: key.to_owned(),
+                    what: "entity tag",
+                    expected: first.0.clone(),
+                    actual: format!("{etag} (the object was replaced during its download)"),
+                });
+            }
+        }
         if bytes.len() as u64 != range.end - range.start {
             return Err(Error::Verification {
                 key: key.to_owned(),

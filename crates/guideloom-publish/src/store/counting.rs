@@ -200,6 +200,19 @@ impl RootStore for CountingStore {
         Ok(bytes)
     }
 
+    async fn get_range_tagged(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<(Bytes, Option<Etag>)> {
+        self.counters.get_range.add_request();
+        let (bytes, etag) = self.inner.get_range_tagged(key, range).await?;
+        self.counters
+            .get_range
+            .add_bytes_received(bytes.len() as u64);
+        Ok((bytes, etag))
+    }
+
     async fn head(&self, key: &str) -> Result<ObjectInfo> {
         self.counters.head.add_request();
         self.inner.head(key).await

@@ -50,7 +50,7 @@ pub enum Operation {
     PutCas,
     /// [`RootStore::get`].
     Get,
-    /// [`RootStore::get_range`].
+    /// [`RootStore::get_range`] and [`RootStore::get_range_tagged`].
     GetRange,
     /// [`RootStore::head`].
     Head,
@@ -262,6 +262,19 @@ impl RootStore for FaultyStore {
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         self.run(Operation::GetRange, key, self.inner.get_range(key, range))
             .await
+    }
+
+    async fn get_range_tagged(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<(Bytes, Option<Etag>)> {
+        self.run(
+            Operation::GetRange,
+            key,
+            self.inner.get_range_tagged(key, range),
+        )
+        .await
     }
 
     async fn head(&self, key: &str) -> Result<ObjectInfo> {

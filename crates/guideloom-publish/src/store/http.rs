@@ -212,13 +212,22 @@ impl RootStore for HttpRootStore {
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        Ok(self.get_range_tagged(key, range).await?.0)
+    }
+
+    async fn get_range_tagged(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<(Bytes, Option<Etag>)> {
         let reader = self.reader(key)?;
         let len = range.end.saturating_sub(range.start);
-        reader
+        let bytes = reader
             .read(range.start, len)
             .instrument(info_span!("http_root_get_range", root = %self.describe, key, start = range.start, len))
             .await
-            .map_err(|e| read_error(key, e))
+            .map_err(|e| read_error(key, e))?;
+        Ok((bytes, reader.etag().map(|e| Etag(e.to_owned()))))
     }
 
     async fn head(&self, key: &str) -> Result<ObjectInfo> {

@@ -184,6 +184,19 @@ pub trait RootStore: Send + Sync + Debug + 'static {
     /// Reads `range` of an object; exactly `range.end - range.start` bytes or an error.
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
 
+    /// [`get_range`](RootStore::get_range), with the entity tag of the version the bytes
+    /// came from when the store reports one in the same response (object stores, HTTP
+    /// origins): whole-shard staging compares the tags of a download's ranges, so a shard
+    /// replaced mid-download is an error rather than a staged mix of two objects. The
+    /// default reports none; a store (or a wrapper) that can should override it.
+    async fn get_range_tagged(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<(Bytes, Option<Etag>)> {
+        Ok((self.get_range(key, range).await?, None))
+    }
+
     /// An object's metadata. A missing object is [`Error::NotFound`].
     async fn head(&self, key: &str) -> Result<ObjectInfo>;
 
@@ -235,6 +248,13 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         (**self).get_range(key, range).await
+    }
+    async fn get_range_tagged(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<(Bytes, Option<Etag>)> {
+        (**self).get_range_tagged(key, range).await
     }
     async fn head(&self, key: &str) -> Result<ObjectInfo> {
         (**self).head(key).await

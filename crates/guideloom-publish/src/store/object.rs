@@ -15,7 +15,10 @@ use futures::TryStreamExt;
 use guideloom_io::objstore::ObjectStoreIo;
 use guideloom_io::{AsyncReader, RetryPolicy};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    UpdateVersion,
+};
 use tokio::sync::OnceCell;
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -414,6 +417,14 @@ impl RootStore for ObjectStoreRoot {
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        Ok(self.get_range_once(key, range).await?.0)
+    }
+
+    async fn get_range_tagged(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<(Bytes, Option<Etag>)> {
         self.get_range_once(key, range).await
     }
 
@@ -532,17 +543,23 @@ impl ObjectStoreRoot {
         .await
     }
 
-    async fn get_range_once(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+    /// One ranged GET: the bytes and the entity tag of the version they came from.
+    async fn get_range_once(&self, key: &str, range: Range<u64>) -> Result<(Bytes, Option<Etag>)> {
         let path = self.path(key)?;
         self.bucket.count();
         let want = range.end.saturating_sub(range.start);
-        let bytes = self
-            .bucket
-            .store
-            .get_range(&path, range.clone())
-            .instrument(self.span("get_range", key))
-            .await
-            .map_err(|e| Self::map_err(key, "get_range", e))?;
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            ..GetOptions::default()
+        };
+        let (bytes, etag) = async {
+            let got = self.bucket.store.get_opts(&path, options).await?;
+            let etag = got.meta.e_tag.clone().map(Etag);
+            Ok::<_, object_store::Error>((got.bytes().await?, etag))
+        }
+        .instrument(self.span("get_range", key))
+        .await
+        .map_err(|e| Self::map_err(key, "get_range", e))?;
         if bytes.len() as u64 != want {
             return Err(Error::Read {
                 key: key.to_owned(),
@@ -554,7 +571,7 @@ impl ObjectStoreRoot {
                 },
             });
         }
-        Ok(bytes)
+        Ok((bytes, etag))
     }
 
     async fn head_once(&self, key: &str) -> Result<ObjectInfo> {

@@ -21,7 +21,7 @@ use tracing::{Instrument, info_span};
 use super::SnapshotReader;
 use crate::error::{Error, Result};
 use crate::manifest::{ShardFormat, ShardRef};
-use crate::opened::{check_reference, check_stream_shard};
+use crate::opened::{check_native, check_reference, check_stream_shard};
 
 impl SnapshotReader {
     /// Whether the read of a record of unopened shard `i` should be a probe: see the module
@@ -35,7 +35,8 @@ impl SnapshotReader {
     }
 
     /// Record `local` of shard `i` by a probe, the shard checked against its reference
-    /// (size, record count, stream type and length) as a whole open checks it.
+    /// (size, record count, footer checksum, stream type and length) as a whole open checks
+    /// it.
     pub(super) async fn probe_read(&self, i: usize, local: u64) -> Result<Bytes> {
         let reference: &ShardRef = &self.snapshot.shards()[i];
         let key = &reference.key;
@@ -55,11 +56,9 @@ impl SnapshotReader {
                         return Err(Error::shard(key, e));
                     }
                 };
-            let size = reader.size().await.map_err(|source| Error::Read {
-                key: key.clone(),
-                source,
-            })?;
+            let size = reader.size().await.map_err(|e| Error::read(key, e))?;
             check_reference(reference, size, probe.len())?;
+            check_native(reference, probe.footer())?;
             if let Some(stream) = &reference.stream {
                 check_stream_shard(key, stream, probe.metadata(), probe.footer().data_len())?;
             }
