@@ -79,7 +79,7 @@ pub use manifest::{
     StreamRef,
 };
 pub use opened::{ARRAY_RECORD_RECORD_FORMAT, OpenedShard};
-pub use publication::{PublicationOptions, PublishRequest};
+pub use publication::{PublicationOptions, PublishOutcome, PublishRequest, Published};
 #[cfg(feature = "aws-profile")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
 pub use registry::s3::credentials;

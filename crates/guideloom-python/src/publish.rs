@@ -296,6 +296,7 @@ pub(crate) fn publish(
     let snapshot = block_on(py, async move {
         root.publish(&request, &options)
             .await
+            .map(|published| published.snapshot)
             .map_err(|e| Error::from(e).in_root(name))
     })?;
     Ok(Snapshot { inner: snapshot })

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use guideloom_format::{ReadOptions, ShardMetadata};
 use guideloom_publish::{
-    AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root,
-    RootOptions, ShardRef, Snapshot, StoreOptions,
+    AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Published, Registry,
+    RetryPolicy, Root, RootOptions, ShardRef, Snapshot, StoreOptions,
 };
 use serde::Serialize;
 
@@ -95,7 +95,8 @@ where
     };
     Ok(root
         .publish(&request, &PublicationOptions::default())
-        .await?)
+        .await?
+        .into_snapshot())
 }
 
 /// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
@@ -347,7 +348,10 @@ impl Publisher {
 
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:
     /// [`PublishMode::Full`] makes them the whole snapshot, [`PublishMode::Append`] extends
-    /// the latest snapshot with them. Default [`PublicationOptions`].
+    /// the latest snapshot with them. Default [`PublicationOptions`]. Idempotent: an
+    /// identical request (a retry, or the same publication running in another process)
+    /// returns the same snapshot; [`publish_request`](Self::publish_request) also says
+    /// whether this call committed it.
     pub fn publish(
         &self,
         dataset_id: &str,
@@ -361,15 +365,19 @@ impl Publisher {
             shards,
             mode,
         };
-        self.publish_request(&request, &PublicationOptions::default())
+        Ok(self
+            .publish_request(&request, &PublicationOptions::default())?
+            .snapshot)
     }
 
-    /// Publishes `request` with `options` (e.g. record-count verification).
+    /// Publishes `request` with `options` (e.g. record-count verification): the snapshot, and
+    /// whether this call committed it or found it committed by an identical request
+    /// ([`PublishOutcome`](crate::PublishOutcome)).
     pub fn publish_request(
         &self,
         request: &PublishRequest,
         options: &PublicationOptions,
-    ) -> Result<Snapshot> {
+    ) -> Result<Published> {
         Ok(self.runtime.block_on(self.root.publish(request, options))?)
     }
 

@@ -155,6 +155,7 @@ pub async fn publish(root: &Root, snapshot_id: &str, shards: Vec<ShardRef>) -> S
     )
     .await
     .unwrap()
+    .snapshot
 }
 
 /// A fresh current-thread runtime (the fault-injection and request-count tests).

@@ -30,7 +30,7 @@ use crate::annotations::{self, AnnotationEntry, AnnotationSet, Catalog};
 use crate::error::Result;
 use crate::identity::Identity;
 use crate::manifest::{DatasetIdentity, ShardRef};
-use crate::publication::{self, PublicationOptions, PublishRequest};
+use crate::publication::{self, PublicationOptions, PublishRequest, Published};
 use crate::registry::{Registry, StoreOptions};
 use crate::shards;
 use crate::snapshot_log::{self, LogAudit, Snapshot};
@@ -172,19 +172,27 @@ impl Root {
     ///    `dataset.json` (written if absent);
     /// 2. verify shards: one HEAD each, sizes must match (and, with `verify_record_counts`,
     ///    the inspector's record counts and checksums) — nothing is written before this;
-    /// 3. claim the snapshot id (`claims/<id>.json`, create-only): the loser of a same-id race
-    ///    gets [`Error::PublicationCollision`](crate::Error::PublicationCollision) here;
-    /// 4. commit: list `log/`, build the manifest on the latest entry, create
-    ///    `log/<latest+1>`; if another publisher took that number, re-read and retry
+    /// 3. list `log/`: the latest entry is the claim's *base*;
+    /// 4. claim the snapshot id (`claims/<id>.json`, create-only, recording the base): the
+    ///    loser of a same-id race gets
+    ///    [`Error::PublicationCollision`](crate::Error::PublicationCollision) here, unless its
+    ///    request is identical (same dataset, id, mode and shards): it takes the claim over;
+    /// 5. commit: read the log entries after the base (an identical request may have
+    ///    committed already), build the manifest on the latest entry, create
+    ///    `log/<latest+1>`; if another publisher took that number, re-list and retry
     ///    (bounded, jittered backoff) — an appender re-bases on the winner;
-    /// 5. write the pointer `snapshots/<id>.json`.
+    /// 6. write the pointer `snapshots/<id>.json`.
     ///
-    /// A retry of the same request after a failure resumes where the first attempt stopped.
+    /// A retry of the same request after a failure resumes where the first attempt stopped,
+    /// and identical requests running at once all succeed on one log entry: the one that
+    /// wrote it gets [`PublishOutcome::Committed`](crate::PublishOutcome::Committed), the
+    /// others [`PublishOutcome::AlreadyPublished`](crate::PublishOutcome::AlreadyPublished)
+    /// with the same snapshot. A snapshot id is in the log at most once.
     pub async fn publish(
         &self,
         request: &PublishRequest,
         options: &PublicationOptions,
-    ) -> Result<Snapshot> {
+    ) -> Result<Published> {
         let limit = self.options.max_encoded_shard_bytes;
         publication::publish(&*self.store, &self.identity, limit, request, options).await
     }

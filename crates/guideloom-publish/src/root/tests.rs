@@ -151,7 +151,8 @@ async fn probing_finds_the_latest_entry_with_logarithmic_probes() {
         let published = writer
             .publish(&request, &PublicationOptions::default())
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         assert_eq!(published.seq(), n);
         let before = probing.probes.load(Ordering::Relaxed);
         let latest = reader.latest().await.unwrap();
@@ -283,7 +284,8 @@ async fn written_shards_verify_by_footer_with_one_small_read_each() {
     let snap = root
         .publish(&request("s1", vec![a.clone(), b.clone()]), &opts)
         .await
-        .unwrap();
+        .unwrap()
+        .snapshot;
     assert_eq!(snap.total_records(), 7);
     // 2 HEAD + 2 tail reads + claim PUT + LIST + log PUT + pointer PUT.
     assert_eq!(bucket.requests() - before, 8);
