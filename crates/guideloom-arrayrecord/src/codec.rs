@@ -615,7 +615,7 @@ thread_local! {
 
 /// Compresses one buffer with this thread's reused context (set up again only when the level
 /// or window changes): creating a context per buffer was most of a small-record writer's time.
-fn zstd_compress(level: i32, window_log: u32, input: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn zstd_compress(level: i32, window_log: u32, input: &[u8]) -> std::io::Result<Vec<u8>> {
     ZSTD_COMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let reusable = matches!(&*slot, Some((l, w, _)) if *l == level && *w == window_log);

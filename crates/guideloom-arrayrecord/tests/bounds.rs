@@ -101,12 +101,12 @@ fn open(file: Vec<u8>, options: &ReadOptions) -> Result<ArrayRecordReader<Mem>, 
     ArrayRecordReader::open(Mem(Bytes::from(file)), options)
 }
 
+/// One way of reading, its result and its peak bytes.
+type Read = (&'static str, Result<Vec<Bytes>, Error>, u64);
+
 /// Every way of reading records `0..n`: one by one, as a batch, as a range; each result with
 /// its peak.
-fn every_read(
-    r: &ArrayRecordReader<Mem>,
-    n: u64,
-) -> Vec<(&'static str, Result<Vec<Bytes>, Error>, u64)> {
+fn every_read(r: &ArrayRecordReader<Mem>, n: u64) -> Vec<Read> {
     let (one, p1) = peak_of(|| {
         (0..n.min(3))
             .map(|i| r.get(i))
