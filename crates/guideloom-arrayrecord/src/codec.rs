@@ -197,9 +197,19 @@ pub(crate) fn decompress(
     input: Bytes,
     expected: Option<u64>,
 ) -> Result<Bytes> {
-    let Some((codec, stated, used)) = prefix(src, ctype, &input, expected)? else {
-        return Ok(input);
-    };
+    match prefix(src, ctype, &input, expected)? {
+        None => Ok(input),
+        Some(parsed) => decompress_parsed(src, ctype, &input, parsed),
+    }
+}
+
+/// [`decompress`] once [`prefix`] has read and checked the size prefix of `input`.
+fn decompress_parsed(
+    src: &Source<'_>,
+    ctype: CompressionType,
+    input: &[u8],
+    (codec, stated, used): (Codec, u64, usize),
+) -> Result<Bytes> {
     let body = &input[used..];
     let codec_err = |source: std::io::Error| src.codec_error(ctype, source);
     let out: Vec<u8> = match codec {
@@ -306,7 +316,7 @@ impl<'a> Decoded<'a> {
             });
         };
         if matches!(codec, Codec::Snappy) || at_once(stated) {
-            let out = decompress(src, ctype, whole.slice(range), expected)?;
+            let out = decompress_parsed(src, ctype, input, (codec, stated, used))?;
             let end = out.len();
             return Ok(Decoded::Whole {
                 bytes: WholeBytes::Owned(out),
@@ -329,6 +339,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// The decompressed size (the prefix's, checked).
+    #[inline]
     pub(crate) fn stated(&self) -> u64 {
         match self {
             Decoded::Whole { begin, end, .. } => (end - begin) as u64,
@@ -337,6 +348,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// Bytes read so far.
+    #[inline]
     pub(crate) fn position(&self) -> u64 {
         match self {
             Decoded::Whole { begin, at, .. } => (at - begin) as u64,
@@ -345,6 +357,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// Goes back to the first byte: `true` when whole; a stream cannot (open it again).
+    #[inline]
     pub(crate) fn rewind(&mut self) -> bool {
         match self {
             Decoded::Whole { begin, at, .. } => {
@@ -356,6 +369,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// The next varint, `None` at the end of the buffer.
+    #[inline]
     pub(crate) fn varint(&mut self, src: &Source<'_>) -> Result<Option<u64>> {
         let bad = || {
             Error::corrupt(
@@ -382,6 +396,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// The next `n` bytes (a slice of the buffer when whole, a copy when streamed).
+    #[inline]
     pub(crate) fn take(&mut self, src: &Source<'_>, n: u64) -> Result<Bytes> {
         match self {
             Decoded::Whole { bytes, at, end, .. } => {
@@ -395,6 +410,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// Skips `n` bytes (decoding them, when streamed, without keeping them).
+    #[inline]
     pub(crate) fn skip(&mut self, src: &Source<'_>, n: u64) -> Result<()> {
         match self {
             Decoded::Whole { at, end, .. } => {
@@ -406,6 +422,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// Checks that every byte was read and the codec produces no more.
+    #[inline]
     pub(crate) fn finish(&mut self, src: &Source<'_>) -> Result<()> {
         match self {
             Decoded::Whole { at, end, .. } if at == end => Ok(()),
@@ -420,6 +437,7 @@ impl<'a> Decoded<'a> {
 }
 
 impl WholeBytes<'_> {
+    #[inline]
     fn get(&self) -> &Bytes {
         match self {
             WholeBytes::Borrowed(b) => b,
@@ -429,6 +447,7 @@ impl WholeBytes<'_> {
 }
 
 /// `at + n` when within `end`.
+#[inline]
 fn whole_advance(src: &Source<'_>, at: usize, end: usize, n: u64) -> Result<usize> {
     usize::try_from(n)
         .ok()

@@ -77,6 +77,7 @@ struct Parts {
     values: Range<usize>,
 }
 
+#[inline]
 fn parts(location: &str, chunk: &Chunk<'_>) -> Result<Parts> {
     let corrupt =
         |what: &str| Error::corrupt(location, chunk.begin, format!("simple chunk: {what}"));
@@ -200,7 +201,12 @@ pub(crate) fn walk(
         Some(header.decoded_data_size),
         |stated| stated - wanted <= DECODE_WHOLE_SLACK,
     )?;
-    // Pass 2: the sizes of `range`, from where pass 1 found the first.
+    // Pass 2: the sizes of `range`, from where pass 1 found the first. A chunk of one
+    // record (group size 1, the common case) has nothing to skip: its record is the values.
+    if n == 1 {
+        each(values.take(&values_src, header.decoded_data_size)?)?;
+        return values.finish(&values_src);
+    }
     if !sizes.rewind() {
         sizes = open_sizes()?;
     }
