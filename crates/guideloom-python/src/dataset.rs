@@ -21,7 +21,7 @@ use crate::errors::raise;
 use crate::format::{RecordFormat, from_value};
 use crate::options::{S3Options, root_uri};
 use crate::runtime::{self, block_on};
-use crate::slices::{resolve, resolve_each, slice_indices};
+use crate::slices::{PyIndex, index_error, resolve_each, slice_indices};
 use crate::stores::{EphemeralFileStaging, S3ObjectStore, StoreArgs, call_options};
 
 /// How many records an iterator reads at a time (one in-order read per shard run).
@@ -192,8 +192,9 @@ impl Dataset {
     }
 
     /// A Python index (negative from the end) as a record index.
-    fn index(&self, i: i64) -> PyResult<u64> {
-        resolve(i, self.len).ok_or_else(|| index_error(i, self.len))
+    fn index(&self, i: &PyIndex) -> PyResult<u64> {
+        i.resolve(self.len)
+            .ok_or_else(|| Python::attach(|py| index_error(py, i, self.len, "record", "dataset")))
     }
 
     fn fetch(&self, py: Python<'_>, index: u64) -> PyResult<Bytes> {
@@ -238,19 +239,6 @@ impl Dataset {
     }
 }
 
-fn index_error(i: i64, len: u64) -> PyErr {
-    Python::attach(|py| {
-        let err = raise(
-            "IndexOutOfRangeError",
-            format!("record {i} is out of range for a dataset of {len} records"),
-        );
-        let value = err.value(py);
-        let _ = value.setattr("index", i);
-        let _ = value.setattr("len", len);
-        err
-    })
-}
-
 #[pymethods]
 impl Dataset {
     fn __len__(&self) -> PyResult<usize> {
@@ -279,7 +267,7 @@ impl Dataset {
             return Ok(self.decode_all(py, records)?.into_any());
         }
         if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? {
-            let i: i64 = key.extract()?;
+            let i: PyIndex = key.extract()?;
             return self.get(py, i);
         }
         Err(PyTypeError::new_err(format!(
@@ -289,8 +277,8 @@ impl Dataset {
     }
 
     /// Record `index`, decoded.
-    fn get<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyAny>> {
-        let bytes = self.fetch(py, self.index(index)?)?;
+    fn get<'py>(&self, py: Python<'py>, index: PyIndex) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = self.fetch(py, self.index(&index)?)?;
         self.format.decode(py, bytes)
     }
 
@@ -307,9 +295,9 @@ impl Dataset {
     }
 
     /// Record `index`'s bytes as a read-only buffer (no copy; `memoryview(...)` works).
-    fn get_raw(&self, py: Python<'_>, index: i64) -> PyResult<pyo3_bytes::PyBytes> {
+    fn get_raw(&self, py: Python<'_>, index: PyIndex) -> PyResult<pyo3_bytes::PyBytes> {
         Ok(pyo3_bytes::PyBytes::new(
-            self.fetch(py, self.index(index)?)?,
+            self.fetch(py, self.index(&index)?)?,
         ))
     }
 
@@ -339,9 +327,9 @@ impl Dataset {
         &self,
         py: Python<'py>,
         name: String,
-        index: i64,
+        index: PyIndex,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let index = self.index(index)?;
+        let index = self.index(&index)?;
         let dataset = self.current(py)?;
         let value: Value = block_on(py, async move {
             Ok::<_, crate::errors::Error>(dataset.annotation::<Value>(&name, index).await?)
