@@ -84,8 +84,9 @@ pub use publication::{PublicationOptions, PublishOutcome, PublishRequest, Publis
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
 pub use registry::s3::credentials;
 pub use registry::{
-    AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
-    SchemeBackend, StoreOptions,
+    ALLOW_HTTP_VARIABLE, AzureOptions, ENDPOINT_VARIABLES, GcsOptions, HttpRootOptions,
+    REGION_VARIABLES, Registry, S3Addressing, S3Environment, S3Options, S3Retry, SchemeBackend,
+    StoreOptions,
 };
 pub use root::{InOrder, RecordRun, Root, RootOptions, SnapshotReader};
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};

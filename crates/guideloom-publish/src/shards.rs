@@ -442,6 +442,30 @@ where
     I: IntoIterator<Item = R>,
     R: AsRef<[u8]>,
 {
+    let records = records.into_iter().map(Ok::<R, std::convert::Infallible>);
+    let written =
+        try_write_array_record(store, max_shard_bytes, work_id, index, options, records).await?;
+    match written {
+        Ok(shard) => Ok(shard),
+        Err(never) => match never {},
+    }
+}
+
+/// [`write_array_record`] of fallibly produced `records` (see
+/// [`Root::try_write_array_record_shard`](crate::Root::try_write_array_record_shard)): the
+/// first `Err` stops the write before any request and is the inner `Err`.
+pub(crate) async fn try_write_array_record<I, R, E>(
+    store: &dyn RootStore,
+    max_shard_bytes: u64,
+    work_id: &str,
+    index: u64,
+    options: WriterOptions,
+    records: I,
+) -> Result<std::result::Result<ShardRef, E>>
+where
+    I: IntoIterator<Item = std::result::Result<R, E>>,
+    R: AsRef<[u8]>,
+{
     check_name("work id", work_id)?;
     store.check_writable()?;
     let key = array_record_shard_key(work_id, index);
@@ -450,6 +474,11 @@ where
     let mut tally = Tally::new(&mut *pending, limit, true);
     let mut writer = ArrayRecordWriter::new(&mut tally, options).named(key.clone());
     for r in records {
+        let r = match r {
+            Ok(r) => r,
+            // Dropping `pending` discards what reached it.
+            Err(e) => return Ok(Err(e)),
+        };
         writer
             .write(r.as_ref())
             .map_err(|e| Error::array_record_shard(&key, e))?;
@@ -469,12 +498,12 @@ where
     create_streamed(store, &key, pending, size)
         .instrument(info_span!("upload_shard", key, size))
         .await?;
-    Ok(ShardRef {
+    Ok(Ok(ShardRef {
         key,
         size,
         record_count,
         checksum: Some(Checksum::Sha256(hex(&digest))),
         format: ShardFormat::ArrayRecord,
         stream: None,
-    })
+    }))
 }

@@ -343,6 +343,26 @@ impl Root {
         shards::write_array_record(&*self.store, limit, work_id, index, options, records).await
     }
 
+    /// [`write_array_record_shard`](Self::write_array_record_shard) of records produced
+    /// fallibly (encoded as they are written, say), as
+    /// [`try_write_shard`](Self::try_write_shard) is for native shards: the first `Err`
+    /// stops the write — nothing appears under the key, no request is made — and is
+    /// returned as the inner `Err`; the outer `Err` is the root's.
+    pub async fn try_write_array_record_shard<I, R, E>(
+        &self,
+        work_id: &str,
+        index: u64,
+        options: guideloom_arrayrecord::WriterOptions,
+        records: I,
+    ) -> Result<std::result::Result<ShardRef, E>>
+    where
+        I: IntoIterator<Item = std::result::Result<R, E>>,
+        R: AsRef<[u8]>,
+    {
+        let limit = self.options.max_encoded_shard_bytes;
+        shards::try_write_array_record(&*self.store, limit, work_id, index, options, records).await
+    }
+
     /// A reference to an ArrayRecord file already in the root at `key` — written by the
     /// `array_record` package, TFDS, Grain or guideloom-arrayrecord, copied or uploaded
     /// as-is — so it can be published as a shard of a snapshot ([`publish`](Self::publish))

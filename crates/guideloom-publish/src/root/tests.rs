@@ -558,3 +558,38 @@ async fn a_remote_shards_first_get_reads_only_the_index_entries_it_needs() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_failing_record_stops_an_array_record_write_with_nothing_written() {
+    let root = Root::open(
+        "memory://try-write-array-record/r",
+        &StoreOptions::default(),
+        RootOptions::default(),
+    )
+    .unwrap();
+    let options = guideloom_arrayrecord::WriterOptions::default();
+    let bad = [
+        Ok(vec![1u8; 8]),
+        Err("record 1 does not encode"),
+        Ok(vec![2u8; 8]),
+    ];
+    let err = root
+        .try_write_array_record_shard("w", 0, options, bad)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err, "record 1 does not encode");
+    let key = crate::manifest::array_record_shard_key("w", 0);
+    assert!(
+        root.store().head(&key).await.is_err(),
+        "nothing under {key}"
+    );
+    // The same key is free for a write that succeeds.
+    let good = (0..3u8).map(|i| Ok::<_, &str>(vec![i; 8]));
+    let shard = root
+        .try_write_array_record_shard("w", 0, options, good)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((shard.key, shard.record_count), (key, 3));
+}
