@@ -6,12 +6,13 @@
 //! puts=<n> error=<text>`. `puts` counts the root's create-only puts (a `CountingStore`).
 //!
 //! Usage: `spool_writer <moto|rgw|memory|local> <spool-dir> <MiB> [--data-limit-mib N]
-//! [--pause-after-mib M]`.
+//! [--pause-after-mib M] [--max-shard-mib L]`.
 //! - `--data-limit-mib N` sets `RLIMIT_DATA` (private writable memory: the heap, anonymous
 //!   mappings, thread stacks; not a shared mapping of a file) to N MiB before anything else,
 //!   so a writer that holds the shard on the heap aborts on its allocation failure.
 //! - `--pause-after-mib M`: once M MiB of records were handed to the writer, print
 //!   `SPOOL-PAUSED` and wait for stdin to close (the parent kills the process meanwhile).
+//! - `--max-shard-mib L` sets `max_encoded_shard_bytes` to L MiB.
 //!
 //! `local` is a local root in the spool directory itself. On moto or RGW the root is under a unique prefix of the test bucket, and the shard is
 //! deleted again after its HEAD. Exits 2 on bad arguments, 1 if the server is missing.
@@ -59,6 +60,7 @@ struct Args {
     mib: usize,
     data_limit_mib: Option<u64>,
     pause_after_mib: Option<usize>,
+    max_shard_mib: Option<u64>,
 }
 
 fn parse() -> Option<Args> {
@@ -72,12 +74,14 @@ fn parse() -> Option<Args> {
         mib,
         data_limit_mib: None,
         pause_after_mib: None,
+        max_shard_mib: None,
     };
     while let Some(flag) = it.next() {
         let value = it.next()?;
         match flag.as_str() {
             "--data-limit-mib" => args.data_limit_mib = Some(value.parse().ok()?),
             "--pause-after-mib" => args.pause_after_mib = Some(value.parse().ok()?),
+            "--max-shard-mib" => args.max_shard_mib = Some(value.parse().ok()?),
             _ => return None,
         }
     }
@@ -131,7 +135,7 @@ fn main() -> ExitCode {
     let Some(args) = parse() else {
         eprintln!(
             "usage: spool_writer <moto|rgw|memory|local> <spool-dir> <MiB> [--data-limit-mib N] \
-             [--pause-after-mib M]"
+             [--pause-after-mib M] [--max-shard-mib L]"
         );
         return ExitCode::from(2);
     };
@@ -148,13 +152,16 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let counting = CountingStore::new(store);
-    let options = RootOptions {
+    let mut options = RootOptions {
         staging: StagingOptions {
             dir: Some(args.spool.clone()),
             ..StagingOptions::default()
         },
         ..RootOptions::default()
     };
+    if let Some(mib) = args.max_shard_mib {
+        options.max_encoded_shard_bytes = mib << 20;
+    }
     let root = Root::new(Arc::new(counting.clone()), options);
 
     // The peak of anonymous resident memory, sampled every millisecond.
@@ -212,6 +219,7 @@ fn main() -> ExitCode {
             status_kib("VmHWM:")
         ),
         Err(e) => {
+            let peak = peak.load(Ordering::Relaxed);
             let dir = match e {
                 Error::DiskFull { dir, .. } | Error::Io { path: dir, .. } => {
                     dir.display().to_string()
@@ -219,7 +227,8 @@ fn main() -> ExitCode {
                 _ => String::new(),
             };
             format!(
-                "SPOOL-RESULT error kind={} dir={dir} puts={puts} error={e}",
+                "SPOOL-RESULT error kind={} dir={dir} puts={puts} rss_anon_peak_kib={peak} \
+                 error={e}",
                 kind_of(e)
             )
         }
