@@ -14,6 +14,7 @@
 
 use std::fmt::Debug;
 use std::io::Write;
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -29,7 +30,6 @@ use crate::manifest::{
     Checksum, CompanionRef, ShardFormat, ShardRef, StreamRef, array_record_shard_key, shard_key,
 };
 use crate::opened::open_array_record;
-use crate::root::RootOptions;
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
 /// What a [`ShardInspector`] found in a shard.
@@ -169,6 +169,16 @@ impl Write for Tally<'_, '_> {
     }
 }
 
+/// What a shard write takes from its root's options: the size limit, and the directory a
+/// store that needs one PUT spools the shard in.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteOptions {
+    /// `RootOptions::max_encoded_shard_bytes`.
+    pub(crate) max_bytes: u64,
+    /// `RootOptions::staging`'s directory.
+    pub(crate) spool_dir: PathBuf,
+}
+
 /// A shard ready for its create-only write: whole bytes from the caller, or a pending
 /// object the encoder has filled (with the encoder's facts).
 enum Body<'a> {
@@ -186,7 +196,7 @@ enum Body<'a> {
 /// [`Root::write_shard`](crate::Root::write_shard)).
 pub(crate) async fn write<I, R>(
     store: &dyn RootStore,
-    options: &RootOptions,
+    options: &WriteOptions,
     work_id: &str,
     index: u64,
     metadata: ShardMetadata,
@@ -208,7 +218,7 @@ where
 /// before any request and is the inner `Err`.
 pub(crate) async fn try_write<I, R, E>(
     store: &dyn RootStore,
-    options: &RootOptions,
+    options: &WriteOptions,
     work_id: &str,
     index: u64,
     metadata: ShardMetadata,
@@ -226,7 +236,7 @@ where
 /// [`try_write`] under a `key` the caller made (a stream shard's metadata companion).
 pub(crate) async fn try_write_key<I, R, E>(
     store: &dyn RootStore,
-    options: &RootOptions,
+    options: &WriteOptions,
     key: String,
     metadata: ShardMetadata,
     records: I,
@@ -236,8 +246,8 @@ where
     R: AsRef<[u8]>,
 {
     store.check_writable()?;
-    let limit = options.max_encoded_shard_bytes;
-    let mut pending = store.begin_create(&key, &options.staging.directory())?;
+    let limit = options.max_bytes;
+    let mut pending = store.begin_create(&key, &options.spool_dir)?;
     let mut tally = Tally::new(&mut *pending, limit, false);
     let encoded = {
         let encode = |tally: &mut Tally<'_, '_>| {
@@ -452,7 +462,7 @@ pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Resu
 /// create-only streamed write as a native shard's, through guideloom-arrayrecord's writer.
 pub(crate) async fn write_array_record<I, R>(
     store: &dyn RootStore,
-    options: &RootOptions,
+    options: &WriteOptions,
     work_id: &str,
     index: u64,
     writer_options: WriterOptions,
@@ -465,8 +475,8 @@ where
     check_name("work id", work_id)?;
     store.check_writable()?;
     let key = array_record_shard_key(work_id, index);
-    let mut pending = store.begin_create(&key, &options.staging.directory())?;
-    let mut tally = Tally::new(&mut *pending, options.max_encoded_shard_bytes, true);
+    let mut pending = store.begin_create(&key, &options.spool_dir)?;
+    let mut tally = Tally::new(&mut *pending, options.max_bytes, true);
     let written = {
         let mut writer = ArrayRecordWriter::new(&mut tally, writer_options).named(key.clone());
         (|| {

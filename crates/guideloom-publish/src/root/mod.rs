@@ -143,6 +143,14 @@ impl Root {
         })
     }
 
+    /// The options a shard write takes from this root's.
+    fn shard_write(&self) -> shards::WriteOptions {
+        shards::WriteOptions {
+            max_bytes: self.options.max_encoded_shard_bytes,
+            spool_dir: self.options.staging.directory(),
+        }
+    }
+
     /// Removes temporary files that crashed writers left in this root (local roots only; see
     /// [`RootStore::sweep_temporaries`]): `.…tmp` files at least `min_age` old whose writer
     /// process is gone. Safe beside running writers of this host; with writers on other
@@ -259,7 +267,7 @@ impl Root {
     {
         shards::write(
             &*self.store,
-            &self.options,
+            &self.shard_write(),
             work_id,
             index,
             metadata,
@@ -303,7 +311,7 @@ impl Root {
     {
         shards::try_write(
             &*self.store,
-            &self.options,
+            &self.shard_write(),
             work_id,
             index,
             metadata,
@@ -350,7 +358,7 @@ impl Root {
     {
         shards::write_array_record(
             &*self.store,
-            &self.options,
+            &self.shard_write(),
             work_id,
             index,
             options,

@@ -135,7 +135,7 @@ impl Root {
         let meta_records = metas.iter().map(Ok::<_, std::convert::Infallible>);
         let companion = shards::try_write_key(
             &**self.store(),
-            self.options(),
+            &self.shard_write(),
             key,
             ShardMetadata::new(META_RECORD_FORMAT, KIND_DOCUMENTS),
             meta_records,
