@@ -50,6 +50,9 @@ pub struct Spooled<'a, S: ?Sized> {
     /// Bytes written to the file.
     spilled: u64,
     failure: Option<Error>,
+    /// A write failed: the bytes are incomplete, so the commit refuses (even once the
+    /// failure was taken).
+    broken: bool,
 }
 
 impl<'a, S: RootStore + ?Sized> Spooled<'a, S> {
@@ -64,6 +67,7 @@ impl<'a, S: RootStore + ?Sized> Spooled<'a, S> {
             file: None,
             spilled: 0,
             failure: None,
+            broken: false,
         }
     }
 }
@@ -120,7 +124,7 @@ impl<S: ?Sized> Spooled<'_, S> {
         let what = self
             .failure
             .as_ref()
-            .map_or_else(String::new, ToString::to_string);
+            .map_or_else(|| "an earlier write failed".to_owned(), ToString::to_string);
         std::io::Error::new(kind, format!("spooling {}: {what}", self.key))
     }
 }
@@ -143,7 +147,7 @@ impl<S: ?Sized> Write for Spooled<'_, S> {
     }
 
     fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
-        if self.failure.is_some() {
+        if self.broken {
             return Err(self.failed());
         }
         if self.buf.len() + data.len() <= SPOOL_MEMORY_BYTES {
@@ -152,6 +156,7 @@ impl<S: ?Sized> Write for Spooled<'_, S> {
         }
         if let Err(e) = self.spill(data) {
             self.failure = Some(e);
+            self.broken = true;
             return Err(self.failed());
         }
         Ok(())
@@ -174,9 +179,16 @@ impl<S: RootStore + ?Sized> PendingObject for Spooled<'_, S> {
             file,
             spilled,
             failure,
+            broken,
         } = *self;
         if let Some(e) = failure {
             return Err(e);
+        }
+        if broken {
+            return Err(Error::io_in(
+                &dir,
+                std::io::Error::other(format!("spooling {key} failed earlier; nothing was sent")),
+            ));
         }
         let body = match file {
             None => Bytes::from(buf),
@@ -219,4 +231,47 @@ fn map(mut file: File, buf: &[u8], size: u64, dir: &Path) -> Result<Bytes> {
         .and_then(|reader| reader.read(0, size))
         .map_err(|e| Error::io_in(dir, std::io::Error::other(e)))?;
     Ok(mapped)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use object_store::memory::InMemory;
+
+    use super::{PendingObject, SPOOL_MEMORY_BYTES, Spooled};
+    use crate::error::Error;
+    use crate::store::{ObjectStoreBucket, RootStore};
+
+    /// A spool directory that cannot hold the file: the write that needs it fails, the typed
+    /// error names the directory, and a commit afterwards (even once the error was taken)
+    /// sends nothing.
+    #[tokio::test]
+    async fn a_failed_spool_refuses_to_commit_and_sends_nothing() {
+        let store = ObjectStoreBucket::new(Arc::new(InMemory::new()), "memory://spool-unit")
+            .root("")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let mut pending = Box::new(Spooled::new(&store, "shards/w/0.glm", &missing));
+        pending.write_all(&[7; SPOOL_MEMORY_BYTES]).unwrap();
+        assert!(!pending.is_spilled());
+        let err = pending.write_all(&[7; 10]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        let typed = pending.take_write_error().unwrap();
+        assert!(
+            matches!(&typed, Error::Io { path, .. } if *path == missing),
+            "{typed}"
+        );
+        assert!(pending.write_all(&[7; 10]).is_err());
+        assert!(pending.commit().await.is_err());
+        assert!(
+            store
+                .head("shards/w/0.glm")
+                .await
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
 }

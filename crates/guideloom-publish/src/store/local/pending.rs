@@ -48,6 +48,9 @@ pub(crate) struct PendingFile {
     /// Why a write failed (opening or writing the file), for
     /// [`take_write_error`](PendingObject::take_write_error).
     failure: Option<Error>,
+    /// A write failed: the file is incomplete, so the commit refuses (even once the failure
+    /// was taken).
+    broken: bool,
 }
 
 impl PendingFile {
@@ -59,6 +62,7 @@ impl PendingFile {
             open: None,
             exists: None,
             failure: None,
+            broken: false,
         }
     }
 
@@ -133,8 +137,11 @@ impl PendingFile {
 
 impl Write for PendingFile {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if let Some(failure) = &self.failure {
-            return Err(std::io::Error::other(failure.to_string()));
+        if self.broken {
+            return Err(std::io::Error::other(format!(
+                "writing {} failed earlier",
+                self.at.key
+            )));
         }
         if self.buf.len() + data.len() <= BUFFER {
             if self.buf.capacity() == 0 {
@@ -150,6 +157,7 @@ impl Write for PendingFile {
             };
             let io = std::io::Error::new(kind, e.to_string());
             self.failure = Some(e);
+            self.broken = true;
             return Err(io);
         }
         Ok(data.len())
@@ -175,6 +183,15 @@ impl Drop for PendingFile {
 impl PendingFile {
     /// The blocking half of the commit.
     fn finish(mut self) -> Result<Committed> {
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
+        if self.broken {
+            return Err(Error::invalid(format!(
+                "committing {} after a failed write",
+                self.at.key
+            )));
+        }
         if let Some(mut discarded) = self.exists.take() {
             discarded.update(&self.buf);
             return Ok(Committed::Taken(Ours::Sha256(discarded.finish())));
