@@ -133,8 +133,12 @@ impl RootStore for HookStore {
     async fn put_create(&self, key: &str, body: Bytes) -> guideloom_publish::Result<CreateOutcome> {
         self.inner.put_create(key, body).await
     }
-    fn begin_create(&self, key: &str) -> guideloom_publish::Result<Box<dyn PendingObject + '_>> {
-        self.inner.begin_create(key)
+    fn begin_create(
+        &self,
+        key: &str,
+        spool_dir: &std::path::Path,
+    ) -> guideloom_publish::Result<Box<dyn PendingObject + '_>> {
+        self.inner.begin_create(key, spool_dir)
     }
     async fn put_cas(
         &self,

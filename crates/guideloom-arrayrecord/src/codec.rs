@@ -190,7 +190,9 @@ impl Source<'_> {
 /// Decompresses `input` (prefix included unless uncompressed) at once; the result must be
 /// exactly `expected` bytes when given. The output grows as the codec produces bytes, beyond
 /// what the stream's own format bounds (Snappy: 22x its input; zstd: the frame's stated
-/// content size, up to [`ONE_SHOT_ZSTD_BYTES`]).
+/// content size, up to [`ONE_SHOT_ZSTD_BYTES`]). The readers decode through the streaming
+/// paths; this is the tests' oracle.
+#[cfg(test)]
 pub(crate) fn decompress(
     src: &Source<'_>,
     ctype: CompressionType,

@@ -96,10 +96,10 @@ pub use staging::{
 };
 pub use store::faulty;
 pub use store::{
-    Buffered, CasOutcome, Committed, CountingStore, Counts, CreateOutcome, Etag, EtagStyle,
-    LocalReads, LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, Ours,
-    PendingObject, RootStore, StoreCapabilities, Sweep, Written, cas_update, create_object,
-    create_streamed,
+    CasOutcome, Committed, CountingStore, Counts, CreateOutcome, Etag, EtagStyle, LocalReads,
+    LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, Ours, PendingObject,
+    RootStore, SPOOL_MEMORY_BYTES, Spooled, StoreCapabilities, Sweep, Written, cas_update,
+    create_object, create_streamed,
 };
 pub use stream::StreamLayout;
 pub use uri::RootUri;

@@ -40,7 +40,8 @@ fn encode_one<T: Serialize>(
 
 /// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), each record
 /// encoded as it is written into the store (see [`Root::write_shard`]): memory is one record
-/// and the shard's index on a local root. The async piece behind [`Publisher::write_shard`]
+/// and the shard's index, on a local root and on an object store (whose spool is a file in
+/// the staging directory). The async piece behind [`Publisher::write_shard`]
 /// and [`publish_cbor`]. A record that does not encode stops the write with
 /// [`Error::Encode`]; nothing is written.
 pub async fn write_cbor_shard<I>(root: &Root, work_id: &str, n: u64, records: I) -> Result<ShardRef>

@@ -70,7 +70,8 @@ pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
 pub struct RootOptions {
     /// Largest shard that may be written, uploaded or published (one PUT): default 5 GiB.
     pub max_encoded_shard_bytes: u64,
-    /// Where and how much whole-shard staging (in-order scans) may store.
+    /// Where and how much whole-shard staging (in-order scans) may store; its directory is
+    /// also where shard writes to object stores spool their bytes before the PUT.
     pub staging: StagingOptions,
 }
 
@@ -140,6 +141,14 @@ impl Root {
                 self.options.staging.clone(),
             ))
         })
+    }
+
+    /// The options a shard write takes from this root's.
+    fn shard_write(&self) -> shards::WriteOptions {
+        shards::WriteOptions {
+            max_bytes: self.options.max_encoded_shard_bytes,
+            spool_dir: self.options.staging.directory(),
+        }
     }
 
     /// Removes temporary files that crashed writers left in this root (local roots only; see
@@ -238,13 +247,15 @@ impl Root {
     /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`,
     /// create-only at `shards/<work_id>/<index>.glm`, encoding each record once straight
     /// into the store ([`RootStore::begin_create`]): on a local root into the create-only
-    /// temporary file (fsynced and linked once complete), on stores that need one PUT into
-    /// one buffer. Memory is the index (12 bytes per record) and a write buffer on a local
-    /// root. A shard larger than [`RootOptions::max_encoded_shard_bytes`] is refused
-    /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge), with its exact size): bytes
-    /// past the limit never reach the store, nothing appears under the key, and no request
-    /// is made.
-    ///
+    /// temporary file (fsynced and linked once complete); on an object store into its spool
+    /// (the first MiB in memory, the rest in an unnamed file in
+    /// [`RootOptions::staging`]'s directory), sent by one create-only PUT from the file's
+    /// mapping ([`Spooled`](crate::Spooled)). Either way anonymous memory is the index (12
+    /// bytes per record) and a write buffer, whatever the shard's size. A shard is refused
+    /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge)) the moment its running size
+    /// passes [`RootOptions::max_encoded_shard_bytes`]: no further record is pulled, nothing
+    /// appears under the key, and no request is made. A full spool or root directory is
+    /// [`Error::DiskFull`](crate::Error::DiskFull) naming it, with no request either.    ///
     /// The reference carries the record count and the footer CRC (from the encoder, not
     /// parsed back), so `verify_record_counts` with
     /// [`FooterInspector`](crate::FooterInspector) costs one 64-byte ranged read per shard.
@@ -262,8 +273,15 @@ impl Root {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::write(&*self.store, limit, work_id, index, metadata, records).await
+        shards::write(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            metadata,
+            records,
+        )
+        .await
     }
 
     /// [`write_shard`](Self::write_shard) of records that are produced fallibly (encoded as
@@ -299,8 +317,15 @@ impl Root {
         I: IntoIterator<Item = std::result::Result<R, E>>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::try_write(&*self.store, limit, work_id, index, metadata, records).await
+        shards::try_write(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            metadata,
+            records,
+        )
+        .await
     }
 
     /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
@@ -339,8 +364,15 @@ impl Root {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::write_array_record(&*self.store, limit, work_id, index, options, records).await
+        shards::write_array_record(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            options,
+            records,
+        )
+        .await
     }
 
     /// [`write_array_record_shard`](Self::write_array_record_shard) of records produced
@@ -359,8 +391,15 @@ impl Root {
         I: IntoIterator<Item = std::result::Result<R, E>>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::try_write_array_record(&*self.store, limit, work_id, index, options, records).await
+        shards::try_write_array_record(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            options,
+            records,
+        )
+        .await
     }
 
     /// A reference to an ArrayRecord file already in the root at `key` — written by the
