@@ -240,3 +240,39 @@ fn a_takeover_finds_the_entry_an_identical_request_committed_meanwhile() {
         });
     }
 }
+
+/// A claim is untrusted like every object of a root: one whose base lies past the end of the
+/// log (hand-edited, or another tool's) cannot be taken over, and says so naming it.
+#[test]
+fn a_claim_whose_base_is_past_the_log_is_corrupt_naming_it() {
+    let fx = local();
+    rt().block_on(async {
+        let base = shard(&fx.root, "base", 2).await;
+        publish(&fx.root, "s1", vec![base]).await;
+        let w1 = shard(&fx.root, "w1", 3).await;
+        let req = request("s2", vec![w1], PublishMode::Full);
+        // The claim lands, the log entry does not.
+        let faulty = Arc::new(FaultyStore::new(Arc::clone(fx.root.store())));
+        faulty.plan(Operation::PutCreate, 2, Fault::Fail(FaultKind::DiskFull));
+        let a = Root::new(faulty, RootOptions::default());
+        a.publish(&req, &PublicationOptions::default())
+            .await
+            .unwrap_err();
+        let path = fx.dir().join("claims/s2.json");
+        let mut claim: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(claim["log_base"], 1, "the claim records the latest entry before it");
+        claim["log_base"] = 99.into();
+        std::fs::write(&path, serde_json::to_vec(&claim).unwrap()).unwrap();
+        let err = fx
+            .root
+            .publish(&req, &PublicationOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, guideloom_publish::Error::Corrupt { key, .. } if key == "claims/s2.json"),
+            "{err:?}"
+        );
+        assert_eq!(fx.root.snapshots().await.unwrap().len(), 1, "nothing committed");
+    });
+}

@@ -19,6 +19,13 @@ pub struct Fixture {
 
 pub use guideloom_tests::unique;
 
+impl Fixture {
+    /// The directory of a local or mounted root.
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.as_ref().expect("a local root").path()
+    }
+}
+
 pub fn local() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(
