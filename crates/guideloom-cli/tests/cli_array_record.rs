@@ -1,6 +1,6 @@
 //! `info`, `get`, `cat` and `verify` on roots whose snapshots hold ArrayRecord shards, adopted
 //! with `publish --adopt-array-record` beside native shards `write` made: on a local root and
-//! on moto (S3). A damaged ArrayRecord chunk is found by `verify --deep` and named by `get`.
+//! on moto (S3). An adopted ArrayRecord file damaged after adoption is refused by its tail checksum, named by `verify` and `get`.
 
 mod common;
 
@@ -137,23 +137,34 @@ fn exercise(
     assert_eq!(v["sound"], true, "{v}");
     assert_eq!(v["records_checked"], total, "{v}");
 
-    // One flipped byte inside chunk 2: the footer still opens, so plain verify passes, but
-    // --deep finds the chunk and get of a record in it fails naming the shard.
+    // One flipped byte inside chunk 2 of the adopted file (128 KiB, so its whole length is
+    // the tail its adoption checksummed): every open compares the tail checksum, so the
+    // replaced object is refused by plain and deep verify and by every read of the shard,
+    // naming it; the other shard still reads. (Damage before a large file's last 256 KiB is
+    // found by the chunk hashes instead: `verify --deep`, and the read of that chunk.)
     let mut damaged = bytes.clone();
     damaged[inside] ^= 0x10;
     put(key, &damaged);
-    let out = run(&["verify", root, "--deep"]);
-    assert_eq!(out.status.code(), Some(1), "{}", common::stdout(&out));
-    let report = common::stdout(&out);
-    assert!(
-        report.contains(&format!("PROBLEM {key}: ArrayRecord")) && report.contains("corrupt"),
-        "{report}"
-    );
-    let err = fails(run(&["get", root, &(first_ar + 7).to_string()]));
-    assert!(err.contains(key) && err.contains("corrupt"), "{err}");
-    // Records in other chunks still read.
-    let got = json(&ok(run(&["get", root, &(first_ar + 10).to_string()])));
-    assert_eq!(got, "array record 10", "{got}");
+    for deep in [false, true] {
+        let args: &[&str] = if deep {
+            &["verify", root, "--deep"]
+        } else {
+            &["verify", root]
+        };
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{}", common::stdout(&out));
+        let report = common::stdout(&out);
+        assert!(
+            report.contains(&format!("PROBLEM {key}")) && report.contains("tail checksum"),
+            "{report}"
+        );
+    }
+    for i in [7, 10] {
+        let err = fails(run(&["get", root, &(first_ar + i).to_string()]));
+        assert!(err.contains(key) && err.contains("tail checksum"), "{err}");
+    }
+    let got = json(&ok(run(&["get", root, "3"])));
+    assert_eq!(got["id"], "n-3", "{got}");
 }
 
 #[test]
