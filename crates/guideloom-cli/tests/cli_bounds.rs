@@ -34,11 +34,22 @@ fn absurd_counts_are_usage_errors_naming_the_argument_and_its_bound() {
             "1..=1000000",
         ),
         (
-            vec!["quickstart", q, "--records-per-worker", "1000000", "--workers", "2"],
+            vec![
+                "quickstart",
+                q,
+                "--records-per-worker",
+                "1000000",
+                "--workers",
+                "2",
+            ],
             "--records-per-worker",
             "at most 1000000",
         ),
-        (vec!["quickstart", q, "--workers", "65"], "--workers", "1..=64"),
+        (
+            vec!["quickstart", q, "--workers", "65"],
+            "--workers",
+            "1..=64",
+        ),
         (
             vec!["write", r, i, "--work-id", "big", "--max-shard-bytes", HUGE],
             "--max-shard-bytes",
@@ -59,7 +70,11 @@ fn absurd_counts_are_usage_errors_naming_the_argument_and_its_bound() {
             "--deadline",
             "at most 86400 seconds",
         ),
-        (vec!["--retries", "4294967295", "info", r], "--retries", "0..=100"),
+        (
+            vec!["--retries", "4294967295", "info", r],
+            "--retries",
+            "0..=100",
+        ),
     ];
     for (args, argument, bound) in cases {
         // A cap on file sizes, so that an unbounded run fails fast instead of filling the
@@ -71,9 +86,19 @@ fn absurd_counts_are_usage_errors_naming_the_argument_and_its_bound() {
         let mut stdout = Vec::new();
         let (status, stderr) =
             guideloom_limited(&args, limits, None, &mut |b| stdout.extend_from_slice(b));
-        assert_eq!(status.code(), Some(2), "{args:?}: {status:?}\nstderr: {stderr}");
-        assert!(stderr.contains(argument), "{args:?} names {argument}: {stderr}");
-        assert!(stderr.contains(bound), "{args:?} names the bound {bound}: {stderr}");
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "{args:?}: {status:?}\nstderr: {stderr}"
+        );
+        assert!(
+            stderr.contains(argument),
+            "{args:?} names {argument}: {stderr}"
+        );
+        assert!(
+            stderr.contains(bound),
+            "{args:?} names the bound {bound}: {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(stdout.is_empty(), "{args:?}: nothing on stdout");
         assert!(!quick.exists(), "{args:?}: quickstart made nothing");
@@ -82,7 +107,14 @@ fn absurd_counts_are_usage_errors_naming_the_argument_and_its_bound() {
     // The bounds themselves are accepted.
     let v = json(&ok(guideloom(&["bench", r, "--reads", "1", "--json"])));
     assert!(v.is_object(), "{v}");
-    ok(guideloom(&["--timeout", "86400", "--retries", "100", "info", r]));
+    ok(guideloom(&[
+        "--timeout",
+        "86400",
+        "--retries",
+        "100",
+        "info",
+        r,
+    ]));
 }
 
 #[test]
@@ -93,7 +125,13 @@ fn record_indexes_are_bounded_by_the_dataset() {
     let input = tmp.path().join("in.jsonl");
     write_jsonl(&input, "b", 5);
     write_and_publish(r, input.to_str().unwrap());
-    ok(guideloom(&["annotate", r, input.to_str().unwrap(), "--name", "n"]));
+    ok(guideloom(&[
+        "annotate",
+        r,
+        input.to_str().unwrap(),
+        "--name",
+        "n",
+    ]));
     for args in [
         vec!["get", r, HUGE],
         vec!["cat", r, "--start", HUGE],

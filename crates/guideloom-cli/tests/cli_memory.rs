@@ -83,7 +83,11 @@ impl Expect {
 
     #[track_caller]
     fn check(&self, what: &str) {
-        assert_eq!(self.bad, None, "{what}: the output differs at byte {:?}", self.bad);
+        assert_eq!(
+            self.bad, None,
+            "{what}: the output differs at byte {:?}",
+            self.bad
+        );
         assert_eq!(self.at, self.len(), "{what}: output length");
     }
 }
@@ -95,7 +99,10 @@ fn streamed(args: &[&str], limit: u64, mut expect: Expect) {
         file_size: None,
     };
     let (status, stderr) = guideloom_limited(args, limits, None, &mut |b| expect.feed(b));
-    assert!(status.success(), "{args:?} under {limit} bytes: {status:?}: {stderr}");
+    assert!(
+        status.success(),
+        "{args:?} under {limit} bytes: {status:?}: {stderr}"
+    );
     expect.check(&format!("{args:?}"));
 }
 
@@ -115,7 +122,15 @@ fn get_and_cat_stream_a_large_record_within_a_limit_below_its_text() {
         }
         let _ = w.write_all(b"\"\n");
     });
-    let args = ["write", r, "-", "--work-id", "a-text", "--max-shard-bytes", "268435456"];
+    let args = [
+        "write",
+        r,
+        "-",
+        "--work-id",
+        "a-text",
+        "--max-shard-bytes",
+        "268435456",
+    ];
     let (status, stderr) = guideloom_limited(&args, Limits::default(), Some(feed), &mut |_| {});
     assert!(status.success(), "{stderr}");
     // Record 1: a raw record of RECORD × 0xff (not UTF-8: printed as hex).
@@ -134,10 +149,21 @@ fn get_and_cat_stream_a_large_record_within_a_limit_below_its_text() {
         "268435456",
     ]));
     std::fs::remove_dir_all(&raw).unwrap();
-    ok(guideloom(&["publish", r, "--dataset-id", "d", "--snapshot-id", "s"]));
+    ok(guideloom(&[
+        "publish",
+        r,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s",
+    ]));
 
     let esc: &'static [u8] = b"\\u0001";
-    streamed(&["get", r, "0"], READ_LIMIT, Expect::new(b"\"", esc, RECORD, b"\"\n"));
+    streamed(
+        &["get", r, "0"],
+        READ_LIMIT,
+        Expect::new(b"\"", esc, RECORD, b"\"\n"),
+    );
     streamed(
         &["get", r, "0", "--json"],
         READ_LIMIT,
@@ -205,9 +231,20 @@ fn write_streams_a_shard_larger_than_its_memory_limit() {
             }
         }
     });
-    let args = ["write", r, "-", "--work-id", "lines", "--max-shard-bytes", "1073741824"];
+    let args = [
+        "write",
+        r,
+        "-",
+        "--work-id",
+        "lines",
+        "--max-shard-bytes",
+        "1073741824",
+    ];
     let (status, stderr) = guideloom_limited(&args, limits, Some(feed), &mut |_| {});
-    assert!(status.success(), "write under {WRITE_LIMIT} bytes: {status:?}: {stderr}");
+    assert!(
+        status.success(),
+        "write under {WRITE_LIMIT} bytes: {status:?}: {stderr}"
+    );
 
     // A directory of 48 raw files of 2 MiB, into one shard of 96 MiB.
     let raw = tmp.path().join("raw");
@@ -217,11 +254,21 @@ fn write_streams_a_shard_larger_than_its_memory_limit() {
     }
     let raw_s = raw.to_str().unwrap();
     let args = [
-        "write", r, raw_s, "--format", "raw", "--work-id", "files", "--max-shard-bytes",
+        "write",
+        r,
+        raw_s,
+        "--format",
+        "raw",
+        "--work-id",
+        "files",
+        "--max-shard-bytes",
         "1073741824",
     ];
     let (status, stderr) = guideloom_limited(&args, limits, None, &mut |_| {});
-    assert!(status.success(), "write under {WRITE_LIMIT} bytes: {status:?}: {stderr}");
+    assert!(
+        status.success(),
+        "write under {WRITE_LIMIT} bytes: {status:?}: {stderr}"
+    );
     std::fs::remove_dir_all(&raw).unwrap();
 
     // One shard each, every record and name in place, and both work ids complete.
@@ -235,7 +282,14 @@ fn write_streams_a_shard_larger_than_its_memory_limit() {
             "lines/complete.json"
         ]
     );
-    ok(guideloom(&["publish", r, "--dataset-id", "d", "--snapshot-id", "s"]));
+    ok(guideloom(&[
+        "publish",
+        r,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "s",
+    ]));
     let v = json(&ok(guideloom(&["info", r, "--json"])));
     assert_eq!(v["snapshots"][0]["records"], LINES + 48, "{v}");
     // Work ids in name order: the 48 files are records 0..48, the lines follow.
@@ -245,7 +299,10 @@ fn write_streams_a_shard_larger_than_its_memory_limit() {
         .args(["get", r, "47", "--raw"])
         .output()
         .unwrap();
-    assert!(last_file.stdout == vec![47u8; 2 << 20], "the last file's bytes");
+    assert!(
+        last_file.stdout == vec![47u8; 2 << 20],
+        "the last file's bytes"
+    );
     let last_line = ok(guideloom(&["get", r, &(48 + LINES - 1).to_string()]));
     assert!(last_line == line(LINES - 1), "the last line's record");
     ok(guideloom(&["verify", r, "--deep"]));

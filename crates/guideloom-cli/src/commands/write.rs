@@ -15,10 +15,10 @@ use crate::error::{CliError, Result};
 use crate::input::{
     INPUT_NAMES_KEY, InputRecord, RawDir, jsonl_records, skipped_by_kind, skipped_note,
 };
-use guideloom_format::spec::MAX_RECORDS;
 use crate::output;
 use crate::root::{self, OpenRoot};
 use crate::work;
+use guideloom_format::spec::MAX_RECORDS;
 
 /// Per-record bytes of index and checksum in a shard, plus a fixed allowance for header,
 /// metadata and footer: used to start a new shard before one would pass the limit.

@@ -30,8 +30,8 @@ use std::collections::HashSet;
 
 pub use cbor::Malformed;
 pub use emit::{EmitError, Unrepresentable, cbor_to_json, cbor_to_json_into};
-pub use out::{Discard, Out, STREAM_CHUNK, Stream};
 pub use number::{MAX_BIGNUM_BYTES, MAX_INTEGER_DIGITS, NumberError};
+pub use out::{Discard, Out, STREAM_CHUNK, Stream};
 pub use parse::{MAX_DEPTH, ParseError, check_json, json_to_cbor};
 
 /// Appends the JSON text of a record of shard format `format` to `out`: CBOR records as

@@ -159,7 +159,11 @@ mod tests {
         s.put(b"l");
         let w = s.finish().unwrap();
         assert_eq!(w.1, b"abcdefghijkl");
-        assert_eq!(w.0, [3, 2, 6, 1], "gathered up to 4, longer pieces as they come");
+        assert_eq!(
+            w.0,
+            [3, 2, 6, 1],
+            "gathered up to 4, longer pieces as they come"
+        );
     }
 
     #[test]

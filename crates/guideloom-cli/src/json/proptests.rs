@@ -284,7 +284,11 @@ proptest! {
 fn streamed(format: &str, bytes: &[u8]) -> Result<Vec<u8>, super::EmitError> {
     let mut scratch = Vec::new();
     let record = super::RecordJson::check_with(format, bytes, &mut scratch, 0)?;
-    assert_eq!(record.text.is_none(), !bytes.is_empty(), "rendered whole only when empty");
+    assert_eq!(
+        record.text.is_none(),
+        !bytes.is_empty(),
+        "rendered whole only when empty"
+    );
     let mut out = Vec::new();
     record.write_chunked(&mut out, 5).unwrap();
     Ok(out)
