@@ -248,6 +248,21 @@ impl CliError {
             }
             source = e.source();
         }
+        // Why a remote request failed, when the chain tells (a missing bucket, refused
+        // credentials, nothing listening...).
+        if let Some(cause) = guideloom_io::cause_of(self) {
+            use guideloom_io::CauseKind as C;
+            match cause.kind {
+                C::BucketNotFound => return "bucket_not_found",
+                C::AccessDenied => return "access_denied",
+                C::BadCredentials => return "bad_credentials",
+                C::ConnectionRefused | C::Unreachable => return "unreachable",
+                C::TimedOut => return "timeout",
+                C::Throttled => return "throttled",
+                C::ServerError => return "server_error",
+                _ => {}
+            }
+        }
         match self {
             CliError::Input { .. } => "invalid_input",
             CliError::Argument { .. } => "invalid_argument",
@@ -270,19 +285,38 @@ impl CliError {
         })
     }
 
-    /// One line: the message and its sources that add something, joined by `": "`. The root
-    /// is named once: a message that already names it does not get it as a prefix too.
+    /// One line: the message and its sources that add something, joined by `": "`. Every
+    /// name once: a root, path, key or location is left out of a context that the message
+    /// beneath already names (the IO and format layers name what they read by its full
+    /// location), so the line reads `<what>: <cause>: <details>`.
     pub(crate) fn one_line(&self) -> String {
+        let own = |subject: &str, source: &dyn std::error::Error| {
+            let text = source.to_string();
+            if guideloom_io::mentions(&text, subject) {
+                text
+            } else {
+                format!("{subject}: {text}")
+            }
+        };
         let mut line = match self {
-            CliError::Root { root, source } if source.to_string().contains(root.as_str()) => {
-                source.to_string()
+            CliError::Root { root, source } => own(root, &**source),
+            CliError::Dataset { root, source } => own(root, &**source),
+            CliError::Shard { root, key, source } => {
+                let text = source.to_string();
+                let text = if guideloom_io::mentions(&text, key) {
+                    text
+                } else {
+                    format!("shard {key}: {text}")
+                };
+                if guideloom_io::mentions(&text, root) {
+                    text
+                } else {
+                    format!("{root}: {text}")
+                }
             }
-            CliError::Dataset { root, source } if source.to_string().contains(root.as_str()) => {
-                source.to_string()
-            }
-            CliError::Shard { root, source, .. } if source.to_string().contains(root.as_str()) => {
-                source.to_string()
-            }
+            CliError::ShardFile { path, source } => own(&path.display().to_string(), &**source),
+            CliError::ArrayRecord { path, source } => own(&path.display().to_string(), &**source),
+            CliError::Io { location, source } => own(location, &**source),
             _ => self.to_string(),
         };
         let mut source = std::error::Error::source(self);
