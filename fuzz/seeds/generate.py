@@ -174,6 +174,51 @@ def cli_records():
         (out / f"cbor-{name}").write_bytes(data)
 
 
+# --- arrayrecord_reader: selector byte, then (built mode, selector & 7 >= 3) a description
+# of up to three chunks for guideloom-arrayrecord's `hostile` kit (see the target's doc), or
+# (flip mode, 1 and 2) length-prefixed records and a 4-byte flip position. A few hundred bytes
+# each: the target lays out the 128 KiB files itself.
+def arrayrecord_reader():
+    out = reset("arrayrecord_reader")
+
+    def chunk(codec, lies, records, claims=b""):
+        body = bytes([codec | lies << 2, len(records) - 1])
+        for r in records:
+            body += bytes([len(r)]) + r
+        return body + claims
+
+    recs = [b"record %d" % i for i in range(5)]
+    seeds = {
+        # One honest chunk per codec (0 none, 1 zstd, 2 snappy, 3 brotli), no perturbation.
+        **{f"built-honest-{c}": bytes([3, 0]) + chunk(c, 0, recs) + b"\0" for c in range(4)},
+        # Three chunks of 5 records (the footer's group rule), zstd.
+        "built-three-chunks": bytes([3, 2]) + chunk(1, 0, recs) * 3 + b"\0",
+        # A record count claimed far above the 5 held (2^12 << 8).
+        "built-claims-records": bytes([3, 0]) + chunk(0, 1, recs, bytes([2 | 8 << 2, 0, 16]))
+        + b"\0",
+        # A decoded size claimed near the truth.
+        "built-claims-decoded": bytes([11, 0]) + chunk(1, 2, recs, bytes([0, 3, 0])) + b"\0",
+        # zstd prefixes that lie: sizes by +2, values far above (a bomb's claim).
+        "built-bomb-prefix": bytes([3, 0])
+        + chunk(1, 4, recs, bytes([0, 2, 0, 2 | 20 << 2, 1, 0])) + b"\0",
+        # Brotli values as a stream of the input's own bytes.
+        "built-garbage-stream": bytes([3, 0])
+        + chunk(3, 4 | 8, recs, bytes([0, 0, 0, 0, 40, 0]) + bytes([8]) + b"\x1b\x03\x00\x00\x00\x00\x00\x00")
+        + b"\0",
+        # A transposed chunk where records are expected.
+        "built-transposed": bytes([3, 0]) + chunk(1, 16, recs) + bytes([0]) + b"\0",
+        # Footer entry 0's offset moved (perturbation of field 0 by +7).
+        "built-footer-offset": bytes([3, 0]) + chunk(0, 0, recs) + bytes([1, 0, 0, 7, 0]),
+        # Flip mode: records for "group_size:3,snappy" and "" (zstd), a flip position.
+        "flip-snappy": bytes([1 | 2 << 3]) + b"".join(bytes([len(r)]) + r for r in recs)
+        + (300).to_bytes(4, "little"),
+        "flip-default": bytes([2]) + b"".join(bytes([len(r)]) + r for r in recs)
+        + (70000).to_bytes(4, "little"),
+    }
+    for name, data in seeds.items():
+        (out / name).write_bytes(data)
+
+
 def main():
     binary = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "target/debug/guideloom"
     if not binary.exists():
@@ -182,6 +227,7 @@ def main():
     metadata_decode()
     multipart_byteranges()
     cli_records()
+    arrayrecord_reader()
     for d in sorted(p for p in HERE.iterdir() if p.is_dir()):
         files = list(d.iterdir())
         print(f"{d.name}: {len(files)} seeds, {sum(f.stat().st_size for f in files)} bytes")

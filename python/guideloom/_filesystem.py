@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    NamedTuple,
+    SupportsIndex,
+    TypeVar,
+    overload,
+)
 
 from guideloom._guideloom import (
     CborFormat,
@@ -116,7 +125,7 @@ class ShardWriter(FinishOnExit, Generic[W]):
         self._raw.abort()
 
 
-def _resolve(index: int, n: int) -> int:
+def _resolve(index: SupportsIndex, n: int) -> int:
     return resolve(index, n, "record", "shard")
 
 
@@ -144,13 +153,13 @@ class DocumentShardReader(_Shard, DocumentReads[Any]):
     def __init__(self, raw: RawShard) -> None:
         self._raw = raw
 
-    def read(self, index: int) -> Any:
+    def read(self, index: SupportsIndex) -> Any:
         return self._raw.read_documents([_resolve(index, self._raw.len())])[0]
 
-    def read_many(self, indices: Iterable[int]) -> list[Any]:
+    def read_many(self, indices: Iterable[SupportsIndex]) -> list[Any]:
         """Documents at ``indices`` (any order): one batched read."""
         n = self._raw.len()
-        return self._raw.read_documents([_resolve(int(i), n) for i in indices])
+        return self._raw.read_documents([_resolve(i, n) for i in indices])
 
     def len(self) -> int:
         return self._raw.len()
@@ -165,15 +174,15 @@ class StreamShardReader(_Shard, ElementReads):
         self._dtype = dtype
         self._len = raw.data_len() // dtype.itemsize
 
-    def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
-        check_range(offset, length)
+    def read(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
+        offset, length = check_range(offset, length, self._len)
         size = self._dtype.itemsize
         return as_array(self._raw.read_data(offset * size, length * size), self._dtype)
 
     def len(self) -> int:
         return self._len
 
-    def _position(self, key: int, n: int) -> int:
+    def _position(self, key: SupportsIndex, n: int) -> int:
         return _resolve(key, n)
 
 

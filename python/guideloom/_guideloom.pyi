@@ -99,19 +99,47 @@ class Registry:
 def default_registry() -> Registry: ...
 @final
 class EphemeralFileStaging:
+    """Whole-shard staging; without ``objects=`` it builds its own default store."""
+
     def __init__(
         self,
         *,
-        objects: S3ObjectStore,
+        objects: S3ObjectStore | None = None,
         directory: str | PathLike[str] | None = None,
         max_object_bytes: int | None = None,
     ) -> None: ...
     @property
     def objects(self) -> S3ObjectStore: ...
     @property
+    def owns_store(self) -> bool: ...
+    @property
     def directory(self) -> str | None: ...
     @property
     def max_object_bytes(self) -> int: ...
+
+@final
+class ArrayRecordShardStore:
+    """A root's shards as ArrayRecord files: written by ``write_shard``, read by ``open``."""
+
+    def __init__(
+        self, *, staging: EphemeralFileStaging | None = None, options: str | None = None
+    ) -> None: ...
+    @property
+    def staging(self) -> EphemeralFileStaging | None: ...
+    @property
+    def options(self) -> str | None: ...
+
+@final
+class StorageOptions:
+    """A root's options: ``max_encoded_shard_bytes`` (default 5 GiB)."""
+
+    def __init__(self, *, max_encoded_shard_bytes: int | None = None) -> None: ...
+    @property
+    def max_encoded_shard_bytes(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+_ShardStore = EphemeralFileStaging | ArrayRecordShardStore
 
 @final
 class ShardRef:
@@ -154,9 +182,9 @@ class Dataset:
     def __iter__(self) -> Iterator[Any]: ...
     def get(self, index: SupportsIndex) -> Any: ...
     def get_many(self, indices: Iterable[SupportsIndex]) -> list[Any]: ...
-    def get_raw(self, index: int) -> Bytes: ...
+    def get_raw(self, index: SupportsIndex) -> Bytes: ...
     def get_many_raw(self, indices: Iterable[SupportsIndex]) -> list[Bytes]: ...
-    def annotation(self, name: str, index: int) -> Any: ...
+    def annotation(self, name: str, index: SupportsIndex) -> Any: ...
     def annotations(self, name: str) -> list[Any]: ...
     @property
     def snapshot_id(self) -> str: ...
@@ -211,8 +239,9 @@ def open(
     s3: S3Options | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
-    shard_store: EphemeralFileStaging | None = None,
+    shard_store: _ShardStore | None = None,
     http_listing: bool = False,
+    storage_options: StorageOptions | None = None,
 ) -> Dataset: ...
 def write_shard(
     records: Iterable[Any],
@@ -224,6 +253,8 @@ def write_shard(
     s3: S3Options | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
+    shard_store: ArrayRecordShardStore | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> ShardRef: ...
 def adopt_array_record(
     root: _Root,
@@ -232,6 +263,7 @@ def adopt_array_record(
     s3: S3Options | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> ShardRef: ...
 def publish(
     root: _Root,
@@ -244,6 +276,7 @@ def publish(
     s3: S3Options | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Snapshot: ...
 def publish_annotations(
     root: _Root,
@@ -255,6 +288,7 @@ def publish_annotations(
     s3: S3Options | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> None: ...
 
 @final
@@ -318,6 +352,7 @@ class AsyncDocumentReader:
     def read_many(self, indices: Iterable[SupportsIndex]) -> Awaitable[list[Any]]: ...
     def len(self) -> int: ...
     def __len__(self) -> int: ...
+    def close(self) -> None: ...
 
 @final
 class _AsyncDocumentReaderContext:

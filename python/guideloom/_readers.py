@@ -5,9 +5,20 @@ element bytes. Each wrapper keeps its Rust half in ``self._raw``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Self, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Protocol,
+    Self,
+    SupportsIndex,
+    TypeVar,
+    overload,
+)
 
 from guideloom.exceptions import IndexOutOfRangeError
 
@@ -34,9 +45,11 @@ class _RawWriter(Protocol):
     def abort(self) -> None: ...
 
 
-def resolve(index: int, n: int, item: str = "document", sequence: str = "storage") -> int:
-    """A Python index (negative from the end) as a position in ``0..n``, or
-    ``IndexOutOfRangeError`` naming the ``item`` and the ``sequence`` it is missing from."""
+def resolve(index: SupportsIndex, n: int, item: str = "document", sequence: str = "storage") -> int:
+    """A Python index (any integer, numpy's included; negative from the end) as a position in
+    ``0..n``, or ``IndexOutOfRangeError`` naming the ``item`` and the ``sequence`` it is
+    missing from, however large the index. A non-integer is a ``TypeError``."""
+    index = operator.index(index)
     resolved = index + n if index < 0 else index
     if not 0 <= resolved < n:
         raise IndexOutOfRangeError(
@@ -45,10 +58,18 @@ def resolve(index: int, n: int, item: str = "document", sequence: str = "storage
     return resolved
 
 
-def check_range(offset: int, length: int) -> None:
-    """Refuses a negative element offset or length."""
-    if offset < 0 or length < 0:
-        raise IndexError(f"negative offset or length: {offset}, {length}")
+def check_range(offset: int, length: int, n: int, item: str = "element") -> tuple[int, int]:
+    """``offset`` and ``length`` (any integers) as a range inside ``0..n``, or
+    ``IndexOutOfRangeError`` (a negative offset or length, or a range past the end, however
+    large)."""
+    offset, length = operator.index(offset), operator.index(length)
+    if offset < 0 or length < 0 or offset + length > n:
+        raise IndexOutOfRangeError(
+            f"{item}s {offset}..{offset + length} are out of range for a stream of {n} {item}s",
+            index=offset,
+            len=n,
+        )
+    return offset, length
 
 
 def as_array(data: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, np.dtype[Any]]:
@@ -102,10 +123,10 @@ class DocumentReads(Generic[D]):
     """``[i]``, ``[a:b]``, ``len()`` and in-order iteration in batches, over ``read(i)``,
     ``read_many(indices)`` and ``len()``."""
 
-    def read(self, index: int) -> D:
+    def read(self, index: SupportsIndex) -> D:
         raise NotImplementedError
 
-    def read_many(self, indices: Iterable[int]) -> list[D]:
+    def read_many(self, indices: Iterable[SupportsIndex]) -> list[D]:
         raise NotImplementedError
 
     def len(self) -> int:
@@ -115,12 +136,12 @@ class DocumentReads(Generic[D]):
         return self.len()
 
     @overload
-    def __getitem__(self, key: int) -> D: ...
+    def __getitem__(self, key: SupportsIndex) -> D: ...
 
     @overload
     def __getitem__(self, key: slice) -> list[D]: ...
 
-    def __getitem__(self, key: int | slice) -> D | list[D]:
+    def __getitem__(self, key: SupportsIndex | slice) -> D | list[D]:
         if isinstance(key, slice):
             return self.read_many(range(*key.indices(self.len())))
         return self.read(key)
@@ -135,7 +156,7 @@ class ElementReads:
     """``[i]``, ``[a:b]`` (one read of the window a slice spans, then a strided view),
     ``len()`` and iteration in windows, over ``read(offset, length)`` and ``len()``."""
 
-    def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
+    def read(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
         raise NotImplementedError
 
     def len(self) -> int:
@@ -144,14 +165,11 @@ class ElementReads:
     def __len__(self) -> int:
         return self.len()
 
-    def _position(self, key: int, n: int) -> int:
+    def _position(self, key: SupportsIndex, n: int) -> int:
         """Element ``key`` (negative from the end) as a position in ``0..n``."""
-        index = key + n if key < 0 else key
-        if not 0 <= index < n:
-            raise IndexError(f"element {key} is out of range for a stream of {n} elements")
-        return index
+        return resolve(key, n, "element", "stream")
 
-    def __getitem__(self, key: slice | int) -> Any:
+    def __getitem__(self, key: slice | SupportsIndex) -> Any:
         n = self.len()
         if isinstance(key, slice):
             wanted = range(*key.indices(n))

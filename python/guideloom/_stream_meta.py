@@ -11,9 +11,11 @@ element (``read_elements``).
 
 from __future__ import annotations
 
+import operator
+
 from collections.abc import Iterable
 from os import PathLike
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar, overload
 
 from guideloom._guideloom import (
     Bytes,
@@ -56,12 +58,12 @@ _Interface = SeekIO | PosixPreadIO | MmapIO | HttpIO
 #: A document: its elements (a read-only numpy view) and its metadata.
 Document = tuple["np.ndarray[Any, np.dtype[Any]]", Any]
 
-def _resolve_many(indices: Iterable[int], n: int) -> list[int]:
+def _resolve_many(indices: Iterable[SupportsIndex], n: int) -> list[int]:
     """``resolve`` over a batch, checking the bounds once."""
-    wanted = [i + n if i < 0 else i for i in map(int, indices)]
+    wanted = [i + n if i < 0 else i for i in map(operator.index, indices)]
     if wanted and (min(wanted) < 0 or max(wanted) >= n):
         for given in indices:
-            resolve(int(given), n)
+            resolve(given, n)
     return wanted
 
 
@@ -69,7 +71,7 @@ def _documents(raw: list[tuple[Bytes, Any]], dtype: np.dtype[Any]) -> list[Docum
     return [(as_array(data, dtype), meta) for data, meta in raw]
 
 
-def _batch(indices: Iterable[int], n: int) -> list[int]:
+def _batch(indices: Iterable[SupportsIndex], n: int) -> list[int]:
     """``indices`` resolved against ``n`` documents (an iterator is read once)."""
     if not isinstance(indices, (list, range, tuple)):
         indices = list(indices)
@@ -107,7 +109,7 @@ class _DocumentIndex:
 
     _raw: RawStreamMetaReader | RawAsyncStreamMetaReader
 
-    def doc_range(self, index: int) -> range:
+    def doc_range(self, index: SupportsIndex) -> range:
         """The element range of document ``index`` in the stream."""
         start, stop = self._raw.doc_range(resolve(index, self._raw.num_docs()))
         return range(start, stop)
@@ -134,18 +136,18 @@ class StreamWithMetaReader(_DocumentIndex, DocumentReads[Document], CloseOnExit)
         self._raw = raw
         self._dtype = dtype
 
-    def read(self, index: int) -> Document:
+    def read(self, index: SupportsIndex) -> Document:
         """Document ``index``: a read-only view of its elements and its metadata."""
         return self.read_many([index])[0]
 
-    def read_many(self, indices: Iterable[int]) -> list[Document]:
+    def read_many(self, indices: Iterable[SupportsIndex]) -> list[Document]:
         """Documents at ``indices`` (any order): one batched read per shard touched."""
         wanted = _batch(indices, self._raw.num_docs())
         return _documents(self._raw.read_docs(wanted), self._dtype)
 
-    def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
+    def read_elements(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` of the whole stream, across documents."""
-        check_range(offset, length)
+        offset, length = check_range(offset, length, self._raw.len())
         return as_array(self._raw.read(offset, length), self._dtype)
 
 
@@ -159,15 +161,15 @@ class AsyncStreamWithMetaReader(_DocumentIndex):
         self._raw = raw
         self._dtype = dtype
 
-    async def read(self, index: int) -> Document:
+    async def read(self, index: SupportsIndex) -> Document:
         return (await self.read_many([index]))[0]
 
-    async def read_many(self, indices: Iterable[int]) -> list[Document]:
+    async def read_many(self, indices: Iterable[SupportsIndex]) -> list[Document]:
         wanted = _batch(indices, self._raw.num_docs())
         return _documents(await self._raw.read_docs(wanted), self._dtype)
 
-    async def read_elements(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
-        check_range(offset, length)
+    async def read_elements(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
+        offset, length = check_range(offset, length, self._raw.len())
         return as_array(await self._raw.read(offset, length), self._dtype)
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ numpy is imported only when a stream storage is used.
 from __future__ import annotations
 
 from os import PathLike
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar, overload
 
 from guideloom._guideloom import (
     HttpIO,
@@ -87,9 +87,9 @@ class StreamReader(ElementReads, CloseOnExit):
         self._raw = raw
         self._dtype = dtype
 
-    def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
+    def read(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` (a read-only view of the bytes read)."""
-        check_range(offset, length)
+        offset, length = check_range(offset, length, self._raw.len())
         return as_array(self._raw.read(offset, length), self._dtype)
 
     def len(self) -> int:
@@ -103,9 +103,9 @@ class AsyncStreamReader:
         self._raw = raw
         self._dtype = dtype
 
-    async def read(self, offset: int, length: int) -> np.ndarray[Any, np.dtype[Any]]:
+    async def read(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` (a read-only view of the bytes read)."""
-        check_range(offset, length)
+        offset, length = check_range(offset, length, self._raw.len())
         return as_array(await self._raw.read(offset, length), self._dtype)
 
     def len(self) -> int:

@@ -2,10 +2,19 @@
 
 Every one derives from :class:`GuideloomError`. Some also derive from the builtin a Python
 caller already handles: a missing object is a :class:`FileNotFoundError`, an index past the
-end an :class:`IndexError`, a bad argument a :class:`ValueError`. The object at fault is in
-the message and, when known, in the attributes ``key`` (relative to the root), ``path``
-(a local file), ``index``/``len`` (a record index and the number of records), ``uri`` and
-``root``; attributes that do not apply are ``None``.
+end an :class:`IndexError`, a bad argument a :class:`ValueError`. Failures of the storage
+itself are :class:`StorageError`: transport, permission and disk failures, and the refusals
+of a store (:class:`TooLargeError`, :class:`RefusedFileError`,
+:class:`ConcurrentUpdateError`), so ``except StorageError`` catches every one of them.
+``docs/python.md`` shows the whole hierarchy, and ``python/tests/test_errors.py`` checks
+the classes against it.
+
+The object at fault is in the message and, when known, in the attributes ``key`` (relative
+to the root), ``path`` (a local file), ``index``/``len`` (a record index and the number of
+records), ``uri`` and ``root``; attributes that do not apply are ``None``.
+
+``KeyboardInterrupt`` and ``SystemExit`` raised inside a backend written in Python are never
+wrapped: they reach the caller as themselves.
 """
 
 from __future__ import annotations
@@ -124,11 +133,11 @@ class DatasetMismatchError(GuideloomError):
     """The root holds another dataset (or the annotation set another snapshot)."""
 
 
-class ConcurrentUpdateError(GuideloomError):
+class ConcurrentUpdateError(StorageError):
     """A compare-and-swap kept losing to concurrent writers and gave up."""
 
 
-class TooLargeError(GuideloomError):
+class TooLargeError(StorageError):
     """An object is larger than its limit (a shard for one PUT, a control object, staging)."""
 
 
@@ -136,8 +145,11 @@ class ReadOnlyRootError(GuideloomError):
     """The root (an ``http(s)://`` base URL) is served, not written."""
 
 
-class RefusedFileError(GuideloomError):
-    """A local root met a symbolic link, FIFO, device or socket where it reads or writes."""
+class RefusedFileError(StorageError):
+    """A local root met a symbolic link, FIFO, device or socket where it reads or writes, or
+    a local backend (``SeekIO``, ``PosixPreadIO``, ``MmapIO``) something other than a
+    regular file where it opens a shard (``path`` names it). Refused at once, never waited
+    on."""
 
 
 class UnsupportedError(GuideloomError):
@@ -146,3 +158,4 @@ class UnsupportedError(GuideloomError):
 
 class InternalError(GuideloomError):
     """A bug in guideloom: a Rust panic was caught before it could reach the interpreter."""
+

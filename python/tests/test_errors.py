@@ -16,16 +16,69 @@ def publish_small(root: Path, n: int = 5) -> gl.ShardRef:
     return shard
 
 
-def test_hierarchy() -> None:
-    assert issubclass(gl.NotFoundError, gl.GuideloomError)
+# The documented hierarchy (docs/python.md, "Exceptions"): every class and its direct bases.
+DOCUMENTED_BASES: dict[str, tuple[str, ...]] = {
+    "GuideloomError": ("Exception",),
+    "NotFoundError": ("GuideloomError", "FileNotFoundError"),
+    "IndexOutOfRangeError": ("GuideloomError", "IndexError"),
+    "InvalidArgumentError": ("GuideloomError", "ValueError"),
+    "EncodeError": ("GuideloomError", "ValueError"),
+    "DecodeError": ("GuideloomError", "ValueError"),
+    "CountMismatchError": ("GuideloomError", "ValueError"),
+    "PublicationCollisionError": ("GuideloomError",),
+    "ShardExistsError": ("GuideloomError", "FileExistsError"),
+    "StorageError": ("GuideloomError",),
+    "TooLargeError": ("StorageError",),
+    "RefusedFileError": ("StorageError",),
+    "ConcurrentUpdateError": ("StorageError",),
+    "CorruptShardError": ("GuideloomError",),
+    "CorruptObjectError": ("GuideloomError",),
+    "VerificationError": ("GuideloomError",),
+    "FormatMismatchError": ("GuideloomError",),
+    "DatasetMismatchError": ("GuideloomError",),
+    "ReadOnlyRootError": ("GuideloomError",),
+    "UnsupportedError": ("GuideloomError",),
+    "InternalError": ("GuideloomError",),
+}
+
+
+def documented_table() -> dict[str, tuple[str, ...]]:
+    """The rows of docs/python.md's hierarchy table: `| `Class` | `Base`, `Base` | ...`."""
+    docs = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+    text = docs.read_text().split("<!-- exception hierarchy -->")[1]
+    rows: dict[str, tuple[str, ...]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].startswith("`"):
+            if rows:
+                break
+            continue
+        rows[cells[0].strip("`")] = tuple(b.strip().strip("`") for b in cells[1].split(","))
+    return rows
+
+
+def test_the_whole_documented_hierarchy_holds() -> None:
+    import builtins
+
+    from guideloom import exceptions
+
+    def cls(name: str) -> type[BaseException]:
+        found = getattr(exceptions, name, None) or getattr(builtins, name)
+        assert isinstance(found, type) and issubclass(found, BaseException), name
+        return found
+
+    assert documented_table() == DOCUMENTED_BASES
+    assert sorted(exceptions.__all__) == sorted(DOCUMENTED_BASES)
+    for name, bases in DOCUMENTED_BASES.items():
+        assert cls(name).__bases__ == tuple(cls(b) for b in bases), name
+        # The same class under the package's name.
+        assert getattr(gl, name) is cls(name)
+    # The relations callers rely on, spelled out.
+    assert issubclass(gl.TooLargeError, gl.StorageError)
+    assert issubclass(gl.RefusedFileError, gl.StorageError)
+    assert issubclass(gl.ConcurrentUpdateError, gl.StorageError)
     assert issubclass(gl.NotFoundError, FileNotFoundError)
     assert issubclass(gl.IndexOutOfRangeError, IndexError)
-    assert issubclass(gl.InvalidArgumentError, ValueError)
-    for cls in (
-        gl.PublicationCollisionError, gl.StorageError, gl.CorruptShardError,
-        gl.ReadOnlyRootError, gl.DecodeError, gl.InternalError,
-    ):
-        assert issubclass(cls, gl.GuideloomError)
 
 
 def test_missing_root_is_file_not_found(tmp_path: Path) -> None:

@@ -80,7 +80,8 @@ async fn publication(root: &Root) -> Run {
                 &request(vec![shard.clone()]),
                 &PublicationOptions::default(),
             )
-            .await,
+            .await
+            .map(|published| published.snapshot),
         ),
         Err(_) => None,
     };
@@ -147,7 +148,8 @@ async fn check(clean: &Root, run: &Run, faulty: &Root) -> Vec<String> {
                 &request(shard.into_iter().collect()),
                 &PublicationOptions::default(),
             )
-            .await;
+            .await
+            .map(|published| published.snapshot);
         match retried {
             Ok(s) => {
                 let latest = clean.latest().await.unwrap();
@@ -335,6 +337,7 @@ async fn published(root: &Root) -> Snapshot {
     root.publish(&request(vec![shard]), &PublicationOptions::default())
         .await
         .unwrap()
+        .snapshot
 }
 
 /// One faulted annotation run and its checks through `clean`.

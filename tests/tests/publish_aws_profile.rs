@@ -95,7 +95,8 @@ async fn publish_and_read_back(root: &Root, tag: &str) {
     let snapshot = root
         .publish(&request, &PublicationOptions::default())
         .await
-        .unwrap();
+        .unwrap()
+        .snapshot;
     assert_eq!(root.latest().await.unwrap(), snapshot);
     assert_eq!(snapshot.total_records(), 2);
     let read = root.store().get(&shard.key, shard.size).await.unwrap();

@@ -117,7 +117,10 @@ fn every_fault_at_every_call_of_a_publication_is_resolved() {
                         let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner)));
                         faulty.plan(op, call, fault);
                         let root = Root::new(faulty.clone(), RootOptions::default());
-                        let first = root.publish(&request, &PublicationOptions::default()).await;
+                        let first = root
+                            .publish(&request, &PublicationOptions::default())
+                            .await
+                            .map(|published| published.snapshot);
                         assert_eq!(faulty.injected(), 1, "{what}: the fault did not fire");
                         match &first {
                             Ok(snapshot) => {
@@ -140,6 +143,7 @@ fn every_fault_at_every_call_of_a_publication_is_resolved() {
                         let again = root
                             .publish(&request, &PublicationOptions::default())
                             .await
+                            .map(|published| published.snapshot)
                             .unwrap_or_else(|e| panic!("{what}: the retry failed: {e}"));
                         assert_eq!(again.total_records(), 5, "{what}");
                         if let Ok(first) = first {
@@ -187,7 +191,8 @@ fn a_full_disk_between_claim_and_commit_is_retried_by_the_same_request() {
         let snapshot = root
             .publish(&request, &PublicationOptions::default())
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         assert_eq!(snapshot.seq(), 2);
         // Another request with the same snapshot id is a collision: that id is taken.
         let mut other = request.clone();
@@ -215,7 +220,8 @@ fn faults_during_annotation_and_upload_are_resolved_by_a_retry() {
                         let snapshot = clean
                             .publish(&request, &PublicationOptions::default())
                             .await
-                            .unwrap();
+                            .unwrap()
+                            .snapshot;
                         let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner)));
                         faulty.plan(op, call, fault);
                         let root = Root::new(faulty.clone(), RootOptions::default());

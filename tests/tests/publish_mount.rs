@@ -186,7 +186,8 @@ fn mount_publishes_several_shards_and_the_s3_root_reads_the_same() {
                 &PublicationOptions::default(),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         // A second snapshot, appended: "latest" must then mean s2 on both roots.
         let more = vec![write(&mounted, "w2", 0, &batches[3]).await];
         let second = mounted
@@ -195,7 +196,8 @@ fn mount_publishes_several_shards_and_the_s3_root_reads_the_same() {
                 &PublicationOptions::default(),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         assert_eq!((first.seq(), second.seq()), (1, 2));
         assert_eq!(second.shards().len(), 4);
 
@@ -321,7 +323,8 @@ fn mount_refuses_annotations_and_s3_annotations_show_through_the_mount() {
                 &PublicationOptions::default(),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         let values: Vec<serde_json::Value> = (0..12)
             .map(|i| serde_json::json!({"i": i, "label": format!("l{i}")}))
             .collect();

@@ -89,6 +89,7 @@ fn eight_publishers_of_one_snapshot_id_exactly_one_wins() {
                     &PublicationOptions::default(),
                 )
                 .await
+                .map(|published| published.snapshot)
             }
         });
         let winners: Vec<usize> = results
@@ -153,6 +154,7 @@ fn two_concurrent_appenders_both_land() {
                         &PublicationOptions::default(),
                     )
                     .await
+                    .map(|published| published.snapshot)
                 }
             });
             let snaps: Vec<_> = results.into_iter().map(|r| r.unwrap()).collect();

@@ -361,7 +361,8 @@ fn annotation_counts_and_snapshot_checks() {
                 &PublicationOptions::default(),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         let err = fx.root.annotations("l", None, &s3, true).await.unwrap_err();
         assert!(
             matches!(

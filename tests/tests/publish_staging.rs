@@ -153,6 +153,7 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
     root.publish(&request, &PublicationOptions::default())
         .await
         .unwrap()
+        .snapshot
 }
 
 /// A memory root behind a counting wrapper, staging into `dir` under `budget` bytes.

@@ -53,6 +53,11 @@ pub(crate) const STEPS: &[Step] = &[
         always: false,
     },
     Step {
+        name: "model",
+        run: model,
+        always: false,
+    },
+    Step {
         name: "servers-up",
         run: servers_up,
         always: false,
@@ -217,6 +222,11 @@ fn doc(ctx: &mut Ctx) -> Result<()> {
             cmd.env("RUSTDOCFLAGS", "-D warnings");
         },
     )
+}
+
+/// The publication protocol's model, checked by spin (`cargo xtask model`).
+fn model(ctx: &mut Ctx) -> Result<()> {
+    crate::model::run(&ctx.root)
 }
 
 fn servers_up(ctx: &mut Ctx) -> Result<()> {

@@ -214,6 +214,7 @@ mod tests {
             names,
             [
                 "guideloom",
+                "guideloom-arrayrecord",
                 "guideloom-cli",
                 "guideloom-io",
                 "guideloom-publish"

@@ -4,7 +4,7 @@
 //! command; the others are for humans:
 //!
 //! ```text
-//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, servers-up, test,
+//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, model, servers-up, test,
 //!                                       examples, python, servers-down, deny
 //!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0
 //!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
@@ -14,6 +14,7 @@
 //! cargo xtask servers up|down|status    nginx + moto (+ opt-in Ceph RGW, rclone mount) for tests
 //! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
+//! cargo xtask model                     spin checks model/publication.pml in every configuration
 //! ```
 
 mod bench;
@@ -24,6 +25,7 @@ mod features;
 mod fuzz;
 mod http;
 mod metrics;
+mod model;
 mod modgraph;
 mod python;
 mod servers;
@@ -39,7 +41,7 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
-                                 steps: fmt tidy clippy features doc servers-up test
+                                 steps: fmt tidy clippy features doc model servers-up test
                                  examples python servers-down deny
                                  (servers-up starts Ceph RGW and the rclone mount too;
                                  GUIDELOOM_XTASK_CEPH=0 / GUIDELOOM_XTASK_MOUNT=0: not)
@@ -56,6 +58,8 @@ commands:
                                  or GUIDELOOM_XTASK_MOUNT=1)
   bench [ARGS]...                servers up, `cargo bench --workspace ARGS`, servers down, table
   fuzz [--seconds N] [TARGET]    run each fuzz target (or TARGET) for N seconds (default 30)
+  model                          check the publication protocol's model with spin, in every
+                                 configuration (docs/publication.md, section The protocol model)
   help                           print this text
 ";
 
@@ -90,6 +94,7 @@ fn run(args: &[String]) -> Result<()> {
         Command::Servers { action, kinds } => servers::cli(&root, action, &kinds),
         Command::Bench { passthrough } => bench::run(&root, &passthrough),
         Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
+        Command::Model => model::run(&root),
     }
 }
 
@@ -101,6 +106,7 @@ enum Command {
         skip: Vec<String>,
     },
     Tidy,
+    Model,
     Features,
     Metrics {
         dir: Option<std::path::PathBuf>,
@@ -148,6 +154,10 @@ impl Command {
                 }
                 Ok(Command::Ci { skip })
             }
+            "model" => match rest {
+                [] => Ok(Command::Model),
+                _ => Err(usage("model takes no arguments".into())),
+            },
             "tidy" => match rest {
                 [] => Ok(Command::Tidy),
                 _ => Err(usage("tidy takes no arguments".into())),

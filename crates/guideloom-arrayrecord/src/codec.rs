@@ -4,7 +4,7 @@
 //! has no prefix. Decompression checks that size against a limit before decoding and against
 //! the output after, and grows its output only as the codec produces bytes.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 use bytes::Bytes;
 
@@ -105,70 +105,453 @@ pub(crate) fn check_size(src: &Source<'_>, len: u64, expected: Option<u64>) -> R
     }
 }
 
-/// Decompresses `input` (prefix included unless uncompressed); the result must be exactly
-/// `expected` bytes when given.
+/// A compressed buffer's stated decompressed size and where its codec stream begins: the
+/// varint prefix read and checked (at most `src.limit`, exactly `expected` when given) before
+/// anything is decoded. `None` for an uncompressed buffer, whose size is its length.
+fn prefix(
+    src: &Source<'_>,
+    ctype: CompressionType,
+    input: &[u8],
+    expected: Option<u64>,
+) -> Result<Option<(Codec, u64, usize)>> {
+    let Some(codec) = ctype.codec() else {
+        check_size(src, input.len() as u64, expected)?;
+        return Ok(None);
+    };
+    let (stated, used) = varint::get(input).ok_or_else(|| {
+        Error::corrupt(
+            src.location,
+            src.offset,
+            format!("bad decompressed-size varint of the {}", src.what),
+        )
+    })?;
+    check_size(src, stated, expected)?;
+    let body = &input[used..];
+    match codec {
+        // A valid Snappy stream cannot expand by more than 22x, and states its own length.
+        Codec::Snappy => {
+            let claimed = snap::raw::decompress_len(body)
+                .map_err(|e| src.codec_error(ctype, std::io::Error::from(e)))?
+                as u64;
+            if claimed != stated || claimed > (body.len() as u64).saturating_mul(SNAPPY_MAX_RATIO) {
+                return Err(Error::corrupt(
+                    src.location,
+                    src.offset,
+                    format!(
+                        "snappy stream of {} bytes claims {claimed} bytes, the prefix {stated}",
+                        body.len()
+                    ),
+                ));
+            }
+        }
+        // A zstd frame that states its content size must state the prefix's.
+        Codec::Zstd => {
+            if let Ok(Some(content)) = zstd::zstd_safe::get_frame_content_size(body)
+                && content != stated
+            {
+                return Err(Error::corrupt(
+                    src.location,
+                    src.offset,
+                    format!(
+                        "zstd frame of the {} states {content} bytes, its prefix {stated}",
+                        src.what
+                    ),
+                ));
+            }
+        }
+        Codec::Brotli => {}
+    }
+    Ok(Some((codec, stated, used)))
+}
+
+impl Source<'_> {
+    fn codec_error(&self, ctype: CompressionType, source: std::io::Error) -> Error {
+        Error::Codec {
+            location: self.location.to_owned(),
+            offset: self.offset,
+            codec: ctype.name(),
+            op: "decompression",
+            source,
+        }
+    }
+
+    fn short(&self, produced: u64, stated: u64) -> Error {
+        Error::corrupt(
+            self.location,
+            self.offset,
+            format!(
+                "{} decompresses to {produced} bytes, its prefix says {stated}",
+                self.what
+            ),
+        )
+    }
+}
+
+/// Decompresses `input` (prefix included unless uncompressed) at once; the result must be
+/// exactly `expected` bytes when given. The output grows as the codec produces bytes, beyond
+/// what the stream's own format bounds (Snappy: 22x its input; zstd: the frame's stated
+/// content size, up to [`ONE_SHOT_ZSTD_BYTES`]). The readers decode through the streaming
+/// paths; this is the tests' oracle.
+#[cfg(test)]
 pub(crate) fn decompress(
     src: &Source<'_>,
     ctype: CompressionType,
     input: Bytes,
     expected: Option<u64>,
 ) -> Result<Bytes> {
-    let corrupt = |what: String| Error::corrupt(src.location, src.offset, what);
-    let check_len = |len: u64| check_size(src, len, expected);
-    let Some(codec) = ctype.codec() else {
-        check_len(input.len() as u64)?;
-        return Ok(input);
-    };
-    let (stated, used) = varint::get(&input)
-        .ok_or_else(|| corrupt(format!("bad decompressed-size varint of the {}", src.what)))?;
-    check_len(stated)?;
+    match prefix(src, ctype, &input, expected)? {
+        None => Ok(input),
+        Some(parsed) => decompress_parsed(src, ctype, &input, parsed),
+    }
+}
+
+/// [`decompress`] once [`prefix`] has read and checked the size prefix of `input`.
+fn decompress_parsed(
+    src: &Source<'_>,
+    ctype: CompressionType,
+    input: &[u8],
+    (codec, stated, used): (Codec, u64, usize),
+) -> Result<Bytes> {
     let body = &input[used..];
-    let codec_err = |source: std::io::Error| Error::Codec {
-        location: src.location.to_owned(),
-        offset: src.offset,
-        codec: ctype.name(),
-        op: "decompression",
-        source,
-    };
+    let codec_err = |source: std::io::Error| src.codec_error(ctype, source);
     let out: Vec<u8> = match codec {
-        Codec::Snappy => {
-            let claimed = snap::raw::decompress_len(body)
-                .map_err(|e| codec_err(std::io::Error::from(e)))? as u64;
-            if claimed != stated || claimed > (body.len() as u64).saturating_mul(SNAPPY_MAX_RATIO) {
-                return Err(corrupt(format!(
-                    "snappy stream of {} bytes claims {claimed} bytes, the prefix {stated}",
-                    body.len()
-                )));
-            }
-            snap::raw::Decoder::new()
-                .decompress_vec(body)
-                .map_err(|e| codec_err(std::io::Error::from(e)))?
-        }
+        Codec::Snappy => snap::raw::Decoder::new()
+            .decompress_vec(body)
+            .map_err(|e| codec_err(std::io::Error::from(e)))?,
         Codec::Zstd if stated <= ONE_SHOT_ZSTD_BYTES => {
             zstd_one_shot(body, stated).map_err(codec_err)?
         }
-        Codec::Zstd => {
-            let mut dec = zstd::stream::read::Decoder::with_buffer(body).map_err(codec_err)?;
-            // Riegeli allows windows up to 2^31; accept them when the output may be that large.
-            let need = 64 - stated.leading_zeros();
-            dec.window_log_max(need.clamp(27, 31)).map_err(codec_err)?;
-            read_bounded(dec, stated).map_err(codec_err)?
-        }
-        Codec::Brotli => {
-            // brotli-decompressor accepts large-window streams (Riegeli writes them for
-            // window_log > 24).
-            let dec = brotli::Decompressor::new(body, 4096);
-            read_bounded(dec, stated).map_err(codec_err)?
+        Codec::Zstd | Codec::Brotli => {
+            read_bounded(open_stream(codec, body, stated).map_err(codec_err)?, stated)
+                .map_err(codec_err)?
         }
     };
     if out.len() as u64 != stated {
-        return Err(corrupt(format!(
-            "{} decompresses to {} bytes, its prefix says {stated}",
-            src.what,
-            out.len()
-        )));
+        return Err(src.short(out.len() as u64, stated));
     }
     Ok(Bytes::from(out))
+}
+
+/// A streaming decoder of `body`, a zstd or Brotli stream of `stated` bytes.
+fn open_stream<'a>(
+    codec: Codec,
+    body: &'a [u8],
+    stated: u64,
+) -> std::io::Result<Box<dyn Read + 'a>> {
+    Ok(match codec {
+        Codec::Zstd => {
+            let mut dec = zstd::stream::read::Decoder::with_buffer(body)?;
+            // zstd's own default bound on the window is 2^27; Riegeli allows windows up to
+            // 2^31, accepted only for a buffer that large (the window never needs to exceed
+            // the output).
+            let need = 64 - stated.leading_zeros();
+            dec.window_log_max(need.clamp(27, 31))?;
+            Box::new(dec)
+        }
+        // brotli-decompressor accepts large-window streams (Riegeli writes them for
+        // window_log > 24); its ring buffer grows with the output (the metablock being
+        // decoded, at most 16 MiB, beside what came before), up to the window.
+        Codec::Brotli => Box::new(brotli::Decompressor::new(body, 4096)),
+        Codec::Snappy => unreachable!("Snappy is decoded at once"),
+    })
+}
+
+/// Bytes of a stream read per step when skipping or collecting output, and the most a
+/// stream's output buffer reserves ahead of what the codec has produced.
+const STREAM_STEP: usize = 64 << 10;
+
+/// A decompressed buffer read front to back: in place (uncompressed, or decoded at once) or
+/// decoded as it is read, so only the bytes asked for are ever held.
+pub(crate) enum Decoded<'a> {
+    /// `bytes[at..end]` are the bytes not yet read.
+    Whole {
+        /// The buffer: the chunk's bytes (uncompressed) or the decoded output.
+        bytes: WholeBytes<'a>,
+        /// Where the buffer begins in `bytes`.
+        begin: usize,
+        /// The next byte to read.
+        at: usize,
+        /// The buffer's end.
+        end: usize,
+    },
+    /// A zstd or Brotli decoder, bounded to one byte past the stated size.
+    Stream(Box<Stream<'a>>),
+}
+
+/// The bytes of a [`Decoded::Whole`]: borrowed (read in place: no reference count touched
+/// but for the records taken) or owned (decoded).
+pub(crate) enum WholeBytes<'a> {
+    /// The chunk's own bytes.
+    Borrowed(&'a Bytes),
+    /// Decoded output.
+    Owned(Bytes),
+}
+
+/// The streaming state of [`Decoded::Stream`].
+pub(crate) struct Stream<'a> {
+    reader: std::io::BufReader<std::io::Take<Box<dyn Read + 'a>>>,
+    ctype: CompressionType,
+    stated: u64,
+    produced: u64,
+}
+
+impl<'a> Decoded<'a> {
+    /// The buffer `whole[range]` (prefix included unless uncompressed), decoded at once when
+    /// `at_once` (or uncompressed, or Snappy, which cannot stream: bounded by 22x its input),
+    /// else streamed. Its decompressed size is checked as [`decompress`] checks it before
+    /// anything is decoded.
+    pub(crate) fn open(
+        src: &Source<'_>,
+        ctype: CompressionType,
+        whole: &'a Bytes,
+        range: std::ops::Range<usize>,
+        expected: Option<u64>,
+        at_once: impl FnOnce(u64) -> bool,
+    ) -> Result<Decoded<'a>> {
+        let input = &whole[range.clone()];
+        let Some((codec, stated, used)) = prefix(src, ctype, input, expected)? else {
+            return Ok(Decoded::Whole {
+                bytes: WholeBytes::Borrowed(whole),
+                begin: range.start,
+                at: range.start,
+                end: range.end,
+            });
+        };
+        if matches!(codec, Codec::Snappy) || at_once(stated) {
+            let out = decompress_parsed(src, ctype, input, (codec, stated, used))?;
+            let end = out.len();
+            return Ok(Decoded::Whole {
+                bytes: WholeBytes::Owned(out),
+                begin: 0,
+                at: 0,
+                end,
+            });
+        }
+        let body = &input[used..];
+        let reader = open_stream(codec, body, stated).map_err(|e| src.codec_error(ctype, e))?;
+        Ok(Decoded::Stream(Box::new(Stream {
+            reader: std::io::BufReader::with_capacity(
+                STREAM_STEP,
+                reader.take(stated.saturating_add(1)),
+            ),
+            ctype,
+            stated,
+            produced: 0,
+        })))
+    }
+
+    /// The decompressed size (the prefix's, checked).
+    #[inline]
+    pub(crate) fn stated(&self) -> u64 {
+        match self {
+            Decoded::Whole { begin, end, .. } => (end - begin) as u64,
+            Decoded::Stream(s) => s.stated,
+        }
+    }
+
+    /// Bytes read so far.
+    #[inline]
+    pub(crate) fn position(&self) -> u64 {
+        match self {
+            Decoded::Whole { begin, at, .. } => (at - begin) as u64,
+            Decoded::Stream(s) => s.produced,
+        }
+    }
+
+    /// Goes back to the first byte: `true` when whole; a stream cannot (open it again).
+    #[inline]
+    pub(crate) fn rewind(&mut self) -> bool {
+        match self {
+            Decoded::Whole { begin, at, .. } => {
+                *at = *begin;
+                true
+            }
+            Decoded::Stream(_) => false,
+        }
+    }
+
+    /// The next varint, `None` at the end of the buffer.
+    #[inline]
+    pub(crate) fn varint(&mut self, src: &Source<'_>) -> Result<Option<u64>> {
+        let bad = || {
+            Error::corrupt(
+                src.location,
+                src.offset,
+                format!("bad varint in the {}", src.what),
+            )
+        };
+        match self {
+            Decoded::Whole { bytes, at, end, .. } => {
+                if at == end {
+                    return Ok(None);
+                }
+                let (v, n) = varint::get(&bytes.get()[*at..*end]).ok_or_else(bad)?;
+                *at += n;
+                Ok(Some(v))
+            }
+            Decoded::Stream(s) => s.varint(src).and_then(|v| match v {
+                Varint::End => Ok(None),
+                Varint::Value(v) => Ok(Some(v)),
+                Varint::Bad => Err(bad()),
+            }),
+        }
+    }
+
+    /// The next `n` bytes (a slice of the buffer when whole, a copy when streamed).
+    #[inline]
+    pub(crate) fn take(&mut self, src: &Source<'_>, n: u64) -> Result<Bytes> {
+        match self {
+            Decoded::Whole { bytes, at, end, .. } => {
+                let to = whole_advance(src, *at, *end, n)?;
+                let out = bytes.get().slice(*at..to);
+                *at = to;
+                Ok(out)
+            }
+            Decoded::Stream(s) => s.take(src, n),
+        }
+    }
+
+    /// Skips `n` bytes (decoding them, when streamed, without keeping them).
+    #[inline]
+    pub(crate) fn skip(&mut self, src: &Source<'_>, n: u64) -> Result<()> {
+        match self {
+            Decoded::Whole { at, end, .. } => {
+                *at = whole_advance(src, *at, *end, n)?;
+                Ok(())
+            }
+            Decoded::Stream(s) => s.skip(src, n),
+        }
+    }
+
+    /// Checks that every byte was read and the codec produces no more.
+    #[inline]
+    pub(crate) fn finish(&mut self, src: &Source<'_>) -> Result<()> {
+        match self {
+            Decoded::Whole { at, end, .. } if at == end => Ok(()),
+            Decoded::Whole { at, end, .. } => Err(Error::corrupt(
+                src.location,
+                src.offset,
+                format!("{} bytes left after the {}", *end - *at, src.what),
+            )),
+            Decoded::Stream(s) => s.finish(src),
+        }
+    }
+}
+
+impl WholeBytes<'_> {
+    #[inline]
+    fn get(&self) -> &Bytes {
+        match self {
+            WholeBytes::Borrowed(b) => b,
+            WholeBytes::Owned(b) => b,
+        }
+    }
+}
+
+/// `at + n` when within `end`.
+#[inline]
+fn whole_advance(src: &Source<'_>, at: usize, end: usize, n: u64) -> Result<usize> {
+    usize::try_from(n)
+        .ok()
+        .and_then(|n| at.checked_add(n))
+        .filter(|&to| to <= end)
+        .ok_or_else(|| {
+            Error::corrupt(
+                src.location,
+                src.offset,
+                format!(
+                    "the {} end before byte {}",
+                    src.what,
+                    (at as u64).saturating_add(n)
+                ),
+            )
+        })
+}
+
+/// A varint read from a stream.
+enum Varint {
+    Value(u64),
+    End,
+    Bad,
+}
+
+impl Stream<'_> {
+    fn varint(&mut self, src: &Source<'_>) -> Result<Varint> {
+        let buf = self
+            .reader
+            .fill_buf()
+            .map_err(|e| src.codec_error(self.ctype, e))?;
+        if buf.is_empty() {
+            return Ok(Varint::End);
+        }
+        if let Some((v, n)) = varint::get(buf) {
+            self.reader.consume(n);
+            self.produced += n as u64;
+            return Ok(Varint::Value(v));
+        }
+        if buf.len() >= 10 {
+            return Ok(Varint::Bad);
+        }
+        // The varint straddles the buffer's end: a byte at a time.
+        let mut tmp = [0u8; 10];
+        for len in 1..=10 {
+            let buf = self
+                .reader
+                .fill_buf()
+                .map_err(|e| src.codec_error(self.ctype, e))?;
+            let Some(&b) = buf.first() else {
+                return Ok(Varint::Bad);
+            };
+            tmp[len - 1] = b;
+            self.reader.consume(1);
+            self.produced += 1;
+            if let Some((v, _)) = varint::get(&tmp[..len]) {
+                return Ok(Varint::Value(v));
+            }
+        }
+        Ok(Varint::Bad)
+    }
+
+    fn take(&mut self, src: &Source<'_>, n: u64) -> Result<Bytes> {
+        let want = n.min(self.stated.saturating_sub(self.produced));
+        // Reserve no more ahead of the codec than one step: a hostile size grows the buffer
+        // only as far as the stream really decodes.
+        let mut out = Vec::with_capacity(usize::try_from(want).unwrap_or(0).min(STREAM_STEP));
+        (&mut self.reader)
+            .take(want)
+            .read_to_end(&mut out)
+            .map_err(|e| src.codec_error(self.ctype, e))?;
+        self.produced += out.len() as u64;
+        if (out.len() as u64) < n {
+            return Err(src.short(self.produced, self.stated));
+        }
+        Ok(Bytes::from(out))
+    }
+
+    fn skip(&mut self, src: &Source<'_>, n: u64) -> Result<()> {
+        let want = n.min(self.stated.saturating_sub(self.produced));
+        let copied = std::io::copy(&mut (&mut self.reader).take(want), &mut std::io::sink())
+            .map_err(|e| src.codec_error(self.ctype, e))?;
+        self.produced += copied;
+        if copied < n {
+            return Err(src.short(self.produced, self.stated));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, src: &Source<'_>) -> Result<()> {
+        let ctype = self.ctype;
+        let more = !self
+            .reader
+            .fill_buf()
+            .map_err(|e| src.codec_error(ctype, e))?
+            .is_empty();
+        if more || self.produced != self.stated {
+            let produced = if more { self.stated + 1 } else { self.produced };
+            return Err(src.short(produced, self.stated));
+        }
+        Ok(())
+    }
 }
 
 /// Zstd buffers up to this decompressed size are decoded in one call into an output of
@@ -200,9 +583,10 @@ fn zstd_one_shot(body: &[u8], stated: u64) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Reads at most `stated + 1` bytes, so an overlong stream is detected without decoding it all.
+/// Reads at most `stated + 1` bytes, so an overlong stream is detected without decoding it
+/// all; the output grows as the codec produces bytes.
 fn read_bounded(reader: impl Read, stated: u64) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(usize::try_from(stated.min(1 << 20)).unwrap_or(0));
+    let mut out = Vec::with_capacity(usize::try_from(stated).unwrap_or(0).min(STREAM_STEP));
     reader
         .take(stated.saturating_add(1))
         .read_to_end(&mut out)?;
@@ -252,7 +636,7 @@ thread_local! {
 
 /// Compresses one buffer with this thread's reused context (set up again only when the level
 /// or window changes): creating a context per buffer was most of a small-record writer's time.
-fn zstd_compress(level: i32, window_log: u32, input: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn zstd_compress(level: i32, window_log: u32, input: &[u8]) -> std::io::Result<Vec<u8>> {
     ZSTD_COMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let reusable = matches!(&*slot, Some((l, w, _)) if *l == level && *w == window_log);

@@ -6,7 +6,7 @@ use std::ops::Range;
 use bytes::{Bytes, BytesMut};
 use guideloom_io::Tail;
 
-use crate::block::{BLOCK_SIZE, is_possible_chunk_boundary};
+use crate::block::{BLOCK_SIZE, chunk_end, is_possible_chunk_boundary};
 use crate::chunk::{self, SIMPLE, TRANSPOSED};
 use crate::error::{Error, Result};
 use crate::proto::{FooterEntry, FooterMetadata, MAGIC, Postscript, VERSION};
@@ -54,7 +54,9 @@ impl ReadOptions {
         self
     }
 
-    /// Largest decoded chunk accepted (default 1 GiB), checked before decompressing.
+    /// Largest chunk accepted (default 1 GiB), checked before it is read: its stored range
+    /// in the file, its decoded size, and, when its records are listed (a batch or in-order
+    /// read of many of them, or the cache), its decoded size plus 32 bytes per record listed.
     pub fn max_chunk_bytes(&self) -> u64 {
         self.max_chunk_bytes
     }
@@ -98,6 +100,11 @@ impl ReadOptions {
         self
     }
 }
+
+/// What one record costs in a decoded list of records (a `Bytes` handle), beside its bytes:
+/// counted against [`ReadOptions::max_chunk_bytes`] when a chunk's records are listed, so a
+/// chunk of many tiny records cannot make its list outgrow the limit.
+pub(crate) const RECORD_HANDLE_BYTES: u64 = std::mem::size_of::<Bytes>() as u64;
 
 /// One data chunk as the footer describes it.
 // Aligned to its size, so a random read's look-up in the footer's table touches one cache
@@ -190,19 +197,81 @@ impl ChunkInfo {
         self.offset..self.end
     }
 
-    /// Decodes the chunk from `buf`, the bytes of its range.
+    /// Refuses, before anything is read, a chunk whose stored range or decoded size exceeds
+    /// [`ReadOptions::max_chunk_bytes`].
+    pub(crate) fn check_limits(&self, location: &str, options: &ReadOptions) -> Result<()> {
+        for (what, size) in [
+            ("stored chunk", self.end - self.offset),
+            ("chunk", self.decoded_data_size),
+        ] {
+            if size > options.max_chunk_bytes {
+                return Err(Error::TooLarge {
+                    location: location.to_owned(),
+                    offset: self.offset,
+                    what,
+                    size,
+                    limit: options.max_chunk_bytes,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What `records` of the chunk cost once decoded into a list: the values and a
+    /// [`RECORD_HANDLE_BYTES`] handle per record.
+    pub(crate) fn list_cost(&self, records: u64) -> u64 {
+        self.decoded_data_size
+            .saturating_add(records.saturating_mul(RECORD_HANDLE_BYTES))
+    }
+
+    /// Refuses a list of `records` of the chunk costing more than
+    /// [`ReadOptions::max_chunk_bytes`] ([`list_cost`](Self::list_cost)).
+    pub(crate) fn check_list(
+        &self,
+        location: &str,
+        records: u64,
+        options: &ReadOptions,
+    ) -> Result<()> {
+        let size = self.list_cost(records);
+        if size > options.max_chunk_bytes {
+            return Err(Error::TooLarge {
+                location: location.to_owned(),
+                offset: self.offset,
+                what: "chunk's records listed (values and 32 bytes per record)",
+                size,
+                limit: options.max_chunk_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Decodes every record of the chunk from `buf`, the bytes of its range.
     pub(crate) fn decode(
         &self,
         location: &str,
         buf: &Bytes,
         options: &ReadOptions,
     ) -> Result<Vec<Bytes>> {
+        self.check_list(location, self.num_records, options)?;
         let chunk = self.records_chunk(location, buf, options)?;
         simple::decode(location, &chunk, options.max_chunk_bytes)
     }
 
-    /// Record `within` of the chunk from `buf`, the bytes of its range: the chunk checked as
-    /// [`decode`](Self::decode) checks it, without collecting its other records.
+    /// Records `within` of the chunk from `buf`, the bytes of its range.
+    pub(crate) fn decode_range(
+        &self,
+        location: &str,
+        within: Range<usize>,
+        buf: &Bytes,
+        options: &ReadOptions,
+    ) -> Result<Vec<Bytes>> {
+        self.check_list(location, within.len() as u64, options)?;
+        let chunk = self.records_chunk(location, buf, options)?;
+        simple::decode_range(location, &chunk, options.max_chunk_bytes, within)
+    }
+
+    /// Record `within` of the chunk from `buf`, the bytes of its range, without collecting
+    /// its other records (nor decoding the values past it).
     pub(crate) fn decode_record(
         &self,
         location: &str,
@@ -222,15 +291,7 @@ impl ChunkInfo {
         buf: &'a Bytes,
         options: &ReadOptions,
     ) -> Result<chunk::Chunk<'a>> {
-        if self.decoded_data_size > options.max_chunk_bytes {
-            return Err(Error::TooLarge {
-                location: location.to_owned(),
-                offset: self.offset,
-                what: "chunk",
-                size: self.decoded_data_size,
-                limit: options.max_chunk_bytes,
-            });
-        }
+        self.check_limits(location, options)?;
         let chunk = chunk::read_chunk(location, buf, self.offset)?;
         match chunk.header.chunk_type {
             SIMPLE => {}
@@ -327,8 +388,8 @@ pub(crate) fn parse_tail(
     if chunk.header.chunk_type != SIMPLE || chunk.header.num_records == 0 {
         return Err(bad_ps("not a simple chunk with records"));
     }
-    let records = simple::decode(location, &chunk, BLOCK_SIZE)?;
-    let ps = Postscript::decode(&records[0]).ok_or_else(|| bad_ps("malformed message"))?;
+    let record = simple::decode_one(location, &chunk, BLOCK_SIZE, 0)?;
+    let ps = Postscript::decode(&record).ok_or_else(|| bad_ps("malformed message"))?;
     if ps.magic != MAGIC {
         return Err(bad_ps(&format!("bad magic {:#x}", ps.magic)));
     }
@@ -402,40 +463,47 @@ fn complete_footer(
     if chunk.header.chunk_type != SIMPLE || chunk.header.num_records == 0 {
         return Err(corrupt("not a simple chunk with records".into()));
     }
-    let records = simple::decode(location, &chunk, options.max_footer_bytes)?;
-    let meta = FooterMetadata::decode(&records[0])
-        .ok_or_else(|| corrupt("malformed metadata record".into()))?;
-    if meta.version != VERSION {
-        return Err(Error::unsupported(
-            location,
-            footer_offset,
-            format!("ArrayRecord footer version {}", meta.version),
-        ));
-    }
-    let entries = &records[1..];
-    if meta.num_chunks != entries.len() as u64 {
-        return Err(corrupt(format!(
-            "metadata says {} chunks, the footer lists {}",
-            meta.num_chunks,
-            entries.len()
-        )));
-    }
-    let mut chunks: Vec<ChunkInfo> = Vec::with_capacity(entries.len());
+    // The records stream into the table: an entry is checked as it is decoded, and the
+    // table grows by what the footer really holds (each entry a chunk of its own at least a
+    // chunk header and its record count after the previous one, so the table is bounded by
+    // the file's size), never by a count it states.
+    let mut meta: Option<FooterMetadata> = None;
+    let mut chunks: Vec<ChunkInfo> = Vec::new();
     let mut total: u64 = 0;
-    let group_size = match entries.first() {
-        Some(first) => {
-            FooterEntry::decode(first)
-                .ok_or_else(|| corrupt("malformed entry 0".into()))?
-                .num_records
+    let mut group_size = 0;
+    let n = usize::try_from(chunk.header.num_records).unwrap_or(usize::MAX);
+    simple::walk(location, &chunk, options.max_footer_bytes, 0..n, |record| {
+        let Some(meta) = &meta else {
+            let m = FooterMetadata::decode(&record)
+                .ok_or_else(|| corrupt("malformed metadata record".into()))?;
+            if m.version != VERSION {
+                return Err(Error::unsupported(
+                    location,
+                    footer_offset,
+                    format!("ArrayRecord footer version {}", m.version),
+                ));
+            }
+            meta = Some(m);
+            return Ok(());
+        };
+        let i = chunks.len();
+        if i as u64 >= meta.num_chunks {
+            return Err(corrupt(format!(
+                "metadata says {} chunks, the footer lists more",
+                meta.num_chunks
+            )));
         }
-        None => 0,
-    };
-    for (i, bytes) in entries.iter().enumerate() {
         let e =
-            FooterEntry::decode(bytes).ok_or_else(|| corrupt(format!("malformed entry {i}")))?;
-        let min_offset = chunks.last().map_or(64, |c: &ChunkInfo| c.offset + 1);
-        let last = i + 1 == entries.len();
-        if e.chunk_offset < min_offset
+            FooterEntry::decode(&record).ok_or_else(|| corrupt(format!("malformed entry {i}")))?;
+        if i == 0 {
+            group_size = e.num_records;
+        }
+        // A chunk takes at least its header and a byte per record (Riegeli's padding).
+        let min_offset = match chunks.last() {
+            None => Some(64),
+            Some(c) => chunk_end(c.offset, 0, c.num_records),
+        };
+        if min_offset.is_none_or(|min| e.chunk_offset < min)
             || e.chunk_offset >= footer_offset
             || !is_possible_chunk_boundary(e.chunk_offset)
         {
@@ -444,16 +512,20 @@ fn complete_footer(
                 e.chunk_offset
             )));
         }
-        if e.num_records == 0
-            || e.num_records > group_size
-            || (!last && e.num_records != group_size)
-        {
+        if e.num_records == 0 || e.num_records > group_size {
             return Err(corrupt(format!(
                 "entry {i}: {} records in a group of {group_size}",
                 e.num_records
             )));
         }
         if let Some(prev) = chunks.last_mut() {
+            if prev.num_records != group_size {
+                return Err(corrupt(format!(
+                    "entry {}: {} records in a group of {group_size}",
+                    i - 1,
+                    prev.num_records
+                )));
+            }
             prev.end = e.chunk_offset;
         }
         chunks.push(ChunkInfo {
@@ -465,6 +537,24 @@ fn complete_footer(
         total = total
             .checked_add(e.num_records)
             .ok_or_else(|| corrupt("record count overflows".into()))?;
+        Ok(())
+    })?;
+    let meta = meta.ok_or_else(|| corrupt("malformed metadata record".into()))?;
+    if let Some(last) = chunks.last()
+        && chunk_end(last.offset, 0, last.num_records).is_none_or(|end| end > footer_offset)
+    {
+        return Err(corrupt(format!(
+            "entry {}: chunk offset {} out of order",
+            chunks.len() - 1,
+            last.offset
+        )));
+    }
+    if meta.num_chunks != chunks.len() as u64 {
+        return Err(corrupt(format!(
+            "metadata says {} chunks, the footer lists {}",
+            meta.num_chunks,
+            chunks.len()
+        )));
     }
     if total != meta.num_records {
         return Err(corrupt(format!(

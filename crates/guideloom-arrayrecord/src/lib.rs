@@ -50,6 +50,9 @@ mod chunk;
 mod codec;
 mod error;
 mod hash;
+#[cfg(any(test, feature = "hostile"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "hostile")))]
+pub mod hostile;
 mod layout;
 mod options;
 mod proto;

@@ -78,25 +78,65 @@ impl Core {
             .ok_or_else(|| Error::corrupt(&self.location, 0, "record missing from its chunk"))
     }
 
-    /// Decodes chunk `c` (`info`) from the bytes of its range and caches it.
+    /// `true` when chunk `info`, decoded whole, fits the cache: then a read of it decodes it
+    /// whole and caches it; otherwise it takes only the records asked for.
+    fn caches(&self, info: &ChunkInfo) -> bool {
+        self.cache.is_some()
+            && info.list_cost(info.num_records) <= self.options.cache_bytes()
+            && info.list_cost(info.num_records) <= self.options.max_chunk_bytes()
+    }
+
+    /// Decodes chunk `c` (`info`) whole from the bytes of its range and caches it.
     fn decode(&self, c: usize, info: &ChunkInfo, buf: &Bytes) -> Result<Records> {
         self.check_len(&info.range(), buf)?;
         let records = Arc::new(info.decode(&self.location, buf, &self.options)?);
         if let Some(cache) = &self.cache {
-            cache.insert(c, Arc::clone(&records), info.decoded_data_size);
+            cache.insert(c, Arc::clone(&records), info.list_cost(info.num_records));
         }
         Ok(records)
     }
 
-    /// Record `within` of chunk `c` from the bytes of its range: the chunk is checked whole
-    /// either way, but decoded into a cached list of records only when there is a cache.
+    /// Record `within` of chunk `c` from the bytes of its range: decoded into a cached list
+    /// of records when the chunk [fits the cache](Self::caches), else alone.
     fn decode_one(&self, c: usize, info: &ChunkInfo, within: usize, buf: &Bytes) -> Result<Bytes> {
-        if self.cache.is_some() {
+        if self.caches(info) {
             let records = self.decode(c, info, buf)?;
             return self.record(&records, within);
         }
         self.check_len(&info.range(), buf)?;
         info.decode_record(&self.location, within, buf, &self.options)
+    }
+
+    /// Records `within` of chunk `c`, from the bytes of its range (cached whole when the
+    /// chunk fits the cache).
+    fn decode_range(
+        &self,
+        c: usize,
+        info: &ChunkInfo,
+        within: Range<usize>,
+        buf: &Bytes,
+    ) -> Result<Vec<Bytes>> {
+        if self.caches(info) {
+            let records = self.decode(c, info, buf)?;
+            return records
+                .get(within)
+                .map(<[Bytes]>::to_vec)
+                .ok_or_else(|| Error::corrupt(&self.location, 0, "record missing from its chunk"));
+        }
+        self.check_len(&info.range(), buf)?;
+        info.decode_range(&self.location, within, buf, &self.options)
+    }
+
+    /// Chunk `c`, to be read for records `within` of it: refused unless its size and, when
+    /// more than one record is taken out of a chunk that is not cached whole, the list of
+    /// those records are within the limits.
+    fn to_read(&self, c: usize, within: &Range<usize>) -> Result<ChunkInfo> {
+        let info = self.layout.chunk(c);
+        info.check_limits(&self.location, &self.options)?;
+        if within.len() > 1 && !self.caches(&info) {
+            info.check_list(&self.location, within.len() as u64, &self.options)?;
+        }
+        Ok(info)
     }
 
     fn cached(&self, c: usize) -> Option<Records> {
@@ -110,7 +150,7 @@ impl Core {
         }
         Ok(One::Read {
             chunk,
-            info: self.layout.chunk(chunk),
+            info: self.to_read(chunk, &(within..within + 1))?,
             within,
         })
     }
@@ -139,7 +179,9 @@ impl Core {
                     }
                 }
                 None => {
-                    let info = self.layout.chunk(c);
+                    // The positions asked of the chunk, ascending.
+                    let within = places[run.start].1..places[run.end - 1].1 + 1;
+                    let info = self.to_read(c, &within)?;
                     ranges.push(info.range());
                     runs.push((run, info));
                 }
@@ -155,17 +197,7 @@ impl Core {
     }
 
     fn finish(&self, plan: Plan, bufs: Vec<Bytes>) -> Result<Vec<Bytes>> {
-        if bufs.len() != plan.runs.len() {
-            return Err(Error::corrupt(
-                &self.location,
-                0,
-                format!(
-                    "asked for {} ranges, the reader returned {}",
-                    plan.runs.len(),
-                    bufs.len()
-                ),
-            ));
-        }
+        check_count(&self.location, plan.runs.len(), bufs.len())?;
         let Plan {
             mut out,
             places,
@@ -177,16 +209,111 @@ impl Core {
             match run {
                 [] => {}
                 &[(c, w, k)] => out[k] = self.decode_one(c, &info, w, buf)?,
-                [(c, _, _), ..] => {
-                    let records = self.decode(*c, &info, buf)?;
+                [(c, first, _), .., (_, last, _)] => {
+                    let records = self.decode_range(*c, &info, *first..*last + 1, buf)?;
                     for &(_, w, k) in run {
-                        out[k] = self.record(&records, w)?;
+                        out[k] = records[w - first].clone();
                     }
                 }
             }
         }
         Ok(out)
     }
+
+    /// The chunks holding records `first..first + count`, each with the positions of those
+    /// records in it and whether it is cached.
+    fn plan_range(&self, first: u64, count: u64) -> Result<RangePlan> {
+        let mut plan = RangePlan::default();
+        if count == 0 {
+            return Ok(plan);
+        }
+        let last = first
+            .checked_add(count - 1)
+            .ok_or_else(|| Error::IndexOutOfRange {
+                location: self.location.clone(),
+                index: u64::MAX,
+                len: self.layout.len(),
+            })?;
+        let (c0, w0) = self.layout.locate(&self.location, first)?;
+        let (c1, w1) = self.layout.locate(&self.location, last)?;
+        // At most one piece per chunk of the file (its footer's table bounds them).
+        for c in c0..=c1 {
+            let from = if c == c0 { w0 } else { 0 };
+            let to = if c == c1 {
+                w1 + 1
+            } else {
+                usize::try_from(self.layout.chunk(c).num_records).unwrap_or(usize::MAX)
+            };
+            let within = from..to;
+            match self.cached(c) {
+                Some(records) => plan.pieces.push(Piece::Cached(records, within)),
+                None => {
+                    let info = self.to_read(c, &within)?;
+                    plan.ranges.push(info.range());
+                    plan.pieces.push(Piece::Read(c, info, within));
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    fn finish_range(&self, plan: RangePlan, bufs: Vec<Bytes>) -> Result<Vec<Bytes>> {
+        check_count(&self.location, plan.ranges.len(), bufs.len())?;
+        let mut bufs = bufs.iter();
+        let mut out: Vec<Bytes> = Vec::new();
+        for piece in plan.pieces {
+            // The records of each piece are proved by its chunk before the output grows.
+            let records = match piece {
+                Piece::Cached(records, within) => {
+                    records.get(within).map(<[Bytes]>::to_vec).ok_or_else(|| {
+                        Error::corrupt(&self.location, 0, "record missing from its chunk")
+                    })?
+                }
+                Piece::Read(c, info, within) => {
+                    let buf = bufs.next().ok_or_else(|| {
+                        Error::corrupt(&self.location, 0, "a range read returned too few buffers")
+                    })?;
+                    match within.len() {
+                        1 => vec![self.decode_one(c, &info, within.start, buf)?],
+                        _ => self.decode_range(c, &info, within, buf)?,
+                    }
+                }
+            };
+            if out.is_empty() {
+                out = records;
+            } else {
+                out.extend(records);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Refuses a reader that returned `got` buffers for `asked` ranges.
+fn check_count(location: &str, asked: usize, got: usize) -> Result<()> {
+    if asked != got {
+        return Err(Error::corrupt(
+            location,
+            0,
+            format!("asked for {asked} ranges, the reader returned {got}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The reads of [`ArrayRecordReader::get_range`].
+#[derive(Default)]
+struct RangePlan {
+    /// In file order.
+    pieces: Vec<Piece>,
+    /// The byte range of each [`Piece::Read`], in order.
+    ranges: Vec<Range<u64>>,
+}
+
+/// Records of one chunk in a range read: positions `within` of the chunk.
+enum Piece {
+    Cached(Records, Range<usize>),
+    Read(usize, ChunkInfo, Range<usize>),
 }
 
 macro_rules! accessors {
@@ -294,6 +421,19 @@ impl<R: SyncReader> ArrayRecordReader<R> {
         };
         self.core.finish(plan, bufs)
     }
+
+    /// Reads records `first..first + count` in order: one `read_ranges` of the chunks not
+    /// cached. Each chunk is decoded once, taking only the records in the range; the result
+    /// grows as the chunks prove their records.
+    pub fn get_range(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
+        let plan = self.core.plan_range(first, count)?;
+        let bufs = if plan.ranges.is_empty() {
+            Vec::new()
+        } else {
+            self.reader.read_ranges(&plan.ranges)?
+        };
+        self.core.finish_range(plan, bufs)
+    }
 }
 
 /// An ArrayRecord file opened through an [`AsyncReader`]; the same costs as
@@ -351,5 +491,17 @@ impl<R: AsyncReader> AsyncArrayRecordReader<R> {
             self.reader.read_ranges(&plan.ranges).await?
         };
         self.core.finish(plan, bufs)
+    }
+
+    /// Reads records `first..first + count` in order, as
+    /// [`ArrayRecordReader::get_range`].
+    pub async fn get_range(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
+        let plan = self.core.plan_range(first, count)?;
+        let bufs = if plan.ranges.is_empty() {
+            Vec::new()
+        } else {
+            self.reader.read_ranges(&plan.ranges).await?
+        };
+        self.core.finish_range(plan, bufs)
     }
 }

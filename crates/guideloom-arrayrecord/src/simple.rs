@@ -6,59 +6,81 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use crate::chunk::Chunk;
-use crate::codec::{self, CompressionType, Source};
+use crate::codec::{self, CompressionType, Decoded, Source};
 use crate::error::{Error, Result};
 use crate::options::Compression;
 use crate::varint;
 
-/// Decodes the records of a simple chunk. `limit` bounds the decoded values before any
-/// allocation; records are zero-copy slices of the decoded values.
+/// Decoding more than the records asked for is worth it (one call into the codec instead of
+/// a stream) while the rest is at most this many bytes: a single record of a chunk of many
+/// is streamed, the decoder's output not kept beyond the record.
+const DECODE_WHOLE_SLACK: u64 = 1 << 20;
+
+/// Compressed record sizes up to this many decoded bytes are decoded at once (a chunk of up
+/// to ~32 000 records); more are streamed.
+const SIZES_AT_ONCE: u64 = 64 << 10;
+
+/// Every record of a simple chunk. `limit` bounds the decoded values before any
+/// allocation; records are zero-copy slices of the decoded values (or of the chunk's bytes,
+/// uncompressed).
 pub(crate) fn decode(location: &str, chunk: &Chunk<'_>, limit: u64) -> Result<Vec<Bytes>> {
-    let mut records = Vec::with_capacity(usize::try_from(chunk.header.num_records).unwrap_or(0));
-    walk(location, chunk, limit, |values, r| {
-        records.push(values.slice(r))
+    let n = usize::try_from(chunk.header.num_records).unwrap_or(usize::MAX);
+    decode_range(location, chunk, limit, 0..n)
+}
+
+/// Records `range` of a simple chunk, checked as [`walk`] checks them.
+pub(crate) fn decode_range(
+    location: &str,
+    chunk: &Chunk<'_>,
+    limit: u64,
+    range: Range<usize>,
+) -> Result<Vec<Bytes>> {
+    let count = range.len();
+    let mut records = Vec::new();
+    walk(location, chunk, limit, range, |r| {
+        // Reserved once the sizes have proved the records exist.
+        if records.capacity() == 0 {
+            records.reserve_exact(count);
+        }
+        records.push(r);
+        Ok(())
     })?;
     Ok(records)
 }
 
-/// Record `within` of a simple chunk, checked as [`decode`] checks the whole chunk (every
-/// record size, and that they add up to the decoded size) but without a `Vec` of its records.
+/// Record `within` of a simple chunk, checked as [`walk`] checks it, without a `Vec`.
 pub(crate) fn decode_one(
     location: &str,
     chunk: &Chunk<'_>,
     limit: u64,
     within: usize,
 ) -> Result<Bytes> {
-    let mut k = 0usize;
     let mut found = None;
-    walk(location, chunk, limit, |values, r| {
-        if k == within {
-            found = Some(values.slice(r));
-        }
-        k += 1;
-    })?;
-    found.ok_or_else(|| {
-        Error::corrupt(
-            location,
-            chunk.begin,
-            format!("simple chunk: record {within} missing from a chunk of {k}"),
-        )
-    })
+    walk(
+        location,
+        chunk,
+        limit,
+        within..within.saturating_add(1),
+        |r| {
+            found = Some(r);
+            Ok(())
+        },
+    )?;
+    found.ok_or_else(|| Error::corrupt(location, chunk.begin, "simple chunk: record missing"))
 }
 
-/// Decodes a simple chunk's values and calls `each` with them and the byte range of every
-/// record, in order; fails (after some calls, maybe) unless the sizes describe the values
-/// exactly.
-fn walk(
-    location: &str,
-    chunk: &Chunk<'_>,
-    limit: u64,
-    mut each: impl FnMut(&Bytes, Range<usize>),
-) -> Result<()> {
-    let offset = chunk.begin;
-    let corrupt = |what: &str| Error::corrupt(location, offset, format!("simple chunk: {what}"));
-    let header = &chunk.header;
-    // The chunk's data is `whole[at]`; offsets below are into `data`.
+/// The parts of a simple chunk's data: compression and the ranges (in the chunk's bytes) of
+/// the sizes and the values.
+struct Parts {
+    ctype: CompressionType,
+    sizes: Range<usize>,
+    values: Range<usize>,
+}
+
+#[inline]
+fn parts(location: &str, chunk: &Chunk<'_>) -> Result<Parts> {
+    let corrupt =
+        |what: &str| Error::corrupt(location, chunk.begin, format!("simple chunk: {what}"));
     let (whole, at) = chunk.data();
     let data = &whole[at.clone()];
     let (&ctype_byte, rest) = data.split_first().ok_or_else(|| corrupt("no data"))?;
@@ -71,30 +93,98 @@ fn walk(
         .and_then(|s| s.checked_add(sizes_len))
         .filter(|&e| e <= data.len() as u64)
         .ok_or_else(|| corrupt("sizes run past the chunk data"))?;
+    // At most `data.len()`, so it fits in `usize`.
     let sizes_end = usize::try_from(sizes_end).unwrap_or(usize::MAX);
-    // Each size is a varint of at most 10 bytes, so the decoded sizes are bounded by the
-    // record count, itself bounded below by the sizes' length (at least a byte per record).
-    let sizes_limit = header.num_records.saturating_mul(10).min(limit);
-    // Uncompressed, the sizes and values are read in place: no slice of the chunk's bytes
-    // is taken but the records themselves.
-    let plain = ctype == CompressionType::None;
+    Ok(Parts {
+        ctype,
+        sizes: at.start + sizes_start..at.start + sizes_end,
+        values: at.start + sizes_end..at.end,
+    })
+}
+
+/// Calls `each` with records `range` of a simple chunk, in order.
+///
+/// Every size is read and checked first, in full, without keeping them: `num_records`
+/// sizes, no byte left after them, adding up to exactly the decoded data size (which the
+/// values' prefix states). Only then are the values decoded, up to the end of `range`:
+/// at once when little else is in the buffer, else streamed past the records before
+/// `range`, so memory holds the records asked for, not the buffer; the values after
+/// `range` are not decoded (the data hash covers them; the whole-chunk decode checks that
+/// the codec ends exactly there). Nothing is allocated from a count or size the chunk states
+/// before the bytes that back it have been decoded: `each` is first called once the sizes
+/// have proved that `range` exists.
+pub(crate) fn walk(
+    location: &str,
+    chunk: &Chunk<'_>,
+    limit: u64,
+    range: Range<usize>,
+    mut each: impl FnMut(Bytes) -> Result<()>,
+) -> Result<()> {
+    let offset = chunk.begin;
+    let corrupt = |what: &str| Error::corrupt(location, offset, format!("simple chunk: {what}"));
+    let header = &chunk.header;
+    let n = header.num_records;
+    if range.end as u64 > n {
+        return Err(corrupt(&format!(
+            "record {} asked of a chunk of {n}",
+            range.end - 1
+        )));
+    }
+    let parts = parts(location, chunk)?;
+    let (whole, _) = chunk.data();
+    // Each size is a varint of at most 10 bytes and at least 1.
     let sizes_src = Source {
         location,
         offset,
         what: "record sizes",
-        limit: sizes_limit,
+        limit: n.saturating_mul(10).min(limit),
     };
-    let decompressed_sizes;
-    let sizes: &[u8] = if plain {
-        codec::check_size(&sizes_src, (sizes_end - sizes_start) as u64, None)?;
-        &data[sizes_start..sizes_end]
-    } else {
-        let input = whole.slice(at.start + sizes_start..at.start + sizes_end);
-        decompressed_sizes = codec::decompress(&sizes_src, ctype, input, None)?;
-        &decompressed_sizes
+    let open_sizes = || {
+        Decoded::open(
+            &sizes_src,
+            parts.ctype,
+            whole,
+            parts.sizes.clone(),
+            None,
+            |stated| stated <= SIZES_AT_ONCE,
+        )
     };
-    if header.num_records > sizes.len() as u64 {
-        return Err(corrupt("fewer size bytes than records"));
+    let mut sizes = open_sizes()?;
+    if sizes.stated() < n {
+        return Err(corrupt(&format!(
+            "{} bytes of record sizes cannot hold {n} records",
+            sizes.stated()
+        )));
+    }
+    // Pass 1: every size; where `range` begins and ends in the values.
+    let (mut first, mut first_size_at, mut last) = (0u64, 0u64, 0u64);
+    let mut pos: u64 = 0;
+    for k in 0..n {
+        if k == range.start as u64 {
+            first = pos;
+            first_size_at = sizes.position();
+        }
+        let size = sizes
+            .varint(&sizes_src)?
+            .ok_or_else(|| corrupt("fewer record sizes than records"))?;
+        pos = pos
+            .checked_add(size)
+            .filter(|&e| e <= header.decoded_data_size)
+            .ok_or_else(|| corrupt("record sizes exceed the decoded data size"))?;
+        if k + 1 == range.end as u64 {
+            last = pos;
+        }
+    }
+    sizes
+        .finish(&sizes_src)
+        .map_err(|_| corrupt("bytes left after the record sizes"))?;
+    if pos != header.decoded_data_size {
+        return Err(corrupt(
+            "record sizes add up to less than the decoded data size",
+        ));
+    }
+    if range.is_empty() {
+        return Ok(());
     }
     let values_src = Source {
         location,
@@ -102,47 +192,34 @@ fn walk(
         what: "record values",
         limit,
     };
-    let expected = Some(header.decoded_data_size);
-    let decompressed_values;
-    // The values are `values[base..base + values_len]`.
-    let (values, base): (&Bytes, usize) = if plain {
-        (whole, at.start + sizes_end)
-    } else {
-        let input = whole.slice(at.start + sizes_end..at.end);
-        decompressed_values = codec::decompress(&values_src, ctype, input, expected)?;
-        (&decompressed_values, 0)
-    };
-    let values_len = if plain {
-        let len = (data.len() - sizes_end) as u64;
-        codec::check_size(&values_src, len, expected)?;
-        len
-    } else {
-        values.len() as u64
-    };
-    let mut at = 0usize;
-    let mut pos: u64 = 0;
-    for _ in 0..header.num_records {
-        let (size, n) = varint::get(&sizes[at..]).ok_or_else(|| corrupt("bad record size"))?;
-        at += n;
-        let end = pos
-            .checked_add(size)
-            .filter(|&e| e <= values_len)
-            .ok_or_else(|| corrupt("record sizes exceed the decoded data size"))?;
-        // Both are at most `values_len`, so they fit in `usize`.
-        each(
-            values,
-            base + usize::try_from(pos).unwrap_or(usize::MAX)
-                ..base + usize::try_from(end).unwrap_or(usize::MAX),
-        );
-        pos = end;
+    let wanted = last - first;
+    let mut values = Decoded::open(
+        &values_src,
+        parts.ctype,
+        whole,
+        parts.values.clone(),
+        Some(header.decoded_data_size),
+        |stated| stated - wanted <= DECODE_WHOLE_SLACK,
+    )?;
+    // Pass 2: the sizes of `range`, from where pass 1 found the first. A chunk of one
+    // record (group size 1, the common case) has nothing to skip: its record is the values.
+    if n == 1 {
+        each(values.take(&values_src, header.decoded_data_size)?)?;
+        return values.finish(&values_src);
     }
-    if at != sizes.len() {
-        return Err(corrupt("bytes left after the record sizes"));
+    if !sizes.rewind() {
+        sizes = open_sizes()?;
     }
-    if pos != values_len {
-        return Err(corrupt(
-            "record sizes add up to less than the decoded data size",
-        ));
+    sizes.skip(&sizes_src, first_size_at)?;
+    values.skip(&values_src, first)?;
+    for _ in range.clone() {
+        let size = sizes
+            .varint(&sizes_src)?
+            .ok_or_else(|| corrupt("fewer record sizes than records"))?;
+        each(values.take(&values_src, size)?)?;
+    }
+    if range.end as u64 == n {
+        values.finish(&values_src)?;
     }
     Ok(())
 }

@@ -151,6 +151,18 @@ impl<W: Write> ArrayRecordWriter<W> {
         Ok(self.dest)
     }
 
+    /// The position the next chunk begins at.
+    #[cfg(any(test, feature = "hostile"))]
+    pub(crate) fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The destination, as written so far.
+    #[cfg(any(test, feature = "hostile"))]
+    pub(crate) fn into_dest(self) -> W {
+        self.dest
+    }
+
     fn write_error(&self, offset: u64, source: std::io::Error) -> Error {
         Error::Write {
             location: self.name.clone(),
@@ -160,7 +172,7 @@ impl<W: Write> ArrayRecordWriter<W> {
     }
 
     /// Writes the file signature once.
-    fn start(&mut self) -> Result<()> {
+    pub(crate) fn start(&mut self) -> Result<()> {
         if !self.started {
             self.started = true;
             let header = ChunkHeader::new(&[], SIGNATURE, 0, 0);
@@ -210,7 +222,7 @@ impl<W: Write> ArrayRecordWriter<W> {
     }
 
     /// Writes a padding chunk up to the next 64 KiB boundary (with room for its header).
-    fn pad_to_block_boundary(&mut self) -> Result<()> {
+    pub(crate) fn pad_to_block_boundary(&mut self) -> Result<()> {
         let end = pos_after_padding(self.pos, BLOCK_SIZE);
         if end == self.pos {
             return Ok(());
@@ -223,7 +235,7 @@ impl<W: Write> ArrayRecordWriter<W> {
 
     /// Writes a chunk at the current position: header, data and padding to its end, with a
     /// block header at every 64 KiB boundary it crosses.
-    fn write_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+    pub(crate) fn write_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
         let begin = self.pos;
         let end = chunk_end(begin, header.data_size, header.num_records).ok_or_else(|| {
             Error::corrupt(&self.name, begin, "chunk end overflows a 64-bit position")

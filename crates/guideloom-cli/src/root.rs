@@ -10,8 +10,8 @@ use guideloom::AsyncDataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::RootStore;
 use guideloom_publish::{
-    HttpRootOptions, Root, RootOptions, RootUri, S3Addressing, S3Options, S3Retry, Snapshot,
-    StoreOptions,
+    HttpRootOptions, Root, RootOptions, RootUri, S3Addressing, S3Environment, S3Options, S3Retry,
+    Snapshot, StoreOptions,
 };
 
 use crate::cli::Global;
@@ -44,22 +44,17 @@ pub(crate) struct OpenRoot {
 
 /// S3 options from the standard AWS environment plus the CLI flags.
 pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
-    let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
-    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
-    // object_store's own convention (`AWS_ALLOW_HTTP=true`) counts as the flag.
-    let allow_http = global.s3_allow_http
-        || std::env::var("AWS_ALLOW_HTTP")
-            .is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    if let Some(ep) = &endpoint
+    // object_store's conventions, read as every S3 store build reads them.
+    let environment = S3Environment::read();
+    let endpoint = environment.endpoint.as_ref().map(|(_, url)| url.clone());
+    let region = environment.region.clone();
+    let allow_http = global.s3_allow_http || environment.allow_http;
+    if let Some((variable, ep)) = &environment.endpoint
         && ep.starts_with("http://")
         && !allow_http
     {
         return Err(CliError::argument(
-            "AWS_ENDPOINT_URL",
+            *variable,
             format!(
                 "{ep} is plain HTTP; pass --s3-allow-http (or set AWS_ALLOW_HTTP=true) to use it"
             ),

@@ -87,6 +87,18 @@ pub enum Error {
         /// The object whose reader was closed.
         location: String,
     },
+    /// A local backend found something other than a regular file at the location: a
+    /// directory, a FIFO, a device or a socket. Refused at once, without waiting on it (a
+    /// FIFO would block the open until a writer appeared, a device read forever): local
+    /// backends read regular files only (symbolic links are followed to their target, which
+    /// must be one).
+    #[error("refusing {location}: it is {kind}, and local backends read regular files only")]
+    NotRegularFile {
+        /// The entry refused.
+        location: String,
+        /// What it is (`"a directory"`, `"a FIFO (named pipe)"`, `"a socket"`, ...).
+        kind: &'static str,
+    },
     /// An operating-system I/O error.
     #[error("I/O error on {location}: {source}")]
     Io {

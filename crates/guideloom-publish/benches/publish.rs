@@ -133,7 +133,10 @@ pub(crate) async fn publish(
         shards,
         mode: PublishMode::Full,
     };
-    root.publish(&request, options).await.expect("publish")
+    root.publish(&request, options)
+        .await
+        .expect("publish")
+        .snapshot
 }
 
 /// A fresh root whose `dataset.json` exists (untimed setup of a publish iteration).

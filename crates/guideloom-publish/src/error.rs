@@ -122,14 +122,17 @@ pub enum Error {
         root: String,
     },
     /// A shard is larger than one PUT may carry (`RootOptions::max_encoded_shard_bytes`).
+    /// A shard being written is refused the moment its running size passes the limit, so
+    /// `size` is then a lower bound: the bytes it had reached.
     #[error(
-        "shard {key} is {size} bytes, above the {limit}-byte single-PUT limit \
-         (max_encoded_shard_bytes); write smaller shards"
+        "shard {key} passed the {limit}-byte single-PUT limit (max_encoded_shard_bytes) at \
+         {size} bytes; write smaller shards"
     )]
     ShardTooLarge {
         /// The shard.
         key: String,
-        /// Its size.
+        /// Its size (an uploaded or published shard), or the bytes a shard being written had
+        /// reached when it passed the limit.
         size: u64,
         /// The configured limit.
         limit: u64,
@@ -192,7 +195,7 @@ pub enum Error {
     DiskFull {
         /// The directory whose file system is full.
         dir: PathBuf,
-        /// The file being written.
+        /// The file being written (an unnamed temporary file: its directory).
         path: PathBuf,
         /// The OS error.
         #[source]
@@ -357,6 +360,22 @@ impl Error {
             return Error::DiskFull { dir, path, source };
         }
         Error::Io { path, source }
+    }
+
+    /// Builds an [`Error::Io`] about an unnamed temporary file in `dir` (a spooled shard),
+    /// or [`Error::DiskFull`] naming `dir` when the OS error is ENOSPC or EDQUOT.
+    pub(crate) fn io_in(dir: &std::path::Path, source: std::io::Error) -> Self {
+        if is_disk_full(&source) {
+            return Error::DiskFull {
+                dir: dir.to_owned(),
+                path: dir.to_owned(),
+                source,
+            };
+        }
+        Error::Io {
+            path: dir.to_owned(),
+            source,
+        }
     }
 
     /// Builds an [`Error::Storage`].

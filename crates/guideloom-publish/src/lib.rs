@@ -79,13 +79,14 @@ pub use manifest::{
     StreamRef,
 };
 pub use opened::{ARRAY_RECORD_RECORD_FORMAT, OpenedShard};
-pub use publication::{PublicationOptions, PublishRequest};
+pub use publication::{PublicationOptions, PublishOutcome, PublishRequest, Published};
 #[cfg(feature = "aws-profile")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
 pub use registry::s3::credentials;
 pub use registry::{
-    AzureOptions, GcsOptions, HttpRootOptions, Registry, S3Addressing, S3Options, S3Retry,
-    SchemeBackend, StoreOptions,
+    ALLOW_HTTP_VARIABLE, AzureOptions, ENDPOINT_VARIABLES, GcsOptions, HttpRootOptions,
+    REGION_VARIABLES, Registry, S3Addressing, S3Environment, S3Options, S3Retry, SchemeBackend,
+    StoreOptions,
 };
 pub use root::{InOrder, RecordRun, Root, RootOptions, SnapshotReader};
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
@@ -95,10 +96,10 @@ pub use staging::{
 };
 pub use store::faulty;
 pub use store::{
-    Buffered, CasOutcome, Committed, CountingStore, Counts, CreateOutcome, Etag, EtagStyle,
-    LocalReads, LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, Ours,
-    PendingObject, RootStore, StoreCapabilities, Sweep, Written, cas_update, create_object,
-    create_streamed,
+    CasOutcome, Committed, CountingStore, Counts, CreateOutcome, Etag, EtagStyle, LocalReads,
+    LocalStore, Object, ObjectInfo, ObjectStoreBucket, ObjectStoreRoot, Ours, PendingObject,
+    RootStore, SPOOL_MEMORY_BYTES, Spooled, StoreCapabilities, Sweep, Written, cas_update,
+    create_object, create_streamed,
 };
 pub use stream::StreamLayout;
 pub use uri::RootUri;

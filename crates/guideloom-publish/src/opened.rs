@@ -153,12 +153,12 @@ impl OpenedShard {
                 .read_run(first, count)
                 .await
                 .map_err(|e| Error::shard(key, e)),
-            OpenedShard::ArrayRecord(f) => {
-                let locals: Vec<u64> = (first..first.saturating_add(count)).collect();
-                f.get_many(&locals)
-                    .await
-                    .map_err(|e| Error::array_record_shard(key, e))
-            }
+            // In order, without a list of indices: a chunk's records are counted against the
+            // reader's limit before any list of them is made.
+            OpenedShard::ArrayRecord(f) => f
+                .get_range(first, count)
+                .await
+                .map_err(|e| Error::array_record_shard(key, e)),
         }
     }
 }

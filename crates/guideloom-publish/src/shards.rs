@@ -3,15 +3,18 @@
 //! published shards (by their footers, or whole). Free functions over the store trait;
 //! [`Root`](crate::Root) delegates to them.
 //!
-//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`] (size limit)
-//! → the store's [`PendingObject`] (a local root's create-only temporary file, or one buffer
-//! for stores that need one PUT) → commit (fsync + link, or the PUT) → [`create_streamed`]'s
-//! comparison only if the key was taken. Each byte is encoded once and written once, and
-//! none is hashed (an ArrayRecord shard's bytes are, since its reference publishes their
-//! SHA-256); memory is the index (12 bytes per record) and a write buffer.
+//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`] (size limit:
+//! the write that passes it stops the encoder) → the store's [`PendingObject`] (a local
+//! root's create-only temporary file, or for stores that need one PUT a spool: memory, then
+//! an unnamed file in the staging directory) → commit (fsync + link, or the PUT from the
+//! spool file's mapping) → [`create_streamed`]'s comparison only if the key was taken. Each
+//! byte is encoded once and written once, and none is hashed (an ArrayRecord shard's bytes
+//! are, since its reference publishes their SHA-256); anonymous memory is the index (12
+//! bytes per record) and a write buffer.
 
 use std::fmt::Debug;
 use std::io::Write;
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -99,16 +102,17 @@ impl ShardInspector for FooterInspector {
 
 /// The sink between the encoder and the store: forwards bytes while the shard stays within
 /// the size limit, counting them (and hashing them when the reference publishes a SHA-256:
-/// an ArrayRecord shard); past the limit it only counts, so the refusal can name the exact
-/// size while nothing more reaches the store.
+/// an ArrayRecord shard). The write that would pass the limit fails instead and nothing
+/// more reaches the store: the encoder stops there, so the refusal comes the moment the
+/// running size passes the limit, however many records are left.
 struct Tally<'p, 'a> {
     out: &'p mut (dyn PendingObject + 'a),
     /// Bytes forwarded.
     len: u64,
     digest: Option<Digest256>,
     limit: u64,
-    /// Bytes not forwarded because the limit was passed.
-    over: u64,
+    /// The running size when a write passed the limit.
+    refused: Option<u64>,
 }
 
 impl<'p, 'a> Tally<'p, 'a> {
@@ -118,8 +122,22 @@ impl<'p, 'a> Tally<'p, 'a> {
             len: 0,
             digest: hash.then(Digest256::default),
             limit,
-            over: 0,
+            refused: None,
         }
+    }
+
+    /// The error of a write that failed (the encoder's `error`, whatever it wraps): the size
+    /// refusal if the limit was passed, else the pending object's typed error (a full
+    /// spool or root directory) if it has one, else `error` as the shard's.
+    fn failure(self, key: &str, error: impl FnOnce() -> Error) -> Error {
+        if let Some(size) = self.refused {
+            return Error::ShardTooLarge {
+                key: key.to_owned(),
+                size,
+                limit: self.limit,
+            };
+        }
+        self.out.take_write_error().unwrap_or_else(error)
     }
 }
 
@@ -130,14 +148,18 @@ impl Write for Tally<'_, '_> {
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        if self.over == 0 && self.len + buf.len() as u64 <= self.limit {
-            self.out.write_all(buf)?;
-            self.len += buf.len() as u64;
-            if let Some(digest) = &mut self.digest {
-                digest.update(buf);
-            }
-        } else {
-            self.over += buf.len() as u64;
+        let reached = self.len + buf.len() as u64;
+        if self.refused.is_some() || reached > self.limit {
+            self.refused.get_or_insert(reached);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!("the shard passed its {}-byte limit", self.limit),
+            ));
+        }
+        self.out.write_all(buf)?;
+        self.len = reached;
+        if let Some(digest) = &mut self.digest {
+            digest.update(buf);
         }
         Ok(())
     }
@@ -145,6 +167,16 @@ impl Write for Tally<'_, '_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
+}
+
+/// What a shard write takes from its root's options: the size limit, and the directory a
+/// store that needs one PUT spools the shard in.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteOptions {
+    /// `RootOptions::max_encoded_shard_bytes`.
+    pub(crate) max_bytes: u64,
+    /// `RootOptions::staging`'s directory.
+    pub(crate) spool_dir: PathBuf,
 }
 
 /// A shard ready for its create-only write: whole bytes from the caller, or a pending
@@ -164,7 +196,7 @@ enum Body<'a> {
 /// [`Root::write_shard`](crate::Root::write_shard)).
 pub(crate) async fn write<I, R>(
     store: &dyn RootStore,
-    max_shard_bytes: u64,
+    options: &WriteOptions,
     work_id: &str,
     index: u64,
     metadata: ShardMetadata,
@@ -175,7 +207,7 @@ where
     R: AsRef<[u8]>,
 {
     let records = records.into_iter().map(Ok::<R, std::convert::Infallible>);
-    match try_write(store, max_shard_bytes, work_id, index, metadata, records).await? {
+    match try_write(store, options, work_id, index, metadata, records).await? {
         Ok(shard) => Ok(shard),
         Err(never) => match never {},
     }
@@ -186,7 +218,7 @@ where
 /// before any request and is the inner `Err`.
 pub(crate) async fn try_write<I, R, E>(
     store: &dyn RootStore,
-    max_shard_bytes: u64,
+    options: &WriteOptions,
     work_id: &str,
     index: u64,
     metadata: ShardMetadata,
@@ -198,13 +230,13 @@ where
 {
     check_name("work id", work_id)?;
     let key = shard_key(work_id, index);
-    try_write_key(store, max_shard_bytes, key, metadata, records).await
+    try_write_key(store, options, key, metadata, records).await
 }
 
 /// [`try_write`] under a `key` the caller made (a stream shard's metadata companion).
 pub(crate) async fn try_write_key<I, R, E>(
     store: &dyn RootStore,
-    max_shard_bytes: u64,
+    options: &WriteOptions,
     key: String,
     metadata: ShardMetadata,
     records: I,
@@ -214,32 +246,30 @@ where
     R: AsRef<[u8]>,
 {
     store.check_writable()?;
-    let limit = max_shard_bytes;
-    let mut pending = store.begin_create(&key)?;
+    let limit = options.max_bytes;
+    let mut pending = store.begin_create(&key, &options.spool_dir)?;
     let mut tally = Tally::new(&mut *pending, limit, false);
-    let mut encoder = ShardEncoder::new(&mut tally, metadata).map_err(|e| Error::shard(&key, e))?;
-    for r in records {
-        let r = match r {
-            Ok(r) => r,
-            // Dropping `pending` discards what reached it.
-            Err(e) => return Ok(Err(e)),
+    let encoded = {
+        let encode = |tally: &mut Tally<'_, '_>| {
+            let mut encoder = ShardEncoder::new(tally, metadata)?;
+            for r in records {
+                match r {
+                    Ok(r) => encoder.append(r.as_ref())?,
+                    // Dropping `pending` discards what reached it.
+                    Err(e) => return Ok(Err(e)),
+                };
+            }
+            encoder.finish().map(|(_, encoded)| Ok(encoded))
         };
-        encoder
-            .append(r.as_ref())
-            .map_err(|e| Error::shard(&key, e))?;
-    }
-    let (_, encoded) = encoder.finish().map_err(|e| Error::shard(&key, e))?;
-    let Tally { len, over, .. } = tally;
-    if over > 0 {
-        return Err(Error::ShardTooLarge {
-            key,
-            size: encoded.size,
-            limit,
-        });
-    }
-    debug_assert_eq!(len, encoded.size);
+        match encode(&mut tally) {
+            Ok(Ok(encoded)) => encoded,
+            Ok(Err(e)) => return Ok(Err(e)),
+            Err(e) => return Err(tally.failure(&key, || Error::shard(&key, e))),
+        }
+    };
+    debug_assert_eq!(tally.len, encoded.size);
     let body = Body::Streamed { pending, encoded };
-    create(store, max_shard_bytes, key, body).await.map(Ok)
+    create(store, limit, key, body).await.map(Ok)
 }
 
 /// Uploads an encoded shard as shard `index` of worker `work_id` (see
@@ -432,49 +462,80 @@ pub(crate) async fn adopt_array_record(store: &dyn RootStore, key: &str) -> Resu
 /// create-only streamed write as a native shard's, through guideloom-arrayrecord's writer.
 pub(crate) async fn write_array_record<I, R>(
     store: &dyn RootStore,
-    max_shard_bytes: u64,
+    options: &WriteOptions,
     work_id: &str,
     index: u64,
-    options: WriterOptions,
+    writer_options: WriterOptions,
     records: I,
 ) -> Result<ShardRef>
 where
     I: IntoIterator<Item = R>,
     R: AsRef<[u8]>,
 {
+    let records = records.into_iter().map(Ok::<R, std::convert::Infallible>);
+    let written =
+        try_write_array_record(store, options, work_id, index, writer_options, records).await?;
+    match written {
+        Ok(shard) => Ok(shard),
+        Err(never) => match never {},
+    }
+}
+
+/// [`write_array_record`] of fallibly produced `records` (see
+/// [`Root::try_write_array_record_shard`](crate::Root::try_write_array_record_shard)): the
+/// first `Err` stops the write before any request and is the inner `Err`.
+pub(crate) async fn try_write_array_record<I, R, E>(
+    store: &dyn RootStore,
+    options: &WriteOptions,
+    work_id: &str,
+    index: u64,
+    writer_options: WriterOptions,
+    records: I,
+) -> Result<std::result::Result<ShardRef, E>>
+where
+    I: IntoIterator<Item = std::result::Result<R, E>>,
+    R: AsRef<[u8]>,
+{
     check_name("work id", work_id)?;
     store.check_writable()?;
     let key = array_record_shard_key(work_id, index);
-    let limit = max_shard_bytes;
-    let mut pending = store.begin_create(&key)?;
-    let mut tally = Tally::new(&mut *pending, limit, true);
-    let mut writer = ArrayRecordWriter::new(&mut tally, options).named(key.clone());
-    for r in records {
-        writer
-            .write(r.as_ref())
-            .map_err(|e| Error::array_record_shard(&key, e))?;
-    }
-    let record_count = writer.len();
-    writer
-        .finish()
-        .map_err(|e| Error::array_record_shard(&key, e))?;
-    let Tally {
-        len, digest, over, ..
-    } = tally;
-    let size = len + over;
-    if over > 0 {
-        return Err(Error::ShardTooLarge { key, size, limit });
-    }
-    let digest = digest.map(Digest256::finish).unwrap_or_default();
+    let mut pending = store.begin_create(&key, &options.spool_dir)?;
+    let mut tally = Tally::new(&mut *pending, options.max_bytes, true);
+    // The outer `Err` is the write's failure; `Ok(Err)` the first record that failed to be
+    // produced (dropping `pending` discards what reached it).
+    let written = {
+        let mut writer = ArrayRecordWriter::new(&mut tally, writer_options).named(key.clone());
+        (|| {
+            for r in records {
+                match r {
+                    Ok(r) => writer.write(r.as_ref())?,
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+            let record_count = writer.len();
+            writer.finish().map(|_| Ok(record_count))
+        })()
+    };
+    let record_count = match written {
+        Ok(Ok(count)) => count,
+        Ok(Err(e)) => return Ok(Err(e)),
+        Err(e) => return Err(tally.failure(&key, || Error::array_record_shard(&key, e))),
+    };
+    let size = tally.len;
+    let digest = tally
+        .digest
+        .take()
+        .map(Digest256::finish)
+        .unwrap_or_default();
     create_streamed(store, &key, pending, size)
         .instrument(info_span!("upload_shard", key, size))
         .await?;
-    Ok(ShardRef {
+    Ok(Ok(ShardRef {
         key,
         size,
         record_count,
         checksum: Some(Checksum::Sha256(hex(&digest))),
         format: ShardFormat::ArrayRecord,
         stream: None,
-    })
+    }))
 }

@@ -13,16 +13,20 @@ use bytes::Bytes;
 use guideloom::AsyncDataset;
 use guideloom::DatasetOptions;
 use guideloom::format::Value;
+use guideloom::publish::ShardFormat;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PySlice};
 
 use crate::errors::raise;
 use crate::format::{RecordFormat, from_value};
+use crate::options::StorageOptions;
 use crate::options::{S3Options, root_uri};
+use crate::root_args::{StoreArgs, call_options};
 use crate::runtime::{self, block_on};
-use crate::slices::{resolve, resolve_each, slice_indices};
-use crate::stores::{EphemeralFileStaging, S3ObjectStore, StoreArgs, call_options};
+use crate::shard_stores::ShardStoreArg;
+use crate::slices::{PyIndex, index_error, resolve_each, slice_indices};
+use crate::stores::S3ObjectStore;
 
 /// How many records an iterator reads at a time (one in-order read per shard run).
 const ITER_CHUNK: u64 = 1024;
@@ -58,11 +62,12 @@ impl std::fmt::Debug for Dataset {
 
 /// Opens the latest snapshot of `root` (or `snapshot`): a local path, `file://`, `memory://`,
 /// `s3://bucket/prefix` or a read-only `http(s)://` base URL. `object_store` reuses an
-/// `S3ObjectStore`; `shard_store` stages whole shards (see `crate::stores`); `http_listing`
-/// declares that an `http(s)://` root's server lists directories as JSON, so the latest
-/// snapshot is found with 2 requests instead of probing.
+/// `S3ObjectStore`; `shard_store` stages whole shards, or declares the shards ArrayRecord
+/// files (see `crate::shard_stores`); `storage_options` sets the root's options;
+/// `http_listing` declares that an `http(s)://` root's server lists directories as JSON, so
+/// the latest snapshot is found with 2 requests instead of probing.
 #[pyfunction]
-#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None, http_listing = false))]
+#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None, http_listing = false, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
     py: Python<'_>,
@@ -72,15 +77,22 @@ pub(crate) fn open(
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
-    shard_store: Option<&Bound<'_, EphemeralFileStaging>>,
+    shard_store: Option<&Bound<'_, PyAny>>,
     http_listing: bool,
+    storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<Dataset> {
     let uri = root_uri(root)?;
+    let shard_store = ShardStoreArg::extract(shard_store)?;
+    // ArrayRecord shards hold bytes: "raw" unless the caller says how they were encoded.
+    let array_record = shard_store
+        .as_ref()
+        .is_some_and(|s| s.array_record().is_some());
     let args = StoreArgs {
         s3,
         mount,
         object_store,
         shard_store,
+        storage: storage_options,
     };
     let mut options: DatasetOptions = call_options(&uri, args)?;
     options.snapshot = snapshot;
@@ -88,6 +100,7 @@ pub(crate) fn open(
     // None: whatever the first shard says it holds.
     let chosen = match format {
         Some(f) if !f.is_none() => Some(RecordFormat::extract(Some(f), RecordFormat::Cbor)?),
+        _ if array_record => Some(RecordFormat::Raw),
         _ => None,
     };
     let explicit = chosen.is_some();
@@ -101,7 +114,23 @@ pub(crate) fn open(
                 Some(id) => root.snapshot(id).await,
                 None => root.latest().await,
             }
-            .map_err(|e| crate::errors::Error::from(e).in_root(name))?;
+            .map_err(|e| crate::errors::Error::from(e).in_root(name.clone()))?;
+            if array_record
+                && let Some(native) = snapshot
+                    .shards()
+                    .iter()
+                    .find(|s| s.format != ShardFormat::ArrayRecord)
+            {
+                return Err(
+                    crate::errors::Error::from(guideloom::format::Error::FormatMismatch {
+                        shard: native.key.clone(),
+                        expected: "ArrayRecord shards (shard_store=ArrayRecordShardStore)"
+                            .to_owned(),
+                        found: "a native guideloom shard".to_owned(),
+                    })
+                    .in_root(name),
+                );
+            }
             let mixed = {
                 let mut formats = snapshot.shards().iter().map(|s| s.format);
                 let first = formats.next();
@@ -192,8 +221,9 @@ impl Dataset {
     }
 
     /// A Python index (negative from the end) as a record index.
-    fn index(&self, i: i64) -> PyResult<u64> {
-        resolve(i, self.len).ok_or_else(|| index_error(i, self.len))
+    fn index(&self, i: &PyIndex) -> PyResult<u64> {
+        i.resolve(self.len)
+            .ok_or_else(|| Python::attach(|py| index_error(py, i, self.len, "record", "dataset")))
     }
 
     fn fetch(&self, py: Python<'_>, index: u64) -> PyResult<Bytes> {
@@ -238,19 +268,6 @@ impl Dataset {
     }
 }
 
-fn index_error(i: i64, len: u64) -> PyErr {
-    Python::attach(|py| {
-        let err = raise(
-            "IndexOutOfRangeError",
-            format!("record {i} is out of range for a dataset of {len} records"),
-        );
-        let value = err.value(py);
-        let _ = value.setattr("index", i);
-        let _ = value.setattr("len", len);
-        err
-    })
-}
-
 #[pymethods]
 impl Dataset {
     fn __len__(&self) -> PyResult<usize> {
@@ -279,7 +296,7 @@ impl Dataset {
             return Ok(self.decode_all(py, records)?.into_any());
         }
         if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? {
-            let i: i64 = key.extract()?;
+            let i: PyIndex = key.extract()?;
             return self.get(py, i);
         }
         Err(PyTypeError::new_err(format!(
@@ -289,8 +306,8 @@ impl Dataset {
     }
 
     /// Record `index`, decoded.
-    fn get<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyAny>> {
-        let bytes = self.fetch(py, self.index(index)?)?;
+    fn get<'py>(&self, py: Python<'py>, index: PyIndex) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = self.fetch(py, self.index(&index)?)?;
         self.format.decode(py, bytes)
     }
 
@@ -307,9 +324,9 @@ impl Dataset {
     }
 
     /// Record `index`'s bytes as a read-only buffer (no copy; `memoryview(...)` works).
-    fn get_raw(&self, py: Python<'_>, index: i64) -> PyResult<pyo3_bytes::PyBytes> {
+    fn get_raw(&self, py: Python<'_>, index: PyIndex) -> PyResult<pyo3_bytes::PyBytes> {
         Ok(pyo3_bytes::PyBytes::new(
-            self.fetch(py, self.index(index)?)?,
+            self.fetch(py, self.index(&index)?)?,
         ))
     }
 
@@ -339,9 +356,9 @@ impl Dataset {
         &self,
         py: Python<'py>,
         name: String,
-        index: i64,
+        index: PyIndex,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let index = self.index(index)?;
+        let index = self.index(&index)?;
         let dataset = self.current(py)?;
         let value: Value = block_on(py, async move {
             Ok::<_, crate::errors::Error>(dataset.annotation::<Value>(&name, index).await?)

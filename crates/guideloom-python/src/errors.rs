@@ -12,6 +12,7 @@ use std::any::Any;
 use guideloom::format::Error as FormatError;
 use guideloom::io::Error as IoError;
 use guideloom::publish::Error as PublishError;
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -119,6 +120,10 @@ fn map_io(e: &IoError) -> Mapped {
         IoError::NotFound { location, .. } => Mapped::new("NotFoundError").key(location),
         IoError::InvalidArgument { .. } => Mapped::new("InvalidArgumentError"),
         IoError::Unsupported { .. } => Mapped::new("UnsupportedError"),
+        IoError::NotRegularFile { location, .. } => Mapped {
+            path: Some(location.clone()),
+            ..Mapped::new("RefusedFileError")
+        },
         IoError::ShortRead { location, .. }
         | IoError::LongRead { location, .. }
         | IoError::OutOfRange { location, .. }
@@ -171,13 +176,18 @@ fn map_format(e: &FormatError) -> Mapped {
 fn map_shard(key: &str, source: &FormatError) -> Mapped {
     let inner = map_format(source);
     let class = match inner.class {
-        "NotFoundError" | "StorageError" | "FormatMismatchError" | "DecodeError" => inner.class,
+        "NotFoundError"
+        | "StorageError"
+        | "FormatMismatchError"
+        | "DecodeError"
+        | "RefusedFileError" => inner.class,
         _ if source.is_corrupt() => "CorruptShardError",
         "CorruptShardError" => "CorruptShardError",
         _ => "StorageError",
     };
     Mapped {
         index: inner.index,
+        path: inner.path,
         ..Mapped::new(class).key(key)
     }
 }
@@ -324,7 +334,10 @@ fn build(py: Python<'_>, mapped: &Mapped, text: &str) -> PyResult<PyErr> {
 }
 
 /// The Python exception for a facade error; a Python exception in its source chain (raised
-/// by a backend written in Python) becomes its `__cause__`.
+/// by a backend written in Python) becomes its `__cause__`, except one that is not an
+/// `Exception` (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`): that one is raised as
+/// itself, so Ctrl-C inside a backend's `read` stops the program as anywhere else and no
+/// `except Exception` (nor `except StorageError`) swallows it.
 pub(crate) fn to_pyerr(py: Python<'_>, e: &guideloom::Error) -> PyErr {
     to_pyerr_in(py, e, None)
 }
@@ -343,16 +356,30 @@ fn to_pyerr_in(py: Python<'_>, e: &guideloom::Error, root: Option<&str>) -> PyEr
             text = format!("{root}: {text}");
         }
     }
+    let cause = python_cause(e);
+    if let Some(cause) = cause
+        && !cause.is_instance_of::<PyException>(py)
+    {
+        return cause.clone_ref(py);
+    }
     let err = build(py, &mapped, &text).unwrap_or_else(|err| err);
+    if let Some(cause) = cause {
+        err.set_cause(py, Some(cause.clone_ref(py)));
+    }
+    err
+}
+
+/// The first Python exception in `e`'s source chain (one raised by a backend written in
+/// Python, carried as the typed source of the IO error it caused).
+fn python_cause<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e PyErr> {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(cause) = s.downcast_ref::<PyErr>() {
-            err.set_cause(py, Some(cause.clone_ref(py)));
-            break;
+            return Some(cause);
         }
         source = s.source();
     }
-    err
+    None
 }
 
 /// A Python exception of `guideloom.exceptions` by class name (for the bindings' own checks).

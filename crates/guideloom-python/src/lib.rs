@@ -29,7 +29,9 @@ mod options;
 mod order;
 mod publish;
 mod pybackend;
+mod root_args;
 mod runtime;
+mod shard_stores;
 mod slices;
 mod source;
 mod storage;
@@ -81,7 +83,9 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stores::S3ObjectStore>()?;
     m.add_class::<stores::S3Backend>()?;
     m.add_class::<stores::DefaultRegistry>()?;
-    m.add_class::<stores::EphemeralFileStaging>()?;
+    m.add_class::<shard_stores::EphemeralFileStaging>()?;
+    m.add_class::<shard_stores::ArrayRecordShardStore>()?;
+    m.add_class::<options::StorageOptions>()?;
     m.add_function(wrap_pyfunction!(stores::s3_backend, m)?)?;
     m.add_function(wrap_pyfunction!(stores::default_registry, m)?)?;
     Ok(())

@@ -3,7 +3,7 @@
 //! retries).
 
 use guideloom::format::WriterOptions;
-use guideloom::publish::{RetryPolicy, S3Addressing, S3Options as RustS3Options};
+use guideloom::publish::{RetryPolicy, RootOptions, S3Addressing, S3Options as RustS3Options};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
@@ -214,5 +214,60 @@ fn without_userinfo(url: &str) -> String {
     match rest[..authority_end].rfind('@') {
         Some(at) => format!("{scheme}://<redacted>{}", &rest[at..]),
         None => url.to_owned(),
+    }
+}
+
+/// Options of a dataset root, for every call that writes or reads one
+/// (`storage_options=StorageOptions(...)`): `max_encoded_shard_bytes` is the largest shard
+/// written, uploaded or published (one PUT; default 5 GiB), the limit a `TooLargeError`
+/// names.
+#[pyclass(frozen, module = "guideloom._guideloom")]
+#[derive(Debug, Clone)]
+pub(crate) struct StorageOptions {
+    max_encoded_shard_bytes: u64,
+}
+
+#[pymethods]
+impl StorageOptions {
+    #[new]
+    #[pyo3(signature = (*, max_encoded_shard_bytes = None))]
+    fn new(max_encoded_shard_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let max_encoded_shard_bytes = match max_encoded_shard_bytes.filter(|m| !m.is_none()) {
+            None => RootOptions::default().max_encoded_shard_bytes,
+            Some(m) => count_arg(m, "max_encoded_shard_bytes")?,
+        };
+        Ok(StorageOptions {
+            max_encoded_shard_bytes,
+        })
+    }
+
+    /// The largest shard written, uploaded or published, in bytes.
+    #[getter]
+    fn max_encoded_shard_bytes(&self) -> u64 {
+        self.max_encoded_shard_bytes
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<StorageOptions>()
+            .is_ok_and(|o| o.get().max_encoded_shard_bytes == self.max_encoded_shard_bytes)
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.max_encoded_shard_bytes
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "StorageOptions(max_encoded_shard_bytes={})",
+            self.max_encoded_shard_bytes
+        )
+    }
+}
+
+impl StorageOptions {
+    /// Sets these options on `root`.
+    pub(crate) fn apply(&self, root: &mut RootOptions) {
+        root.max_encoded_shard_bytes = self.max_encoded_shard_bytes;
     }
 }

@@ -15,9 +15,11 @@ use pyo3::types::PyIterator;
 
 use crate::errors::{Error, raise};
 use crate::format::{RecordFormat, annotation_value};
-use crate::options::{S3Options, root_uri};
+use crate::options::{S3Options, StorageOptions, root_uri};
+use crate::root_args::{StoreArgs, call_options};
 use crate::runtime::block_on;
-use crate::stores::{S3ObjectStore, StoreArgs, call_options};
+use crate::shard_stores::ShardStoreArg;
+use crate::stores::S3ObjectStore;
 
 /// A written shard: pass it to `publish`.
 #[pyclass(frozen, module = "guideloom._guideloom")]
@@ -176,12 +178,14 @@ fn store_args<'a, 'py>(
     s3: Option<&'a Bound<'py, S3Options>>,
     mount: bool,
     object_store: Option<&'a Bound<'py, S3ObjectStore>>,
+    storage: Option<&'a Bound<'py, StorageOptions>>,
 ) -> StoreArgs<'a, 'py> {
     StoreArgs {
         s3,
         mount,
         object_store,
         shard_store: None,
+        storage,
     }
 }
 
@@ -206,9 +210,12 @@ impl Iterator for Records {
 }
 
 /// Writes `records` (any iterable) as shard `shard` of worker `work_id` in `root`,
-/// create-only at `shards/<work_id>/<shard>.glm`, and returns its reference.
+/// create-only at `shards/<work_id>/<shard>.glm` (or, with
+/// `shard_store=ArrayRecordShardStore(...)`, as the ArrayRecord file
+/// `shards/<work_id>/<shard>.array_record`, records `"raw"` unless `format` says), and
+/// returns its reference.
 #[pyfunction]
-#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false, object_store = None))]
+#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false, object_store = None, shard_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_shard(
     py: Python<'_>,
@@ -220,18 +227,47 @@ pub(crate) fn write_shard(
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
+    shard_store: Option<&Bound<'_, PyAny>>,
+    storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<ShardRef> {
-    let format = RecordFormat::extract(format, RecordFormat::Cbor)?;
-    let (root, name) = resolve(root, store_args(s3, mount, object_store))?;
+    let shard_store = ShardStoreArg::extract(shard_store)?;
+    let array_record = match &shard_store {
+        None => None,
+        Some(ShardStoreArg::ArrayRecord(store)) => Some(store.get().writer_options()),
+        Some(ShardStoreArg::Staging(_)) => {
+            return Err(raise(
+                "InvalidArgumentError",
+                "an EphemeralFileStaging stages shards for reading: pass it to open(); \
+                 write_shard takes shard_store=ArrayRecordShardStore(...) to write ArrayRecord \
+                 files",
+            ));
+        }
+    };
+    let default = if array_record.is_some() {
+        RecordFormat::Raw
+    } else {
+        RecordFormat::Cbor
+    };
+    let format = RecordFormat::extract(format, default)?;
+    let mut args = store_args(s3, mount, object_store, storage_options);
+    args.shard_store = shard_store;
+    let (root, name) = resolve(root, args)?;
     let records = Records {
         iter: PyIterator::from_object(records)?.unbind(),
         format,
     };
     let written = block_on(py, async move {
-        let meta = ShardMetadata::new(format.name(), "documents");
-        root.try_write_shard(&work_id, shard, meta, records)
-            .await
-            .map_err(|e| Error::from(e).in_root(name))
+        let written = match array_record {
+            Some(options) => {
+                root.try_write_array_record_shard(&work_id, shard, options, records)
+                    .await
+            }
+            None => {
+                let meta = ShardMetadata::new(format.name(), "documents");
+                root.try_write_shard(&work_id, shard, meta, records).await
+            }
+        };
+        written.map_err(|e| Error::from(e).in_root(name))
     })?;
     Ok(ShardRef { inner: written? })
 }
@@ -240,7 +276,7 @@ pub(crate) fn write_shard(
 /// and record count from the object and its footer (one HEAD, one tail read); the file is
 /// neither rewritten nor copied. Its records read as bytes.
 #[pyfunction]
-#[pyo3(signature = (root, key, *, s3 = None, mount = false, object_store = None))]
+#[pyo3(signature = (root, key, *, s3 = None, mount = false, object_store = None, storage_options = None))]
 pub(crate) fn adopt_array_record(
     py: Python<'_>,
     root: &Bound<'_, PyAny>,
@@ -248,8 +284,10 @@ pub(crate) fn adopt_array_record(
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
+    storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<ShardRef> {
-    let (root, name) = resolve(root, store_args(s3, mount, object_store))?;
+    let args = store_args(s3, mount, object_store, storage_options);
+    let (root, name) = resolve(root, args)?;
     let adopted = block_on(py, async move {
         root.adopt_array_record(&key)
             .await
@@ -261,7 +299,7 @@ pub(crate) fn adopt_array_record(
 /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
 /// them the whole snapshot, `mode="append"` extends the latest snapshot with them.
 #[pyfunction]
-#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false, object_store = None))]
+#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false, object_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn publish(
     py: Python<'_>,
@@ -274,6 +312,7 @@ pub(crate) fn publish(
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
+    storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<Snapshot> {
     let mode = match mode {
         "full" => PublishMode::Full,
@@ -292,10 +331,12 @@ pub(crate) fn publish(
         shards: shards.iter().map(|s| s.get().inner.clone()).collect(),
         mode,
     };
-    let (root, name) = resolve(root, store_args(s3, mount, object_store))?;
+    let args = store_args(s3, mount, object_store, storage_options);
+    let (root, name) = resolve(root, args)?;
     let snapshot = block_on(py, async move {
         root.publish(&request, &options)
             .await
+            .map(|published| published.snapshot)
             .map_err(|e| Error::from(e).in_root(name))
     })?;
     Ok(Snapshot { inner: snapshot })
@@ -304,7 +345,7 @@ pub(crate) fn publish(
 /// Publishes annotation set `name` at `version` for a snapshot (the latest, or
 /// `snapshot`): one JSON-compatible value per record, in record order.
 #[pyfunction]
-#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false, object_store = None))]
+#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false, object_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn publish_annotations(
     py: Python<'_>,
@@ -316,11 +357,13 @@ pub(crate) fn publish_annotations(
     s3: Option<&Bound<'_, S3Options>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
+    storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<()> {
     let values: Vec<Value> = PyIterator::from_object(values)?
         .map(|v| annotation_value(&v?))
         .collect::<PyResult<_>>()?;
-    let (root, root_name) = resolve(root, store_args(s3, mount, object_store))?;
+    let args = store_args(s3, mount, object_store, storage_options);
+    let (root, root_name) = resolve(root, args)?;
     block_on(py, async move {
         let published = async {
             let snapshot = match snapshot {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom::io::{AsyncReader, Backend, Capabilities, Error, Location, Result, SyncReader};
-use pyo3::exceptions::PyFileNotFoundError;
+use pyo3::exceptions::{PyException, PyFileNotFoundError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 
@@ -26,8 +26,15 @@ use crate::format::raw_bytes;
 /// A path of the backend's own type (whatever the storage's directory was), joined with `/`.
 #[derive(Clone)]
 pub(crate) struct PyLocation {
-    path: std::result::Result<Arc<Py<PyAny>>, String>,
+    path: std::result::Result<Arc<Py<PyAny>>, JoinFailed>,
     text: String,
+}
+
+/// Why a path could not be joined: the message, and the exception the path type raised.
+#[derive(Clone)]
+struct JoinFailed {
+    why: String,
+    raised: Option<Arc<PyErr>>,
 }
 
 impl std::fmt::Debug for PyLocation {
@@ -48,7 +55,14 @@ impl PyLocation {
     fn object(&self, py: Python<'_>) -> Result<Py<PyAny>> {
         match &self.path {
             Ok(p) => Ok(p.clone_ref(py)),
-            Err(why) => Err(Error::InvalidArgument {
+            // `KeyboardInterrupt` or `SystemExit` raised while joining travels as itself.
+            Err(JoinFailed {
+                raised: Some(raised),
+                ..
+            }) if !raised.is_instance_of::<PyException>(py) => {
+                Err(io_error(raised.clone_ref(py), &self.text))
+            }
+            Err(JoinFailed { why, .. }) => Err(Error::InvalidArgument {
                 message: format!("{}: {why}", self.text),
             }),
         }
@@ -68,12 +82,15 @@ impl Location for PyLocation {
                 },
                 Err(e) => PyLocation {
                     text: format!("{}/{name}", self.text),
-                    path: Err(format!("the backend's path type cannot join {name:?}: {e}")),
+                    path: Err(JoinFailed {
+                        why: format!("the backend's path type cannot join {name:?}: {e}"),
+                        raised: Some(Arc::new(e)),
+                    }),
                 },
             },
-            Err(why) => PyLocation {
+            Err(failed) => PyLocation {
                 text: format!("{}/{name}", self.text),
-                path: Err(why.clone()),
+                path: Err(failed.clone()),
             },
         })
     }

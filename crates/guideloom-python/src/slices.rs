@@ -4,28 +4,123 @@
 
 use std::sync::Mutex;
 
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PySlice};
 
 use crate::errors::raise;
 
+/// A Python index argument: any integer (an `int`, a numpy integer, anything with
+/// `__index__`), however large. Values past the 128-bit range keep their sign and are past
+/// every length, so an out-of-range index is an `IndexOutOfRangeError` and never the
+/// `OverflowError` of a fixed-width conversion; a non-integer is a `TypeError`.
+#[derive(Debug)]
+pub(crate) struct PyIndex {
+    /// The value, saturated at `i128::MIN` / `i128::MAX`.
+    pub(crate) value: i128,
+    /// The caller's object when `value` is saturated (for the error's message and `index`).
+    original: Option<Py<PyAny>>,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PyIndex {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        // The common case first: one C-long conversion (it calls `__index__`).
+        let err = match obj.extract::<i64>() {
+            Ok(i) => {
+                return Ok(PyIndex {
+                    value: i128::from(i),
+                    original: None,
+                });
+            }
+            Err(err) => err,
+        };
+        if !err.is_instance_of::<PyOverflowError>(obj.py()) {
+            return Err(err);
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(PyIndex {
+                value: i128::from(u),
+                original: None,
+            });
+        }
+        let negative = obj.lt(0)?;
+        Ok(PyIndex {
+            value: if negative { i128::MIN } else { i128::MAX },
+            original: Some(obj.to_owned().unbind()),
+        })
+    }
+}
+
+impl PyIndex {
+    /// The index as Python wrote it, for messages.
+    pub(crate) fn shown(&self, py: Python<'_>) -> String {
+        match &self.original {
+            Some(obj) => obj
+                .bind(py)
+                .str()
+                .map_or_else(|_| self.value.to_string(), |s| s.to_string()),
+            None => self.value.to_string(),
+        }
+    }
+
+    /// The index as a Python `int` (the caller's value, even past 128 bits).
+    pub(crate) fn to_object(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.original {
+            Some(obj) => Ok(obj.clone_ref(py)),
+            None => Ok(self.value.into_pyobject(py)?.into_any().unbind()),
+        }
+    }
+
+    /// This index resolved against `len` ([`resolve`]).
+    pub(crate) fn resolve(&self, len: u64) -> Option<u64> {
+        resolve(self.value, len)
+    }
+}
+
 /// Python index `i` (negative from the end) as an index into `0..len`, `None` out of range.
-pub(crate) fn resolve(i: i64, len: u64) -> Option<u64> {
+pub(crate) fn resolve(i: i128, len: u64) -> Option<u64> {
     let resolved = if i < 0 {
-        i128::from(i) + i128::from(len)
+        i.checked_add(i128::from(len))?
     } else {
-        i128::from(i)
+        i
     };
     u64::try_from(resolved).ok().filter(|&index| index < len)
+}
+
+/// The `IndexOutOfRangeError` of `index` in a sequence of `len` `item`s (`"record"`,
+/// `"document"`) called `sequence` (`"dataset"`, `"storage"`), with `index` and `len` as
+/// attributes.
+pub(crate) fn index_error(
+    py: Python<'_>,
+    index: &PyIndex,
+    len: u64,
+    item: &str,
+    sequence: &str,
+) -> PyErr {
+    let err = raise(
+        "IndexOutOfRangeError",
+        format!(
+            "{item} {} is out of range for a {sequence} of {len} {item}s",
+            index.shown(py)
+        ),
+    );
+    let value = err.value(py);
+    if let Ok(i) = index.to_object(py) {
+        let _ = value.setattr("index", i);
+    }
+    let _ = value.setattr("len", len);
+    err
 }
 
 /// Each index of the iterable `indices`, resolved by `one`.
 pub(crate) fn resolve_each(
     indices: &Bound<'_, PyAny>,
-    mut one: impl FnMut(i64) -> PyResult<u64>,
+    mut one: impl FnMut(&PyIndex) -> PyResult<u64>,
 ) -> PyResult<Vec<u64>> {
     PyIterator::from_object(indices)?
-        .map(|i| one(i?.extract::<i64>()?))
+        .map(|i| one(&i?.extract::<PyIndex>()?))
         .collect()
 }
 
@@ -107,12 +202,20 @@ mod tests {
         assert_eq!(resolve(10, 10), None);
         assert_eq!(resolve(-11, 10), None);
         assert_eq!(resolve(0, 0), None);
-        // The arithmetic never wraps.
+        // The arithmetic never wraps, whatever the size of the index.
         assert_eq!(
-            resolve(i64::MIN + 1, u64::MAX),
+            resolve(i128::from(i64::MIN) + 1, u64::MAX),
             Some(u64::MAX - (1 << 63) + 1)
         );
-        assert_eq!(resolve(i64::MIN, 0), None);
+        assert_eq!(resolve(i128::from(i64::MIN), 0), None);
+        assert_eq!(resolve(1 << 64, u64::MAX), None);
+        assert_eq!(resolve(-(1 << 64), u64::MAX), None);
+        assert_eq!(resolve(i128::MIN, u64::MAX), None);
+        assert_eq!(resolve(i128::MAX, u64::MAX), None);
+        assert_eq!(
+            resolve(i128::from(u64::MAX) - 1, u64::MAX),
+            Some(u64::MAX - 1)
+        );
     }
 
     #[test]

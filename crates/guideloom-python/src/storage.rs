@@ -19,11 +19,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PySlice};
 
 use crate::aio::awaitable;
-use crate::errors::raise;
 use crate::format::RecordFormat;
 use crate::options::writer_options;
 use crate::runtime::{block_on, detached};
-use crate::slices::{Slot, resolve, resolve_each, slice_indices};
+use crate::slices::{PyIndex, Slot, index_error, resolve_each, slice_indices};
 use crate::source::{BoxFuture, Source, running_loop, with_backend};
 use crate::stream::unfinished;
 
@@ -150,6 +149,7 @@ impl DocumentStorage {
     fn async_reader(slf: Bound<'_, Self>) -> AsyncDocumentReaderContext {
         AsyncDocumentReaderContext {
             storage: slf.unbind(),
+            opened: Arc::default(),
         }
     }
 
@@ -263,13 +263,9 @@ impl ReaderImpl {
 }
 
 /// Python index `i` (negative from the end) as a record index of a storage of `len`.
-fn resolve_index(i: i64, len: u64) -> PyResult<u64> {
-    resolve(i, len).ok_or_else(|| {
-        raise(
-            "IndexOutOfRangeError",
-            format!("document {i} is out of range for a storage of {len} documents"),
-        )
-    })
+fn resolve_index(i: &PyIndex, len: u64) -> PyResult<u64> {
+    i.resolve(len)
+        .ok_or_else(|| Python::attach(|py| index_error(py, i, len, "document", "storage")))
 }
 
 fn resolve_indices(indices: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
@@ -300,9 +296,9 @@ pub(crate) struct DocumentReader {
 #[pymethods]
 impl DocumentReader {
     /// Document `index`, decoded.
-    fn read<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyAny>> {
+    fn read<'py>(&self, py: Python<'py>, index: PyIndex) -> PyResult<Bound<'py, PyAny>> {
         let engine = self.inner.get()?;
-        let bytes = engine.read(py, resolve_index(index, engine.len())?)?;
+        let bytes = engine.read(py, resolve_index(&index, engine.len())?)?;
         self.format.decode(py, bytes)
     }
 
@@ -336,9 +332,13 @@ impl DocumentReader {
             let indices = slice_indices(slice, engine.len(), "storage")?.to_vec();
             return Ok(decode_list(py, self.format, engine.read_many(py, indices)?)?.into_any());
         }
-        let i: i64 = key
-            .extract()
-            .map_err(|_| PyTypeError::new_err("storage indices must be integers or slices"))?;
+        let i: PyIndex = key.extract().map_err(|e: PyErr| {
+            if e.is_instance_of::<PyTypeError>(py) {
+                PyTypeError::new_err("storage indices must be integers or slices")
+            } else {
+                e
+            }
+        })?;
         self.read(py, i)
     }
 
@@ -400,11 +400,14 @@ impl DocumentIter {
     }
 }
 
-/// `async with storage.async_reader() as reader:` — opens the reader on entry.
+/// `async with storage.async_reader() as reader:` — opens the reader on entry and closes it
+/// on exit (later reads raise, as a closed sync reader's do).
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug)]
 pub(crate) struct AsyncDocumentReaderContext {
     storage: Py<DocumentStorage>,
+    /// The reader `__aenter__` opened, for `__aexit__` to close.
+    opened: Arc<std::sync::Mutex<Option<Py<AsyncDocumentReaderPy>>>>,
 }
 
 #[pymethods]
@@ -417,15 +420,23 @@ impl AsyncDocumentReaderContext {
             let reader = opening.await?;
             Ok((reader, format))
         };
-        awaitable(py, future, |py, (reader, format)| {
-            Ok(Py::new(
+        let opened = Arc::clone(&self.opened);
+        awaitable(py, future, move |py, (reader, format)| {
+            let reader = Py::new(
                 py,
                 AsyncDocumentReaderPy {
-                    inner: Arc::new(reader),
+                    inner: Slot::new(Arc::new(reader)),
                     format,
                 },
-            )?
-            .into_any())
+            )?;
+            let previous = opened
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .replace(reader.clone_ref(py));
+            if let Some(previous) = previous {
+                previous.get().close();
+            }
+            Ok(reader.into_any())
         })
     }
 
@@ -435,24 +446,29 @@ impl AsyncDocumentReaderContext {
         py: Python<'py>,
         _args: &Bound<'py, pyo3::types::PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let opened = self.opened.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(reader) = opened {
+            reader.get().close();
+        }
         awaitable(py, async { Ok(()) }, |py, ()| Ok(py.None()))
     }
 }
 
-/// An async reader: `await reader.read(i)`, `await reader.read_many(indices)`, `len()`.
+/// An async reader: `await reader.read(i)`, `await reader.read_many(indices)`, `len()`,
+/// `close()` (later reads raise).
 #[pyclass(frozen, name = "AsyncDocumentReader", module = "guideloom._guideloom")]
 #[derive(Debug)]
 pub(crate) struct AsyncDocumentReaderPy {
-    inner: Arc<AsyncDocumentReader<Stored>>,
+    inner: Slot<Arc<AsyncDocumentReader<Stored>>>,
     format: RecordFormat,
 }
 
 #[pymethods]
 impl AsyncDocumentReaderPy {
     /// Document `index`, decoded (an awaitable).
-    fn read<'py>(&self, py: Python<'py>, index: i64) -> PyResult<Bound<'py, PyAny>> {
-        let i = resolve_index(index, self.inner.len())?;
-        let reader = Arc::clone(&self.inner);
+    fn read<'py>(&self, py: Python<'py>, index: PyIndex) -> PyResult<Bound<'py, PyAny>> {
+        let reader = self.inner.get()?;
+        let i = resolve_index(&index, reader.len())?;
         let format = self.format;
         awaitable(
             py,
@@ -467,8 +483,8 @@ impl AsyncDocumentReaderPy {
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let indices = resolve_indices(indices, self.inner.len())?;
-        let reader = Arc::clone(&self.inner);
+        let reader = self.inner.get()?;
+        let indices = resolve_indices(indices, reader.len())?;
         let format = self.format;
         awaitable(
             py,
@@ -478,12 +494,17 @@ impl AsyncDocumentReaderPy {
     }
 
     /// The number of documents.
-    fn len(&self) -> u64 {
-        self.inner.len()
+    fn len(&self) -> PyResult<u64> {
+        Ok(self.inner.get()?.len())
     }
 
-    fn __len__(&self) -> usize {
-        usize::try_from(self.inner.len()).unwrap_or(usize::MAX)
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(usize::try_from(self.inner.get()?.len()).unwrap_or(usize::MAX))
+    }
+
+    /// Releases the shards; later reads raise (leaving the `async with` block closes it).
+    fn close(&self) {
+        self.inner.close();
     }
 }
 
@@ -502,17 +523,5 @@ mod tests {
         let decoded = f.decode(record.clone()).unwrap();
         assert_eq!(decoded.as_ptr(), record.as_ptr());
         assert_eq!(f.encoded_ref(&record), Some(&record[..]));
-    }
-
-    #[test]
-    fn negative_indices_count_from_the_end_and_the_end_is_refused() {
-        assert_eq!(resolve_index(-1, 10).ok(), Some(9));
-        assert_eq!(resolve_index(0, 10).ok(), Some(0));
-        // Out of range builds a Python exception, which needs an interpreter: only check
-        // that the in-range arithmetic never wraps.
-        assert_eq!(
-            resolve_index(i64::MIN + 1, u64::MAX).ok(),
-            Some(u64::MAX - (1 << 63) + 1)
-        );
     }
 }

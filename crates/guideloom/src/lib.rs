@@ -138,9 +138,9 @@ pub use guideloom_io::{
     AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
 };
 pub use guideloom_publish::{
-    AnnotationEntry, AnnotationSet, LocalReads, PublicationOptions, PublishMode, PublishRequest,
-    Registry, Root, RootOptions, S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions,
-    StreamLayout, StreamRef,
+    AnnotationEntry, AnnotationSet, LocalReads, PublicationOptions, PublishMode, PublishOutcome,
+    PublishRequest, Published, Registry, Root, RootOptions, S3Options, ShardFormat, ShardRef,
+    Snapshot, StoreOptions, StreamLayout, StreamRef,
 };
 
 /// The repository README's Rust example, run as a doctest.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use guideloom_format::{ReadOptions, ShardMetadata};
 use guideloom_publish::{
-    AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Registry, RetryPolicy, Root,
-    RootOptions, ShardRef, Snapshot, StoreOptions,
+    AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Published, Registry,
+    RetryPolicy, Root, RootOptions, ShardRef, Snapshot, StoreOptions,
 };
 use serde::Serialize;
 
@@ -40,7 +40,8 @@ fn encode_one<T: Serialize>(
 
 /// Writes `records` as CBOR shard `n` of `work_id` in `root` (create-only), each record
 /// encoded as it is written into the store (see [`Root::write_shard`]): memory is one record
-/// and the shard's index on a local root. The async piece behind [`Publisher::write_shard`]
+/// and the shard's index, on a local root and on an object store (whose spool is a file in
+/// the staging directory). The async piece behind [`Publisher::write_shard`]
 /// and [`publish_cbor`]. A record that does not encode stops the write with
 /// [`Error::Encode`]; nothing is written.
 pub async fn write_cbor_shard<I>(root: &Root, work_id: &str, n: u64, records: I) -> Result<ShardRef>
@@ -95,7 +96,8 @@ where
     };
     Ok(root
         .publish(&request, &PublicationOptions::default())
-        .await?)
+        .await?
+        .into_snapshot())
 }
 
 /// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
@@ -347,7 +349,10 @@ impl Publisher {
 
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:
     /// [`PublishMode::Full`] makes them the whole snapshot, [`PublishMode::Append`] extends
-    /// the latest snapshot with them. Default [`PublicationOptions`].
+    /// the latest snapshot with them. Default [`PublicationOptions`]. Idempotent: an
+    /// identical request (a retry, or the same publication running in another process)
+    /// returns the same snapshot; [`publish_request`](Self::publish_request) also says
+    /// whether this call committed it.
     pub fn publish(
         &self,
         dataset_id: &str,
@@ -361,15 +366,19 @@ impl Publisher {
             shards,
             mode,
         };
-        self.publish_request(&request, &PublicationOptions::default())
+        Ok(self
+            .publish_request(&request, &PublicationOptions::default())?
+            .snapshot)
     }
 
-    /// Publishes `request` with `options` (e.g. record-count verification).
+    /// Publishes `request` with `options` (e.g. record-count verification): the snapshot, and
+    /// whether this call committed it or found it committed by an identical request
+    /// ([`PublishOutcome`](crate::PublishOutcome)).
     pub fn publish_request(
         &self,
         request: &PublishRequest,
         options: &PublicationOptions,
-    ) -> Result<Snapshot> {
+    ) -> Result<Published> {
         Ok(self.runtime.block_on(self.root.publish(request, options))?)
     }
 

@@ -101,7 +101,8 @@ async fn run(root: &Root, mount: bool, tag: &str) -> Result<(), String> {
         let snapshot = root
             .publish(&request, &PublicationOptions::default())
             .await
-            .map_err(|e| format!("publish {snapshot_id}: {e}"))?;
+            .map_err(|e| format!("publish {snapshot_id}: {e}"))?
+            .snapshot;
         if !mount {
             mark("annotate", k)?;
             let values: Vec<String> = (0..snapshot.total_records())

@@ -55,7 +55,7 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
         Ok(Ok(s)) => {
-            println!("CHILD-RESULT ok {}", s.shards()[0].key);
+            println!("CHILD-RESULT ok {}", s.snapshot.shards()[0].key);
             ExitCode::SUCCESS
         }
         Ok(Err(Error::PublicationCollision { key })) => {

@@ -19,6 +19,13 @@ pub struct Fixture {
 
 pub use guideloom_tests::unique;
 
+impl Fixture {
+    /// The directory of a local or mounted root.
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.as_ref().expect("a local root").path()
+    }
+}
+
 pub fn local() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(
@@ -155,6 +162,7 @@ pub async fn publish(root: &Root, snapshot_id: &str, shards: Vec<ShardRef>) -> S
     )
     .await
     .unwrap()
+    .snapshot
 }
 
 /// A fresh current-thread runtime (the fault-injection and request-count tests).

@@ -171,17 +171,25 @@ fn to_native(src: &Path, dst: &Path, bar: &ProgressBar) -> Result<Converted> {
     let reader = SeekIo::new()
         .open(&src.to_path_buf())
         .map_err(|e| CliError::io(src.display().to_string(), e))?;
-    // One chunk cached: consecutive records of a group cost one read.
-    let options = guideloom_arrayrecord::ReadOptions::default().with_cache_chunks(1);
+    // Read a chunk at a time (below): no cache needed.
+    let options = guideloom_arrayrecord::ReadOptions::default().with_cache_chunks(0);
     let ar = ArrayRecordReader::open(reader, &options).map_err(ar_error(src))?;
     let mut writer = ShardWriter::create(dst, ShardMetadata::new("raw", "documents"))
         .map_err(shard_error(dst))?;
     let mut bytes = 0u64;
-    for i in 0..ar.len() {
-        let record = ar.get(i).map_err(ar_error(src))?;
-        writer.append(&record).map_err(shard_error(dst))?;
-        bytes += record.len() as u64;
-        bar.set_position(i + 1);
+    let mut first = 0u64;
+    // A chunk at a time: one read and one decode each, its records counted against the
+    // reader's limit before a list of them is made.
+    for chunk in ar.layout().chunks() {
+        let records = ar
+            .get_range(first, chunk.num_records)
+            .map_err(ar_error(src))?;
+        for record in &records {
+            writer.append(record).map_err(shard_error(dst))?;
+            bytes += record.len() as u64;
+        }
+        first += chunk.num_records;
+        bar.set_position(first);
     }
     writer.finish().map_err(shard_error(dst))?;
     bar.finish_and_clear();

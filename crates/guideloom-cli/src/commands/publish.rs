@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use guideloom_publish::{
-    FooterInspector, PublicationOptions, PublishMode, PublishRequest, ShardRef, Snapshot,
+    FooterInspector, PublicationOptions, PublishMode, PublishOutcome, PublishRequest, ShardRef,
+    Snapshot,
 };
 use serde_json::json;
 
@@ -40,11 +41,13 @@ pub(crate) async fn shard_ref(root: &OpenRoot, key: &str, size: u64) -> Result<S
         .map_err(|e| root.err(e))
 }
 
-/// What `publish` did: the new snapshot, the latest it replaced (a full publication over an
+/// What `publish` did: the new snapshot, whether this call committed it or found it
+/// committed by an identical request, the latest it replaced (a full publication over an
 /// existing snapshot), and the work ids it skipped as incomplete.
 #[derive(Debug)]
 pub(crate) struct Published {
     pub(crate) snapshot: Snapshot,
+    pub(crate) outcome: PublishOutcome,
     pub(crate) replaced: Option<Snapshot>,
     pub(crate) survey: Survey,
 }
@@ -156,12 +159,14 @@ pub(crate) async fn publish(
         inspector: Some(Arc::new(FooterInspector)),
         ..PublicationOptions::default()
     };
-    let snapshot = root
+    let published = root
         .root
         .publish(&request, &options)
         .await
         .map_err(|e| root.err(e))?;
-    let replaced = if append {
+    let (snapshot, outcome) = (published.snapshot, published.outcome);
+    // Only the call that committed the snapshot replaced anything.
+    let replaced = if append || outcome != PublishOutcome::Committed {
         None
     } else {
         snapshots
@@ -171,6 +176,7 @@ pub(crate) async fn publish(
     };
     Ok(Published {
         snapshot,
+        outcome,
         replaced,
         survey,
     })
@@ -182,6 +188,7 @@ pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
     let started = Instant::now();
     let Published {
         snapshot,
+        outcome,
         replaced,
         survey,
     } = publish(
@@ -209,6 +216,10 @@ pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
             "records": snapshot.total_records(),
             "bytes": bytes,
             "log_key": snapshot.log_key,
+            "outcome": match outcome {
+                PublishOutcome::Committed => "committed",
+                _ => "already_published",
+            },
             "replaced": replaced.as_ref().map(|r| json!({
                 "snapshot_id": r.id(), "seq": r.seq(), "records": r.total_records(),
             })),
@@ -216,8 +227,14 @@ pub(crate) async fn run(args: PublishArgs, global: &Global) -> Result<()> {
             "seconds": started.elapsed().as_secs_f64(),
         }));
     }
+    let what = match outcome {
+        PublishOutcome::Committed => "published snapshot",
+        // Another process running the same request (or an earlier run of this one) wrote
+        // the log entry: this call committed nothing.
+        _ => "already published by an identical request: snapshot",
+    };
     output::line(&format!(
-        "published snapshot {} (#{}) of dataset {}: {} shard(s), {} records, {} in {}",
+        "{what} {} (#{}) of dataset {}: {} shard(s), {} records, {} in {}",
         snapshot.id(),
         snapshot.seq(),
         snapshot.manifest.dataset_id,

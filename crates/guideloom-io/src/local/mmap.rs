@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{blocking, check_ranges, closed, describe, open_file, range_len};
+use super::{blocking, check_ranges, closed, describe, ensure_regular, open_file, range_len};
 use crate::backend::{Backend, Capabilities};
 use crate::error::{Error, Result, check_range};
 use crate::reader::{AsyncReader, SyncReader, Tail};
@@ -107,7 +107,9 @@ impl MmapIo {
     }
 
     fn map_reader(file: &std::fs::File, location: String) -> Result<MmapReader> {
-        let size = file.metadata().map_err(|e| Error::io(&location, e))?.len();
+        let meta = file.metadata().map_err(|e| Error::io(&location, e))?;
+        ensure_regular(meta.file_type(), &location)?;
+        let size = meta.len();
         let map = if size == 0 {
             None
         } else {

@@ -73,25 +73,81 @@ fn describe(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Opens `path` for reading and returns the file with its size; a directory is an error.
+/// Opens `path` for reading and returns the file with its size. Local backends read
+/// regular files only: anything else is [`Error::NotRegularFile`] ([`open_file_with`]).
 fn open_file(path: &Path, location: &str) -> Result<(std::fs::File, u64)> {
-    open_file_with(std::fs::OpenOptions::new().read(true), path, location)
+    open_file_with(0, path, location)
 }
 
-/// [`open_file`] with the caller's open options (e.g. `O_DIRECT` as a custom flag): the same
-/// checks on whatever the options open.
-fn open_file_with(
-    options: &std::fs::OpenOptions,
-    path: &Path,
-    location: &str,
-) -> Result<(std::fs::File, u64)> {
+/// What a non-regular file is, for [`Error::NotRegularFile`]; `None` for a regular file.
+fn irregular_kind(file_type: std::fs::FileType) -> Option<&'static str> {
+    if file_type.is_file() {
+        return None;
+    }
+    if file_type.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return Some("a FIFO (named pipe)");
+        }
+        if file_type.is_char_device() {
+            return Some("a character device");
+        }
+        if file_type.is_block_device() {
+            return Some("a block device");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("not a regular file")
+}
+
+/// `Ok` for a regular file, else the [`Error::NotRegularFile`] naming what it is.
+fn ensure_regular(file_type: std::fs::FileType, location: &str) -> Result<()> {
+    match irregular_kind(file_type) {
+        None => Ok(()),
+        Some(kind) => Err(Error::NotRegularFile {
+            location: location.to_owned(),
+            kind,
+        }),
+    }
+}
+
+/// [`open_file`] with extra `open(2)` flags (`custom_flags`, e.g. `O_DIRECT`; unix only).
+///
+/// The open must never wait on what it finds: `open(2)` of a FIFO blocks until a writer
+/// appears, and opening a device can have effects of its own. So the path is checked with
+/// `stat` first (links followed) and anything but a regular file is refused without being
+/// opened; the open then adds `O_NONBLOCK` (which a FIFO swapped in meanwhile honours, and a
+/// regular file ignores) and `O_NOCTTY`, the descriptor is checked again with `fstat`, so a
+/// swap between the two checks is caught, and `O_NONBLOCK` is cleared before any read.
+fn open_file_with(custom_flags: i32, path: &Path, location: &str) -> Result<(std::fs::File, u64)> {
+    #[cfg(test)]
+    open_gate::pass(path);
+    let before = std::fs::metadata(path).map_err(|e| Error::io(location, e))?;
+    ensure_regular(before.file_type(), location)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(custom_flags | libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    #[cfg(not(unix))]
+    let _ = custom_flags;
     let file = options.open(path).map_err(|e| Error::io(location, e))?;
     let meta = file.metadata().map_err(|e| Error::io(location, e))?;
-    if meta.is_dir() {
-        return Err(Error::io(
-            location,
-            io::Error::new(io::ErrorKind::IsADirectory, "is a directory, not a file"),
-        ));
+    ensure_regular(meta.file_type(), location)?;
+    #[cfg(unix)]
+    {
+        use nix::fcntl::{FcntlArg, OFlag, fcntl};
+        let os = |e: nix::errno::Errno| Error::io(location, io::Error::from(e));
+        let flags = OFlag::from_bits_truncate(fcntl(&file, FcntlArg::F_GETFL).map_err(os)?);
+        fcntl(&file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK)).map_err(os)?;
     }
     Ok((file, meta.len()))
 }
@@ -263,6 +319,8 @@ impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
     }
 }
 
+#[cfg(test)]
+mod open_gate;
 #[cfg(test)]
 mod tests;
 #[cfg(all(test, unix))]

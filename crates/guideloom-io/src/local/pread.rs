@@ -265,7 +265,7 @@ mod unix {
 
     use super::super::buffers::{Arena, NowOutcome, read_fresh, read_into, read_nowait};
     use super::super::shared_file::SharedFile;
-    use super::super::{LocalReader, check_ranges, describe, open_file};
+    use super::super::{LocalReader, check_ranges, describe, ensure_regular, open_file};
     use super::PreadIo;
     use crate::coalesce::{plan, planned_bytes, read_planned};
     use crate::error::{Result, check_range};
@@ -309,15 +309,7 @@ mod unix {
             let meta = file
                 .metadata()
                 .map_err(|e| crate::Error::io(&location, e))?;
-            if meta.is_dir() {
-                return Err(crate::Error::io(
-                    &location,
-                    std::io::Error::new(
-                        std::io::ErrorKind::IsADirectory,
-                        "is a directory, not a file",
-                    ),
-                ));
-            }
+            ensure_regular(meta.file_type(), &location)?;
             tracing::debug!(backend = "PreadIo", location = %location, size = meta.len(), "opened a file handle");
             Ok(Self::new(location, meta.len(), config, file))
         }

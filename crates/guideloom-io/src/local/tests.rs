@@ -175,7 +175,16 @@ fn missing_and_directory_paths_are_typed_errors() {
             "{b:?}: {err}"
         );
         let err = b.open(&dir.path().to_path_buf()).unwrap_err();
-        assert!(matches!(err, Error::Io { .. }), "{b:?}: {err}");
+        assert!(
+            matches!(
+                err,
+                Error::NotRegularFile {
+                    kind: "a directory",
+                    ..
+                }
+            ),
+            "{b:?}: {err:?}"
+        );
     }
 }
 
@@ -278,74 +287,117 @@ fn capabilities_are_honest() {
     assert_eq!(PreadIo::new().is_supported(), cfg!(unix));
 }
 
-/// Opening a FIFO blocks in `open(2)` until a writer appears: a deterministic stand-in for
-/// a slow file system. If `open_async` made that call on the executor thread, the only
-/// thread of a current-thread runtime would be stuck and the main task could not run until
-/// the watchdog opened the writer; it must instead run while the open is still pending.
+/// A gated open (`open_gate`: the open waits until the test lifts the gate) is a
+/// deterministic stand-in for a slow file system. If `open_async` made that call on the
+/// executor thread, the only thread of a current-thread runtime would be stuck and the main
+/// task could not run until the watchdog let the open through; it must instead run while the
+/// open is still pending.
 #[cfg(unix)]
 #[test]
 fn async_open_does_not_block_the_executor() {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     for b in backends() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let open_writer = |path: &Path, flags: i32| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(flags)
-                .open(path)
-        };
-        // Watchdog: unblocks a stuck open eventually, so a regression fails instead of hanging.
-        let rescued = Arc::new(AtomicBool::new(false));
-        let done = Arc::new(AtomicBool::new(false));
-        let watchdog = {
-            let (fifo, rescued, done) = (fifo.clone(), rescued.clone(), done.clone());
-            std::thread::spawn(move || {
-                for _ in 0..200 {
-                    if done.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                rescued.store(true, Ordering::SeqCst);
-                let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
-                let _writer = open_writer(&fifo, nonblock);
-            })
-        };
+        let path = write(dir.path(), "slow", b"slow file system");
+        let gate = super::open_gate::install(&path);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
             let opening = tokio::spawn({
-                let (b, fifo) = (backends().remove(backend_index(&*b)), fifo.clone());
-                async move { b.open_async(&fifo).await.map(|r| r.location().to_owned()) }
+                let (b, path) = (backends().remove(backend_index(&*b)), path.clone());
+                async move { b.open_async(&path).await.map(|r| r.location().to_owned()) }
             });
             // Let the open start, then prove this task still runs while it is pending.
-            for _ in 0..10 {
+            while !gate.has_waiter() {
                 tokio::task::yield_now().await;
+                assert!(
+                    !gate.rescued(),
+                    "{b:?}: the executor was blocked until the watchdog let the open through"
+                );
             }
             assert!(
                 !opening.is_finished(),
-                "{b:?}: the open cannot finish without a writer"
+                "{b:?}: the open cannot finish before the gate lifts"
             );
-            assert!(
-                !rescued.load(Ordering::SeqCst),
-                "{b:?}: the executor was blocked until the watchdog opened the writer"
-            );
-            let fifo2 = fifo.clone();
-            let writer = tokio::task::spawn_blocking(move || open_writer(&fifo2, 0).unwrap());
+            gate.lift();
             let location = opening.await.unwrap().unwrap();
-            assert!(location.ends_with("fifo"));
-            drop(writer.await.unwrap());
+            assert!(location.ends_with("slow"));
         });
-        done.store(true, Ordering::SeqCst);
-        watchdog.join().unwrap();
+        assert!(!gate.rescued(), "{b:?}");
     }
+}
+
+/// Local backends read regular files only: a FIFO, a directory, a character device and a
+/// socket are each refused at once with [`Error::NotRegularFile`] naming the path, by the
+/// sync and the async open alike. A FIFO used to block `open(2)` until a writer appeared: a
+/// watchdog opens one after 10 s, so a regression fails here instead of hanging.
+#[cfg(unix)]
+#[test]
+fn only_regular_files_are_opened() {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("shard-000000.glm");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let socket_path = dir.path().join("sock");
+    let _socket = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    let link = dir.path().join("link-to-fifo");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let cases = [
+        (fifo.clone(), "a FIFO (named pipe)"),
+        (link, "a FIFO (named pipe)"),
+        (sub, "a directory"),
+        (PathBuf::from("/dev/null"), "a character device"),
+        (socket_path, "a socket"),
+    ];
+    let done = Arc::new(AtomicBool::new(false));
+    let rescued = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let (fifo, done, rescued) = (fifo.clone(), done.clone(), rescued.clone());
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                if done.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            rescued.store(true, Ordering::SeqCst);
+            let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+            let _writer = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nonblock)
+                .open(&fifo);
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        })
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for b in backends() {
+        for (path, kind) in &cases {
+            let check = |err: Error, flavour: &str| match err {
+                Error::NotRegularFile { location, kind: k } => {
+                    assert_eq!(location, path.display().to_string(), "{b:?} {flavour}");
+                    assert_eq!(k, *kind, "{b:?} {flavour} {}", path.display());
+                }
+                other => panic!("{b:?} {flavour} {}: {other:?}", path.display()),
+            };
+            check(b.open(path).unwrap_err(), "sync");
+            check(rt.block_on(b.open_async(path)).unwrap_err(), "async");
+        }
+    }
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+    assert!(
+        !rescued.load(Ordering::SeqCst),
+        "an open waited for a FIFO writer"
+    );
 }
 
 /// The position of `b` in [`backends`], to make an owned copy for a spawned task.

@@ -221,7 +221,16 @@ fn missing_files_and_directories_are_typed_errors() {
         let err = b.open(&dir.path().join("nope")).unwrap_err();
         assert!(err.is_not_found(), "{err:?}");
         let err = b.open(&dir.path().to_path_buf()).unwrap_err();
-        assert!(matches!(err, Error::Io { .. }), "{b:?}: {err:?}");
+        assert!(
+            matches!(
+                err,
+                Error::NotRegularFile {
+                    kind: "a directory",
+                    ..
+                }
+            ),
+            "{b:?}: {err:?}"
+        );
     }
 }
 

@@ -1,10 +1,9 @@
 //! `UringIo`: batched reads submitted to io_uring at a queue depth, and an `O_DIRECT`
 //! cold-read mode (feature `uring`, Linux).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -341,33 +340,16 @@ impl UringReader {
             )
         })?;
         let location = describe(path);
-        let mut options = OpenOptions::new();
-        options.read(true);
-        if config.direct {
-            options.custom_flags(libc::O_DIRECT);
-        }
-        let (file, size) = open_file_with(&options, path, &location).map_err(|e| match e {
-            // ext4 refuses `O_DIRECT` on directories with `EINVAL` too: say what it is.
+        let flags = if config.direct { libc::O_DIRECT } else { 0 };
+        // Directories and other non-regular files are refused before the open.
+        let (file, size) = open_file_with(flags, path, &location).map_err(|e| match e {
             Error::Io { source, .. }
-                if config.direct
-                    && source.raw_os_error() == Some(libc::EINVAL)
-                    && !std::fs::metadata(path).is_ok_and(|m| m.is_dir()) =>
+                if config.direct && source.raw_os_error() == Some(libc::EINVAL) =>
             {
                 Error::unsupported(
                     "UringIo",
                     "O_DIRECT reads",
                     format!("{location}: its file system refuses O_DIRECT ({source}); use the buffered mode (UringIo::new())"),
-                )
-            }
-            Error::Io { source, .. }
-                if config.direct && source.raw_os_error() == Some(libc::EINVAL) =>
-            {
-                Error::io(
-                    &location,
-                    std::io::Error::new(
-                        std::io::ErrorKind::IsADirectory,
-                        "is a directory, not a file",
-                    ),
                 )
             }
             e => e,

@@ -420,6 +420,12 @@ pub struct Claim {
     /// collide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_sha256: Option<String>,
+    /// The latest log sequence number when the claim was made (0: an empty log): no log
+    /// entry of this claim can lie at or below it, so a publisher that takes the claim over
+    /// reads only the entries after it to find one an identical request committed. Absent
+    /// in claims written before it existed (read as 0: the whole log is read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_base: Option<u64>,
 }
 
 #[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]

@@ -25,7 +25,10 @@ pub(crate) mod s3;
 
 pub use cloud::{AzureOptions, GcsOptions};
 pub use http::HttpRootOptions;
-pub use s3::{S3Addressing, S3Options, S3Retry};
+pub use s3::{
+    ALLOW_HTTP_VARIABLE, ENDPOINT_VARIABLES, REGION_VARIABLES, S3Addressing, S3Environment,
+    S3Options, S3Retry,
+};
 
 /// How the stores of root URIs are built: the mount declaration and local reads of local
 /// paths, and the clients of `s3://`, `gs://`, `az://` and `http(s)://` roots. What a root

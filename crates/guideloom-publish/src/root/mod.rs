@@ -30,7 +30,7 @@ use crate::annotations::{self, AnnotationEntry, AnnotationSet, Catalog};
 use crate::error::Result;
 use crate::identity::Identity;
 use crate::manifest::{DatasetIdentity, ShardRef};
-use crate::publication::{self, PublicationOptions, PublishRequest};
+use crate::publication::{self, PublicationOptions, PublishRequest, Published};
 use crate::registry::{Registry, StoreOptions};
 use crate::shards;
 use crate::snapshot_log::{self, LogAudit, Snapshot};
@@ -70,7 +70,8 @@ pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
 pub struct RootOptions {
     /// Largest shard that may be written, uploaded or published (one PUT): default 5 GiB.
     pub max_encoded_shard_bytes: u64,
-    /// Where and how much whole-shard staging (in-order scans) may store.
+    /// Where and how much whole-shard staging (in-order scans) may store; its directory is
+    /// also where shard writes to object stores spool their bytes before the PUT.
     pub staging: StagingOptions,
 }
 
@@ -142,6 +143,14 @@ impl Root {
         })
     }
 
+    /// The options a shard write takes from this root's.
+    fn shard_write(&self) -> shards::WriteOptions {
+        shards::WriteOptions {
+            max_bytes: self.options.max_encoded_shard_bytes,
+            spool_dir: self.options.staging.directory(),
+        }
+    }
+
     /// Removes temporary files that crashed writers left in this root (local roots only; see
     /// [`RootStore::sweep_temporaries`]): `.…tmp` files at least `min_age` old whose writer
     /// process is gone. Safe beside running writers of this host; with writers on other
@@ -172,19 +181,27 @@ impl Root {
     ///    `dataset.json` (written if absent);
     /// 2. verify shards: one HEAD each, sizes must match (and, with `verify_record_counts`,
     ///    the inspector's record counts and checksums) — nothing is written before this;
-    /// 3. claim the snapshot id (`claims/<id>.json`, create-only): the loser of a same-id race
-    ///    gets [`Error::PublicationCollision`](crate::Error::PublicationCollision) here;
-    /// 4. commit: list `log/`, build the manifest on the latest entry, create
-    ///    `log/<latest+1>`; if another publisher took that number, re-read and retry
+    /// 3. list `log/`: the latest entry is the claim's *base*;
+    /// 4. claim the snapshot id (`claims/<id>.json`, create-only, recording the base): the
+    ///    loser of a same-id race gets
+    ///    [`Error::PublicationCollision`](crate::Error::PublicationCollision) here, unless its
+    ///    request is identical (same dataset, id, mode and shards): it takes the claim over;
+    /// 5. commit: read the log entries after the base (an identical request may have
+    ///    committed already), build the manifest on the latest entry, create
+    ///    `log/<latest+1>`; if another publisher took that number, re-list and retry
     ///    (bounded, jittered backoff) — an appender re-bases on the winner;
-    /// 5. write the pointer `snapshots/<id>.json`.
+    /// 6. write the pointer `snapshots/<id>.json`.
     ///
-    /// A retry of the same request after a failure resumes where the first attempt stopped.
+    /// A retry of the same request after a failure resumes where the first attempt stopped,
+    /// and identical requests running at once all succeed on one log entry: the one that
+    /// wrote it gets [`PublishOutcome::Committed`](crate::PublishOutcome::Committed), the
+    /// others [`PublishOutcome::AlreadyPublished`](crate::PublishOutcome::AlreadyPublished)
+    /// with the same snapshot. A snapshot id is in the log at most once.
     pub async fn publish(
         &self,
         request: &PublishRequest,
         options: &PublicationOptions,
-    ) -> Result<Snapshot> {
+    ) -> Result<Published> {
         let limit = self.options.max_encoded_shard_bytes;
         publication::publish(&*self.store, &self.identity, limit, request, options).await
     }
@@ -230,13 +247,15 @@ impl Root {
     /// Writes `records` (already-encoded payloads) as shard `index` of worker `work_id`,
     /// create-only at `shards/<work_id>/<index>.glm`, encoding each record once straight
     /// into the store ([`RootStore::begin_create`]): on a local root into the create-only
-    /// temporary file (fsynced and linked once complete), on stores that need one PUT into
-    /// one buffer. Memory is the index (12 bytes per record) and a write buffer on a local
-    /// root. A shard larger than [`RootOptions::max_encoded_shard_bytes`] is refused
-    /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge), with its exact size): bytes
-    /// past the limit never reach the store, nothing appears under the key, and no request
-    /// is made.
-    ///
+    /// temporary file (fsynced and linked once complete); on an object store into its spool
+    /// (the first MiB in memory, the rest in an unnamed file in
+    /// [`RootOptions::staging`]'s directory), sent by one create-only PUT from the file's
+    /// mapping ([`Spooled`](crate::Spooled)). Either way anonymous memory is the index (12
+    /// bytes per record) and a write buffer, whatever the shard's size. A shard is refused
+    /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge)) the moment its running size
+    /// passes [`RootOptions::max_encoded_shard_bytes`]: no further record is pulled, nothing
+    /// appears under the key, and no request is made. A full spool or root directory is
+    /// [`Error::DiskFull`](crate::Error::DiskFull) naming it, with no request either.    ///
     /// The reference carries the record count and the footer CRC (from the encoder, not
     /// parsed back), so `verify_record_counts` with
     /// [`FooterInspector`](crate::FooterInspector) costs one 64-byte ranged read per shard.
@@ -254,8 +273,15 @@ impl Root {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::write(&*self.store, limit, work_id, index, metadata, records).await
+        shards::write(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            metadata,
+            records,
+        )
+        .await
     }
 
     /// [`write_shard`](Self::write_shard) of records that are produced fallibly (encoded as
@@ -291,8 +317,15 @@ impl Root {
         I: IntoIterator<Item = std::result::Result<R, E>>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::try_write(&*self.store, limit, work_id, index, metadata, records).await
+        shards::try_write(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            metadata,
+            records,
+        )
+        .await
     }
 
     /// Uploads an encoded shard create-only as `shards/<work_id>/<index>.glm` and returns
@@ -331,8 +364,42 @@ impl Root {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        let limit = self.options.max_encoded_shard_bytes;
-        shards::write_array_record(&*self.store, limit, work_id, index, options, records).await
+        shards::write_array_record(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            options,
+            records,
+        )
+        .await
+    }
+
+    /// [`write_array_record_shard`](Self::write_array_record_shard) of records produced
+    /// fallibly (encoded as they are written, say), as
+    /// [`try_write_shard`](Self::try_write_shard) is for native shards: the first `Err`
+    /// stops the write — nothing appears under the key, no request is made — and is
+    /// returned as the inner `Err`; the outer `Err` is the root's.
+    pub async fn try_write_array_record_shard<I, R, E>(
+        &self,
+        work_id: &str,
+        index: u64,
+        options: guideloom_arrayrecord::WriterOptions,
+        records: I,
+    ) -> Result<std::result::Result<ShardRef, E>>
+    where
+        I: IntoIterator<Item = std::result::Result<R, E>>,
+        R: AsRef<[u8]>,
+    {
+        shards::try_write_array_record(
+            &*self.store,
+            &self.shard_write(),
+            work_id,
+            index,
+            options,
+            records,
+        )
+        .await
     }
 
     /// A reference to an ArrayRecord file already in the root at `key` — written by the

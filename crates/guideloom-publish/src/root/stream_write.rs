@@ -131,12 +131,11 @@ impl Root {
             .try_write_shard(work_id, index, stream_metadata::<E>(), records)
             .await?;
         let mut shard = written?;
-        let limit = self.options().max_encoded_shard_bytes;
         let key = stream_meta_key(work_id, index);
         let meta_records = metas.iter().map(Ok::<_, std::convert::Infallible>);
         let companion = shards::try_write_key(
             &**self.store(),
-            limit,
+            &self.shard_write(),
             key,
             ShardMetadata::new(META_RECORD_FORMAT, KIND_DOCUMENTS),
             meta_records,

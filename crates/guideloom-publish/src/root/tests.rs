@@ -151,7 +151,8 @@ async fn probing_finds_the_latest_entry_with_logarithmic_probes() {
         let published = writer
             .publish(&request, &PublicationOptions::default())
             .await
-            .unwrap();
+            .unwrap()
+            .snapshot;
         assert_eq!(published.seq(), n);
         let before = probing.probes.load(Ordering::Relaxed);
         let latest = reader.latest().await.unwrap();
@@ -283,7 +284,8 @@ async fn written_shards_verify_by_footer_with_one_small_read_each() {
     let snap = root
         .publish(&request("s1", vec![a.clone(), b.clone()]), &opts)
         .await
-        .unwrap();
+        .unwrap()
+        .snapshot;
     assert_eq!(snap.total_records(), 7);
     // 2 HEAD + 2 tail reads + claim PUT + LIST + log PUT + pointer PUT.
     assert_eq!(bucket.requests() - before, 8);
@@ -555,4 +557,39 @@ async fn a_remote_shards_first_get_reads_only_the_index_entries_it_needs() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn a_failing_record_stops_an_array_record_write_with_nothing_written() {
+    let root = Root::open(
+        "memory://try-write-array-record/r",
+        &StoreOptions::default(),
+        RootOptions::default(),
+    )
+    .unwrap();
+    let options = guideloom_arrayrecord::WriterOptions::default();
+    let bad = [
+        Ok(vec![1u8; 8]),
+        Err("record 1 does not encode"),
+        Ok(vec![2u8; 8]),
+    ];
+    let err = root
+        .try_write_array_record_shard("w", 0, options, bad)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err, "record 1 does not encode");
+    let key = crate::manifest::array_record_shard_key("w", 0);
+    assert!(
+        root.store().head(&key).await.is_err(),
+        "nothing under {key}"
+    );
+    // The same key is free for a write that succeeds.
+    let good = (0..3u8).map(|i| Ok::<_, &str>(vec![i; 8]));
+    let shard = root
+        .try_write_array_record_shard("w", 0, options, good)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((shard.key, shard.record_count), (key, 3));
 }

@@ -163,39 +163,52 @@ pub(crate) async fn by_id(
 ) -> Result<Snapshot> {
     check_name("snapshot id", snapshot_id)?;
     async {
-        let pkey = pointer_key(snapshot_id);
-        let pointer = match store.get(&pkey, MAX_POINTER_BYTES).await {
-            Ok(obj) => match SnapshotPointer::parse(&pkey, &obj.body, snapshot_id) {
-                Ok(pointer) => pointer,
-                // On a declared mount a killed publisher can leave the pointer partial;
-                // the log entry it would name is the commit point, so scan for it.
-                Err(Error::Corrupt { .. }) if !store.capabilities().atomic_writes => {
-                    return scan_for(store, identity, snapshot_id).await;
-                }
-                Err(e) => return Err(e),
-            },
-            Err(e) if e.is_not_found() => return scan_for(store, identity, snapshot_id).await,
-            Err(e) => return Err(e),
-        };
-        let snapshot = read_entry(store, identity, pointer.seq, Some(pointer.log_size)).await?;
-        if snapshot.log_sha256 != pointer.log_sha256 {
-            return Err(Error::Verification {
-                key: pointer.log_key,
-                what: "sha256",
-                expected: pointer.log_sha256,
-                actual: snapshot.log_sha256,
-            });
+        match by_pointer(store, identity, snapshot_id).await {
+            Ok(Some(snapshot)) => Ok(snapshot),
+            Ok(None) => scan_for(store, identity, snapshot_id).await,
+            // On a declared mount a killed publisher can leave the pointer partial; the log
+            // entry it would name is the commit point, so scan for it.
+            Err(Error::Corrupt { ref key, .. })
+                if !store.capabilities().atomic_writes && *key == pointer_key(snapshot_id) =>
+            {
+                scan_for(store, identity, snapshot_id).await
+            }
+            Err(e) => Err(e),
         }
-        if snapshot.id() != snapshot_id {
-            return Err(Error::corrupt(
-                &pkey,
-                format!("points at the log entry of snapshot {:?}", snapshot.id()),
-            ));
-        }
-        Ok(snapshot)
     }
     .instrument(info_span!("open_snapshot", root = %store.describe(), snapshot_id))
     .await
+}
+
+/// The snapshot `snapshot_id`'s pointer, and the log entry it names (size and SHA-256
+/// checked against the pointer): `None` when there is no pointer.
+pub(crate) async fn by_pointer(
+    store: &dyn RootStore,
+    identity: &Identity,
+    snapshot_id: &str,
+) -> Result<Option<Snapshot>> {
+    let pkey = pointer_key(snapshot_id);
+    let pointer = match store.get(&pkey, MAX_POINTER_BYTES).await {
+        Ok(obj) => SnapshotPointer::parse(&pkey, &obj.body, snapshot_id)?,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let snapshot = read_entry(store, identity, pointer.seq, Some(pointer.log_size)).await?;
+    if snapshot.log_sha256 != pointer.log_sha256 {
+        return Err(Error::Verification {
+            key: pointer.log_key,
+            what: "sha256",
+            expected: pointer.log_sha256,
+            actual: snapshot.log_sha256,
+        });
+    }
+    if snapshot.id() != snapshot_id {
+        return Err(Error::corrupt(
+            &pkey,
+            format!("points at the log entry of snapshot {:?}", snapshot.id()),
+        ));
+    }
+    Ok(Some(snapshot))
 }
 
 async fn scan_for(

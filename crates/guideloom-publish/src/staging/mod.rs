@@ -114,7 +114,11 @@ pub const DEFAULT_PARALLEL_REQUESTS: usize = 4;
 pub struct StagingOptions {
     /// Directory of the unnamed staging files (must exist); `None`: the system temporary
     /// directory (`std::env::temp_dir()`, `TMPDIR` on unix). Pick a local disk with room for
-    /// the budget; files there have no names and vanish when closed.
+    /// the budget; files there have no names and vanish when closed. Shard writes to object
+    /// stores spool here too ([`Spooled`](crate::Spooled): up to
+    /// [`RootOptions::max_encoded_shard_bytes`](crate::RootOptions::max_encoded_shard_bytes)
+    /// per write in progress, outside the budget, which counts staged reads). A directory on
+    /// `tmpfs` keeps those files in memory.
     pub dir: Option<PathBuf>,
     /// Most bytes staged at once (default 4 GiB), prefetched shards included. A scan needs
     /// at least its largest shard; prefetch uses what is left beside it.

@@ -3,6 +3,10 @@
 //! benchmarks and dashboards. It counts in guideloom-io's vocabulary: one
 //! [`StatsSnapshot`] (requests, bytes received, bytes sent) per kind of operation.
 //!
+//! A streamed create-only write ([`RootStore::begin_create`]) is the inner store's own (a
+//! local root's temporary file, an object store's spool), counted at its commit as one
+//! `put_create` of the bytes written.
+//!
 //! Readers handed out by [`RootStore::open_reader`] are wrapped too, so record reads (which
 //! on object stores bypass the store's own methods and go through the IO layer) are counted
 //! in `reader_reads`: one request per `read`, per `read_tail` and per range of
@@ -27,11 +31,16 @@
 //! ```
 
 use std::fmt;
+use std::io::Write;
 use std::ops::{Range, Sub};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, RootStore, StoreCapabilities};
+use super::{
+    CasOutcome, Committed, CreateOutcome, Etag, Object, ObjectInfo, PendingObject, RootStore,
+    StoreCapabilities,
+};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -178,6 +187,16 @@ impl RootStore for CountingStore {
         self.inner.put_create(key, body).await
     }
 
+    /// The inner store's own streamed write (a local root's temporary file, an object
+    /// store's spool), its commit counted as one create-only put of the bytes written.
+    fn begin_create(&self, key: &str, spool_dir: &Path) -> Result<Box<dyn PendingObject + '_>> {
+        Ok(Box::new(CountingPending {
+            inner: self.inner.begin_create(key, spool_dir)?,
+            counters: Arc::clone(&self.counters),
+            written: 0,
+        }))
+    }
+
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         self.counters.put_cas.add_request();
         self.counters.put_cas.add_bytes_sent(body.len() as u64);
@@ -221,6 +240,40 @@ impl RootStore for CountingStore {
 
     async fn sweep_temporaries(&self, min_age: std::time::Duration) -> Result<super::Sweep> {
         self.inner.sweep_temporaries(min_age).await
+    }
+}
+
+/// A streamed create-only write of a [`CountingStore`]: the inner store's, its commit counted
+/// as a `put_create` of the bytes written.
+#[derive(Debug)]
+struct CountingPending<'a> {
+    inner: Box<dyn PendingObject + 'a>,
+    counters: Arc<Counters>,
+    written: u64,
+}
+
+impl Write for CountingPending<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[async_trait]
+impl PendingObject for CountingPending<'_> {
+    async fn commit(self: Box<Self>) -> Result<Committed> {
+        self.counters.put_create.add_request();
+        self.counters.put_create.add_bytes_sent(self.written);
+        self.inner.commit().await
+    }
+
+    fn take_write_error(&mut self) -> Option<crate::Error> {
+        self.inner.take_write_error()
     }
 }
 

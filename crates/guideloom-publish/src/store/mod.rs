@@ -4,6 +4,7 @@
 
 use std::fmt::Debug;
 use std::ops::Range;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ pub(crate) mod http_listing;
 mod local;
 mod object;
 mod pending;
+mod spool;
 mod sweep;
 
 pub use counting::{CountingStore, Counts};
@@ -31,7 +33,8 @@ pub use http::HttpRootStore;
 pub use local::{LocalReads, LocalStore};
 pub use object::{EtagStyle, ObjectStoreBucket, ObjectStoreRoot};
 pub(crate) use pending::Digest256;
-pub use pending::{Buffered, Committed, Ours, PendingObject, create_streamed};
+pub use pending::{Committed, Ours, PendingObject, create_streamed};
+pub use spool::{SPOOL_MEMORY_BYTES, Spooled};
 pub use sweep::Sweep;
 
 /// An opaque entity tag identifying one version of an object, as the store reports it.
@@ -161,12 +164,17 @@ pub trait RootStore: Send + Sync + Debug + 'static {
 
     /// Starts a create-only write of `key` whose bytes the caller streams in, committed by
     /// [`PendingObject::commit`] with [`put_create`](RootStore::put_create)'s outcome; resolve
-    /// it with [`create_streamed`]. The default collects the bytes in one buffer for one
-    /// `put_create` at commit ([`Buffered`]: what a store that needs one PUT does). A local
-    /// root writes them into its create-only temporary file as they come (fsync and link at
-    /// commit), so memory stays a write buffer whatever the object's size.
-    fn begin_create(&self, key: &str) -> Result<Box<dyn PendingObject + '_>> {
-        Ok(Box::new(Buffered::new(self, key)))
+    /// it with [`create_streamed`]. `spool_dir` is where a store that needs the whole body
+    /// for one request may keep it meanwhile (a root passes
+    /// [`StagingOptions::directory`](crate::StagingOptions::directory)).
+    ///
+    /// The default is [`Spooled`] (what a store that needs one PUT does): the first
+    /// [`SPOOL_MEMORY_BYTES`] in memory, the rest in an unnamed file in `spool_dir`, sent by
+    /// one `put_create` at commit from the file's mapping. A local root writes the bytes into
+    /// its create-only temporary file as they come (fsync and link at commit) and ignores
+    /// `spool_dir`. Either way memory stays a write buffer whatever the object's size.
+    fn begin_create(&self, key: &str, spool_dir: &Path) -> Result<Box<dyn PendingObject + '_>> {
+        Ok(Box::new(Spooled::new(self, key, spool_dir)))
     }
 
     /// Writes `body` under `key` only if the current version is `expected` (`None`: only if
@@ -224,8 +232,8 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
         (**self).put_create(key, body).await
     }
-    fn begin_create(&self, key: &str) -> Result<Box<dyn PendingObject + '_>> {
-        (**self).begin_create(key)
+    fn begin_create(&self, key: &str, spool_dir: &Path) -> Result<Box<dyn PendingObject + '_>> {
+        (**self).begin_create(key, spool_dir)
     }
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         (**self).put_cas(key, body, expected).await

@@ -378,7 +378,7 @@ impl RootStore for ObjectStoreRoot {
         let res = self
             .bucket
             .store
-            .put_opts(&path, PutPayload::from(body), PutMode::Create.into())
+            .put_opts(&path, payload(body), PutMode::Create.into())
             .instrument(self.span("put_create", key))
             .await;
         match res {
@@ -448,6 +448,26 @@ impl RootStore for ObjectStoreRoot {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         retry_read(prefix, "list", || self.list_once(prefix)).await
     }
+}
+
+/// Most bytes of one piece of a PUT's body ([`payload`]).
+const PUT_PIECE_BYTES: usize = 1 << 20;
+
+/// `body` as a PUT payload of zero-copy slices of at most [`PUT_PIECE_BYTES`]. The HTTP
+/// client sends a payload piece by piece; one whose connection cannot write vectored
+/// (hyper's "flatten" strategy) copies each piece into its write buffer, so pieces bound
+/// that copy to one piece, where a body of one piece would be copied whole. A body mapped
+/// from a spool file ([`Spooled`](super::Spooled)) is thus sent from the file's pages.
+/// (object_store's in-memory store joins the pieces into one buffer: its objects live on
+/// the heap, as before.)
+fn payload(body: Bytes) -> PutPayload {
+    if body.len() <= PUT_PIECE_BYTES {
+        return PutPayload::from(body);
+    }
+    (0..body.len())
+        .step_by(PUT_PIECE_BYTES)
+        .map(|start| body.slice(start..body.len().min(start + PUT_PIECE_BYTES)))
+        .collect()
 }
 
 /// Retries of a whole-object GET or a LIST: 3 attempts, waits bounded by 50 ms doubling up

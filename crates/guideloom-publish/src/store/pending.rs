@@ -1,7 +1,7 @@
-//! Create-only writes whose bytes are streamed in: [`PendingObject`], the one-buffer default
-//! for stores that need a single PUT, and the read-back that resolves an "already exists" or
-//! an ambiguous outcome for streamed and buffered bodies alike ([`create_streamed`],
-//! [`create_object`](super::create_object)).
+//! Create-only writes whose bytes are streamed in: [`PendingObject`] (its default for stores
+//! that need a single PUT is [`Spooled`](super::Spooled)), and the read-back that resolves
+//! an "already exists" or an ambiguous outcome for streamed and whole bodies alike
+//! ([`create_streamed`], [`create_object`](super::create_object)).
 
 use std::fmt::Debug;
 use std::io::Write;
@@ -11,7 +11,7 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use tracing::{Instrument, debug, info_span, warn};
 
-use super::{CreateOutcome, READ_BACK_HEAD_THRESHOLD, RootStore, Written};
+use super::{READ_BACK_HEAD_THRESHOLD, RootStore, Written};
 use crate::error::{Error, Result};
 
 /// Bytes per ranged read when an existing object larger than
@@ -33,64 +33,14 @@ pub trait PendingObject: Write + Send + Debug {
     /// comparison [`create_streamed`] makes ([`Ours`]); an error that leaves the outcome
     /// unknown is [`Committed::Unknown`], not `Err`.
     async fn commit(self: Box<Self>) -> Result<Committed>;
-}
 
-/// The default [`PendingObject`]: the bytes collect in one buffer, which becomes the body of
-/// one [`put_create`](RootStore::put_create) at commit (no copy).
-pub struct Buffered<'a, S: ?Sized> {
-    store: &'a S,
-    key: String,
-    body: Vec<u8>,
-}
-
-impl<'a, S: RootStore + ?Sized> Buffered<'a, S> {
-    /// A buffer for `key` in `store`.
-    pub fn new(store: &'a S, key: &str) -> Self {
-        Buffered {
-            store,
-            key: key.to_owned(),
-            body: Vec::new(),
-        }
-    }
-}
-
-impl<S: ?Sized> Debug for Buffered<'_, S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Buffered")
-            .field("key", &self.key)
-            .field("len", &self.body.len())
-            .finish()
-    }
-}
-
-impl<S: ?Sized> Write for Buffered<'_, S> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.body.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.body.extend_from_slice(buf);
-        Ok(())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl<S: RootStore + ?Sized> PendingObject for Buffered<'_, S> {
-    async fn commit(self: Box<Self>) -> Result<Committed> {
-        let Buffered { store, key, body } = *self;
-        let body = Bytes::from(body);
-        match store.put_create(&key, body.clone()).await {
-            Ok(CreateOutcome::Created) => Ok(Committed::Created),
-            Ok(CreateOutcome::AlreadyExists) => Ok(Committed::Taken(Ours::Body(body))),
-            Err(error) if error.is_ambiguous() => Ok(Committed::Unknown {
-                error,
-                ours: Ours::Body(body),
-            }),
-            Err(e) => Err(e),
-        }
+    /// The typed error behind a failed [`Write`] call, when the object has one to give (the
+    /// `io::Error` a writer in front of it saw says less): a [`Spooled`](super::Spooled)
+    /// object whose spool directory is full gives [`Error::DiskFull`] naming it, a local root
+    /// whose disk is full gives [`Error::DiskFull`] naming the root's directory. Taken once;
+    /// the default has none.
+    fn take_write_error(&mut self) -> Option<Error> {
+        None
     }
 }
 
@@ -119,7 +69,9 @@ impl Digest256 {
 /// them, or a digest computed only once it knew the key was taken.
 #[derive(Debug)]
 pub enum Ours {
-    /// The whole body (a buffered object keeps it; no copy). Compared byte for byte.
+    /// The whole body (a [`Spooled`](super::Spooled) object keeps it: its buffer, or the
+    /// mapping of its spool file; no copy). Compared byte for byte, in the ranges the
+    /// existing object is read back in.
     Body(Bytes),
     /// The SHA-256 of the body (an object that discarded its bytes, such as a declared mount
     /// that found the key taken when it opened it).

@@ -14,6 +14,9 @@ use crate::uri::redact_userinfo;
 #[cfg(feature = "aws-profile")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
 pub mod credentials;
+mod env;
+
+pub use env::{ALLOW_HTTP_VARIABLE, ENDPOINT_VARIABLES, REGION_VARIABLES, S3Environment};
 
 /// S3 addressing style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -150,6 +153,11 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
             ),
         });
     }
+    // The environment's endpoint and AWS_ALLOW_HTTP, by the conventions the CLI reads
+    // them with (a plain-HTTP endpoint not allowed is refused here, naming the setting).
+    let environment = S3Environment::read();
+    let options = &options.with_environment(&environment);
+    options.check_plain_http(bucket, &environment)?;
     // reqwest takes the process's rustls provider: make it ring (one TLS stack).
     guideloom_io::tls::install_crypto_provider();
     // Environment first (the standard chain's AWS_* variables), then explicit options win.
@@ -180,7 +188,11 @@ pub(super) fn build_s3(bucket: &str, options: &S3Options) -> Result<Arc<ObjectSt
         "environment credentials"
     };
     if let Some(endpoint) = &options.endpoint {
-        builder = builder.with_endpoint(endpoint);
+        // Also as the S3-specific endpoint, which object_store prefers to the generic one:
+        // otherwise AWS_ENDPOINT_URL_S3 would beat an explicit endpoint.
+        builder = builder
+            .with_endpoint(endpoint)
+            .with_config(object_store::aws::AmazonS3ConfigKey::S3Endpoint, endpoint);
     }
     let store = builder
         .build()

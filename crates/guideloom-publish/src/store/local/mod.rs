@@ -210,7 +210,11 @@ impl RootStore for LocalStore {
     /// name on a declared mount), opened once the first 1 MiB is written; an object that
     /// stays smaller is written whole at commit.
     #[cfg(unix)]
-    fn begin_create(&self, key: &str) -> Result<Box<dyn super::PendingObject + '_>> {
+    fn begin_create(
+        &self,
+        key: &str,
+        _spool_dir: &Path,
+    ) -> Result<Box<dyn super::PendingObject + '_>> {
         crate::key::check_key(key)?;
         Ok(Box::new(pending::PendingFile::new(
             self.at(key),
@@ -354,7 +358,7 @@ mod tests {
         use crate::store::Written;
         use std::io::Write as _;
         async fn stream(store: &LocalStore, key: &str, body: &[u8]) -> Result<Written> {
-            let mut pending = store.begin_create(key).unwrap();
+            let mut pending = store.begin_create(key, &std::env::temp_dir()).unwrap();
             // Odd pieces, so some writes straddle the buffer.
             for piece in body.chunks(300_007) {
                 pending.write_all(piece).unwrap();

@@ -45,6 +45,12 @@ pub(crate) struct PendingFile {
     /// A declared mount found the final name taken when it opened it: the rest is discarded,
     /// hashed for the comparison, and the commit answers [`Committed::Taken`].
     exists: Option<Digest256>,
+    /// Why a write failed (opening or writing the file), for
+    /// [`take_write_error`](PendingObject::take_write_error).
+    failure: Option<Error>,
+    /// A write failed: the file is incomplete, so the commit refuses (even once the failure
+    /// was taken).
+    broken: bool,
 }
 
 impl PendingFile {
@@ -55,6 +61,8 @@ impl PendingFile {
             buf: Vec::new(),
             open: None,
             exists: None,
+            failure: None,
+            broken: false,
         }
     }
 
@@ -91,21 +99,22 @@ impl PendingFile {
     }
 
     /// Writes the buffer out, opening the file first if needed.
-    fn drain(&mut self) -> std::io::Result<()> {
+    fn drain(&mut self) -> Result<()> {
         if self.open.is_none() && self.exists.is_none() {
-            self.open().map_err(std::io::Error::other)?;
+            self.open()?;
         }
-        self.forward(None)?;
-        Ok(())
+        self.forward(None)
     }
 
     /// Writes the buffer, then `data`, to the open file (or into the digest of discarded
     /// bytes), and empties the buffer.
-    fn forward(&mut self, data: Option<&[u8]>) -> std::io::Result<()> {
+    fn forward(&mut self, data: Option<&[u8]>) -> Result<()> {
         let pieces = [Some(&self.buf[..]), data];
         for piece in pieces.into_iter().flatten() {
             if let Some(open) = &mut self.open {
-                open.file.write_all(piece)?;
+                open.file
+                    .write_all(piece)
+                    .map_err(|e| Error::io(&open.path, e))?;
             } else if let Some(discarded) = &mut self.exists {
                 discarded.update(piece);
             }
@@ -113,10 +122,27 @@ impl PendingFile {
         self.buf.clear();
         Ok(())
     }
+
+    /// Writes `data` past the buffer.
+    fn write_through(&mut self, data: &[u8]) -> Result<()> {
+        self.drain()?;
+        if data.len() >= BUFFER {
+            self.forward(Some(data))
+        } else {
+            self.buf.extend_from_slice(data);
+            Ok(())
+        }
+    }
 }
 
 impl Write for PendingFile {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.broken {
+            return Err(std::io::Error::other(format!(
+                "writing {} failed earlier",
+                self.at.key
+            )));
+        }
         if self.buf.len() + data.len() <= BUFFER {
             if self.buf.capacity() == 0 {
                 self.buf.reserve_exact(BUFFER);
@@ -124,11 +150,15 @@ impl Write for PendingFile {
             self.buf.extend_from_slice(data);
             return Ok(data.len());
         }
-        self.drain()?;
-        if data.len() >= BUFFER {
-            self.forward(Some(data))?;
-        } else {
-            self.buf.extend_from_slice(data);
+        if let Err(e) = self.write_through(data) {
+            let kind = match &e {
+                Error::DiskFull { source, .. } | Error::Io { source, .. } => source.kind(),
+                _ => std::io::ErrorKind::Other,
+            };
+            let io = std::io::Error::new(kind, e.to_string());
+            self.failure = Some(e);
+            self.broken = true;
+            return Err(io);
         }
         Ok(data.len())
     }
@@ -153,6 +183,15 @@ impl Drop for PendingFile {
 impl PendingFile {
     /// The blocking half of the commit.
     fn finish(mut self) -> Result<Committed> {
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
+        if self.broken {
+            return Err(Error::invalid(format!(
+                "committing {} after a failed write",
+                self.at.key
+            )));
+        }
         if let Some(mut discarded) = self.exists.take() {
             discarded.update(&self.buf);
             return Ok(Committed::Taken(Ours::Sha256(discarded.finish())));
@@ -209,5 +248,9 @@ impl PendingObject for PendingFile {
             tracing::info_span!("local_commit_create", key = %self.at.key, mounted = self.mounted);
         let pending = *self;
         tracing::Instrument::instrument(super::blocking(move || pending.finish()), span).await
+    }
+
+    fn take_write_error(&mut self) -> Option<Error> {
+        self.failure.take()
     }
 }

@@ -1,4 +1,5 @@
-"""Storage of dataset roots: S3 options, reusable S3 stores, the registry, staging.
+"""Storage of dataset roots: S3 options, reusable S3 stores, the registry, shard stores and
+root options.
 
 - :class:`S3Options` configures ``s3://`` roots (region, endpoint, addressing, plain HTTP,
   profile, ``retries`` = attempts of each request).
@@ -10,7 +11,16 @@
   ``open("s3://...")`` calls without ``s3=``/``object_store=`` use those options.
 - :class:`EphemeralFileStaging` stages whole remote shards into a local directory
   (``open(root, object_store=store, shard_store=staging)``); the files have no names and
-  are reclaimed when the dataset is closed or collected.
+  are reclaimed when the dataset is closed or collected. Without ``objects=`` it builds its
+  own default :class:`S3ObjectStore` (AWS environment options), which shares nothing with
+  the caller's stores, ``s3=`` options or registered backends (see ``docs/python.md``).
+- :class:`ArrayRecordShardStore` makes a root's shards ArrayRecord files:
+  ``write_shard(records, root, ..., shard_store=ArrayRecordShardStore())`` writes one, and
+  ``open(root, shard_store=ArrayRecordShardStore(staging=...))`` reads them through its
+  staging.
+- :class:`StorageOptions` are a root's options (``storage_options=`` on every call):
+  ``max_encoded_shard_bytes``, the largest shard written or published (default 5 GiB).
+- :mod:`guideloom.storage.backends.s3` names the S3 backend: ``S3Options``, ``s3_backend``.
 
 Credentials come from the standard AWS chain (environment variables, shared config and
 credentials files, named profiles through ``profile_name``); guideloom stores and logs none.
@@ -19,21 +29,25 @@ credentials files, named profiles through ``profile_name``); guideloom stores an
 from __future__ import annotations
 
 from guideloom._guideloom import (
+    ArrayRecordShardStore,
     EphemeralFileStaging,
     Registry,
     S3Backend,
     S3ObjectStore,
     S3Options,
+    StorageOptions,
     default_registry,
     s3_backend,
 )
 
 __all__ = [
+    "ArrayRecordShardStore",
     "EphemeralFileStaging",
     "Registry",
     "S3Backend",
     "S3ObjectStore",
     "S3Options",
+    "StorageOptions",
     "default_registry",
     "s3_backend",
 ]
