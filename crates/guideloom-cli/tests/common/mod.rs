@@ -160,7 +160,11 @@ impl Drop for Served {
 #[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {
-    /// `RLIMIT_AS`: the most bytes of address space (every mapping, heap and stacks).
+    /// `RLIMIT_AS`: the most bytes of address space (every mapping, heap and stacks). The
+    /// child then runs with `MALLOC_ARENA_MAX=1`: glibc reserves 64–128 MiB of address space
+    /// (`PROT_NONE`, no memory) for the malloc arena of each thread that allocates, so how
+    /// many of the runtime's threads happen to allocate would otherwise decide whether a
+    /// 32 MiB mapping fits under the limit; with one arena the limit counts what is used.
     pub address_space: Option<u64>,
     /// `RLIMIT_FSIZE`: the largest file the child may write (a larger write gets SIGXFSZ).
     pub file_size: Option<u64>,
@@ -192,6 +196,9 @@ pub fn guideloom_limited(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if limits.address_space.is_some() {
+        cmd.env("MALLOC_ARENA_MAX", "1");
+    }
     let set = move || -> std::io::Result<()> {
         if let Some(n) = limits.address_space {
             setrlimit(Resource::RLIMIT_AS, n, n)?;
