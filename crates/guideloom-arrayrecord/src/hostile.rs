@@ -2,7 +2,7 @@
 //! read within its bounds, however a hostile writer fills the fields. For tests and fuzzing
 //! (feature `hostile`); **not covered by semver**.
 //!
-//! [`HostileFile`] lays out chunks exactly as [`ArrayRecordWriter`](crate::ArrayRecordWriter)
+//! [`HostileFile`] lays out chunks exactly as [`ArrayRecordWriter`]
 //! does (signature, block headers at every 64 KiB boundary, Riegeli's padding of a chunk to
 //! its record count, a footer, the postscript), with each chunk's header, data, record count
 //! and decoded size as given, and a footer that lists them as their headers do, or as given.
