@@ -110,7 +110,8 @@ pub enum Error {
     },
     /// A remote backend's request failed (status, transport or protocol error). Displayed
     /// with its cause first when the source chain tells one ([`cause_of`](crate::cause_of):
-    /// `connection refused: <location>: <message>`).
+    /// `connection refused: <location>: <message>`); an object store's `message` is the
+    /// failed request in short ([`brief`](crate::brief)).
     #[error("{}", remote_text(.location, .message, .source.as_deref()))]
     Remote {
         /// The object being read.

@@ -119,7 +119,7 @@ pub mod stats;
 pub mod tls;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
-pub use cause::{Cause, CauseKind, cause_of, mentions};
+pub use cause::{Cause, CauseKind, Request, brief, cause_of, mentions, request_of};
 pub use coalesce::CoalescePolicy;
 pub use error::{BoxError, Error, Result, TimeoutError, TimeoutKind};
 #[cfg(feature = "mmap")]

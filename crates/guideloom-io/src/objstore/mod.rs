@@ -300,7 +300,8 @@ fn map_error(location: &str, op: &str, started: Instant, e: object_store::Error)
             let timed_out = timed_out(&other);
             let remote = Error::Remote {
                 location: location.to_owned(),
-                message: format!("{op} failed: {other}"),
+                // The failed request in short, never the server's raw response document.
+                message: format!("{op} failed: {}", crate::cause::brief(&other)),
                 retryable,
                 source: Some(Box::new(other)),
             };
