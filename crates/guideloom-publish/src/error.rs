@@ -254,8 +254,10 @@ pub enum Error {
         what: String,
     },
     /// A storage request failed (transport, permission, server error). Displayed with its
-    /// cause first when the source chain tells one ([`guideloom_io::cause_of`]:
-    /// `bucket does not exist (NoSuchBucket): list shards: <the store's error>`).
+    /// cause first when the source chain tells one ([`guideloom_io::cause_of`]), then the
+    /// failed request in short ([`guideloom_io::brief`]): `bucket does not exist
+    /// (NoSuchBucket): list shards: GET http://host/bkt?list-type=2&prefix=shards%2F: 404 Not
+    /// Found`.
     #[error("{}", storage_text(.key, .operation, .source))]
     Storage {
         /// The object involved (relative to the root), or a prefix for listings.
@@ -311,10 +313,13 @@ pub enum Error {
 }
 
 /// [`Error::Storage`]'s text: the cause first when the chain tells one.
+/// The store's error is given in short ([`guideloom_io::brief`]: the failed request, never
+/// the server's raw response document).
 fn storage_text(key: &str, operation: &str, source: &BoxError) -> String {
+    let details = guideloom_io::brief(&**source);
     match guideloom_io::cause_of(&**source) {
-        Some(cause) => format!("{cause}: {operation} {key}: {source}"),
-        None => format!("storage error on {key} ({operation}): {source}"),
+        Some(cause) => format!("{cause}: {operation} {key}: {details}"),
+        None => format!("storage error on {key} ({operation}): {details}"),
     }
 }
 

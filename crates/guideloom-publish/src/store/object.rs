@@ -485,18 +485,12 @@ const READ_RETRY: RetryPolicy = RetryPolicy::new(
 /// the attempts the caller configured (`--retries 1` must mean two attempts, not six).
 ///
 /// object_store 0.14 does not export the type of that error (`client::retry::RetryError`,
-/// in a private module); its message is `Error performing <METHOD> <uri> in <elapsed>...`.
-/// `cli_faults.rs` (two attempts through a drip or a stall) and `faults_proxy_roots.rs` (a
-/// listing cut after its head recovers) fail if this stops telling the two apart.
+/// in a private module); [`guideloom_io::request_of`] reads it from the chain, the one place
+/// that reads object_store's text. `cli_faults.rs` (two attempts through a drip or a stall)
+/// and `faults_proxy_roots.rs` (a listing cut after its head recovers) fail if this stops
+/// telling the two apart.
 fn retried_by_object_store(e: &Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if err.to_string().starts_with("Error performing ") {
-            return true;
-        }
-        source = err.source();
-    }
-    false
+    guideloom_io::request_of(e).is_some()
 }
 
 /// Runs `read` until it succeeds, fails for a reason other than transport, or has been tried
