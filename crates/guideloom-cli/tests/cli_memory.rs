@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::io::Write;
-
 use common::*;
 
 const MIB: u64 = 1 << 20;
@@ -112,7 +110,7 @@ fn get_and_cat_stream_a_large_record_within_a_limit_below_its_text() {
     let root = tmp.path().join("root");
     let r = root.to_str().unwrap();
     // Record 0: a CBOR string of RECORD × U+0001, written from a JSON line on stdin.
-    let feed: Box<dyn FnOnce(&mut dyn Write) + Send> = Box::new(|w| {
+    let feed: Feed = Box::new(|w| {
         let piece = b"\\u0001".repeat(1 << 16);
         let _ = w.write_all(b"\"");
         for _ in 0..RECORD >> 16 {
@@ -223,7 +221,7 @@ fn write_streams_a_shard_larger_than_its_memory_limit() {
         file_size: None,
     };
     // JSON Lines on stdin, into one shard of 96 MiB.
-    let feed: Box<dyn FnOnce(&mut dyn Write) + Send> = Box::new(|w| {
+    let feed: Feed = Box::new(|w| {
         for i in 0..LINES {
             let line = line(i);
             if w.write_all(line.as_bytes()).is_err() {

@@ -170,6 +170,9 @@ pub struct Limits {
     pub file_size: Option<u64>,
 }
 
+/// What feeds a child's stdin, from a thread of its own.
+pub type Feed = Box<dyn FnOnce(&mut dyn Write) + Send>;
+
 /// Runs the binary under `limits`, with `stdin` fed from a thread when given (a closed pipe
 /// is ignored: the binary may stop reading early) and stdout handed to `consume` as it
 /// arrives (so a large output is checked without being held). Returns the exit status and
@@ -178,7 +181,7 @@ pub struct Limits {
 pub fn guideloom_limited(
     args: &[&str],
     limits: Limits,
-    stdin: Option<Box<dyn FnOnce(&mut dyn Write) + Send>>,
+    stdin: Option<Feed>,
     consume: &mut dyn FnMut(&[u8]),
 ) -> (std::process::ExitStatus, String) {
     use std::io::Read;
