@@ -45,6 +45,22 @@ def test_write_publish_open_read_local(local_root: Path) -> None:
     assert [r["id"] for r in ds] == list(range(100))
 
 
+def test_a_repeated_identical_publish_reports_that_it_was_already_published(
+    local_root: Path,
+) -> None:
+    # Every rank of a job calling publish, or a retried job: the identical request succeeds
+    # again, writes nothing, and says so; a different request under the same id collides.
+    shard = gl.write_shard(iter(captions(5)), local_root, work_id="w", shard=0)
+    first = gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s")
+    again = gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s")
+    assert (first.outcome, again.outcome) == ("committed", "already_published")
+    assert (again.id, again.seq) == (first.id, first.seq)
+    assert len(list((local_root / "log").glob("*.json"))) == 1
+    other = gl.write_shard(iter(captions(3)), local_root, work_id="w2", shard=0)
+    with pytest.raises(gl.PublicationCollisionError):
+        gl.publish(local_root, [other], dataset_id="d", snapshot_id="s")
+
+
 def test_a_root_given_as_str_and_as_path_is_the_same(local_root: Path) -> None:
     shard = gl.write_shard(captions(3), str(local_root), work_id="w")
     gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s")

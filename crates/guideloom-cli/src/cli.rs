@@ -5,6 +5,26 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// The most seconds `--timeout`, `--connect-timeout` and `--deadline` take: one day. A
+/// bound is for a stalled server; a day is longer than any one request or read of a shard
+/// (5 GiB at 100 KB/s takes 15 hours) and keeps every deadline computable.
+pub(crate) const MAX_SECS: f64 = 86_400.0;
+/// The most `--retries`: retries are for transient faults (resets, 5xx, 429), and a request
+/// that failed 100 times in a row is not transient.
+pub(crate) const MAX_RETRIES: u32 = 100;
+/// The largest `--max-shard-bytes`: the library's largest encoded shard by default
+/// (`RootOptions::max_encoded_shard_bytes`, S3's single-PUT cap of 5 GiB). A larger limit
+/// could only end in that refusal after the shard was written.
+pub(crate) const MAX_SHARD_BYTES: u64 = 5 << 30;
+/// The most random reads `bench --reads` takes: each read keeps its range for three rounds
+/// (about 50 bytes of bookkeeping) and is timed through four backends; a million reads are
+/// more than any median needs.
+pub(crate) const MAX_BENCH_READS: u64 = 1_000_000;
+/// The most records a quickstart builds, per worker and in all (`--workers ×
+/// --records-per-worker`): a quickstart is a demonstration of a few seconds to a minute,
+/// and it keeps one annotation value per record in memory.
+pub(crate) const MAX_QUICKSTART_RECORDS: u64 = 1_000_000;
+
 /// Sharded datasets of records: write, publish, inspect, read, verify, annotate, benchmark.
 ///
 /// ROOT (given positionally or as `--root ROOT`, to every command) is a local directory,
@@ -53,9 +73,10 @@ pub(crate) struct Global {
     /// Remote roots: seconds allowed to connect. Default: 10 (HTTP), 5 (S3).
     #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
     pub(crate) connect_timeout: Option<Duration>,
-    /// Remote roots: retries of a failed attempt (timeouts, resets, HTTP 5xx and 429).
-    /// Default: 3 (HTTP), 4 (S3).
-    #[arg(long, global = true, value_name = "N")]
+    /// Remote roots: retries of a failed attempt (timeouts, resets, HTTP 5xx and 429), at
+    /// most 100. Default: 3 (HTTP), 4 (S3).
+    #[arg(long, global = true, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_RETRIES)))]
     pub(crate) retries: Option<u32>,
     /// Remote roots: seconds after which no retry starts (HTTP: the read itself ends then,
     /// whatever attempts remain). Default: 60.
@@ -68,7 +89,7 @@ pub(crate) struct Global {
     pub(crate) http_listing: bool,
 }
 
-/// A positive, finite number of seconds (fractions allowed: `0.5`).
+/// A positive number of seconds of at most [`MAX_SECS`] (fractions allowed: `0.5`).
 fn parse_secs(text: &str) -> Result<Duration, String> {
     let secs: f64 = text
         .trim()
@@ -76,6 +97,11 @@ fn parse_secs(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
     if !secs.is_finite() || secs <= 0.0 {
         return Err(format!("{text:?}: the number of seconds must be positive"));
+    }
+    if secs > MAX_SECS {
+        return Err(format!(
+            "{text:?}: at most {MAX_SECS} seconds (one day) are allowed"
+        ));
     }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -252,6 +278,23 @@ impl Command {
         }
         self.root_arg().map_or(Ok(()), RootArg::check)
     }
+
+    /// Checks bounds that join several arguments (each argument's own bound is its value
+    /// parser's): `quickstart --workers × --records-per-worker` at most
+    /// [`MAX_QUICKSTART_RECORDS`]. The message is for a usage error (exit status 2).
+    pub(crate) fn check_bounds(&self) -> Result<(), String> {
+        if let Command::Quickstart(a) = self {
+            let total = a.workers.saturating_mul(a.records_per_worker);
+            if total > MAX_QUICKSTART_RECORDS {
+                return Err(format!(
+                    "--workers {} × --records-per-worker {} is {total} records; a quickstart \
+                     builds at most {MAX_QUICKSTART_RECORDS}",
+                    a.workers, a.records_per_worker
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The command line's definition, with the global options shown once: in `guideloom
@@ -323,8 +366,10 @@ pub(crate) struct WriteArgs {
     /// Record format.
     #[arg(long, value_enum, default_value_t = RecordFormat::Cbor)]
     pub(crate) format: RecordFormat,
-    /// Start a new shard before one would exceed this many bytes.
-    #[arg(long, default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(1024..))]
+    /// Start a new shard before one would exceed this many bytes (1024 to 5 GiB, the
+    /// largest shard a root takes).
+    #[arg(long, default_value_t = 64 << 20,
+          value_parser = clap::value_parser!(u64).range(1024..=MAX_SHARD_BYTES))]
     pub(crate) max_shard_bytes: u64,
     /// JSON Lines file (`-` for stdin) for cbor; a directory of files for raw (the last of
     /// `operands`).
@@ -484,8 +529,9 @@ pub(crate) struct AnnotationsArgs {
 pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub(crate) root: RootArg,
-    /// Random record reads per backend.
-    #[arg(long, default_value_t = 2000)]
+    /// Random record reads per backend (1 to 1000000).
+    #[arg(long, default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_BENCH_READS))]
     pub(crate) reads: u64,
     /// Seed of the random record choice.
     #[arg(long, default_value_t = 42)]
@@ -501,8 +547,9 @@ pub(crate) struct QuickstartArgs {
     /// Where to build (must be absent or empty). Default: a fresh directory under the
     /// system's temporary directory.
     pub(crate) dir: Option<PathBuf>,
-    /// Records per worker.
-    #[arg(long, default_value_t = 1000)]
+    /// Records per worker (1 to 1000000; workers × records at most 1000000).
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_QUICKSTART_RECORDS))]
     pub(crate) records_per_worker: u64,
     /// Number of workers.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]

@@ -248,6 +248,21 @@ impl CliError {
             }
             source = e.source();
         }
+        // Why a remote request failed, when the chain tells (a missing bucket, refused
+        // credentials, nothing listening...).
+        if let Some(cause) = guideloom_io::cause_of(self) {
+            use guideloom_io::CauseKind as C;
+            match cause.kind {
+                C::BucketNotFound => return "bucket_not_found",
+                C::AccessDenied => return "access_denied",
+                C::BadCredentials => return "bad_credentials",
+                C::ConnectionRefused | C::Unreachable => return "unreachable",
+                C::TimedOut => return "timeout",
+                C::Throttled => return "throttled",
+                C::ServerError => return "server_error",
+                _ => {}
+            }
+        }
         match self {
             CliError::Input { .. } => "invalid_input",
             CliError::Argument { .. } => "invalid_argument",
@@ -270,35 +285,94 @@ impl CliError {
         })
     }
 
-    /// One line: the message and its sources that add something, joined by `": "`. The root
-    /// is named once: a message that already names it does not get it as a prefix too.
+    /// One line: the message and its sources that add something, joined by `": "`. Every
+    /// name once: a root, path, key or location is left out of a context that the message
+    /// beneath already names (the IO and format layers name what they read by its full
+    /// location). When the chain tells why a remote request failed ([`guideloom_io::cause_of`])
+    /// that cause leads, so the line reads `<cause>: <what>: <details>`; the transport's raw
+    /// text (URL, timing, the server's XML) is left to the remote error's short form.
     pub(crate) fn one_line(&self) -> String {
+        let own = |subject: &str, source: &dyn std::error::Error| {
+            let text = source.to_string();
+            if guideloom_io::mentions(&text, subject) {
+                text
+            } else {
+                format!("{subject}: {text}")
+            }
+        };
         let mut line = match self {
-            CliError::Root { root, source } if source.to_string().contains(root.as_str()) => {
-                source.to_string()
+            CliError::Root { root, source } => own(root, &**source),
+            CliError::Dataset { root, source } => own(root, &**source),
+            CliError::Shard { root, key, source } => {
+                let text = source.to_string();
+                let text = if guideloom_io::mentions(&text, key) {
+                    text
+                } else {
+                    format!("shard {key}: {text}")
+                };
+                if guideloom_io::mentions(&text, root) {
+                    text
+                } else {
+                    format!("{root}: {text}")
+                }
             }
-            CliError::Dataset { root, source } if source.to_string().contains(root.as_str()) => {
-                source.to_string()
-            }
-            CliError::Shard { root, source, .. } if source.to_string().contains(root.as_str()) => {
-                source.to_string()
-            }
+            CliError::ShardFile { path, source } => own(&path.display().to_string(), &**source),
+            CliError::ArrayRecord { path, source } => own(&path.display().to_string(), &**source),
+            CliError::Io { location, source } => own(location, &**source),
             _ => self.to_string(),
         };
-        let mut source = std::error::Error::source(self);
-        // The top-level variants already print their direct source; add deeper causes.
-        if let Some(s) = source {
-            source = s.source();
-        }
-        while let Some(s) = source {
+        // The top-level variants already print their direct source; add deeper causes, down
+        // to an error that renders the rest of its chain itself.
+        let mut outer = std::error::Error::source(self);
+        while let Some(o) = outer {
+            if renders_its_chain(o) {
+                break;
+            }
+            let Some(s) = o.source() else { break };
             let text = s.to_string();
             if !line.contains(&text) {
                 line.push_str(": ");
                 line.push_str(&text);
             }
-            source = s.source();
+            outer = Some(s);
+        }
+        // The cause first: `bucket does not exist (NoSuchBucket): s3://bkt/data: get ...`.
+        if let Some(cause) = guideloom_io::cause_of(self) {
+            let words = format!("{cause}: ");
+            if let Some(at) = line.find(&words).filter(|&at| at > 0) {
+                line = format!("{words}{}{}", &line[..at], &line[at + words.len()..]);
+            }
         }
         line.replace('\n', " ")
+    }
+}
+
+/// Whether `e`'s text already says what its sources would: a remote failure's text holds
+/// its cause and the failed request in short ([`guideloom_io::brief`]); the transport's own
+/// text beneath (URL, timing, the server's raw XML) would only repeat it at length. The
+/// transparent wrappers of an IO error (format, arrayrecord, facade) pass its sources on as
+/// their own, so they are looked through.
+fn renders_its_chain(e: &(dyn std::error::Error + 'static)) -> bool {
+    use guideloom_io::Error as IoError;
+    use guideloom_publish::Error as P;
+    let io = |e: &IoError| matches!(e, IoError::Remote { .. } | IoError::NotFound { .. });
+    if let Some(e) = find::<IoError>(e) {
+        return io(e);
+    }
+    if let Some(guideloom_format::Error::Io(e)) = find::<guideloom_format::Error>(e) {
+        return io(e);
+    }
+    if let Some(guideloom_arrayrecord::Error::Io { source }) =
+        find::<guideloom_arrayrecord::Error>(e)
+    {
+        return io(source);
+    }
+    match find::<guideloom::Error>(e) {
+        Some(
+            guideloom::Error::Io(e) | guideloom::Error::Format(guideloom_format::Error::Io(e)),
+        ) => io(e),
+        Some(guideloom::Error::Publish(p)) => matches!(p, P::Storage { .. }),
+        _ => matches!(find::<P>(e), Some(P::Storage { .. })),
     }
 }
 

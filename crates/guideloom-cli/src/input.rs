@@ -194,7 +194,6 @@ pub(crate) fn jsonl_records(
                         Ok(InputRecord {
                             origin: lines.origin(),
                             payload: record,
-                            name: None,
                             input_bytes,
                         })
                     }),
@@ -223,14 +222,12 @@ pub(crate) fn input_name(shard: &guideloom_publish::OpenedShard, local: u64) -> 
     }
 }
 
-/// One input record: where it came from (for messages), its bytes, its input file name
-/// (raw records; kept in the shard's metadata) and how many input bytes it consumed (for
-/// progress).
+/// One input record: where it came from (for messages), its bytes and how many input bytes
+/// it consumed (for progress).
 #[derive(Debug)]
 pub(crate) struct InputRecord {
     pub(crate) origin: String,
     pub(crate) payload: Vec<u8>,
-    pub(crate) name: Option<guideloom_format::metadata::Value>,
     pub(crate) input_bytes: u64,
 }
 
@@ -336,26 +333,60 @@ impl RawDir {
         self.files.iter().map(|(_, s)| s).sum()
     }
 
-    /// One record per file, in name order, each with its file name.
-    pub(crate) fn records(self) -> impl Iterator<Item = Result<InputRecord>> {
+    /// The files listed, in name order, with their sizes at listing time.
+    pub(crate) fn files(&self) -> &[(PathBuf, u64)] {
+        &self.files
+    }
+
+    /// The name `write` keeps for the file at `path` (its file name; bytes when it is not
+    /// UTF-8).
+    pub(crate) fn name_of(path: &Path) -> Option<guideloom_format::metadata::Value> {
         use guideloom_format::metadata::Value;
-        let limit = self.limit;
-        self.files.into_iter().map(move |(p, size)| {
-            let name = p.file_name().map(|n| match n.to_str() {
-                Some(t) => Value::Text(t.to_owned()),
-                #[cfg(unix)]
-                None => Value::Bytes(std::os::unix::ffi::OsStrExt::as_bytes(n).to_vec()),
-                #[cfg(not(unix))]
-                None => Value::Text(n.to_string_lossy().into_owned()),
-            });
-            read_bounded(&p, limit).map(|bytes| InputRecord {
-                origin: p.display().to_string(),
-                payload: bytes,
-                name,
-                input_bytes: size,
-            })
+        path.file_name().map(|n| match n.to_str() {
+            Some(t) => Value::Text(t.to_owned()),
+            #[cfg(unix)]
+            None => Value::Bytes(std::os::unix::ffi::OsStrExt::as_bytes(n).to_vec()),
+            #[cfg(not(unix))]
+            None => Value::Text(n.to_string_lossy().into_owned()),
         })
     }
+
+    /// Reads file `index` of the listing as a record (its name is in the shard's metadata,
+    /// made from the listing). Its size must still be the listed one, which
+    /// decided its shard: a file that changed since is refused, naming it.
+    pub(crate) fn read(&self, index: usize) -> Result<InputRecord> {
+        let (path, listed) = &self.files[index];
+        let bytes = read_bounded(path, self.limit)?;
+        if bytes.len() as u64 != *listed {
+            return Err(CliError::argument(
+                path.display().to_string(),
+                format!(
+                    "changed after the directory was listed ({listed} bytes listed, {} read): \
+                     its shard was planned from the listing; re-run the write",
+                    bytes.len()
+                ),
+            ));
+        }
+        Ok(InputRecord {
+            origin: path.display().to_string(),
+            payload: bytes,
+            input_bytes: *listed,
+        })
+    }
+
+    /// The refusal of a file larger than the shard limit (as [`Self::read`] would refuse
+    /// it), so that a plan can refuse it before anything is written.
+    pub(crate) fn too_large(&self, index: usize) -> Option<CliError> {
+        let (path, size) = &self.files[index];
+        (*size > self.limit).then(|| file_too_large(path, *size, self.limit))
+    }
+}
+
+fn file_too_large(path: &Path, size: u64, limit: u64) -> CliError {
+    CliError::argument(
+        path.display().to_string(),
+        format!("file of {size} bytes does not fit in a shard of --max-shard-bytes {limit}"),
+    )
 }
 
 /// The skipped entries counted by kind, each kind with its names:
@@ -423,12 +454,7 @@ fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>> {
     }
     let file = options.open(path).map_err(|e| CliError::file(path, e))?;
     let meta = file.metadata().map_err(|e| CliError::file(path, e))?;
-    let too_long = |size: u64| {
-        CliError::argument(
-            path.display().to_string(),
-            format!("file of {size} bytes does not fit in a shard of --max-shard-bytes {limit}"),
-        )
-    };
+    let too_long = |size: u64| file_too_large(path, size, limit);
     if !meta.is_file() {
         return Err(CliError::argument(
             path.display().to_string(),

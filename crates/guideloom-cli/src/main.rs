@@ -71,6 +71,16 @@ fn parse() -> Cli {
             .error(clap::error::ErrorKind::ArgumentConflict, what)
             .exit();
     }
+    if let Err(what) = cli.command.check_bounds() {
+        let sub = matches.subcommand_name().unwrap_or_default().to_owned();
+        let mut sub_command = command
+            .find_subcommand_mut(&sub)
+            .cloned()
+            .unwrap_or(command);
+        sub_command
+            .error(clap::error::ErrorKind::ValueValidation, what)
+            .exit();
+    }
     cli
 }
 
@@ -97,5 +107,13 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_shard_size_bound_is_the_libraries() {
+        assert_eq!(
+            crate::cli::MAX_SHARD_BYTES,
+            guideloom_publish::RootOptions::default().max_encoded_shard_bytes
+        );
     }
 }

@@ -18,6 +18,19 @@ use crate::cli::Global;
 use crate::error::{CliError, Result};
 use crate::json;
 
+/// A record read by [`OpenRoot::get_record_named`].
+#[derive(Debug)]
+pub(crate) struct NamedRecord {
+    /// Its exact stored bytes.
+    pub(crate) bytes: bytes::Bytes,
+    /// Its shard's record format (`cbor`, `raw`, ...).
+    pub(crate) format: String,
+    /// Its shard's key.
+    pub(crate) key: String,
+    /// The input file name `write --format raw` kept for it.
+    pub(crate) name: Option<String>,
+}
+
 /// A root opened from a command-line argument.
 #[derive(Debug, Clone)]
 pub(crate) struct OpenRoot {
@@ -237,43 +250,54 @@ impl OpenRoot {
         Ok((bytes, n))
     }
 
-    /// Record `index` of `dataset` as its exact JSON text (one ranged read; the shard's
-    /// record format comes from its footer, read when the shard was opened) and, for a raw
-    /// record written from a file, that file's name (see [`crate::input::input_name`]). A
-    /// record JSON cannot carry is an error naming it.
-    pub(crate) async fn get_json_text_named(
+    /// Record `index` of `dataset` with what printing it needs: its bytes (one ranged
+    /// read), its shard's record format (from the footer, read when the shard was opened),
+    /// the shard's key and, for a raw record written from a file, that file's name (see
+    /// [`crate::input::input_name`]).
+    pub(crate) async fn get_record_named(
         &self,
         dataset: &AsyncDataset,
         index: u64,
-    ) -> Result<(Vec<u8>, Option<String>)> {
+    ) -> Result<NamedRecord> {
         let (bytes, n) = self.get_record(dataset, index).await?;
-        let key = &dataset.snapshot().shards()[n].key;
+        let key = dataset.snapshot().shards()[n].key.clone();
         let shard = dataset
             .reader()
             .open_shard(n)
             .await
             .map_err(|e| self.err(e))?;
-        let mut text = Vec::new();
-        json::record_json(shard.record_format(), &bytes, &mut text).map_err(|e| {
-            CliError::Record {
-                root: self.name.clone(),
-                index,
-                key: key.clone(),
-                what: e.to_string(),
-            }
-        })?;
         let local = index - dataset.reader().table().starts()[n];
-        Ok((text, crate::input::input_name(shard, local)))
+        Ok(NamedRecord {
+            bytes,
+            format: shard.record_format().to_owned(),
+            key,
+            name: crate::input::input_name(shard, local),
+        })
     }
 
-    /// Record `index` of `dataset` as its exact JSON text (see
-    /// [`Self::get_json_text_named`]).
+    /// The error of record `index` (in shard `key`) that JSON cannot carry.
+    pub(crate) fn record_error(&self, index: u64, key: &str, e: &json::EmitError) -> CliError {
+        CliError::Record {
+            root: self.name.clone(),
+            index,
+            key: key.to_owned(),
+            what: e.to_string(),
+        }
+    }
+
+    /// Record `index` of `dataset` as its exact JSON text, whole in memory (for small
+    /// records the quickstart checks; `get` and `cat` stream instead). A record JSON cannot
+    /// carry is an error naming it.
     pub(crate) async fn get_json_text(
         &self,
         dataset: &AsyncDataset,
         index: u64,
     ) -> Result<Vec<u8>> {
-        Ok(self.get_json_text_named(dataset, index).await?.0)
+        let record = self.get_record_named(dataset, index).await?;
+        let mut text = Vec::new();
+        json::record_json(&record.format, &record.bytes, &mut text)
+            .map_err(|e| self.record_error(index, &record.key, &e))?;
+        Ok(text)
     }
 
     /// Record `index` as a `serde_json::Value`, for checking fields (see

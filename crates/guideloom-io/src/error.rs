@@ -108,8 +108,11 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A remote backend's request failed (status, transport or protocol error).
-    #[error("remote error on {location}: {message}")]
+    /// A remote backend's request failed (status, transport or protocol error). Displayed
+    /// with its cause first when the source chain tells one ([`cause_of`](crate::cause_of):
+    /// `connection refused: <location>: <message>`); an object store's `message` is the
+    /// failed request in short ([`brief`](crate::brief)).
+    #[error("{}", remote_text(.location, .message, .source.as_deref()))]
     Remote {
         /// The object being read.
         location: String,
@@ -236,6 +239,18 @@ fn changed_text(found: Option<&str>) -> String {
     match found {
         Some(etag) => format!("the store answered with {etag}"),
         None => "the store refused If-Match with 412 Precondition Failed".to_owned(),
+    }
+}
+
+/// [`Error::Remote`]'s text: the cause first when the chain tells one.
+fn remote_text(
+    location: &str,
+    message: &str,
+    source: Option<&(dyn StdError + Send + Sync + 'static)>,
+) -> String {
+    match source.and_then(|s| crate::cause_of(s)) {
+        Some(cause) => format!("{cause}: {location}: {message}"),
+        None => format!("remote error on {location}: {message}"),
     }
 }
 

@@ -95,6 +95,7 @@ pub mod backend;
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
+pub mod cause;
 pub mod coalesce;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
@@ -120,6 +121,7 @@ pub mod stats;
 pub mod tls;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
+pub use cause::{Cause, CauseKind, Request, brief, cause_of, mentions, request_of};
 pub use coalesce::CoalescePolicy;
 pub use error::{BoxError, Error, Result, TimeoutError, TimeoutKind};
 #[cfg(feature = "mmap")]

@@ -260,8 +260,12 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
-    /// A storage request failed (transport, permission, server error).
-    #[error("storage error on {key} ({operation}): {source}")]
+    /// A storage request failed (transport, permission, server error). Displayed with its
+    /// cause first when the source chain tells one ([`guideloom_io::cause_of`]), then the
+    /// failed request in short ([`guideloom_io::brief`]): `bucket does not exist
+    /// (NoSuchBucket): list shards: GET http://host/bkt?list-type=2&prefix=shards%2F: 404 Not
+    /// Found`.
+    #[error("{}", storage_text(.key, .operation, .source))]
     Storage {
         /// The object involved (relative to the root), or a prefix for listings.
         key: String,
@@ -284,7 +288,7 @@ pub enum Error {
     /// shard it concerns (footer, index, metadata, a record's checksum) or the transport
     /// failure beneath it. Match on the source ([`guideloom_format::Error::is_corrupt`]
     /// tells damage from transport).
-    #[error("shard {key}: {source}")]
+    #[error("{}", named_once(format_args!("shard {key}"), .key, .source))]
     Shard {
         /// The shard (relative to the root).
         key: String,
@@ -296,7 +300,7 @@ pub enum Error {
     /// could not be opened or read: the arrayrecord crate's error, whatever part of the file
     /// it concerns (postscript, footer, a chunk's hashes or codec) or the transport failure
     /// beneath it. The sibling of [`Error::Shard`] for native shards.
-    #[error("ArrayRecord shard {key}: {source}")]
+    #[error("{}", named_once(format_args!("ArrayRecord shard {key}"), .key, .source))]
     ArrayRecordShard {
         /// The shard (relative to the root).
         key: String,
@@ -305,7 +309,7 @@ pub enum Error {
         source: Box<guideloom_arrayrecord::Error>,
     },
     /// The byte-range IO layer failed while reading an object.
-    #[error("read error on {key}: {source}")]
+    #[error("{}", named_once(format_args!("read error on {key}"), .key, .source))]
     Read {
         /// The object read.
         key: String,
@@ -313,6 +317,32 @@ pub enum Error {
         #[source]
         source: guideloom_io::Error,
     },
+}
+
+/// [`Error::Storage`]'s text: the cause first when the chain tells one.
+/// The store's error is given in short ([`guideloom_io::brief`]: the failed request, never
+/// the server's raw response document).
+fn storage_text(key: &str, operation: &str, source: &BoxError) -> String {
+    let details = guideloom_io::brief(&**source);
+    match guideloom_io::cause_of(&**source) {
+        Some(cause) => format!("{cause}: {operation} {key}: {details}"),
+        None => format!("storage error on {key} ({operation}): {details}"),
+    }
+}
+
+/// `context: source`, or only `source` when it already names `key` (the format and IO
+/// layers name the object they read, by its full location): each name once.
+fn named_once(
+    context: std::fmt::Arguments<'_>,
+    key: &str,
+    source: &dyn std::error::Error,
+) -> String {
+    let text = source.to_string();
+    if guideloom_io::mentions(&text, key) {
+        text
+    } else {
+        format!("{context}: {text}")
+    }
 }
 
 fn size_text(size: Option<u64>, limit: u64) -> String {

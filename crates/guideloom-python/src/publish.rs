@@ -80,6 +80,8 @@ impl ShardRef {
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
     inner: guideloom::Snapshot,
+    /// How `publish` ended (`None` until something else returns snapshots).
+    outcome: Option<guideloom::PublishOutcome>,
 }
 
 #[pymethods]
@@ -98,6 +100,18 @@ impl Snapshot {
     #[getter]
     fn total_records(&self) -> u64 {
         self.inner.total_records()
+    }
+    /// How the `publish` call that returned this snapshot ended: `"committed"` (it wrote
+    /// the log entry) or `"already_published"` (an identical request, another process or an
+    /// earlier attempt, had: nothing was written); `None` for a snapshot that was opened.
+    #[getter]
+    fn outcome(&self) -> Option<&'static str> {
+        self.outcome.map(|o| match o {
+            guideloom::PublishOutcome::Committed => "committed",
+            guideloom::PublishOutcome::AlreadyPublished => "already_published",
+            // A kind added later: reported as neither of the two above.
+            _ => "other",
+        })
     }
     /// Its shards, in record order.
     #[getter]
@@ -333,13 +347,15 @@ pub(crate) fn publish(
     };
     let args = store_args(s3, mount, object_store, storage_options);
     let (root, name) = resolve(root, args)?;
-    let snapshot = block_on(py, async move {
+    let published = block_on(py, async move {
         root.publish(&request, &options)
             .await
-            .map(|published| published.snapshot)
             .map_err(|e| Error::from(e).in_root(name))
     })?;
-    Ok(Snapshot { inner: snapshot })
+    Ok(Snapshot {
+        inner: published.snapshot,
+        outcome: Some(published.outcome),
+    })
 }
 
 /// Publishes annotation set `name` at `version` for a snapshot (the latest, or

@@ -33,7 +33,7 @@ pub enum Error {
     Publish(guideloom_publish::Error),
     /// A shard of the dataset is damaged or not a shard: its footer, index, metadata or a
     /// record failed the format crate's checks (whichever part it was, this variant).
-    #[error("shard {key}: {source}")]
+    #[error("{}", named_once(format_args!("shard {key}"), .key, .source))]
     Shard {
         /// The shard's key in the root.
         key: String,
@@ -44,7 +44,7 @@ pub enum Error {
     /// An ArrayRecord shard of the dataset is damaged or not an ArrayRecord file: its
     /// postscript, footer or a chunk failed the arrayrecord crate's checks (hashes, codec,
     /// layout), or the transport beneath failed. The sibling of [`Error::Shard`].
-    #[error("ArrayRecord shard {key}: {source}")]
+    #[error("{}", named_once(format_args!("ArrayRecord shard {key}"), .key, .source))]
     ArrayRecordShard {
         /// The shard's key in the root.
         key: String,
@@ -208,5 +208,20 @@ impl Error {
             Error::Publish(guideloom_publish::Error::NotFound { .. }) => true,
             _ => false,
         }
+    }
+}
+
+/// `context: source`, or only `source` when it already names `key` (the format and
+/// arrayrecord crates name the object they read by its full location): each name once.
+fn named_once(
+    context: std::fmt::Arguments<'_>,
+    key: &str,
+    source: &dyn std::error::Error,
+) -> String {
+    let text = source.to_string();
+    if guideloom_io::mentions(&text, key) {
+        text
+    } else {
+        format!("{context}: {text}")
     }
 }

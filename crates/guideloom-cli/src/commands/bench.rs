@@ -437,7 +437,7 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
             format!("snapshot {} has no records to read", snapshot.id()),
         ));
     }
-    let picks = picks(&snapshot, args.reads.max(1), args.seed);
+    let picks = picks(&snapshot, args.reads, args.seed);
     let mut rows = match &root.uri {
         RootUri::Local(dir) => {
             let dir = dir.clone();
@@ -493,7 +493,7 @@ pub(crate) async fn run(args: BenchArgs, global: &Global) -> Result<()> {
         root.name,
         snapshot.id(),
         snapshot.total_records(),
-        args.reads.max(1),
+        args.reads,
         args.seed
     ))?;
     output::line(&format!(

@@ -227,7 +227,10 @@ pub(crate) async fn run(args: QuickstartArgs, global: &Global) -> Result<()> {
             &work_id,
             "cbor",
             SHARD_BYTES,
-            crate::input::jsonl_records(path, usize::try_from(SHARD_BYTES).unwrap_or(usize::MAX))?,
+            write::Input::Records(crate::input::jsonl_records(
+                path,
+                usize::try_from(SHARD_BYTES).unwrap_or(usize::MAX),
+            )?),
             &bar,
         )
         .await?;

@@ -1,7 +1,9 @@
 //! `guideloom get` and `guideloom cat`.
 //!
 //! Records print as their exact JSON text (see [`crate::json`]); the `--json` wrappers embed
-//! that text as it is, so nothing is re-parsed or reordered on the way out.
+//! that text as it is, so nothing is re-parsed or reordered on the way out. A record is
+//! checked before any of it is printed ([`RecordJson::check`]) and then streamed to stdout,
+//! so printing takes the record's own bytes plus a bounded buffer whatever its size.
 
 use std::io::Write;
 use std::ops::Range;
@@ -12,15 +14,15 @@ use guideloom::format::RunBudget;
 use crate::cli::{CatArgs, GetArgs, Global};
 use crate::error::{CliError, Result};
 use crate::input::input_name;
-use crate::json::{json_string, record_json};
+use crate::json::{RecordJson, STREAM_CHUNK, json_string};
 use crate::output;
 use crate::root;
 
 /// `get --json`: the snapshot id, the index, the input file name of a raw record written
-/// from a directory (when the shard kept it) and the record's exact text, pretty-printed
-/// like the other commands' documents.
-fn get_document(snapshot_id: &str, index: u64, name: Option<&str>, record: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(record.len() + 64);
+/// from a directory (when the shard kept it) and the record's exact text (written between
+/// this head and [`GET_DOCUMENT_TAIL`]), pretty-printed like the other commands' documents.
+fn get_document_head(snapshot_id: &str, index: u64, name: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
     out.extend_from_slice(b"{\n  \"snapshot_id\": ");
     json_string(snapshot_id, &mut out);
     out.extend_from_slice(format!(",\n  \"index\": {index},").as_bytes());
@@ -30,17 +32,11 @@ fn get_document(snapshot_id: &str, index: u64, name: Option<&str>, record: &[u8]
         out.push(b',');
     }
     out.extend_from_slice(b"\n  \"record\": ");
-    out.extend_from_slice(record);
-    out.extend_from_slice(b"\n}\n");
     out
 }
 
-fn write_stdout(bytes: &[u8]) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(bytes)
-        .and_then(|()| out.flush())
-        .map_err(|source| CliError::Output { source })
-}
+/// What follows the record in `get --json`'s document.
+const GET_DOCUMENT_TAIL: &[u8] = b"\n}\n";
 
 /// Runs `guideloom get`.
 pub(crate) async fn get(args: GetArgs, global: &Global) -> Result<()> {
@@ -53,18 +49,29 @@ pub(crate) async fn get(args: GetArgs, global: &Global) -> Result<()> {
     let root = root::open(args.root.name(), global, true)?;
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
     let dataset = root.dataset(snapshot);
+    let mut out = std::io::BufWriter::with_capacity(STREAM_CHUNK, std::io::stdout().lock());
+    let output = |source| CliError::Output { source };
     if args.raw {
         let (bytes, _) = root.get_record(&dataset, args.index).await?;
-        return write_stdout(&bytes);
+        return out
+            .write_all(&bytes)
+            .and_then(|()| out.flush())
+            .map_err(output);
     }
-    let (mut text, name) = root.get_json_text_named(&dataset, args.index).await?;
-    let text = if global.json {
-        get_document(dataset.snapshot().id(), args.index, name.as_deref(), &text)
+    let record = root.get_record_named(&dataset, args.index).await?;
+    let mut scratch = Vec::new();
+    let text = RecordJson::check(&record.format, &record.bytes, &mut scratch)
+        .map_err(|e| root.record_error(args.index, &record.key, &e))?;
+    if global.json {
+        let head = get_document_head(dataset.snapshot().id(), args.index, record.name.as_deref());
+        out.write_all(&head)
+            .and_then(|()| text.write_to(&mut out))
+            .and_then(|()| out.write_all(GET_DOCUMENT_TAIL))
     } else {
-        text.push(b'\n');
-        text
-    };
-    write_stdout(&text)
+        text.write_to(&mut out).and_then(|()| out.write_all(b"\n"))
+    }
+    .and_then(|()| out.flush())
+    .map_err(output)
 }
 
 /// The range `cat` prints: `--start` to `--end`, the end clamped to the snapshot's length
@@ -146,13 +153,15 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     let mut sink = match &args.raw_dir {
         Some(dir) => Sink::Dir(RawDirOut::create(dir)?),
         None => Sink::Lines(std::io::BufWriter::with_capacity(
-            1 << 16,
+            STREAM_CHUNK,
             std::io::stdout().lock(),
         )),
     };
     let bar = output::progress(global.json, Some(range.end - range.start), "records");
     let mut bytes_read = 0u64;
+    // The `--json` line's head, and the text of a record rendered whole.
     let mut line = Vec::new();
+    let mut scratch = Vec::new();
     let mut runs = records
         .read_in_order(range.clone(), RunBudget::default())
         .map_err(|e| root.err(e))?;
@@ -180,8 +189,10 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
                 }
                 Sink::Lines(out) => out,
             };
-            line.clear();
+            let text = RecordJson::check(record_format, &bytes, &mut scratch)
+                .map_err(|e| root.record_error(i, key, &e))?;
             if global.json {
+                line.clear();
                 line.extend_from_slice(format!("{{\"index\":{i},").as_bytes());
                 if let Some(name) = input_name(opened, i - shard_start) {
                     line.extend_from_slice(b"\"name\":");
@@ -189,19 +200,13 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
                     line.push(b',');
                 }
                 line.extend_from_slice(b"\"record\":");
+                out.write_all(&line)
+            } else {
+                Ok(())
             }
-            record_json(record_format, &bytes, &mut line).map_err(|e| CliError::Record {
-                root: root.name.clone(),
-                index: i,
-                key: key.clone(),
-                what: e.to_string(),
-            })?;
-            if global.json {
-                line.push(b'}');
-            }
-            line.push(b'\n');
-            out.write_all(&line)
-                .map_err(|source| CliError::Output { source })?;
+            .and_then(|()| text.write_to(out))
+            .and_then(|()| out.write_all(if global.json { b"}\n" } else { b"\n" }))
+            .map_err(|source| CliError::Output { source })?;
         }
         bar.inc(count);
         bar.set_message(format!("{} read", output::bytes(bytes_read)));
@@ -235,9 +240,16 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    fn get_document(snapshot_id: &str, index: u64, name: Option<&str>, record: &[u8]) -> Vec<u8> {
+        let mut doc = super::get_document_head(snapshot_id, index, name);
+        doc.extend_from_slice(record);
+        doc.extend_from_slice(super::GET_DOCUMENT_TAIL);
+        doc
+    }
+
     #[test]
     fn get_document_embeds_the_exact_record() {
-        let doc = super::get_document("s\"1", 7, None, br#"{"b":1,"a":1e300}"#);
+        let doc = get_document("s\"1", 7, None, br#"{"b":1,"a":1e300}"#);
         let text = String::from_utf8(doc).unwrap();
         assert_eq!(
             text,
@@ -245,7 +257,7 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["index"], 7);
-        let named = super::get_document("s", 1, Some("a.bin"), b"\"x\"");
+        let named = get_document("s", 1, Some("a.bin"), b"\"x\"");
         let v: serde_json::Value = serde_json::from_slice(&named).unwrap();
         assert_eq!(v["name"], "a.bin");
         assert_eq!(v["record"], "x");

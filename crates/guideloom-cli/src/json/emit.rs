@@ -13,7 +13,8 @@ use ciborium_ll::{simple, tag};
 
 use super::cbor::{Item, Malformed, Reader};
 use super::number::{self, MAX_BIGNUM_BYTES};
-use super::{KeySet, MAX_DEPTH, hex_into, json_string};
+use super::out::Out;
+use super::{KeySet, MAX_DEPTH, hex_into, json_string_to};
 
 /// What a record holds that JSON cannot carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,13 +120,13 @@ enum Step<'a> {
     Index(u64),
 }
 
-struct Emitter<'a, 'o> {
+struct Emitter<'a, 'o, O: Out + ?Sized> {
     reader: Reader<'a>,
-    out: &'o mut Vec<u8>,
+    out: &'o mut O,
     path: Vec<Step<'a>>,
 }
 
-impl<'a> Emitter<'a, '_> {
+impl<'a, O: Out + ?Sized> Emitter<'a, '_, O> {
     fn refuse(&self, what: Unrepresentable) -> EmitError {
         let mut at = String::new();
         for step in &self.path {
@@ -139,7 +140,7 @@ impl<'a> Emitter<'a, '_> {
     }
 
     fn string(&mut self, s: &str) {
-        json_string(s, self.out);
+        json_string_to(s, self.out);
     }
 
     fn is_break(&self) -> bool {
@@ -153,10 +154,10 @@ impl<'a> Emitter<'a, '_> {
 
     fn item(&mut self, item: Item<'a>, depth: usize) -> Result<(), EmitError> {
         match item {
-            Item::Unsigned(u) => self.out.extend_from_slice(u.to_string().as_bytes()),
+            Item::Unsigned(u) => self.out.put(u.to_string().as_bytes()),
             Item::Negative(n) => {
                 let v = -1 - i128::from(n);
-                self.out.extend_from_slice(v.to_string().as_bytes());
+                self.out.put(v.to_string().as_bytes());
             }
             Item::Float(f) if f.is_nan() => return Err(self.refuse(Unrepresentable::Nan)),
             Item::Float(f) if f.is_infinite() => {
@@ -165,18 +166,18 @@ impl<'a> Emitter<'a, '_> {
             Item::Float(f) => number::float_text(f, self.out),
             Item::Text(s) => self.string(&s),
             Item::Bytes(b) => {
-                self.out.extend_from_slice(b"{\"hex\":\"");
+                self.out.put(b"{\"hex\":\"");
                 hex_into(&b, self.out);
-                self.out.extend_from_slice(b"\"}");
+                self.out.put(b"\"}");
             }
-            Item::Simple(simple::FALSE) => self.out.extend_from_slice(b"false"),
-            Item::Simple(simple::TRUE) => self.out.extend_from_slice(b"true"),
-            Item::Simple(simple::NULL) => self.out.extend_from_slice(b"null"),
+            Item::Simple(simple::FALSE) => self.out.put(b"false"),
+            Item::Simple(simple::TRUE) => self.out.put(b"true"),
+            Item::Simple(simple::NULL) => self.out.put(b"null"),
             Item::Simple(simple::UNDEFINED) => return Err(self.refuse(Unrepresentable::Undefined)),
             Item::Simple(v) => return Err(self.refuse(Unrepresentable::Simple(v))),
             Item::Tag(t @ (tag::BIGPOS | tag::BIGNEG)) => match self.reader.next()? {
                 Item::Bytes(b) => match number::bignum_digits(t == tag::BIGNEG, &b) {
-                    Some(digits) => self.out.extend_from_slice(digits.as_bytes()),
+                    Some(digits) => self.out.put(digits.as_bytes()),
                     None => {
                         return Err(self.refuse(Unrepresentable::LongBignum { bytes: b.len() }));
                     }
@@ -223,24 +224,24 @@ impl<'a> Emitter<'a, '_> {
 
     fn array(&mut self, mut left: Option<usize>, depth: usize) -> Result<(), EmitError> {
         let depth = self.enter(depth)?;
-        self.out.push(b'[');
+        self.out.put_byte(b'[');
         let mut i = 0u64;
         while self.more(&mut left)? {
             if i > 0 {
-                self.out.push(b',');
+                self.out.put_byte(b',');
             }
             self.path.push(Step::Index(i));
             self.value(depth)?;
             self.path.pop();
             i += 1;
         }
-        self.out.push(b']');
+        self.out.put_byte(b']');
         Ok(())
     }
 
     fn map(&mut self, mut left: Option<usize>, depth: usize) -> Result<(), EmitError> {
         let depth = self.enter(depth)?;
-        self.out.push(b'{');
+        self.out.put_byte(b'{');
         let mut keys = KeySet::default();
         let mut first = true;
         while self.more(&mut left)? {
@@ -252,17 +253,17 @@ impl<'a> Emitter<'a, '_> {
                 return Err(self.refuse(Unrepresentable::DuplicateKey(key.into_owned())));
             }
             if !first {
-                self.out.push(b',');
+                self.out.put_byte(b',');
             }
             first = false;
             self.string(&key);
-            self.out.push(b':');
+            self.out.put_byte(b':');
             self.path.push(Step::Key(key.clone()));
             self.value(depth)?;
             self.path.pop();
             keys.insert(key);
         }
-        self.out.push(b'}');
+        self.out.put_byte(b'}');
         Ok(())
     }
 }
@@ -287,6 +288,13 @@ fn kind(item: &Item<'_>) -> &'static str {
 /// Appends the JSON text of the CBOR item `bytes` (exactly one item, nothing after it) to
 /// `out`. On error `out` holds a partial text: the caller discards it.
 pub fn cbor_to_json(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EmitError> {
+    cbor_to_json_into(bytes, out)
+}
+
+/// [`cbor_to_json`] into any [`Out`]: a `Vec`, a [`Stream`](super::Stream) (the text in
+/// bounded chunks) or [`Discard`](super::Discard) (the checks only). On error `out` holds
+/// a partial text.
+pub fn cbor_to_json_into<O: Out + ?Sized>(bytes: &[u8], out: &mut O) -> Result<(), EmitError> {
     let mut emitter = Emitter {
         reader: Reader::new(bytes),
         out,

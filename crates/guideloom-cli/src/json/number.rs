@@ -171,12 +171,12 @@ pub(crate) fn bignum_digits(negative: bool, be: &[u8]) -> Option<String> {
 /// The digits of a finite float in the shortest form that reads back to the same bits
 /// (`1.0`, `-0.0`, `1e300`, `5e-324`); always with a `.` or an exponent, so it reads back as
 /// a float and never as an integer.
-pub(crate) fn float_text(value: f64, out: &mut Vec<u8>) {
+pub(crate) fn float_text<O: super::Out + ?Sized>(value: f64, out: &mut O) {
     let mut buffer = ryu::Buffer::new();
     let text = buffer.format_finite(value);
-    out.extend_from_slice(text.as_bytes());
+    out.put(text.as_bytes());
     if !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
-        out.extend_from_slice(b".0");
+        out.put(b".0");
     }
 }
 

@@ -247,7 +247,24 @@ proptest! {
         let mut out = Vec::new();
         record_json("cbor", &cbor, &mut out)
             .map_err(|e| TestCaseError::fail(format!("{input}: {e}")))?;
+        prop_assert_eq!(streamed("cbor", &cbor).unwrap(), expected_text.as_bytes());
         prop_assert_eq!(String::from_utf8(out).unwrap(), expected_text, "from {}", input);
+    }
+
+    /// Streamed in chunks of a few bytes, any bytes as a record of either format give the
+    /// text `record_json` gives, or the same refusal, before a byte is written.
+    #[test]
+    fn streamed_text_is_the_whole_text(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+        for format in ["cbor", "raw"] {
+            let mut whole = Vec::new();
+            let want = record_json(format, &bytes, &mut whole).map(|()| whole);
+            let got = streamed(format, &bytes);
+            match (want, got) {
+                (Ok(w), Ok(g)) => prop_assert_eq!(w, g),
+                (Err(w), Err(g)) => prop_assert_eq!(w.to_string(), g.to_string()),
+                (w, g) => prop_assert!(false, "{format}: {w:?} vs {g:?}"),
+            }
+        }
     }
 
     #[test]
@@ -260,4 +277,19 @@ proptest! {
         let back: f64 = std::str::from_utf8(&out).unwrap().parse().unwrap();
         prop_assert_eq!(back.to_bits(), bits);
     }
+}
+
+/// The record's text through [`RecordJson`]: checked without rendering (as a record over
+/// [`RENDER_WHOLE_MAX`](super::RENDER_WHOLE_MAX) is), then streamed in chunks of 5 bytes.
+fn streamed(format: &str, bytes: &[u8]) -> Result<Vec<u8>, super::EmitError> {
+    let mut scratch = Vec::new();
+    let record = super::RecordJson::check_with(format, bytes, &mut scratch, 0)?;
+    assert_eq!(
+        record.text.is_none(),
+        !bytes.is_empty(),
+        "rendered whole only when empty"
+    );
+    let mut out = Vec::new();
+    record.write_chunked(&mut out, 5).unwrap();
+    Ok(out)
 }

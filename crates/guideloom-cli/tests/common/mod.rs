@@ -155,3 +155,92 @@ impl Drop for Served {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Resource limits of a child process ([`guideloom_limited`]).
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// `RLIMIT_AS`: the most bytes of address space (every mapping, heap and stacks). The
+    /// child then runs with `MALLOC_ARENA_MAX=1`: glibc reserves 64–128 MiB of address space
+    /// (`PROT_NONE`, no memory) for the malloc arena of each thread that allocates, so how
+    /// many of the runtime's threads happen to allocate would otherwise decide whether a
+    /// 32 MiB mapping fits under the limit; with one arena the limit counts what is used.
+    pub address_space: Option<u64>,
+    /// `RLIMIT_FSIZE`: the largest file the child may write (a larger write gets SIGXFSZ).
+    pub file_size: Option<u64>,
+}
+
+/// What feeds a child's stdin, from a thread of its own.
+pub type Feed = Box<dyn FnOnce(&mut dyn Write) + Send>;
+
+/// Runs the binary under `limits`, with `stdin` fed from a thread when given (a closed pipe
+/// is ignored: the binary may stop reading early) and stdout handed to `consume` as it
+/// arrives (so a large output is checked without being held). Returns the exit status and
+/// stderr.
+#[cfg(target_os = "linux")]
+pub fn guideloom_limited(
+    args: &[&str],
+    limits: Limits,
+    stdin: Option<Feed>,
+    consume: &mut dyn FnMut(&[u8]),
+) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    use nix::sys::resource::{Resource, setrlimit};
+
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if limits.address_space.is_some() {
+        cmd.env("MALLOC_ARENA_MAX", "1");
+    }
+    let set = move || -> std::io::Result<()> {
+        if let Some(n) = limits.address_space {
+            setrlimit(Resource::RLIMIT_AS, n, n)?;
+        }
+        if let Some(n) = limits.file_size {
+            setrlimit(Resource::RLIMIT_FSIZE, n, n)?;
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before exec; it only calls setrlimit(2),
+    // which is async-signal-safe, and allocates nothing.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(set);
+    }
+    let mut child = cmd.spawn().expect("run guideloom");
+    let feeder = stdin.map(|feed| {
+        let mut pipe = child.stdin.take().expect("stdin piped");
+        std::thread::spawn(move || feed(&mut pipe))
+    });
+    let mut err_pipe = child.stderr.take().expect("stderr piped");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err_pipe.read_to_string(&mut text);
+        text
+    });
+    let mut out = child.stdout.take().expect("stdout piped");
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match out.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => consume(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading the child's stdout: {e}"),
+        }
+    }
+    let status = child.wait().expect("wait");
+    if let Some(f) = feeder {
+        f.join().expect("stdin feeder");
+    }
+    (status, errors.join().expect("stderr reader"))
+}

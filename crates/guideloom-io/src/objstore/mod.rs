@@ -131,7 +131,8 @@ pub struct ObjectStoreIo {
     store: Arc<dyn ObjectStore>,
     options: ObjectStoreOptions,
     stats: Arc<RequestStats>,
-    /// The store's `Display` (e.g. `AmazonS3(bucket)`), prefixed to locations in errors.
+    /// The store's name in errors, prefixed to locations: its `Display` (e.g.
+    /// `AmazonS3(bucket)`) unless [`with_label`](Self::with_label) gave one.
     label: Arc<str>,
     /// How this store takes entity tags in `If-Match` ([`IF_MATCH_UNKNOWN`],
     /// [`IF_MATCH_AS_RETURNED`], [`IF_MATCH_BARE`]), learnt by the backend's readers.
@@ -159,6 +160,13 @@ impl ObjectStoreIo {
     /// Wraps `store` with default options.
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
         Self::with_options(store, ObjectStoreOptions::default())
+    }
+
+    /// Names the store `label` in errors instead of its `Display` (`AmazonS3(bucket)`), e.g.
+    /// `s3://bucket`: a reader's location is then `s3://bucket/path/to/key`.
+    pub fn with_label(mut self, label: impl Into<Arc<str>>) -> Self {
+        self.label = label.into();
+        self
     }
 
     /// Wraps `store` with the given options.
@@ -314,8 +322,11 @@ fn transport_failure(_: &object_store::Error) -> bool {
 /// timeout of the store's client becomes [`Error::Timeout`] (its retries are the client's,
 /// so the attempt count is unknown; the store's error is the source).
 fn map_error(location: &str, op: &str, started: Instant, e: object_store::Error) -> Error {
+    let bucket_missing =
+        || crate::cause_of(&e).is_some_and(|c| c.kind == crate::CauseKind::BucketNotFound);
     match e {
-        object_store::Error::NotFound { .. } => Error::NotFound {
+        // A 404 of a missing bucket is not "no such object": every object of it fails alike.
+        object_store::Error::NotFound { .. } if !bucket_missing() => Error::NotFound {
             location: location.to_owned(),
             source: Some(Box::new(e)),
         },
@@ -324,7 +335,8 @@ fn map_error(location: &str, op: &str, started: Instant, e: object_store::Error)
             let timed_out = timed_out(&other);
             let remote = Error::Remote {
                 location: location.to_owned(),
-                message: format!("{op} failed: {other}"),
+                // The failed request in short, never the server's raw response document.
+                message: format!("{op} failed: {}", crate::cause::brief(&other)),
                 retryable,
                 source: Some(Box::new(other)),
             };

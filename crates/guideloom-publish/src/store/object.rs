@@ -59,11 +59,24 @@ pub struct ObjectStoreBucket {
 impl ObjectStoreBucket {
     /// Wraps `store`; `endpoint` describes it in errors (e.g. `"s3://bucket at
     /// http://127.0.0.1:9000"`).
+    ///
+    /// When `endpoint` begins with the bucket's URL (`s3://bucket`, as the registry's do),
+    /// that URL names the bucket's objects in read errors (`s3://bucket/prefix/key`); else
+    /// the store's own `Display` does.
     pub fn new(store: Arc<dyn ObjectStore>, endpoint: impl Into<String>) -> Arc<Self> {
+        let endpoint = endpoint.into();
+        let mut io = ObjectStoreIo::new(Arc::clone(&store));
+        if let Some(url) = endpoint
+            .split_whitespace()
+            .next()
+            .filter(|u| u.contains("://"))
+        {
+            io = io.with_label(url.trim_end_matches('/'));
+        }
         Arc::new(ObjectStoreBucket {
-            io: ObjectStoreIo::new(Arc::clone(&store)),
+            io,
             store,
-            endpoint: endpoint.into(),
+            endpoint,
             verdict: OnceCell::new(),
             requests: AtomicU64::new(0),
         })
@@ -323,9 +336,15 @@ impl ObjectStoreRoot {
 
     fn map_err(key: &str, operation: &'static str, e: object_store::Error) -> Error {
         match e {
-            object_store::Error::NotFound { .. } => Error::NotFound {
-                key: key.to_owned(),
-            },
+            // A 404 of a missing bucket is not "no such object": every key fails alike.
+            object_store::Error::NotFound { .. }
+                if !guideloom_io::cause_of(&e)
+                    .is_some_and(|c| c.kind == guideloom_io::CauseKind::BucketNotFound) =>
+            {
+                Error::NotFound {
+                    key: key.to_owned(),
+                }
+            }
             other => Error::storage(key, operation, other),
         }
     }
@@ -477,18 +496,12 @@ const READ_RETRY: RetryPolicy = RetryPolicy::new(
 /// the attempts the caller configured (`--retries 1` must mean two attempts, not six).
 ///
 /// object_store 0.14 does not export the type of that error (`client::retry::RetryError`,
-/// in a private module); its message is `Error performing <METHOD> <uri> in <elapsed>...`.
-/// `cli_faults.rs` (two attempts through a drip or a stall) and `faults_proxy_roots.rs` (a
-/// listing cut after its head recovers) fail if this stops telling the two apart.
+/// in a private module); [`guideloom_io::request_of`] reads it from the chain, the one place
+/// that reads object_store's text. `cli_faults.rs` (two attempts through a drip or a stall)
+/// and `faults_proxy_roots.rs` (a listing cut after its head recovers) fail if this stops
+/// telling the two apart.
 fn retried_by_object_store(e: &Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if err.to_string().starts_with("Error performing ") {
-            return true;
-        }
-        source = err.source();
-    }
-    false
+    guideloom_io::request_of(e).is_some()
 }
 
 /// Runs `read` until it succeeds, fails for a reason other than transport, or has been tried
