@@ -1,5 +1,7 @@
 //! The crate's one error type.
 
+pub mod cause;
+
 use std::error::Error as StdError;
 
 /// A boxed error source, `Send + Sync` so errors cross threads and tasks.
