@@ -41,6 +41,7 @@ fn check_line(out: Output, lead: &str, root: &str) -> String {
     err
 }
 
+#[cfg(feature = "s3")]
 /// The same error as `--json`: the typed kind, the same one-line message, nothing else.
 #[track_caller]
 fn check_json(out: &Output, kind: &str, cause: &str) {
@@ -51,6 +52,7 @@ fn check_json(out: &Output, kind: &str, cause: &str) {
     assert!(!message.contains('<') && message.len() < 300, "{doc}");
 }
 
+#[cfg(feature = "s3")]
 fn unique(what: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -59,12 +61,14 @@ fn unique(what: &str) -> String {
     format!("{what}-{}-{nanos}", std::process::id())
 }
 
+#[cfg(any(feature = "s3", feature = "http"))]
 /// A port on 127.0.0.1 where nothing listens (bound, then let go).
 fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
 
+#[cfg(feature = "s3")]
 /// Every command that reads or writes `root`, with `extra` flags; `input` is a JSONL file.
 fn commands<'a>(root: &'a str, input: &'a str, extra: &[&'a str]) -> Vec<Vec<&'a str>> {
     let mut all = vec![
