@@ -72,7 +72,9 @@ def test_a_snapshot_mixing_native_and_array_record_shards_needs_a_format(tmp_pat
 def test_a_damaged_or_foreign_file_is_a_typed_error(tmp_path: Path) -> None:
     root = tmp_path / "root"
     path = root / "ar" / "part.array_record"
-    write_array_record(path, records("d", 50), "group_size:1,uncompressed")
+    # 400 records of ~1 KiB: record 25 lies far before the tail the reference checksums.
+    written = [f"d-{i:04}".encode() * 170 for i in range(400)]
+    write_array_record(path, written, "group_size:1,uncompressed")
     (root / "ar" / "notes.txt").write_text("not an ArrayRecord file, but long enough " * 4)
     with pytest.raises(gl.CorruptShardError) as info:
         gl.adopt_array_record(root, "ar/notes.txt")
@@ -82,12 +84,30 @@ def test_a_damaged_or_foreign_file_is_a_typed_error(tmp_path: Path) -> None:
     gl.publish(root, [gl.adopt_array_record(root, "ar/part.array_record")], dataset_id="d", snapshot_id="v1")
     # Damage a record's chunk in place (same size): reading it fails by its hash, typed.
     data = bytearray(path.read_bytes())
+    assert len(data) > 2 * 128 * 1024
+    at = data.find(b"d-0025d-0025")
+    assert 0 < at < len(data) // 2
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    ds = gl.open(root)
+    assert bytes(ds[24]) == written[24]
+    with pytest.raises(gl.CorruptShardError) as damaged:
+        ds[25]
+    assert damaged.value.key == "ar/part.array_record"
+
+
+def test_damage_in_the_checksummed_tail_refuses_the_open(tmp_path: Path) -> None:
+    # A small file lies inside the tail the reference checksums: damage anywhere in it is
+    # refused when the snapshot opens, naming the file, before any record is served.
+    root = tmp_path / "root"
+    path = root / "ar" / "part.array_record"
+    write_array_record(path, records("d", 50), "group_size:1,uncompressed")
+    gl.publish(root, [gl.adopt_array_record(root, "ar/part.array_record")], dataset_id="d", snapshot_id="v1")
+    data = bytearray(path.read_bytes())
     at = data.find(b"d-25d-25")
     assert at > 0
     data[at] ^= 0xFF
     path.write_bytes(bytes(data))
-    ds = gl.open(root)
-    assert bytes(ds[24]) == records("d", 50)[24]
-    with pytest.raises(gl.CorruptShardError) as damaged:
-        ds[25]
-    assert damaged.value.key == "ar/part.array_record"
+    with pytest.raises(gl.VerificationError, match="tail checksum") as refused:
+        gl.open(root)
+    assert refused.value.key == "ar/part.array_record"

@@ -75,14 +75,15 @@ def test_repr_hides_credentials_written_into_the_endpoint() -> None:
 
 
 class Failing(BaseHTTPRequestHandler):
-    """Answers every request 503 and counts them."""
+    """Answers every request 503 and counts each distinct request (method and target)."""
 
-    count = 0
+    seen: dict[str, int] = {}
     lock = threading.Lock()
 
     def answer(self) -> None:
         with Failing.lock:
-            Failing.count += 1
+            request = f"{self.command} {self.path}"
+            Failing.seen[request] = Failing.seen.get(request, 0) + 1
         self.send_response(503)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -115,11 +116,14 @@ def test_retries_is_the_number_of_attempts(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     options = S3Options(endpoint_url=failing_endpoint, allow_http=True, retries=attempts)
-    Failing.count = 0
+    Failing.seen = {}
     with pytest.raises(gl.StorageError):
         gl.open("s3://bucket/prefix", s3=options)
-    # Opening lists `log/` first; that one request failed `attempts` times.
-    assert Failing.count == attempts
+    # Opening lists `log/` and reads `dataset.json` at once; each request that was sent
+    # failed exactly `attempts` times, and the log listing was among them.
+    assert Failing.seen, "no request reached the server"
+    assert set(Failing.seen.values()) == {attempts}, Failing.seen
+    assert any("list-type=2" in request and "log" in request for request in Failing.seen)
 
 
 # --- S3ObjectStore -----------------------------------------------------------------------
