@@ -1,5 +1,5 @@
 //! The one reader of a published snapshot: every record read of the workspace (the
-//! facade's `Dataset`/`AsyncDataset`, the CLI's `get`, `cat`, `verify`, `bench`, the loader
+//! facade's `Dataset` (this type, re-exported), the CLI's `get`, `cat`, `verify`, `bench`, the loader
 //! and the benchmarks) goes through [`Dataset`].
 //!
 //! - Shards are opened lazily, once each, with one tail read (guideloom-format's
