@@ -7,9 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use guideloom::{
-    AsyncDataset, CborFormat, Dataset, DatasetOptions, Error, Loader, LoaderOptions, PublishMode,
-    Publisher, RecordSource, RetryPolicy, S3Options, ShardMetadata, StoreOptions, publish_cbor,
-    resolve_root,
+    CborFormat, Dataset, DatasetOptions, Error, Loader, LoaderOptions, PublishMode, Publisher,
+    RecordSource, RetryPolicy, S3Options, ShardMetadata, StoreOptions, publish_cbor, resolve_root,
 };
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -101,18 +100,18 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     assert_eq!(ds.annotations("labels").unwrap().len(), 37);
     // Errors are typed and the lower crates' variants are reachable.
     assert!(matches!(
-        ds.get(37),
+        ds.get(37).map_err(Error::from),
         Err(Error::OutOfRange { index: 37, len: 37 })
     ));
     assert!(matches!(
-        ds.get_range(30..40),
+        ds.get_range(30..40).map_err(Error::from),
         Err(Error::OutOfRange { .. })
     ));
     assert!(matches!(
-        ds.get_as::<String>(0),
+        ds.get_as::<String>(0).map_err(Error::from),
         Err(Error::Decode { index: 0, .. })
     ));
-    let missing = ds.annotations("nope").unwrap_err();
+    let missing = Error::from(ds.annotations("nope").unwrap_err());
     assert!(matches!(missing, Error::Publish(_)), "{missing:?}");
 
     // Snapshot by id.
@@ -123,7 +122,7 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     assert!(err.is_not_found(), "{err:?}");
     // s1's annotations: the label set annotates s2, so reading it against s1 is refused.
     assert!(matches!(
-        s1.annotation::<u64>("labels", 0),
+        s1.annotation::<u64>("labels", 0).map_err(Error::from),
         Err(Error::Publish(
             guideloom::publish::Error::AnnotationSnapshotMismatch { .. }
         ))
@@ -152,12 +151,7 @@ fn local_root_all_read_paths() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ds");
     exercise(root.to_str().unwrap(), &DatasetOptions::default());
-    assert!(
-        !Dataset::open(root.to_str().unwrap())
-            .unwrap()
-            .as_async()
-            .is_remote()
-    );
+    assert!(!Dataset::open(root.to_str().unwrap()).unwrap().is_remote());
 }
 
 /// The synchronous API called where tokio's `block_on` would panic: the root future of a
@@ -291,7 +285,7 @@ fn http_root_served_by_nginx_all_read_paths() {
 
     let uri = format!("{url}{subdir}");
     let ds = Dataset::open(&uri).unwrap();
-    assert!(ds.as_async().is_remote());
+    assert!(ds.is_remote());
     assert_eq!(ds.snapshot().id(), "s1");
     assert_eq!(ds.len(), 19);
     assert_eq!(ds.shard_bounds(), &[0, 8, 19]);
@@ -313,7 +307,7 @@ fn http_root_served_by_nginx_all_read_paths() {
     assert_eq!(all, want);
     assert_eq!(ds.annotation::<u64>("labels", 7).unwrap(), 70);
     assert!(matches!(
-        ds.get(19),
+        ds.get(19).map_err(Error::from),
         Err(Error::OutOfRange { index: 19, len: 19 })
     ));
     let by_id = Dataset::open_with(&uri, DatasetOptions::default().snapshot("s1")).unwrap();
@@ -410,14 +404,14 @@ fn async_flavour_reads_the_same_records() {
         publish_cbor(&root, "a", "s1", &samples(12, "a"), 5, "w")
             .await
             .unwrap();
-        let ds = AsyncDataset::open(&uri).await.unwrap();
+        let ds = Dataset::open_async(&uri).await.unwrap();
         assert_eq!(ds.len(), 12);
-        let s: Sample = ds.get_as(11).await.unwrap();
+        let s: Sample = ds.get_as_async(11).await.unwrap();
         assert_eq!(s.text, "a 11");
         // Concurrent reads share the lazily opened shards.
         let reads = (0..12).map(|i| {
             let ds = ds.clone();
-            tokio::spawn(async move { ds.get_as::<Sample>(i).await.unwrap().id })
+            tokio::spawn(async move { ds.get_as_async::<Sample>(i).await.unwrap().id })
         });
         let ids: Vec<u64> = futures::future::join_all(reads)
             .await
@@ -451,19 +445,24 @@ fn a_damaged_shard_is_a_typed_error_not_a_panic() {
     std::fs::write(&shard, &bytes).unwrap();
     let ds = Dataset::open(uri.to_str().unwrap()).unwrap();
     let key = &snap.shards()[0].key;
-    let errs: Vec<Error> = (0..10).filter_map(|i| ds.get(i).err()).collect();
+    let errs: Vec<Error> = (0..10)
+        .filter_map(|i| ds.get(i).err())
+        .map(Error::from)
+        .collect();
     assert_eq!(errs.len(), 1, "one record is damaged: {errs:?}");
-    let in_order: Vec<Error> = ds.iter().filter_map(Result::err).collect();
-    let batch = ds.get_many(&[0, 1, 2]).unwrap_err();
+    let in_order: Vec<Error> = ds.iter().filter_map(Result::err).map(Error::from).collect();
+    let batch = Error::from(ds.get_many(&[0, 1, 2]).unwrap_err());
     // A damaged footer (the last byte of the file) gives the same variant, from opening.
     let len = bytes.len();
     bytes[20] ^= 0xFF;
     bytes[len - 1] ^= 0xFF;
     std::fs::write(&shard, &bytes).unwrap();
-    let footer = Dataset::open(uri.to_str().unwrap())
-        .unwrap()
-        .get(3)
-        .unwrap_err();
+    let footer = Error::from(
+        Dataset::open(uri.to_str().unwrap())
+            .unwrap()
+            .get(3)
+            .unwrap_err(),
+    );
     for e in errs.iter().chain(&in_order).chain([&batch, &footer]) {
         assert!(
             matches!(e, Error::Shard { key: k, source } if k == key
@@ -497,19 +496,13 @@ fn s3_root_on_moto_all_read_paths() {
         .registry(Arc::new(guideloom::Registry::new()));
     let uri = format!("s3://{bucket}/{}", unique("facade"));
     exercise(&uri, &options);
-    assert!(
-        Dataset::open_with(&uri, options)
-            .unwrap()
-            .as_async()
-            .is_remote()
-    );
+    assert!(Dataset::open_with(&uri, options).unwrap().is_remote());
 }
 
 #[test]
 fn public_types_are_send_sync_debug() {
     fn check<T: Send + Sync + std::fmt::Debug + 'static>() {}
     check::<Dataset>();
-    check::<AsyncDataset>();
     check::<DatasetOptions>();
     check::<Error>();
     check::<Loader<Sample>>();
@@ -539,7 +532,10 @@ fn shard_window_shuffle_cuts_object_store_requests() {
     });
     drop(rt);
     let ds = Dataset::open_with(&uri, options).unwrap();
-    assert!(ds.as_async().is_remote());
+    // Remote-ness comes from the store's capabilities: an in-memory store makes no network
+    // request (so `ShuffleMode::Auto` keeps the full permutation), but it counts requests as an
+    // object store would, and both modes are chosen explicitly below.
+    assert!(!ds.is_remote());
     assert_eq!(ds.iter().count(), 1000); // opens every shard (tail reads) up front
     let stats = Arc::clone(registry.lookup("memory", &name).unwrap().io().stats());
     let mut requests = Vec::new();

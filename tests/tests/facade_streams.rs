@@ -145,7 +145,7 @@ fn metadata_rides_with_its_documents() {
     }
     // A stream written without metadata says so by name.
     let plain = publish(&unique("plain"), &documents(&[3]), 1);
-    let err = plain.document_meta::<String>(0).unwrap_err();
+    let err = Error::from(plain.document_meta::<String>(0).unwrap_err());
     assert!(
         matches!(&err, Error::Publish(PublishError::InvalidArgument { what }) if what.contains("without document metadata")),
         "{err}"
@@ -157,13 +157,13 @@ fn typed_errors_for_wrong_element_range_window_and_non_streams() {
     let docs = documents(&[4, 6]);
     let ds = publish(&unique("errors"), &docs, 1);
     let mismatch = |e: &Error| matches!(e, Error::ElementMismatch { stream, requested: "u16" } if stream == "u32");
-    assert!(mismatch(&ds.tokens::<u16>(0..2).unwrap_err()));
-    assert!(mismatch(&ds.document::<u16>(0).unwrap_err()));
+    assert!(mismatch(&ds.tokens::<u16>(0..2).unwrap_err().into()));
+    assert!(mismatch(&ds.document::<u16>(0).unwrap_err().into()));
     assert!(mismatch(
         &TokenWindows::<u16>::new(ds.clone(), 2).unwrap_err()
     ));
     assert!(matches!(
-        ds.tokens::<u32>(5..11),
+        ds.tokens::<u32>(5..11).map_err(Error::from),
         Err(Error::TokensOutOfRange {
             start: 5,
             end: 11,
@@ -198,11 +198,11 @@ fn typed_errors_for_wrong_element_range_window_and_non_streams() {
         .unwrap();
     let records = Dataset::open(&uri).unwrap();
     assert!(matches!(
-        records.tokens::<u32>(0..1),
+        records.tokens::<u32>(0..1).map_err(Error::from),
         Err(Error::NotAStream { .. })
     ));
     assert!(matches!(
-        records.num_tokens(),
+        records.num_tokens().map_err(Error::from),
         Err(Error::NotAStream { .. })
     ));
 }
@@ -232,7 +232,7 @@ fn a_reference_naming_another_element_type_fails_verification() {
         .publish("lying", "v1", vec![shard], PublishMode::Full)
         .unwrap();
     let ds = Dataset::open(&uri).unwrap();
-    let err = ds.tokens::<u16>(0..4).unwrap_err();
+    let err = Error::from(ds.tokens::<u16>(0..4).unwrap_err());
     assert!(
         matches!(
             &err,
@@ -257,7 +257,7 @@ fn corrupt_and_truncated_stream_shards_are_typed_errors() {
     bytes[16 + 10] ^= 0xff;
     overwrite(&path, &bytes);
     let ds = Dataset::open(uri).unwrap();
-    let err = ds.tokens::<u32>(0..8).unwrap_err();
+    let err = Error::from(ds.tokens::<u32>(0..8).unwrap_err());
     assert!(
         matches!(&err, Error::Shard { key, source } if key == "shards/w/00000000.glm" && source.is_corrupt()),
         "{err}"
@@ -269,7 +269,7 @@ fn corrupt_and_truncated_stream_shards_are_typed_errors() {
     let bytes = std::fs::read(&path).unwrap();
     overwrite(&path, &bytes[..bytes.len() - 9]);
     let ds = Dataset::open(uri).unwrap();
-    let err = ds.tokens::<u32>(100..101).unwrap_err();
+    let err = Error::from(ds.tokens::<u32>(100..101).unwrap_err());
     // The local store checks the file's size against the manifest's when it opens it.
     assert!(
         matches!(

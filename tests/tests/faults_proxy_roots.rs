@@ -57,9 +57,9 @@ async fn read(root: &Root) -> Result<Vec<Bytes>, Error> {
     let reader = root.open_latest().await?;
     let mut out = Vec::new();
     for i in &READ[..4] {
-        out.push(reader.get(*i).await?);
+        out.push(reader.get_async(*i).await?);
     }
-    out.extend(reader.get_many(&READ[4..]).await?);
+    out.extend(reader.get_many_async(&READ[4..]).await?);
     Ok(out)
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use guideloom_format::ShardMetadata;
 use guideloom_format::metadata::KIND_DOCUMENTS;
-use guideloom_publish::{Registry, Root, RootOptions, SnapshotReader, StoreOptions};
+use guideloom_publish::{Dataset, Registry, Root, RootOptions, StoreOptions};
 use publish_common::*;
 
 const READERS: usize = 32;
@@ -83,7 +83,7 @@ struct Run {
 /// [`hammer`] for [`seconds`], repeated (up to 8 rounds) until `enough()`: a loaded machine
 /// serves fewer requests per second, and the fault runs are about how many faults the readers
 /// absorbed, not how fast they read. The last round's measurements are returned.
-async fn hammer_until(reader: &Arc<SnapshotReader>, enough: impl Fn() -> bool) -> Run {
+async fn hammer_until(reader: &Arc<Dataset>, enough: impl Fn() -> bool) -> Run {
     let mut run = hammer(Arc::clone(reader), seconds()).await;
     for _ in 1..8 {
         if enough() {
@@ -94,13 +94,13 @@ async fn hammer_until(reader: &Arc<SnapshotReader>, enough: impl Fn() -> bool) -
     run
 }
 
-async fn hammer(reader: Arc<SnapshotReader>, duration: Duration) -> Run {
+async fn hammer(reader: Arc<Dataset>, duration: Duration) -> Run {
     let total = reader.len();
     let reads = Arc::new(AtomicU64::new(0));
     let records = Arc::new(AtomicU64::new(0));
     // Warm: every shard opened, the connection pool filled.
     for i in (0..total).step_by(usize::try_from(PER_SHARD).unwrap()) {
-        assert_eq!(reader.get(i).await.unwrap(), record(i));
+        assert_eq!(reader.get_async(i).await.unwrap(), record(i));
     }
     let run = |deadline: Instant, seed: u64| {
         let reader = Arc::clone(&reader);
@@ -116,14 +116,14 @@ async fn hammer(reader: Arc<SnapshotReader>, duration: Duration) -> Run {
             while Instant::now() < deadline {
                 if next() % 4 == 0 {
                     let batch: Vec<u64> = (0..16).map(|_| next() % total).collect();
-                    let got = reader.get_many(&batch).await.unwrap();
+                    let got = reader.get_many_async(&batch).await.unwrap();
                     for (i, r) in batch.iter().zip(&got) {
                         assert_eq!(r.as_ref(), record(*i).as_slice(), "record {i}");
                     }
                     records.fetch_add(16, Ordering::Relaxed);
                 } else {
                     let i = next() % total;
-                    assert_eq!(reader.get(i).await.unwrap(), record(i), "record {i}");
+                    assert_eq!(reader.get_async(i).await.unwrap(), record(i), "record {i}");
                     records.fetch_add(1, Ordering::Relaxed);
                 }
                 reads.fetch_add(1, Ordering::Relaxed);

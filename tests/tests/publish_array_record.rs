@@ -251,18 +251,22 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
         ]
     );
     for i in [0, 39, 40, 41, 200, 339, 340, 345, 400, 401, 433] {
-        assert_eq!(reader.get(i).await.unwrap(), want[at(i)], "record {i}");
+        assert_eq!(
+            reader.get_async(i).await.unwrap(),
+            want[at(i)],
+            "record {i}"
+        );
     }
     let picks: Vec<u64> = (0..want.len() as u64)
         .rev()
         .step_by(13)
         .chain([340, 0, 340])
         .collect();
-    let got = reader.get_many(&picks).await.unwrap();
+    let got = reader.get_many_async(&picks).await.unwrap();
     for (i, g) in picks.iter().zip(&got) {
         assert_eq!(g, &want[at(*i)], "get_many record {i}");
     }
-    let all = reader.get_range(0..reader.len()).await.unwrap();
+    let all = reader.get_range_async(0..reader.len()).await.unwrap();
     assert!(all.iter().map(|b| &b[..]).eq(want.iter().map(|r| &r[..])));
     // Small budgets: many runs, each inside one shard, in order, covering the range.
     let mut runs = reader
@@ -290,7 +294,7 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
             .map(|b| &b[..])
             .eq(want.iter().map(|r| &r[..]))
     );
-    let opened = reader.open_shard(1).await.unwrap();
+    let opened = reader.open_shard_async(1).await.unwrap();
     assert_eq!(opened.format(), ShardFormat::ArrayRecord);
     assert_eq!(opened.record_format(), "raw");
     assert!(opened.array_record().is_some() && opened.native().is_none());
@@ -298,12 +302,12 @@ async fn read_back(root: &Root, damaged: &ShardRef) {
     // The damaged shard: records 0, 2.. read; record 1 is the typed error naming the shard,
     // however it is read.
     let reader = root.reader(root.snapshot("damaged").await.unwrap());
-    assert_eq!(reader.get(0).await.unwrap(), record("damaged", 0));
-    assert_eq!(reader.get(2).await.unwrap(), record("damaged", 2));
+    assert_eq!(reader.get_async(0).await.unwrap(), record("damaged", 0));
+    assert_eq!(reader.get_async(2).await.unwrap(), record("damaged", 2));
     let errors = [
-        reader.get(1).await.unwrap_err(),
-        reader.get_many(&[0, 1]).await.unwrap_err(),
-        reader.get_range(0..5).await.unwrap_err(),
+        reader.get_async(1).await.unwrap_err(),
+        reader.get_many_async(&[0, 1]).await.unwrap_err(),
+        reader.get_range_async(0..5).await.unwrap_err(),
         async {
             let mut scan = reader.scan(0..5).unwrap();
             loop {
@@ -355,7 +359,7 @@ fn through_the_facade(uri: &str, options: &DatasetOptions, damaged: &ShardRef) {
 
     let mut broken = options.clone();
     broken.snapshot = Some("damaged".into());
-    let err = Dataset::open_with(uri, broken).unwrap().get(1).unwrap_err();
+    let err = Error::from(Dataset::open_with(uri, broken).unwrap().get(1).unwrap_err());
     assert!(
         matches!(&err, Error::ArrayRecordShard { key, source } if *key == damaged.key
             && matches!(**source, guideloom::arrayrecord::Error::Corrupt { .. })),
@@ -442,7 +446,7 @@ fn array_record_reads_cost_one_range_per_chunk() {
         let reader = root.open_latest().await.unwrap();
 
         let before = counting.counts();
-        assert_eq!(reader.get(10).await.unwrap(), record("counted", 10));
+        assert_eq!(reader.get_async(10).await.unwrap(), record("counted", 10));
         let spent = counting.counts() - before;
         let tail = (256 << 10).min(bytes.len() as u64);
         assert_eq!(spent.reader_reads.requests, 2, "{spent:?}");
@@ -454,7 +458,7 @@ fn array_record_reads_cost_one_range_per_chunk() {
         );
 
         let before = counting.counts();
-        reader.get(11).await.unwrap();
+        reader.get_async(11).await.unwrap();
         let spent = counting.counts() - before;
         assert_eq!(
             (spent.requests(), spent.reader_reads.bytes_received),
@@ -463,7 +467,10 @@ fn array_record_reads_cost_one_range_per_chunk() {
 
         // 10 and 11 are cached; 50, 7 and 120 are one range each.
         let before = counting.counts();
-        let got = reader.get_many(&[50, 7, 50, 120, 10, 11]).await.unwrap();
+        let got = reader
+            .get_many_async(&[50, 7, 50, 120, 10, 11])
+            .await
+            .unwrap();
         let spent = counting.counts() - before;
         assert_eq!(got[3], record("counted", 120));
         assert_eq!(

@@ -494,7 +494,7 @@ async fn check_dataset(
         let reader = root.reader(s.clone());
         let indices: Vec<u64> = (0..reader.len()).collect();
         let got = reader
-            .get_many(&indices)
+            .get_many_async(&indices)
             .await
             .map_err(|e| format!("reading {}: {e}", s.id()))?;
         let got: Vec<Vec<u8>> = got.iter().map(|b| b.to_vec()).collect();

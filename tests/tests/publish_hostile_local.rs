@@ -133,7 +133,7 @@ async fn read_touching(dir: &Path, key: &str) -> Error {
             }
             k if k.starts_with("shards/") => {
                 let snapshot = root.snapshot("s1").await?;
-                root.reader(snapshot).get(0).await.map(|_| ())
+                root.reader(snapshot).get_async(0).await.map(|_| ())
             }
             other => panic!("no read for {other}"),
         }
@@ -387,7 +387,7 @@ async fn reads_never_follow_a_symlinked_directory_unless_opted_in() {
             .all(|o| !o.key.starts_with("shards/"))
     );
     let snapshot = root.snapshot("s1").await.unwrap();
-    let err = root.reader(snapshot).get(1).await.unwrap_err();
+    let err = root.reader(snapshot).get_async(1).await.unwrap_err();
     assert!(
         matches!(&err, Error::RefusedFile { path, kind: "a symbolic link", .. } if path == &link),
         "{err:?}"
@@ -400,7 +400,7 @@ async fn reads_never_follow_a_symlinked_directory_unless_opted_in() {
     let root = open_root(dir.path(), &trusting);
     let snapshot = root.snapshot("s1").await.unwrap();
     assert_eq!(
-        root.reader(snapshot).get(1).await.unwrap().as_ref(),
+        root.reader(snapshot).get_async(1).await.unwrap().as_ref(),
         b"beta"
     );
     assert_eq!(root.store().list("shards").await.unwrap().len(), 1);

@@ -118,7 +118,7 @@ async fn http_root_reads_what_a_local_root_published() {
 
     // First record: one tail read opens the shard, one ranged GET reads the record.
     let reader = root.reader(latest.clone());
-    assert_eq!(reader.get(0).await.unwrap(), record(0));
+    assert_eq!(reader.get_async(0).await.unwrap(), record(0));
     let first_record = requests(&store) - open_requests;
     assert_eq!(first_record, 2, "shard tail + record range");
     println!(
@@ -127,9 +127,9 @@ async fn http_root_reads_what_a_local_root_published() {
 
     // Records by index, across shards, and a batch.
     for i in [1, 39, 40, 41, 99] {
-        assert_eq!(reader.get(i).await.unwrap(), record(i), "record {i}");
+        assert_eq!(reader.get_async(i).await.unwrap(), record(i), "record {i}");
     }
-    let batch = reader.get_many(&[98, 3, 40, 60]).await.unwrap();
+    let batch = reader.get_many_async(&[98, 3, 40, 60]).await.unwrap();
     let want: Vec<Vec<u8>> = [98, 3, 40, 60].into_iter().map(record).collect();
     assert_eq!(batch, want);
 
@@ -312,7 +312,7 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
         );
         assert_eq!(requests(&store), want, "{base} listing={listing}");
         let reader = root.reader(latest);
-        assert_eq!(reader.get(42).await.unwrap(), record(42));
+        assert_eq!(reader.get_async(42).await.unwrap(), record(42));
     }
 
     // A root that is not there, on the listing origin: the 404 of its `log/` is not taken
@@ -408,10 +408,10 @@ async fn a_shard_swapped_on_the_origin_is_refused_over_http() {
     };
     let (root, store) = open();
     let reader = root.open_latest().await.unwrap();
-    assert_eq!(reader.get(0).await.unwrap(), record(0));
+    assert_eq!(reader.get_async(0).await.unwrap(), record(0));
     replace_served(&dir, &ours.key, &dir.join(&theirs.key));
     let before = requests(&store);
-    let err = reader.get(1).await.unwrap_err();
+    let err = reader.get_async(1).await.unwrap_err();
     assert!(
         matches!(&err, Error::Verification { key, what: "entity tag", .. } if *key == ours.key),
         "{err:?}"
@@ -419,7 +419,13 @@ async fn a_shard_swapped_on_the_origin_is_refused_over_http() {
     assert_eq!(requests(&store) - before, 1, "one request, none added");
 
     let (root, _) = open();
-    let err = root.open_latest().await.unwrap().get(1).await.unwrap_err();
+    let err = root
+        .open_latest()
+        .await
+        .unwrap()
+        .get_async(1)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, Error::Verification { key, what: "footer checksum", .. } if *key == ours.key),
         "{err:?}"

@@ -139,7 +139,7 @@ async fn check_records(root: &Root, what: &str, all: &[Vec<u8>], indices: &[u64]
     assert_eq!(reader.len(), all.len() as u64, "{what}");
     for &i in indices {
         let got = reader
-            .get(i)
+            .get_async(i)
             .await
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let want = &all[usize::try_from(i).unwrap()];
@@ -150,7 +150,7 @@ async fn check_records(root: &Root, what: &str, all: &[Vec<u8>], indices: &[u64]
             want.len()
         );
     }
-    let many = reader.get_many(indices).await.unwrap();
+    let many = reader.get_many_async(indices).await.unwrap();
     for (got, &i) in many.iter().zip(indices) {
         assert!(
             got[..] == all[usize::try_from(i).unwrap()][..],

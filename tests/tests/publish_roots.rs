@@ -485,16 +485,16 @@ fn written_shards_read_back_by_index() {
             assert_eq!(reader.len(), 25);
             for i in [0, 9, 10, 24, 17] {
                 assert_eq!(
-                    reader.get(i).await.unwrap().as_ref(),
+                    reader.get_async(i).await.unwrap().as_ref(),
                     record(i).as_slice(),
                     "{} {i}",
                     fx.name
                 );
             }
-            let many = reader.get_many(&[24, 0, 11, 3]).await.unwrap();
+            let many = reader.get_many_async(&[24, 0, 11, 3]).await.unwrap();
             let want: Vec<Vec<u8>> = [24, 0, 11, 3].into_iter().map(record).collect();
             assert_eq!(many.iter().map(|b| b.to_vec()).collect::<Vec<_>>(), want);
-            assert!(reader.get(25).await.is_err());
+            assert!(reader.get_async(25).await.is_err());
         });
     }
 }
@@ -519,7 +519,7 @@ fn reading_one_record_from_an_object_store_costs_two_ranged_requests() {
         let reader = root.open_latest().await.unwrap();
         let before = bucket.io().stats().snapshot();
         assert_eq!(
-            reader.get(1234).await.unwrap().as_ref(),
+            reader.get_async(1234).await.unwrap().as_ref(),
             big[1234].as_slice()
         );
         let after = bucket.io().stats().snapshot();
@@ -532,7 +532,7 @@ fn reading_one_record_from_an_object_store_costs_two_ranged_requests() {
             after.bytes_received - before.bytes_received
         );
         // The next record of an open shard: one more request.
-        reader.get(7).await.unwrap();
+        reader.get_async(7).await.unwrap();
         assert_eq!(bucket.io().stats().snapshot().requests - after.requests, 1);
     });
 }

@@ -1,4 +1,4 @@
-//! Whole-shard staging (`SnapshotReader::scan`): the budget holds (counted independently
+//! Whole-shard staging (`Dataset::scan`): the budget holds (counted independently
 //! through the process's open file descriptors), staged files have no name, each shard is
 //! fetched once per scan and reused, bytes equal ranged reads, corrupt and truncated
 //! downloads are typed errors, and over-budget shards are refused naming both numbers.
@@ -248,7 +248,7 @@ async fn scans_stay_within_the_budget_in_unnamed_files_and_fetch_each_shard_once
 
     // The same bytes as ranged reads.
     let all: Vec<u64> = (0..total).collect();
-    let ranged = reader.get_many(&all).await.unwrap();
+    let ranged = reader.get_many_async(&all).await.unwrap();
     assert_eq!(scanned, ranged);
     assert_eq!(scanned, (0..total).map(record).collect::<Vec<_>>());
 
@@ -445,7 +445,7 @@ async fn over_budget_shards_are_refused_naming_both_numbers() {
         "refused before downloading"
     );
     // Ranged reads still work.
-    assert_eq!(reader.get(5).await.unwrap(), record(5));
+    assert_eq!(reader.get_async(5).await.unwrap(), record(5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

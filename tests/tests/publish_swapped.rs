@@ -29,8 +29,8 @@ use bytes::Bytes;
 use guideloom::arrayrecord::ArrayRecordWriter;
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
-    CasOutcome, CreateOutcome, Error, Etag, Object, ObjectInfo, ObjectStoreBucket, Registry, Root,
-    RootOptions, RootStore, ShardRef, SnapshotReader, StagingOptions, StoreCapabilities,
+    CasOutcome, CreateOutcome, Dataset, Error, Etag, Object, ObjectInfo, ObjectStoreBucket,
+    Registry, Root, RootOptions, RootStore, ShardRef, StagingOptions, StoreCapabilities,
     StoreOptions,
 };
 use object_store::memory::InMemory;
@@ -180,13 +180,13 @@ fn assert_swap_any(kind: &str, call: &str, err: &Error, key: &str, whats: &[&str
 /// `Verification` of `what` naming `key`; on a remote root the first `get` is a probe.
 /// Reads through whole-shard staging (`scan`, and `get_range` on a remote root) check a
 /// reference's SHA-256 first, when it has one: `"sha256"` is their refusal then.
-async fn every_read_refuses(kind: &Swappable, reader: &SnapshotReader, key: &str, what: &str) {
+async fn every_read_refuses(kind: &Swappable, reader: &Dataset, key: &str, what: &str) {
     let staged = [what, "sha256"];
     let n = kind.name;
     assert_swap(
         n,
         "get (first)",
-        &reader.get(3).await.unwrap_err(),
+        &reader.get_async(3).await.unwrap_err(),
         key,
         what,
     );
@@ -195,14 +195,17 @@ async fn every_read_refuses(kind: &Swappable, reader: &SnapshotReader, key: &str
         assert_swap(
             n,
             "get (whole open)",
-            &reader.get(4).await.unwrap_err(),
+            &reader.get_async(4).await.unwrap_err(),
             key,
             what,
         );
     }
-    let many = reader.get_many(&[0, 5, RECORDS - 1]).await.unwrap_err();
+    let many = reader
+        .get_many_async(&[0, 5, RECORDS - 1])
+        .await
+        .unwrap_err();
     assert_swap(n, "get_many", &many, key, what);
-    let range = reader.get_range(0..RECORDS).await.unwrap_err();
+    let range = reader.get_range_async(0..RECORDS).await.unwrap_err();
     assert_swap_any(n, "get_range", &range, key, &staged);
     let mut scan = reader.scan(0..10).unwrap();
     let scanned = scan.next_record().await.unwrap().unwrap_err();
@@ -252,26 +255,32 @@ fn a_shard_replaced_after_the_open_fails_the_next_read() {
             publish(root, "s1", vec![written.clone()]).await;
             let reader = kind.fresh().open_latest().await.unwrap();
             // Opened whole (a second read after the probe on S3), then read.
-            assert_eq!(&reader.get(0).await.unwrap()[..], &record(b'a', 0)[..]);
-            assert_eq!(&reader.get(1).await.unwrap()[..], &record(b'a', 1)[..]);
+            assert_eq!(
+                &reader.get_async(0).await.unwrap()[..],
+                &record(b'a', 0)[..]
+            );
+            assert_eq!(
+                &reader.get_async(1).await.unwrap()[..],
+                &record(b'a', 1)[..]
+            );
 
             kind.replace(&written.key, &bytes_of(root, &other.key).await)
                 .await;
             let io = reader_requests(&kind);
-            let err = reader.get(2).await.unwrap_err();
+            let err = reader.get_async(2).await.unwrap_err();
             assert_swap(kind.name, "get", &err, &written.key, "entity tag");
             if let Some(before) = io {
                 let after = reader_requests(&kind).unwrap();
                 assert_eq!(after - before, 1, "{}: one request, none added", kind.name);
             }
-            let err = reader.get_many(&[3, 4000]).await.unwrap_err();
+            let err = reader.get_many_async(&[3, 4000]).await.unwrap_err();
             assert_swap(kind.name, "get_many", &err, &written.key, "entity tag");
             let err = kind
                 .fresh()
                 .open_latest()
                 .await
                 .unwrap()
-                .get(2)
+                .get_async(2)
                 .await
                 .unwrap_err();
             assert_swap(
@@ -310,20 +319,26 @@ fn a_local_reader_keeps_its_file_and_the_next_one_refuses_the_replacement() {
             let other = write(root, "b", b'b').await;
             publish(root, "s1", vec![written.clone()]).await;
             let reader = kind.fresh().open_latest().await.unwrap();
-            assert_eq!(&reader.get(0).await.unwrap()[..], &record(b'a', 0)[..]);
+            assert_eq!(
+                &reader.get_async(0).await.unwrap()[..],
+                &record(b'a', 0)[..]
+            );
             let original = bytes_of(root, &written.key).await;
             let replacement = bytes_of(root, &other.key).await;
 
             kind.replace(&written.key, &replacement).await;
             for i in [1, 2999, RECORDS - 1] {
-                assert_eq!(&reader.get(i).await.unwrap()[..], &record(b'a', i)[..]);
+                assert_eq!(
+                    &reader.get_async(i).await.unwrap()[..],
+                    &record(b'a', i)[..]
+                );
             }
             let err = kind
                 .fresh()
                 .open_latest()
                 .await
                 .unwrap()
-                .get(0)
+                .get_async(0)
                 .await
                 .unwrap_err();
             assert_swap(
@@ -340,7 +355,10 @@ fn a_local_reader_keeps_its_file_and_the_next_one_refuses_the_replacement() {
             };
             kind.replace(&written.key, &original).await;
             let reader = kind.fresh().open_latest().await.unwrap();
-            assert_eq!(&reader.get(0).await.unwrap()[..], &record(b'a', 0)[..]);
+            assert_eq!(
+                &reader.get_async(0).await.unwrap()[..],
+                &record(b'a', 0)[..]
+            );
             // Same size, no truncation: the open file's bytes change under the reader.
             let file = std::fs::File::options()
                 .write(true)
@@ -348,7 +366,7 @@ fn a_local_reader_keeps_its_file_and_the_next_one_refuses_the_replacement() {
                 .unwrap();
             std::os::unix::fs::FileExt::write_all_at(&file, &replacement, 0).unwrap();
             if mount {
-                let err = reader.get(1).await.unwrap_err();
+                let err = reader.get_async(1).await.unwrap_err();
                 assert!(
                     matches!(&err, Error::Shard { key, source } if *key == written.key && source.is_corrupt()),
                     "{}: overwritten in place: {err:?}",
@@ -360,7 +378,7 @@ fn a_local_reader_keeps_its_file_and_the_next_one_refuses_the_replacement() {
                 .open_latest()
                 .await
                 .unwrap()
-                .get(1)
+                .get_async(1)
                 .await
                 .unwrap_err();
             assert_swap(
@@ -407,13 +425,13 @@ fn an_adopted_array_record_file_swapped_on_an_object_store_is_refused() {
             publish(root, "s1", vec![adopted]).await;
 
             let reader = kind.fresh().open_latest().await.unwrap();
-            assert_eq!(reader.get(0).await.unwrap()[100 - 1], b'x');
+            assert_eq!(reader.get_async(0).await.unwrap()[100 - 1], b'x');
             kind.replace(key, &theirs).await;
-            let err = reader.get(1500).await.unwrap_err();
+            let err = reader.get_async(1500).await.unwrap_err();
             assert_swap(kind.name, "get 1500", &err, key, "entity tag");
 
             let reader = kind.fresh().open_latest().await.unwrap();
-            let err = reader.get(1500).await.unwrap_err();
+            let err = reader.get_async(1500).await.unwrap_err();
             assert_swap(kind.name, "new reader", &err, key, "tail checksum");
         });
     }

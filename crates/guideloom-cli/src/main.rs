@@ -25,18 +25,15 @@ use crate::error::{CliError, Result};
 fn main() -> ExitCode {
     let cli = parse();
     let json = cli.global.json;
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+    // The process's one runtime, shared with the library's synchronous doors.
+    let bridge = match guideloom_io::bridge::Bridge::shared() {
+        Ok(bridge) => bridge,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    match bridge.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,12 +1,12 @@
 //! Opening roots, selecting snapshots, and reading published records.
 //!
-//! Records are read through the facade's [`AsyncDataset`] (guideloom-publish's
-//! `SnapshotReader` underneath): each shard is opened once per command (one tail read), then
+//! Records are read through the facade's [`Dataset`] (guideloom-publish's
+//! `Dataset` underneath): each shard is opened once per command (one tail read), then
 //! a record is one ranged read.
 
 use std::sync::Arc;
 
-use guideloom::AsyncDataset;
+use guideloom::Dataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::RootStore;
 use guideloom_publish::{
@@ -196,18 +196,13 @@ impl OpenRoot {
     }
 
     /// A dataset over `snapshot` of this root (no request until the first read).
-    pub(crate) fn dataset(&self, snapshot: Snapshot) -> AsyncDataset {
-        AsyncDataset::from_snapshot(
-            &self.name,
-            self.root.clone(),
-            snapshot,
-            ReadOptions::default(),
-        )
+    pub(crate) fn dataset(&self, snapshot: Snapshot) -> Dataset {
+        self.root.reader_with(snapshot, ReadOptions::default())
     }
 
     /// Maps a dataset error to a CLI error naming this root (and `key`, the shard read).
-    pub(crate) fn dataset_err(&self, key: &str, e: guideloom::Error) -> CliError {
-        match e {
+    pub(crate) fn dataset_err(&self, key: &str, e: impl Into<guideloom::Error>) -> CliError {
+        match e.into() {
             guideloom::Error::Publish(e) => self.err(e),
             guideloom::Error::Shard { key, source } => CliError::shard(&self.name, &key, *source),
             guideloom::Error::Format(e) => CliError::shard(&self.name, key, e),
@@ -223,12 +218,11 @@ impl OpenRoot {
     /// holding it (one ranged read). An index past the end is an error saying the length.
     pub(crate) async fn get_record(
         &self,
-        dataset: &AsyncDataset,
+        dataset: &Dataset,
         index: u64,
     ) -> Result<(bytes::Bytes, usize)> {
         let snapshot = dataset.snapshot();
         let n = dataset
-            .reader()
             .table()
             .locate(index)
             .map(|l| l.shard)
@@ -244,7 +238,7 @@ impl OpenRoot {
             })?;
         let key = &snapshot.shards()[n].key;
         let bytes = dataset
-            .get(index)
+            .get_async(index)
             .await
             .map_err(|e| self.dataset_err(key, e))?;
         Ok((bytes, n))
@@ -256,17 +250,13 @@ impl OpenRoot {
     /// [`crate::input::input_name`]).
     pub(crate) async fn get_record_named(
         &self,
-        dataset: &AsyncDataset,
+        dataset: &Dataset,
         index: u64,
     ) -> Result<NamedRecord> {
         let (bytes, n) = self.get_record(dataset, index).await?;
         let key = dataset.snapshot().shards()[n].key.clone();
-        let shard = dataset
-            .reader()
-            .open_shard(n)
-            .await
-            .map_err(|e| self.err(e))?;
-        let local = index - dataset.reader().table().starts()[n];
+        let shard = dataset.open_shard_async(n).await.map_err(|e| self.err(e))?;
+        let local = index - dataset.table().starts()[n];
         Ok(NamedRecord {
             bytes,
             format: shard.record_format().to_owned(),
@@ -288,11 +278,7 @@ impl OpenRoot {
     /// Record `index` of `dataset` as its exact JSON text, whole in memory (for small
     /// records the quickstart checks; `get` and `cat` stream instead). A record JSON cannot
     /// carry is an error naming it.
-    pub(crate) async fn get_json_text(
-        &self,
-        dataset: &AsyncDataset,
-        index: u64,
-    ) -> Result<Vec<u8>> {
+    pub(crate) async fn get_json_text(&self, dataset: &Dataset, index: u64) -> Result<Vec<u8>> {
         let record = self.get_record_named(dataset, index).await?;
         let mut text = Vec::new();
         json::record_json(&record.format, &record.bytes, &mut text)
@@ -304,7 +290,7 @@ impl OpenRoot {
     /// [`json::record_to_json`]: never print it, print [`Self::get_json_text`]).
     pub(crate) async fn get_json(
         &self,
-        dataset: &AsyncDataset,
+        dataset: &Dataset,
         index: u64,
     ) -> Result<serde_json::Value> {
         let text = self.get_json_text(dataset, index).await?;
@@ -312,7 +298,6 @@ impl OpenRoot {
             root: self.name.clone(),
             index,
             key: dataset
-                .reader()
                 .table()
                 .locate(index)
                 .map(|l| dataset.snapshot().shards()[l.shard].key.clone())

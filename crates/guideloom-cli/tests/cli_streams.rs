@@ -52,9 +52,9 @@ fn publish_keeps_stream_references_and_never_publishes_a_companion_as_a_shard() 
     assert_eq!(snapshot.shards(), &written[..]);
     let reader = rt.block_on(root.open_latest()).unwrap();
     assert_eq!(reader.stream().unwrap().len(), 7);
-    let tokens = rt.block_on(reader.read_elements(2..5)).unwrap();
+    let tokens = rt.block_on(reader.read_elements_async(2..5)).unwrap();
     assert_eq!(&tokens[..], &[3, 0, 4, 0, 5, 0]);
-    let meta = rt.block_on(reader.document_meta(3)).unwrap();
+    let meta = rt.block_on(reader.document_meta_bytes_async(3)).unwrap();
     let meta: String = guideloom_format::cbor::decode_one(&meta).unwrap();
     assert_eq!(meta, "b");
 }

@@ -3,7 +3,7 @@
 //! Remote backends (`http::HttpIo`, feature `http`;
 //! `objstore::ObjectStoreIo`, feature `object-store`) are async; their own sync `open`
 //! answers [`Error::Unsupported`]. `BlockingIo` wraps such a backend together with a tokio
-//! runtime and implements [`Backend::open`] by driving `open_async` on it; every call on the
+//! runtime (the process's shared [`Bridge`](crate::bridge::Bridge), or a handle) and implements [`Backend::open`] by driving `open_async` on it; every call on the
 //! returned [`SyncReader`] blocks the calling thread on the runtime. Many threads may read
 //! through one `BlockingIo` at once: each call runs on its caller's thread, while connection
 //! tasks run on the runtime's workers.
@@ -33,38 +33,24 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use tokio::runtime::{Handle, Runtime};
+use tokio::runtime::Handle;
 
 use crate::backend::{Backend, Capabilities};
+use crate::bridge::Bridge;
 use crate::error::{Error, Result};
 use crate::reader::{AsyncReader, SyncReader, Tail};
 
-/// Worker threads of the runtime [`BlockingIo::new`] creates: 2.
-pub const DEFAULT_WORKER_THREADS: usize = 2;
-
-/// Owns a runtime, or borrows one through a handle. An owned runtime is shut down in the
-/// background on drop, which is allowed from any context (dropping a `Runtime` inside
-/// another runtime would panic).
+/// The process's shared runtime ([`Bridge::shared`]), or one borrowed through a handle.
 enum Driver {
-    Owned(Option<Runtime>),
+    Bridge(Arc<Bridge>),
     Shared(Handle),
 }
 
 impl Driver {
     fn handle(&self) -> Option<&Handle> {
         match self {
-            Driver::Owned(rt) => rt.as_ref().map(Runtime::handle),
+            Driver::Bridge(bridge) => Some(bridge.handle()),
             Driver::Shared(h) => Some(h),
-        }
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        if let Driver::Owned(rt) = self
-            && let Some(rt) = rt.take()
-        {
-            rt.shutdown_background();
         }
     }
 }
@@ -72,8 +58,8 @@ impl Drop for Driver {
 impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Driver::Owned(_) => f.write_str("owned runtime"),
-            Driver::Shared(_) => f.write_str("shared runtime handle"),
+            Driver::Bridge(_) => f.write_str("shared bridge"),
+            Driver::Shared(_) => f.write_str("runtime handle"),
         }
     }
 }
@@ -124,25 +110,15 @@ impl<B: fmt::Debug> fmt::Debug for BlockingIo<B> {
 }
 
 impl<B: Backend> BlockingIo<B> {
-    /// Wraps `backend` with a new multi-thread runtime of [`DEFAULT_WORKER_THREADS`] workers.
+    /// Wraps `backend`, driving it on the process's shared runtime ([`Bridge::shared`]).
     pub fn new(backend: B) -> Result<Self> {
-        Self::with_worker_threads(backend, DEFAULT_WORKER_THREADS)
-    }
-
-    /// Wraps `backend` with a new multi-thread runtime of `threads` workers (at least 1).
-    pub fn with_worker_threads(backend: B, threads: usize) -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads.max(1))
-            .thread_name("guideloom-io-blocking")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Io {
-                location: "<tokio runtime>".into(),
-                source: e,
-            })?;
+        let bridge = Bridge::shared().map_err(|e| Error::Io {
+            location: "<tokio runtime>".into(),
+            source: e,
+        })?;
         Ok(BlockingIo {
             inner: Arc::new(backend),
-            driver: Arc::new(Driver::Owned(Some(rt))),
+            driver: Arc::new(Driver::Bridge(bridge)),
         })
     }
 
@@ -156,7 +132,7 @@ impl<B: Backend> BlockingIo<B> {
                 "BlockingIo",
                 "current-thread runtime",
                 "BlockingIo needs a multi-thread runtime to drive its readers; \
-                 use BlockingIo::new to let it own one",
+                 use BlockingIo::new to drive it on the shared runtime",
             ));
         }
         Ok(BlockingIo {

@@ -23,7 +23,7 @@
 //!   S3 client, is reused); `ceiling_raw_reads` fetches the same bytes a reader must fetch,
 //!   knowing where they are: the log entry (whole), the first shard's tail (as long as a
 //!   shard open reads) and record 0's range — no listing, no `dataset.json`.
-//! - `1KiB/random_get`: `SnapshotReader::get` of a random record (seeded sequence, shards
+//! - `1KiB/random_get`: `Dataset::get` of a random record (seeded sequence, shards
 //!   already open, record CRC checked as by default) beside the raw read of exactly that
 //!   record's byte range (from the shard's index): `ceiling_pread` (a fresh `Vec` per read)
 //!   on the local root, `ceiling_objectstore_io` (guideloom-io's `ObjectStoreIo`, same client)
@@ -266,7 +266,7 @@ fn raw_open(rt: &Runtime, t: &Target, p: &Published) -> u64 {
 /// `Registry::resolve` → `latest()` → `reader(snapshot).get(0)`.
 pub(crate) async fn open_first_record(root: Root) -> Bytes {
     let snapshot = root.latest().await.expect("latest");
-    root.reader(snapshot).get(0).await.expect("get(0)")
+    root.reader(snapshot).get_async(0).await.expect("get(0)")
 }
 
 fn open_group(c: &mut Criterion, rt: &Runtime, t: &Target, p: &Published) {
@@ -342,13 +342,14 @@ fn random_get_group(c: &mut Criterion, rt: &Runtime, t: &Target, p: &Published) 
     let reader = root.reader(p.snapshot.clone());
     // Open every shard first: the group measures steady-state reads.
     for s in 0..SHARDS {
-        rt.block_on(reader.get(s * RECORDS)).expect("open shard");
+        rt.block_on(reader.get_async(s * RECORDS))
+            .expect("open shard");
     }
     g.bench_function("snapshot_reader_get", |b| {
         let mut k = 0;
         b.iter(|| {
             k += 1;
-            rt.block_on(reader.get(p.sequence[k % SEQUENCE]))
+            rt.block_on(reader.get_async(p.sequence[k % SEQUENCE]))
                 .expect("get")
         })
     });
@@ -356,13 +357,14 @@ fn random_get_group(c: &mut Criterion, rt: &Runtime, t: &Target, p: &Published) 
     if let Some(root) = t.resolve_local_reads(&p.sub, LocalReads::Pread) {
         let reader = root.reader(p.snapshot.clone());
         for s in 0..SHARDS {
-            rt.block_on(reader.get(s * RECORDS)).expect("open shard");
+            rt.block_on(reader.get_async(s * RECORDS))
+                .expect("open shard");
         }
         g.bench_function("snapshot_reader_get_pread", |b| {
             let mut k = 0;
             b.iter(|| {
                 k += 1;
-                rt.block_on(reader.get(p.sequence[k % SEQUENCE]))
+                rt.block_on(reader.get_async(p.sequence[k % SEQUENCE]))
                     .expect("get")
             })
         });

@@ -244,7 +244,7 @@ pub enum Error {
         /// What was read: `snapshot <id>` or `annotation set <set>/<version>`.
         what: String,
     },
-    /// A token read ([`SnapshotReader::stream`](crate::SnapshotReader::stream)) of a
+    /// A token read ([`Dataset::stream`](crate::Dataset::stream)) of a
     /// snapshot that is not one stream: a shard of records, shards of different element
     /// types, or no shards.
     #[error("snapshot {snapshot} is not a token stream: {reason}")]
@@ -253,6 +253,41 @@ pub enum Error {
         snapshot: String,
         /// Why (naming the first shard at fault).
         reason: String,
+    },
+    /// A token read asked for another element type than the stream holds.
+    #[error("the stream holds {stream} elements, read as {requested}")]
+    ElementMismatch {
+        /// The stream's element type name (`"u16"`, ...).
+        stream: String,
+        /// The element type asked for.
+        requested: &'static str,
+    },
+    /// A token range past the end of a stream (or reversed).
+    #[error("tokens {start}..{end} are out of range for a stream of {len} tokens")]
+    TokensOutOfRange {
+        /// The range's start.
+        start: u64,
+        /// The range's end.
+        end: u64,
+        /// Tokens in the stream.
+        len: u64,
+    },
+    /// A record (or a document's metadata) could not be decoded into the type asked for.
+    #[error("cannot decode record {index}: {source}")]
+    Decode {
+        /// The record's index.
+        index: u64,
+        /// The decoder's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The runtime behind the synchronous API could not start
+    /// ([`guideloom_io::bridge::Bridge::shared`]).
+    #[error("cannot start the dataset runtime: {source}")]
+    Runtime {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
     },
     /// An invalid argument (a key, a name, an option).
     #[error("invalid argument: {what}")]

@@ -88,7 +88,9 @@ pub use registry::{
     REGION_VARIABLES, Registry, S3Addressing, S3Environment, S3Options, S3Retry, SchemeBackend,
     StoreOptions,
 };
-pub use root::{InOrder, RecordRun, Root, RootOptions, SnapshotReader};
+pub use root::{
+    Dataset, DatasetOptions, InOrder, RecordRun, Records, Root, RootOptions, resolve_root,
+};
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
 pub use snapshot_log::{LogAudit, Snapshot};
 pub use staging::{
@@ -114,7 +116,7 @@ mod send_sync {
     #[test]
     fn public_types_are_send_sync_debug() {
         assert_send_sync::<super::Root>();
-        assert_send_sync::<super::SnapshotReader>();
+        assert_send_sync::<super::Dataset>();
         assert_send_sync::<super::Snapshot>();
         assert_send_sync::<super::Error>();
         assert_send_sync::<super::Registry>();

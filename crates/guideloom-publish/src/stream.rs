@@ -16,7 +16,7 @@
 //!
 //! Writing is `root/stream_write.rs` ([`Root::write_stream_shard`](crate::Root::write_stream_shard),
 //! [`Root::write_stream_shard_with_meta`](crate::Root::write_stream_shard_with_meta)); the
-//! token reads of [`SnapshotReader`](crate::SnapshotReader) are `root/stream_read.rs`.
+//! token reads of [`Dataset`](crate::Dataset) are `root/stream_read.rs`.
 
 use guideloom_format::{AsyncShard, ShardTable, element_width};
 use tokio::sync::OnceCell;
@@ -25,7 +25,7 @@ use crate::snapshot_log::Snapshot;
 
 /// Where the tokens of a stream snapshot live: its element type and the shards' cumulative
 /// element counts, from the manifest (no request). Given by
-/// [`SnapshotReader::stream`](crate::SnapshotReader::stream).
+/// [`Dataset::stream`](crate::Dataset::stream).
 #[derive(Debug, Clone)]
 pub struct StreamLayout {
     element: String,

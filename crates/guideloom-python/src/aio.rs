@@ -12,7 +12,7 @@ use std::future::Future;
 use pyo3::prelude::*;
 
 use crate::errors::{self, Result};
-use crate::runtime::runtime;
+use crate::runtime::bridge;
 
 /// An awaitable for `future`, whose output `convert` turns into the Python result (with the
 /// GIL) once done.
@@ -30,9 +30,9 @@ where
     let py_future = event_loop.call_method0("create_future")?;
     let resolve = py.import("guideloom._aio")?.getattr("resolve")?.unbind();
     let (loop_ref, future_ref) = (event_loop.unbind(), py_future.clone().unbind());
-    let runtime = runtime()?;
-    let task = runtime.spawn(future);
-    runtime.spawn(async move {
+    let bridge = bridge()?;
+    let task = bridge.handle().spawn(future);
+    bridge.handle().spawn(async move {
         let outcome = task.await;
         Python::attach(|py| {
             let (ok, value) = match outcome {

@@ -1,7 +1,7 @@
 //! `guideloom.open(root)`: a published snapshot read from Python.
 //!
-//! A thin layer over the facade's `AsyncDataset`, driven on the process runtime with the GIL
-//! released; records are decoded (CBOR, pickle) or handed out as zero-copy buffers (raw) once
+//! A thin layer over the facade's `Dataset`, read with the GIL released (an open local shard
+//! on the calling thread, anything else on the process's one runtime); records are decoded (CBOR, pickle) or handed out as zero-copy buffers (raw) once
 //! the GIL is back. The snapshot is pinned when the dataset is opened, so a dataset re-opened
 //! in a forked child (see [`crate::runtime`]) reads exactly the same records.
 
@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use guideloom::AsyncDataset;
+use guideloom::Dataset as Snapshot;
 use guideloom::DatasetOptions;
 use guideloom::format::Value;
 use guideloom::publish::ShardFormat;
@@ -34,7 +34,7 @@ const ITER_CHUNK: u64 = 1024;
 /// The facade's dataset and the process it was opened in.
 struct Opened {
     pid: u32,
-    dataset: AsyncDataset,
+    dataset: Snapshot,
 }
 
 /// One snapshot of a dataset root: `len`, `[i]`, `[a:b]`, `get_many`, iteration,
@@ -136,14 +136,14 @@ pub(crate) fn open(
                 let first = formats.next();
                 formats.any(|f| Some(f) != first)
             };
-            let dataset = AsyncDataset::from_snapshot(&uri, root, snapshot, options.read);
+            let dataset = root.reader_with(snapshot, options.read);
             let stored = if dataset.is_empty() {
                 None
             } else if mixed && !explicit {
                 // Decided below, with the GIL: no format fits every shard.
                 None
             } else {
-                let shard = dataset.reader().open_shard(0).await?;
+                let shard = dataset.open_shard_async(0).await?;
                 Some(shard.record_format().to_owned())
             };
             Ok::<_, crate::errors::Error>((dataset, stored, mixed))
@@ -191,7 +191,7 @@ pub(crate) fn open(
 
 impl Dataset {
     /// The facade dataset of this process: re-opened (same snapshot) in a forked child.
-    pub(crate) fn current(&self, py: Python<'_>) -> PyResult<AsyncDataset> {
+    pub(crate) fn current(&self, py: Python<'_>) -> PyResult<Snapshot> {
         let pid = runtime::pid();
         {
             let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -202,7 +202,7 @@ impl Dataset {
         let uri = self.uri.clone();
         let options = self.options.clone();
         let fresh = block_on(py, async move {
-            Ok::<_, crate::errors::Error>(AsyncDataset::open_with(&uri, options).await?)
+            Ok::<_, crate::errors::Error>(Snapshot::open_with_async(&uri, options).await?)
         })?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.pid != pid {
@@ -228,16 +228,12 @@ impl Dataset {
 
     fn fetch(&self, py: Python<'_>, index: u64) -> PyResult<Bytes> {
         let dataset = self.current(py)?;
-        block_on(py, async move {
-            Ok::<_, crate::errors::Error>(dataset.get(index).await?)
-        })
+        runtime::detached(py, move || Ok(dataset.get(index)?))
     }
 
     fn fetch_many(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Vec<Bytes>> {
         let dataset = self.current(py)?;
-        block_on(py, async move {
-            Ok::<_, crate::errors::Error>(dataset.get_many(&indices).await?)
-        })
+        runtime::detached(py, move || Ok(dataset.get_many(&indices)?))
     }
 
     fn fetch_range(&self, py: Python<'_>, range: Range<u64>) -> PyResult<Vec<Bytes>> {
@@ -246,7 +242,7 @@ impl Dataset {
         }
         let dataset = self.current(py)?;
         block_on(py, async move {
-            Ok::<_, crate::errors::Error>(dataset.get_range(range).await?)
+            Ok::<_, crate::errors::Error>(dataset.get_range_async(range).await?)
         })
     }
 
@@ -361,7 +357,7 @@ impl Dataset {
         let index = self.index(&index)?;
         let dataset = self.current(py)?;
         let value: Value = block_on(py, async move {
-            Ok::<_, crate::errors::Error>(dataset.annotation::<Value>(&name, index).await?)
+            Ok::<_, crate::errors::Error>(dataset.annotation_async::<Value>(&name, index).await?)
         })?;
         from_value(py, &value)
     }
@@ -370,7 +366,7 @@ impl Dataset {
     fn annotations<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyList>> {
         let dataset = self.current(py)?;
         let values: Vec<Value> = block_on(py, async move {
-            let set = dataset.annotations(&name).await?;
+            let set = dataset.annotations_async(&name).await?;
             let values = (0..set.len() as u64)
                 .map(|i| set.get::<Value>(i))
                 .collect::<std::result::Result<Vec<_>, _>>()?;

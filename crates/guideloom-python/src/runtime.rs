@@ -1,59 +1,28 @@
-//! The one tokio runtime of the process, and how Rust work is run from Python.
+//! How Rust work is run from Python, on the process's one runtime: guideloom-io's
+//! [`Bridge`](guideloom::io::bridge::Bridge), shared with the facade and the CLI.
 //!
-//! The runtime is created lazily on first use and belongs to the process that created it: a
-//! child made by `fork` inherits the parent's memory but not its worker threads, so a runtime
-//! started in the parent would never drive a future in the child (the call would hang). Each
-//! use compares the current process id with the creator's and builds a fresh runtime in a
-//! forked child; the parent's runtime is leaked there (dropping it would wait for threads that
-//! do not exist in the child).
+//! The bridge is built lazily on first use and belongs to the process that built it: a child
+//! made by `fork` gets a fresh one (see `guideloom::io::bridge`), so a DataLoader worker never
+//! waits on threads that only existed in its parent.
 //!
 //! [`block_on`] is the one way a binding waits for Rust work: it releases the GIL
-//! (`py.detach`), drives the future on the runtime, and turns a panic into a Python exception
-//! rather than letting it unwind into the interpreter.
+//! (`py.detach`), drives the future on the bridge, and turns a panic into a Python exception
+//! rather than letting it unwind into the interpreter. [`detached`] runs synchronous Rust
+//! work the same way (a `Dataset::get` that reads an open local shard on this thread, with
+//! no runtime hop).
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use guideloom::io::bridge::Bridge;
 use pyo3::prelude::*;
-use tokio::runtime::Runtime;
 
 use crate::errors::{self, Result};
 
-/// The runtime and the process that built it.
-struct Owned {
-    pid: u32,
-    runtime: Arc<Runtime>,
-}
-
-static RUNTIME: Mutex<Option<Owned>> = Mutex::new(None);
-
-/// The process's runtime, built on first use and rebuilt in a forked child.
-pub(crate) fn runtime() -> PyResult<Arc<Runtime>> {
-    let pid = std::process::id();
-    // A poisoned lock only means a panic happened while it was held; the slot is still valid.
-    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(owned) = slot.as_ref()
-        && owned.pid == pid
-    {
-        return Ok(Arc::clone(&owned.runtime));
-    }
-    let runtime = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("guideloom-python")
-            .enable_all()
-            .build()
-            .map_err(|e| errors::runtime_error(&e))?,
-    );
-    if let Some(stale) = slot.replace(Owned {
-        pid,
-        runtime: Arc::clone(&runtime),
-    }) {
-        // Inherited from the parent through fork: its threads are gone, never drop it here.
-        std::mem::forget(stale);
-    }
-    Ok(runtime)
+/// The process's bridge (rebuilt in a forked child).
+pub(crate) fn bridge() -> PyResult<Arc<Bridge>> {
+    Bridge::shared().map_err(|e| errors::runtime_error(&e))
 }
 
 /// The id of the current process (what objects compare to know they crossed a fork).
@@ -82,6 +51,6 @@ where
     F: Future<Output = Result<T>> + Send,
     T: Send,
 {
-    let runtime = runtime()?;
-    detached(py, || runtime.block_on(future))
+    let bridge = bridge()?;
+    detached(py, || bridge.block_on(future))
 }

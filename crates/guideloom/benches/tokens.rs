@@ -74,14 +74,7 @@ mod unix {
                 .iter()
                 .map(|s| File::open(root.join(&s.key)).expect("open shard file"))
                 .collect();
-            let starts = fast
-                .as_async()
-                .reader()
-                .stream()
-                .expect("stream")
-                .table()
-                .starts()
-                .to_vec();
+            let starts = fast.stream().expect("stream").table().starts().to_vec();
             let windows =
                 TokenWindows::<u16>::with_next_token_labels(fast.clone(), WINDOW).expect("windows");
             let loader =

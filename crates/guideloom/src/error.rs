@@ -182,6 +182,14 @@ impl From<guideloom_publish::Error> for Error {
             guideloom_publish::Error::NotAStream { snapshot, reason } => {
                 Error::NotAStream { snapshot, reason }
             }
+            guideloom_publish::Error::ElementMismatch { stream, requested } => {
+                Error::ElementMismatch { stream, requested }
+            }
+            guideloom_publish::Error::TokensOutOfRange { start, end, len } => {
+                Error::TokensOutOfRange { start, end, len }
+            }
+            guideloom_publish::Error::Decode { index, source } => Error::Decode { index, source },
+            guideloom_publish::Error::Runtime { source } => Error::Runtime { source },
             other => Error::Publish(other),
         }
     }

@@ -3,11 +3,12 @@
 //!
 //! Everything a dataset user needs is at this crate's root, each item at one path:
 //!
-//! - **Read**: [`Dataset`] (sync; owns a tokio runtime) and [`AsyncDataset`] open any root URI
-//!   ([`DatasetOptions`]: snapshot, [`StoreOptions`], [`RootOptions`], [`ReadOptions`], [`Registry`]) and
-//!   read records by index, in order ([`Records`]), by range, typed through serde, with
-//!   annotations ([`AnnotationSet`]) and snapshot selection ([`Snapshot`]).
-//! - **Write**: [`Publisher`] (sync; owns a tokio runtime) writes shards of serde records
+//! - **Read**: [`Dataset`] opens any root URI ([`DatasetOptions`]: snapshot,
+//!   [`StoreOptions`], [`RootOptions`], [`ReadOptions`], [`Registry`]) and reads records by
+//!   index, in order ([`Records`]), by range, typed through serde, as tokens, with
+//!   annotations ([`AnnotationSet`]) and snapshot selection ([`Snapshot`]): every read in a
+//!   synchronous form (`get`) and an async twin (`get_async`), on one type.
+//! - **Write**: [`Publisher`] (sync) writes shards of serde records
 //!   ([`ShardRef`]), publishes snapshots ([`PublishMode`], [`PublishRequest`],
 //!   [`PublicationOptions`]) and annotation sets ([`AnnotationEntry`], [`RetryPolicy`])
 //!   without async code; in async code, [`resolve_root`] gives the [`Root`] and
@@ -42,12 +43,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
-mod blocking;
-mod dataset;
 mod error;
 mod loader;
 mod publisher;
-mod stream;
 
 /// The user guide (`docs/guide.md`); its code blocks run as doctests.
 #[doc = include_str!("../../../docs/guide.md")]
@@ -112,7 +110,6 @@ pub use guideloom_arrayrecord as arrayrecord;
 /// Record buffers (re-exported so users need no direct `bytes` dependency).
 pub use bytes::{self, Bytes};
 
-pub use dataset::{AsyncDataset, Dataset, DatasetOptions, Records, resolve_root};
 pub use error::{BoxError, Error, Result};
 pub use loader::order::ShuffleMode;
 pub use loader::{
@@ -138,9 +135,10 @@ pub use guideloom_io::{
     AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
 };
 pub use guideloom_publish::{
-    AnnotationEntry, AnnotationSet, LocalReads, PublicationOptions, PublishMode, PublishOutcome,
-    PublishRequest, Published, Registry, Root, RootOptions, S3Options, ShardFormat, ShardRef,
-    Snapshot, StoreOptions, StreamLayout, StreamRef,
+    AnnotationEntry, AnnotationSet, Dataset, DatasetOptions, LocalReads, PublicationOptions,
+    PublishMode, PublishOutcome, PublishRequest, Published, Records, Registry, Root, RootOptions,
+    S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions, StreamLayout, StreamRef,
+    resolve_root,
 };
 
 /// The repository README's Rust example, run as a doctest.

@@ -3,16 +3,16 @@
 
 use std::sync::Arc;
 
-use guideloom_format::{ReadOptions, ShardMetadata};
+use guideloom_format::ShardMetadata;
 use guideloom_publish::{
     AnnotationEntry, PublicationOptions, PublishMode, PublishRequest, Published, Registry,
     RetryPolicy, Root, RootOptions, ShardRef, Snapshot, StoreOptions,
 };
 use serde::Serialize;
 
-use crate::blocking::SyncRuntime;
-use crate::dataset::{AsyncDataset, Dataset, DatasetOptions, resolve_root};
 use crate::error::{Error, Result};
+use guideloom_io::bridge::Bridge;
+use guideloom_publish::{Dataset, DatasetOptions, resolve_root};
 
 /// The record format name of shards written by [`Publisher::write_shard`] (the same as
 /// [`CborFormat`](crate::CborFormat)'s).
@@ -100,19 +100,19 @@ where
         .into_snapshot())
 }
 
-/// Synchronous writing and publication to one dataset root. Cheap to clone (shared runtime).
+/// Synchronous writing and publication to one dataset root. Cheap to clone.
 ///
 /// A training-pipeline author who produces records in plain threads writes shards, publishes
-/// them as a snapshot, and annotates it, all through blocking calls. [`Publisher`] owns a
-/// small tokio runtime (like [`Dataset`]) and drives guideloom-publish's async root
-/// operations on it: [`Root::write_shard`], [`Root::publish`] and
+/// them as a snapshot, and annotates it, all through blocking calls. [`Publisher`] drives
+/// guideloom-publish's async root operations on the process's one runtime
+/// (`io::bridge::Bridge`, as [`Dataset`] does): [`Root::write_shard`], [`Root::publish`] and
 /// [`Root::publish_annotations`]. The guarantees are theirs (create-only shards, one
 /// totally ordered log entry per snapshot, compare-and-swap catalog updates), see
 /// `docs/publication.md`.
 ///
-/// Call it from plain threads: calling its methods from inside an async task panics (tokio
-/// forbids blocking a runtime thread); use [`Root`]'s async methods there
-/// ([`Publisher::root`]), or [`write_cbor_shard`] and [`publish_cbor`].
+/// Call it from plain threads. A call made inside an async task runs too, but blocks that
+/// task's thread: use [`Root`]'s async methods there ([`Publisher::root`]), or
+/// [`write_cbor_shard`] and [`publish_cbor`].
 ///
 /// ```
 /// # fn main() -> guideloom::Result<()> {
@@ -146,9 +146,7 @@ where
 /// ```
 #[derive(Debug, Clone)]
 pub struct Publisher {
-    uri: String,
     root: Root,
-    runtime: Arc<SyncRuntime>,
     retry: RetryPolicy,
 }
 
@@ -179,9 +177,7 @@ impl Publisher {
         };
         let root = resolve_root(uri, &dataset_options)?;
         Ok(Publisher {
-            uri: uri.to_owned(),
             root,
-            runtime: Arc::new(SyncRuntime::new()?),
             retry: RetryPolicy::contended_update(),
         })
     }
@@ -229,8 +225,7 @@ impl Publisher {
         I: IntoIterator,
         I::Item: Serialize,
     {
-        self.runtime
-            .block_on(write_cbor_shard(&self.root, work_id, n, records))
+        run(write_cbor_shard(&self.root, work_id, n, records))
     }
 
     /// Writes already encoded records (raw bytes, from any iterator) as an ArrayRecord file,
@@ -261,10 +256,9 @@ impl Publisher {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        Ok(self.runtime.block_on(
-            self.root
-                .write_array_record_shard(work_id, n, options, records),
-        )?)
+        Ok(run(self
+            .root
+            .write_array_record_shard(work_id, n, options, records))?)
     }
 
     /// Writes already encoded records (raw bytes, from any iterator) as shard `n` of
@@ -282,9 +276,7 @@ impl Publisher {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        Ok(self
-            .runtime
-            .block_on(self.root.write_shard(work_id, n, metadata, records))?)
+        Ok(run(self.root.write_shard(work_id, n, metadata, records))?)
     }
 
     /// Writes `documents` (token slices of one [`Element`] type: `&[u16]`, `Vec<u32>`, ...)
@@ -306,9 +298,7 @@ impl Publisher {
         I: IntoIterator<Item = D>,
         D: AsRef<[E]>,
     {
-        Ok(self
-            .runtime
-            .block_on(self.root.write_stream_shard(work_id, n, documents))?)
+        Ok(run(self.root.write_stream_shard(work_id, n, documents))?)
     }
 
     /// [`write_stream_shard`](Self::write_stream_shard) of `(tokens, metadata)` documents,
@@ -341,10 +331,9 @@ impl Publisher {
         I: IntoIterator<Item = (D, M)>,
         D: AsRef<[E]>,
     {
-        Ok(self.runtime.block_on(
-            self.root
-                .write_stream_shard_with_meta(work_id, n, documents),
-        )?)
+        Ok(run(self
+            .root
+            .write_stream_shard_with_meta(work_id, n, documents))?)
     }
 
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:
@@ -379,7 +368,7 @@ impl Publisher {
         request: &PublishRequest,
         options: &PublicationOptions,
     ) -> Result<Published> {
-        Ok(self.runtime.block_on(self.root.publish(request, options))?)
+        Ok(run(self.root.publish(request, options))?)
     }
 
     /// Publishes annotation set `set` at `version` for `snapshot`: one value per record, in
@@ -392,7 +381,7 @@ impl Publisher {
         snapshot: &Snapshot,
         values: &[T],
     ) -> Result<AnnotationEntry> {
-        Ok(self.runtime.block_on(self.root.publish_annotations(
+        Ok(run(self.root.publish_annotations(
             set,
             version,
             snapshot,
@@ -403,18 +392,19 @@ impl Publisher {
 
     /// The latest snapshot.
     pub fn latest(&self) -> Result<Snapshot> {
-        Ok(self.runtime.block_on(self.root.latest())?)
+        Ok(run(self.root.latest())?)
     }
 
-    /// A [`Dataset`] over the latest snapshot, sharing this publisher's runtime.
+    /// A [`Dataset`] over the latest snapshot.
     pub fn dataset(&self) -> Result<Dataset> {
-        let snapshot = self.latest()?;
-        let inner = AsyncDataset::from_snapshot(
-            &self.uri,
-            self.root.clone(),
-            snapshot,
-            ReadOptions::default(),
-        );
-        Ok(Dataset::from_parts(inner, Arc::clone(&self.runtime)))
+        Ok(self.root.reader(self.latest()?))
     }
+}
+
+/// Runs `future` through the process's one [`Bridge`], from any thread.
+pub(crate) fn run<T, E: Into<Error>>(
+    future: impl std::future::Future<Output = std::result::Result<T, E>>,
+) -> Result<T> {
+    let bridge = Bridge::shared().map_err(|source| Error::Runtime { source })?;
+    bridge.block_on(future).map_err(Into::into)
 }

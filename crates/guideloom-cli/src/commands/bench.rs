@@ -6,7 +6,7 @@
 //! sequential read of the same files. `s3://` roots: `ObjectStoreIo` against raw
 //! object_store ranged GETs of the same ranges and whole-object GETs. Both kinds also get a
 //! `dataset (get)` row: the same random records read by global index through the facade's
-//! dataset (guideloom-publish's `SnapshotReader`, the path of `guideloom get`), beside the
+//! dataset (guideloom-publish's `Dataset`, the path of `guideloom get`), beside the
 //! same raw ceiling. Each figure is the median of three rounds.
 //!
 //! Every timed read, backend and ceiling alike, touches every byte it returns: the bytes are
@@ -20,7 +20,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use guideloom::AsyncDataset;
 use guideloom_format::{AsyncShard, ReadOptions, SyncShard};
 use guideloom_io::objstore::ObjectStoreIo;
 use guideloom_io::{Backend, MmapIo, PreadIo, SeekIo, SyncReader};
@@ -384,20 +383,14 @@ async fn dataset_row(
     picks: &[(usize, u64)],
     random: &Row,
 ) -> Result<Row> {
-    let dataset = AsyncDataset::from_snapshot(
-        &root.name,
-        root.root.clone(),
+    let dataset = root.root.reader_with(
         snapshot.clone(),
         ReadOptions::default().verify_records(false),
     );
-    let starts = dataset.reader().table().starts();
+    let starts = dataset.table().starts();
     let indices: Vec<u64> = picks.iter().map(|(n, i)| starts[*n] + i).collect();
     for n in 0..snapshot.shards().len() {
-        dataset
-            .reader()
-            .open_shard(n)
-            .await
-            .map_err(|e| root.err(e))?;
+        dataset.open_shard_async(n).await.map_err(|e| root.err(e))?;
     }
     let mut took = Vec::with_capacity(ROUNDS);
     let mut checksum = 0u64;
@@ -406,7 +399,7 @@ async fn dataset_row(
         let t = Instant::now();
         for ((n, _), &i) in picks.iter().zip(&indices) {
             let bytes = dataset
-                .get(i)
+                .get_async(i)
                 .await
                 .map_err(|e| root.dataset_err(&snapshot.shards()[*n].key, e))?;
             sum = sum.wrapping_add(touch(&bytes));

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use guideloom::AsyncDataset;
+use guideloom::Dataset;
 use guideloom_format::RunBudget;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -133,12 +133,11 @@ fn fresh_dir() -> Result<PathBuf> {
 /// is not JSON naming its shard. Returns the number of records read.
 async fn for_each_json(
     root: &root::OpenRoot,
-    dataset: &AsyncDataset,
+    dataset: &Dataset,
     mut each: impl FnMut(u64, serde_json::Value) -> Result<()>,
 ) -> Result<u64> {
     let shards = dataset.snapshot().shards();
     let mut runs = dataset
-        .reader()
         .read_in_order(0..dataset.len(), RunBudget::default())
         .map_err(|e| root.err(e))?;
     let mut index = 0u64;

@@ -148,7 +148,7 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
     let root = root::open(args.root.name(), global, true)?;
     let snapshot = root.snapshot(args.snapshot.as_deref()).await?;
     let dataset = root.dataset(snapshot.clone());
-    let records = dataset.reader();
+    let records = dataset;
     let range = cat_range(args.start, args.end, records.len(), snapshot.id())?;
     let mut sink = match &args.raw_dir {
         Some(dir) => Sink::Dir(RawDirOut::create(dir)?),
@@ -171,7 +171,7 @@ pub(crate) async fn cat(args: CatArgs, global: &Global) -> Result<()> {
         let run = run.map_err(|e| root.err(e))?;
         let key = &snapshot.shards()[run.shard].key;
         let opened = records
-            .open_shard(run.shard)
+            .open_shard_async(run.shard)
             .await
             .map_err(|e| root.err(e))?;
         if format.as_ref().is_none_or(|(shard, _)| *shard != run.shard) {

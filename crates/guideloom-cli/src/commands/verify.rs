@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use guideloom_format::RunBudget;
-use guideloom_publish::{
-    Checksum, FooterInspector, ShardInspector, ShardRef, Snapshot, SnapshotReader,
-};
+use guideloom_publish::{Checksum, Dataset, FooterInspector, ShardInspector, ShardRef, Snapshot};
 use serde_json::json;
 
 use crate::cli::{Global, VerifyArgs};
@@ -46,7 +44,7 @@ fn problem(report: &mut Report, object: &str, what: impl Into<String>) {
 /// hashes of an ArrayRecord shard).
 async fn check_shard(
     root: &OpenRoot,
-    reader: &SnapshotReader,
+    reader: &Dataset,
     n: usize,
     shard: &ShardRef,
     deep: bool,
@@ -91,7 +89,7 @@ async fn check_shard(
             Err(e) => return problem(report, key, e.to_string()),
         }
     }
-    if let Err(e) = reader.open_shard(n).await {
+    if let Err(e) = reader.open_shard_async(n).await {
         return problem(report, key, CliError::root(&root.name, e).one_line());
     }
     if deep {
@@ -180,7 +178,7 @@ pub(crate) async fn verify(
     check_log(root, &mut report).await;
     // One reader per snapshot; each distinct shard is checked once, through the reader
     // of the first snapshot that references it.
-    let readers: Vec<SnapshotReader> = snapshots
+    let readers: Vec<Dataset> = snapshots
         .iter()
         .map(|s| root.root.reader(s.clone()))
         .collect();

@@ -129,11 +129,12 @@ pub(crate) fn table(rt: &Runtime, t: &Target, shards: &[Bytes], p: &Published) -
 
     let reader = root.reader(p.snapshot.clone());
     for s in 0..SHARDS {
-        rt.block_on(reader.get(s * RECORDS)).expect("open shard");
+        rt.block_on(reader.get_async(s * RECORDS))
+            .expect("open shard");
     }
     let mut m = Meter::start(t, &store);
     for k in 0..GETS {
-        rt.block_on(reader.get((k * 37) % (SHARDS * RECORDS)))
+        rt.block_on(reader.get_async((k * 37) % (SHARDS * RECORDS)))
             .expect("get");
     }
     let (c, http) = m.lap();

@@ -155,7 +155,7 @@ pub(crate) fn table(rt: &Runtime) -> Result<String, String> {
     let snapshot_again = rt.block_on(root.latest()).expect("latest");
     assert_eq!(snapshot_again.seq(), snapshot.seq());
     let reader = root.reader(snapshot_again);
-    let got = rt.block_on(reader.get(FRESH)).expect("fresh get");
+    let got = rt.block_on(reader.get_async(FRESH)).expect("fresh get");
     assert_eq!(got.len(), RECORD);
     let fresh_counts = store.counts();
     row(
@@ -164,7 +164,7 @@ pub(crate) fn table(rt: &Runtime) -> Result<String, String> {
         &fresh_counts,
         "≤ 4 requests, ≤ 80 KB",
     );
-    let got = rt.block_on(reader.get(WARM)).expect("warm get");
+    let got = rt.block_on(reader.get_async(WARM)).expect("warm get");
     assert_eq!(got.len(), RECORD);
     let second = store.counts();
     let opening = (second.0 - fresh_counts.0, second.1 - fresh_counts.1);
@@ -174,7 +174,7 @@ pub(crate) fn table(rt: &Runtime) -> Result<String, String> {
         &opening,
         "—",
     );
-    let got = rt.block_on(reader.get(WARM + 1)).expect("warm get");
+    let got = rt.block_on(reader.get_async(WARM + 1)).expect("warm get");
     assert_eq!(got.len(), RECORD);
     let now = store.counts();
     let warm = (now.0 - second.0, now.1 - second.1);

@@ -1,7 +1,7 @@
 //! In-order reads of a whole snapshot, the two strategies of the one snapshot reader side by
-//! side: ranged runs (`SnapshotReader::read_in_order` on a root whose staging budget is 0, so
+//! side: ranged runs (`Dataset::read_in_order` on a root whose staging budget is 0, so
 //! it never stages: one ranged read of up to 1 MiB per run, shards opened by one tail read)
-//! and whole-shard staging (`SnapshotReader::scan`: each shard fetched whole, in 64 MiB
+//! and whole-shard staging (`Dataset::scan`: each shard fetched whole, in 64 MiB
 //! chunks, into a local temporary file, then read locally), beside the ceiling of plain
 //! whole-object reads of the same shards (no shard open, no decoding). These numbers decide
 //! which one `read_in_order` (and so `Dataset::iter`) picks by itself: staging where reads are

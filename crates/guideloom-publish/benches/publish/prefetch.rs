@@ -8,7 +8,7 @@
 //!   bucket's own client, bodies buffered, [`PREFETCH`] requests in flight
 //!   (`futures::stream::buffer_unordered`) — no shard open, no decoding, no file;
 //! - `ceiling_sequential_get`: the same, one object at a time;
-//! - `scan_4_requests`: `SnapshotReader::scan` of every record, cold (a new `Root`, so a new
+//! - `scan_4_requests`: `Dataset::scan` of every record, cold (a new `Root`, so a new
 //!   stager), with `StagingOptions::parallel_requests` = [`PREFETCH`] (the default): the next
 //!   shards download while one is read;
 //! - `scan_1_request`: the same with `parallel_requests` = 1, one request at a time and no

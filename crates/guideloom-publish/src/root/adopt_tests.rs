@@ -79,7 +79,7 @@ async fn adopted_shards_are_the_references_their_writers_returned() {
         .unwrap();
     let reader = root.open_latest().await.unwrap();
     assert_eq!(reader.stream().unwrap().len(), 9);
-    let cbor = reader.document_meta(3).await.unwrap();
+    let cbor = reader.document_meta_bytes_async(3).await.unwrap();
     let meta: u8 = guideloom_format::cbor::decode_one(&cbor).unwrap();
     assert_eq!(meta, 10);
 }

@@ -1,4 +1,4 @@
-//! `SnapshotReader::get_blocking` / `get_many_blocking`, the synchronous facade's path: the
+//! `Dataset::get_blocking` / `get_many_blocking`, the synchronous facade's path: the
 //! same bytes and errors as `get` / `get_many`, and `None` whenever the read needs the
 //! executor (a shard not yet open, a store whose readers are not local).
 #![allow(clippy::cast_possible_truncation)] // test indices are small
@@ -55,7 +55,7 @@ async fn local_reads_answer_on_the_calling_thread_once_open_with_the_async_bytes
         // Not open yet: the executor's path opens it.
         assert!(reader.get_blocking(0).is_none(), "{reads:?}");
         assert!(reader.get_many_blocking(&[0, 8]).is_none(), "{reads:?}");
-        assert_eq!(reader.get(0).await.unwrap(), expected[0]);
+        assert_eq!(reader.get_async(0).await.unwrap(), expected[0]);
         // Shard 0 open, shard 1 not: a batch touching both waits for the executor.
         assert!(reader.get_many_blocking(&[1, 8]).is_none(), "{reads:?}");
         for i in 0..21 {
@@ -70,7 +70,7 @@ async fn local_reads_answer_on_the_calling_thread_once_open_with_the_async_bytes
             } else {
                 assert!(sync.is_none(), "{reads:?} {i}: shard not open");
             }
-            assert_eq!(reader.get(i).await.unwrap(), expected[i as usize]);
+            assert_eq!(reader.get_async(i).await.unwrap(), expected[i as usize]);
         }
         // Every shard open: batches too, in the order asked, repeats included.
         let asked = [20, 0, 13, 0, 6, 7];
@@ -80,7 +80,7 @@ async fn local_reads_answer_on_the_calling_thread_once_open_with_the_async_bytes
             .map(|&i| expected[i as usize].clone())
             .collect();
         assert_eq!(got, want, "{reads:?}");
-        assert_eq!(reader.get_many(&asked).await.unwrap(), want);
+        assert_eq!(reader.get_many_async(&asked).await.unwrap(), want);
         // Past the end: the same typed error as the async path, before any read.
         for result in [
             reader.get_blocking(21).unwrap().map(|_| ()),
@@ -102,7 +102,7 @@ async fn a_damaged_record_is_the_same_typed_error_on_both_paths() {
     let reader = root.open_latest().await.unwrap();
     let key = reader.snapshot().shards()[1].key.clone();
     // Open shard 1, then flip a byte of its record 2 (CRC checked on read by default).
-    assert_eq!(reader.get(7).await.unwrap(), expected[7]);
+    assert_eq!(reader.get_async(7).await.unwrap(), expected[7]);
     let path = dir.path().join(&key);
     let mut bytes = std::fs::read(&path).unwrap();
     let at = bytes
@@ -113,7 +113,7 @@ async fn a_damaged_record_is_the_same_typed_error_on_both_paths() {
     std::fs::write(&path, &bytes).unwrap();
     assert!(ReadOptions::default().verifies_records());
     let sync = reader.get_blocking(9).unwrap().unwrap_err();
-    let r#async = reader.get(9).await.unwrap_err();
+    let r#async = reader.get_async(9).await.unwrap_err();
     for err in [&sync, &r#async] {
         assert!(
             matches!(err, Error::Shard { key: k, .. } if *k == key),
@@ -131,7 +131,7 @@ async fn a_memory_root_always_takes_the_executors_path() {
     let root = Root::new(Arc::clone(&store), RootOptions::default());
     let expected = publish_three(&root).await;
     let reader = root.open_latest().await.unwrap();
-    assert_eq!(reader.get(0).await.unwrap(), expected[0]);
+    assert_eq!(reader.get_async(0).await.unwrap(), expected[0]);
     assert!(reader.get_blocking(0).is_none());
     assert!(reader.get_many_blocking(&[0, 1]).is_none());
 }

@@ -11,7 +11,7 @@
 //! | [`latest`](Root::latest), [`snapshot`](Root::snapshot), [`snapshots`](Root::snapshots), [`audit_log`](Root::audit_log) | `snapshot_log`: the log and its pointers |
 //! | [`write_shard`](Root::write_shard), [`try_write_shard`](Root::try_write_shard), [`upload_shard`](Root::upload_shard) | `shards`: writing and checking shards |
 //! | [`catalog`](Root::catalog), [`publish_annotations`](Root::publish_annotations), [`annotations`](Root::annotations) | `annotations`: values and the CAS catalog |
-//! | [`reader`](Root::reader), [`reader_with`](Root::reader_with), [`open_latest`](Root::open_latest) | [`SnapshotReader`] (this module's `reader`) |
+//! | [`reader`](Root::reader), [`reader_with`](Root::reader_with), [`open_latest`](Root::open_latest) | [`Dataset`] (this module's `reader`) |
 //!
 //! A root is built from a store on this side: [`Root::open`] resolves a URI through the
 //! [global registry](Registry::global) (the one place a root calls the registry), and
@@ -49,7 +49,7 @@ mod stream_write;
 #[cfg(test)]
 mod tests;
 
-pub use reader::{InOrder, RecordRun, SnapshotReader};
+pub use reader::{Dataset, DatasetOptions, InOrder, RecordRun, Records, resolve_root};
 
 /// Default [`RootOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
 pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
@@ -508,7 +508,7 @@ impl Root {
     /// annotates another snapshot is refused with
     /// [`Error::AnnotationSnapshotMismatch`](crate::Error::AnnotationSnapshotMismatch)
     /// unless `allow_other_snapshot`; even then its value count must equal `snapshot`'s
-    /// record count. A reader caches opened sets ([`SnapshotReader::annotations`]).
+    /// record count. A reader caches opened sets ([`Dataset::annotations`]).
     pub async fn annotations(
         &self,
         set: &str,
@@ -529,18 +529,18 @@ impl Root {
     }
 
     /// A reader of `snapshot`'s records (no request until the first read).
-    pub fn reader(&self, snapshot: Snapshot) -> SnapshotReader {
+    pub fn reader(&self, snapshot: Snapshot) -> Dataset {
         self.reader_with(snapshot, ReadOptions::default())
     }
 
     /// A reader of `snapshot`'s records with shard read `options` (record CRC
     /// verification, speculative tail); no request until the first read.
-    pub fn reader_with(&self, snapshot: Snapshot, options: ReadOptions) -> SnapshotReader {
-        SnapshotReader::new(self.clone(), snapshot, options)
+    pub fn reader_with(&self, snapshot: Snapshot, options: ReadOptions) -> Dataset {
+        Dataset::new(self.clone(), snapshot, options)
     }
 
     /// Opens the latest snapshot ([`latest`](Self::latest)) for reading.
-    pub async fn open_latest(&self) -> Result<SnapshotReader> {
+    pub async fn open_latest(&self) -> Result<Dataset> {
         Ok(self.reader(self.latest().await?))
     }
 }

@@ -19,8 +19,8 @@ use tokio::sync::Notify;
 
 use crate::store::{CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, StoreCapabilities};
 use crate::{
-    Error, PublicationOptions, PublishMode, PublishRequest, Registry, Result, Root, RootOptions,
-    RootStore, SnapshotReader, StagingOptions, StoreOptions,
+    Dataset, Error, PublicationOptions, PublishMode, PublishRequest, Registry, Result, Root,
+    RootOptions, RootStore, StagingOptions, StoreOptions,
 };
 
 /// When a ranged read of `key` may proceed: once a ranged read of `after_key` starting at
@@ -186,11 +186,7 @@ fn record(i: u64) -> Vec<u8> {
 
 /// Publishes shards of `sizes[k]` records (numbered on across shards) through `store`'s
 /// memory root; returns a root on `store` with `staging` and its reader.
-async fn setup(
-    store: Arc<Gated>,
-    sizes: &[u64],
-    staging: StagingOptions,
-) -> (Root, SnapshotReader) {
+async fn setup(store: Arc<Gated>, sizes: &[u64], staging: StagingOptions) -> (Root, Dataset) {
     let writer = Root::new(Arc::clone(&store.inner), RootOptions::default());
     let mut shards = Vec::new();
     let mut next = 0;
@@ -230,7 +226,7 @@ fn staging(dir: &tempfile::TempDir, parallel_requests: usize) -> StagingOptions 
 }
 
 /// Every record of `range` by a scan, or the records before the first error and the error.
-async fn scan_all(reader: &SnapshotReader, range: Range<u64>) -> (Vec<Bytes>, Option<Error>) {
+async fn scan_all(reader: &Dataset, range: Range<u64>) -> (Vec<Bytes>, Option<Error>) {
     let mut scan = reader.scan(range).unwrap();
     let mut got = Vec::new();
     loop {
@@ -439,7 +435,7 @@ async fn a_read_that_needs_room_cancels_a_prefetch_instead_of_failing() {
     assert_eq!(rest, expected(20..80));
 }
 
-fn shards_size(reader: &SnapshotReader, shards: Range<usize>) -> u64 {
+fn shards_size(reader: &Dataset, shards: Range<usize>) -> u64 {
     reader.snapshot().shards()[shards]
         .iter()
         .map(|s| s.size)

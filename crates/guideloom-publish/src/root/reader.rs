@@ -1,6 +1,6 @@
 //! The one reader of a published snapshot: every record read of the workspace (the
-//! facade's `Dataset`/`AsyncDataset`, the CLI's `get`, `cat`, `verify`, `bench`, the loader
-//! and the benchmarks) goes through [`SnapshotReader`].
+//! facade's `Dataset` (this type, re-exported), the CLI's `get`, `cat`, `verify`, `bench`, the loader
+//! and the benchmarks) goes through [`Dataset`].
 //!
 //! - Shards are opened lazily, once each, with one tail read (guideloom-format's
 //!   [`AsyncShard`](guideloom_format::AsyncShard), or guideloom-arrayrecord's reader), their
@@ -9,23 +9,23 @@
 //!   any of its records is served. On a remote root the opened object's version (its entity
 //!   tag) is pinned, so a replacement after the open fails the next read the same way
 //!   (guideloom-io's `If-Match`).
-//! - On a remote root, the first [`get`](SnapshotReader::get) of a native shard whose index
+//! - On a remote root, the first [`get`](Dataset::get) of a native shard whose index
 //!   is larger than the 64 KiB tail is a point read instead (guideloom-format's
 //!   [`ShardProbe`](guideloom_format::ShardProbe): footer, metadata and the record's index
 //!   entries, then the record), and the shard is opened whole at its next read (`probe.rs`).
-//! - Record `i` ([`get`](SnapshotReader::get)) is one ranged read; a batch
-//!   ([`get_many`](SnapshotReader::get_many)) one coalescing read per shard touched, shards
+//! - Record `i` ([`get`](Dataset::get)) is one ranged read; a batch
+//!   ([`get_many`](Dataset::get_many)) one coalescing read per shard touched, shards
 //!   read concurrently; where a record lives is the format crate's [`ShardTable`].
-//! - In-order reads ([`read_in_order`](SnapshotReader::read_in_order),
-//!   [`get_range`](SnapshotReader::get_range)) are split by [`ShardTable::runs`] and
+//! - In-order reads ([`read_in_order`](Dataset::read_in_order),
+//!   [`get_range`](Dataset::get_range)) are split by [`ShardTable::runs`] and
 //!   [`plan_runs`](guideloom_format::plan_runs) into reads of at most one [`RunBudget`] each.
-//! - Annotation sets are opened once per reader ([`annotations`](SnapshotReader::annotations)).
+//! - Annotation sets are opened once per reader ([`annotations`](Dataset::annotations)).
 //! - Whole-shard staging is the other in-order strategy: each shard fetched whole into a
-//!   local file, then read locally. [`read_in_order`](SnapshotReader::read_in_order) uses it
+//!   local file, then read locally. [`read_in_order`](Dataset::read_in_order) uses it
 //!   by itself where it is cheaper — on stores whose reads are network requests, for a piece
 //!   of at least half a shard (measured: 4 requests instead of 40 and 2.4 × the throughput
 //!   on moto; 8 × slower on a local root, where it is never used) — and
-//!   [`scan`](SnapshotReader::scan) asks for it explicitly. Both fetch the next shards they
+//!   [`scan`](Dataset::scan) asks for it explicitly. Both fetch the next shards they
 //!   will stage while reading the current one, with up to
 //!   [`StagingOptions::parallel_requests`](crate::StagingOptions::parallel_requests) ranged
 //!   requests in flight (see [`Stager`](crate::Stager)).
@@ -58,10 +58,22 @@ use crate::staging::{Prefetcher, Scan, StagedShard};
 use crate::stream::StreamState;
 
 mod probe;
+mod sync;
 
-/// Random access to the records of one snapshot.
+pub use sync::{DatasetOptions, Records, resolve_root};
+pub(crate) use sync::{block_on, decode_cbor};
+
+/// One snapshot of a dataset root, read by record index, by range, in order, as tokens, with
+/// its annotations: every read has a synchronous form (`get`) and an async twin
+/// (`get_async`). Cheap to clone (clones share opened shards and annotation sets).
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    inner: Arc<Shared>,
+}
+
+/// The state clones of a [`Dataset`] share.
 #[derive(Debug)]
-pub struct SnapshotReader {
+struct Shared {
     root: Root,
     snapshot: Snapshot,
     /// Where each record lives: the shards' cumulative record counts.
@@ -77,7 +89,7 @@ pub struct SnapshotReader {
     stream: StreamState,
 }
 
-impl SnapshotReader {
+impl Dataset {
     /// A reader of `snapshot` of `root` with shard read `options`: no request until the
     /// first read ([`Root::reader_with`]).
     pub(super) fn new(root: Root, snapshot: Snapshot, options: ReadOptions) -> Self {
@@ -91,30 +103,32 @@ impl SnapshotReader {
             .map(|_| AtomicBool::new(false))
             .collect();
         let stream = StreamState::new(&snapshot);
-        SnapshotReader {
-            root,
-            snapshot,
-            table,
-            shards,
-            probed,
-            options,
-            annotations: Mutex::default(),
-            stream,
+        Dataset {
+            inner: Arc::new(Shared {
+                root,
+                snapshot,
+                table,
+                shards,
+                probed,
+                options,
+                annotations: Mutex::default(),
+                stream,
+            }),
         }
     }
 
     pub(crate) fn stream_state(&self) -> &StreamState {
-        &self.stream
+        &self.inner.stream
     }
 
     /// The snapshot read.
     pub fn snapshot(&self) -> &Snapshot {
-        &self.snapshot
+        &self.inner.snapshot
     }
 
     /// Number of records.
     pub fn len(&self) -> u64 {
-        self.snapshot.total_records()
+        self.inner.snapshot.total_records()
     }
 
     /// Whether the snapshot has no records.
@@ -128,7 +142,7 @@ impl SnapshotReader {
         Error::OutOfRange {
             index,
             len: self.len(),
-            what: format!("snapshot {}", self.snapshot.id()),
+            what: format!("snapshot {}", self.inner.snapshot.id()),
         }
     }
 
@@ -136,6 +150,7 @@ impl SnapshotReader {
     #[inline]
     pub(super) fn locate(&self, index: u64) -> Result<(usize, u64)> {
         let located = self
+            .inner
             .table
             .locate(index)
             .ok_or_else(|| self.out_of_range(index))?;
@@ -145,7 +160,7 @@ impl SnapshotReader {
     async fn shard(&self, i: usize) -> Result<&OpenedShard> {
         // The common case, an open shard, without building the opening future: it holds the
         // open and tail-read futures (hundreds of bytes, copied on every call) and a span.
-        if let Some(shard) = self.shards[i].get() {
+        if let Some(shard) = self.inner.shards[i].get() {
             return Ok(shard);
         }
         Box::pin(self.open_shard_once(i)).await
@@ -153,15 +168,16 @@ impl SnapshotReader {
 
     /// Opens shard `i` once (concurrent callers share the open), under an `open_shard` span.
     async fn open_shard_once(&self, i: usize) -> Result<&OpenedShard> {
-        let reference: &ShardRef = &self.snapshot.shards()[i];
-        self.shards[i]
+        let reference: &ShardRef = &self.inner.snapshot.shards()[i];
+        self.inner.shards[i]
             .get_or_try_init(|| async {
                 let reader = self
+                    .inner
                     .root
                     .store()
                     .open_reader(&reference.key, reference.size)
                     .await?;
-                open_checked(reader, reference, &self.options).await
+                open_checked(reader, reference, &self.inner.options).await
             })
             .instrument(info_span!("open_shard", key = %reference.key))
             .await
@@ -173,13 +189,15 @@ impl SnapshotReader {
     /// and metadata, and checks the record's CRC32C whatever the read options say
     /// (guideloom-format's [`ShardProbe`](guideloom_format::ShardProbe)); the shard's next
     /// read opens it whole.
-    pub async fn get(&self, index: u64) -> Result<Bytes> {
+    pub async fn get_async(&self, index: u64) -> Result<Bytes> {
         let (i, local) = self.locate(index)?;
-        if self.shards[i].get().is_none() && self.probes(i) {
+        if self.inner.shards[i].get().is_none() && self.probes(i) {
             return Box::pin(self.probe_read(i, local)).await;
         }
         let shard = self.shard(i).await?;
-        shard.read(&self.snapshot.shards()[i].key, local).await
+        shard
+            .read(&self.inner.snapshot.shards()[i].key, local)
+            .await
     }
 
     /// [`get`](Self::get) on the calling thread, for a caller that may block it (a
@@ -189,21 +207,21 @@ impl SnapshotReader {
     /// then await `get`. No future, no runtime: the per-call cost of a local read is the
     /// look-up and the read.
     #[inline]
-    pub fn get_blocking(&self, index: u64) -> Option<Result<Bytes>> {
+    pub(crate) fn get_blocking(&self, index: u64) -> Option<Result<Bytes>> {
         let (i, local) = match self.locate(index) {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
-        self.shards[i]
+        self.inner.shards[i]
             .get()?
-            .read_blocking(&self.snapshot.shards()[i].key, local)
+            .read_blocking(&self.inner.snapshot.shards()[i].key, local)
     }
 
     /// [`get_many`](Self::get_many) on the calling thread, as
     /// [`get_blocking`](Self::get_blocking): `Some` only when every shard touched is open
     /// and reads without the executor (one batched read per shard, one after another).
-    pub fn get_many_blocking(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
-        let groups = match self.table.group(indices) {
+    pub(crate) fn get_many_blocking(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
+        let groups = match self.inner.table.group(indices) {
             Ok(groups) => groups,
             Err(index) => return Some(Err(self.out_of_range(index))),
         };
@@ -213,14 +231,14 @@ impl SnapshotReader {
         let mut shards: Vec<&OpenedShard> = Vec::with_capacity(groups.len());
         for group in &groups {
             shards.push(
-                self.shards[group.shard]
+                self.inner.shards[group.shard]
                     .get()
                     .filter(|s| s.native().is_some())?,
             );
         }
         let mut out = vec![Bytes::new(); indices.len()];
         for (group, shard) in groups.iter().zip(shards) {
-            let key = &self.snapshot.shards()[group.shard].key;
+            let key = &self.inner.snapshot.shards()[group.shard].key;
             let got = match shard.read_many_blocking(key, &group.locals)? {
                 Ok(got) => got,
                 Err(e) => return Some(Err(e)),
@@ -235,14 +253,15 @@ impl SnapshotReader {
     /// The payloads of many records, in the order given, repeats included: one batched
     /// (coalescing) read per shard touched, shards read concurrently. An index past the end
     /// is [`Error::OutOfRange`] before any read.
-    pub async fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+    pub async fn get_many_async(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
         let groups = self
+            .inner
             .table
             .group(indices)
             .map_err(|index| self.out_of_range(index))?;
         let reads = groups.iter().map(|group| async move {
             let shard = self.shard(group.shard).await?;
-            let key = &self.snapshot.shards()[group.shard].key;
+            let key = &self.inner.snapshot.shards()[group.shard].key;
             shard.read_many(key, &group.locals).await
         });
         let results = futures::future::try_join_all(reads).await?;
@@ -257,7 +276,7 @@ impl SnapshotReader {
 
     /// The payloads of records `range`, in order (see [`read_in_order`](Self::read_in_order)
     /// for the reads made). A range reaching past the end is [`Error::OutOfRange`].
-    pub async fn get_range(&self, range: Range<u64>) -> Result<Vec<Bytes>> {
+    pub async fn get_range_async(&self, range: Range<u64>) -> Result<Vec<Bytes>> {
         let mut out =
             Vec::with_capacity(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0));
         let mut runs = self.read_in_order(range, RunBudget::default())?;
@@ -319,7 +338,7 @@ impl SnapshotReader {
         }
         Ok(InOrder {
             reader: self,
-            pieces: self.table.runs(range),
+            pieces: self.inner.table.runs(range),
             piece: None,
             staged: None,
             prefetcher: Prefetcher::default(),
@@ -335,10 +354,10 @@ impl SnapshotReader {
     /// 2.4 × the throughput of 1 MiB ranged runs; on a local root staging only adds a copy
     /// (about 8 × slower), so local, mounted and memory roots always read ranged runs.
     fn stages(&self, piece: &Run) -> bool {
-        let reference = &self.snapshot.shards()[piece.shard];
-        self.root.store().capabilities().remote_reads
-            && piece.count.saturating_mul(2) >= self.table.shard_len(piece.shard)
-            && reference.size <= self.root.stager().options().budget_bytes
+        let reference = &self.inner.snapshot.shards()[piece.shard];
+        self.inner.root.store().capabilities().remote_reads
+            && piece.count.saturating_mul(2) >= self.inner.table.shard_len(piece.shard)
+            && reference.size <= self.inner.root.stager().options().budget_bytes
     }
 }
 
@@ -353,16 +372,16 @@ pub struct RecordRun {
     pub records: Vec<Bytes>,
 }
 
-/// An in-order read of a range of a snapshot ([`SnapshotReader::read_in_order`]). After an
+/// An in-order read of a range of a snapshot ([`Dataset::read_in_order`]). After an
 /// error it ends.
 #[derive(Debug)]
 pub struct InOrder<'r> {
-    reader: &'r SnapshotReader,
+    reader: &'r Dataset,
     pieces: Runs<'r>,
     /// The shard piece being read: its remaining local records.
     piece: Option<Run>,
     /// The staged copy of the piece's shard, when the piece is read from one
-    /// ([`SnapshotReader::stages`]), held so it is not evicted mid-piece.
+    /// ([`Dataset::stages`]), held so it is not evicted mid-piece.
     staged: Option<(usize, Arc<StagedShard>)>,
     /// Downloads of the next shards the read will stage, started while it reads this one.
     prefetcher: Prefetcher,
@@ -397,11 +416,14 @@ impl InOrder<'_> {
                 .clone()
                 .filter(|p| reader.stages(p))
                 .map(|p| p.shard);
-            self.prefetcher
-                .top_up(reader.root.stager(), reader.snapshot.shards(), upcoming);
+            self.prefetcher.top_up(
+                reader.inner.root.stager(),
+                reader.inner.snapshot.shards(),
+                upcoming,
+            );
         }
         if self.staged.is_none() && reader.stages(&piece) {
-            let reference = &reader.snapshot.shards()[piece.shard];
+            let reference = &reader.inner.snapshot.shards()[piece.shard];
             let upcoming = self
                 .pieces
                 .clone()
@@ -410,8 +432,8 @@ impl InOrder<'_> {
             let staged = self
                 .prefetcher
                 .stage(
-                    reader.root.stager(),
-                    reader.snapshot.shards(),
+                    reader.inner.root.stager(),
+                    reader.inner.snapshot.shards(),
                     piece.shard,
                     upcoming,
                 )
@@ -437,7 +459,7 @@ impl InOrder<'_> {
             None => reader.shard(piece.shard).await?,
         };
         let run = shard.next_run(piece, self.budget);
-        let key = &reader.snapshot.shards()[piece.shard].key;
+        let key = &reader.inner.snapshot.shards()[piece.shard].key;
         let records = shard.read_run(key, run.first, run.count).await?;
         self.piece = Some(Run {
             shard: piece.shard,
@@ -446,13 +468,13 @@ impl InOrder<'_> {
         });
         Ok(RecordRun {
             shard: piece.shard,
-            first: reader.table.global(&run).start,
+            first: reader.inner.table.global(&run).start,
             records,
         })
     }
 }
 
-impl SnapshotReader {
+impl Dataset {
     /// An in-order scan of records `range` through whole-shard staging: each shard the range
     /// touches is fetched whole (one ranged request per 64 MiB chunk) into an unnamed local
     /// file under the root's [`StagingOptions`](crate::StagingOptions) budget
@@ -495,69 +517,71 @@ impl SnapshotReader {
         if range.start > range.end || range.end > self.len() {
             return Err(Error::invalid(format!(
                 "scan range {range:?} out of bounds for snapshot {} of {} records",
-                self.snapshot.id(),
+                self.inner.snapshot.id(),
                 self.len()
             )));
         }
         Ok(Scan::new(
-            self.root.stager(),
-            self.snapshot.shards(),
-            &self.table,
+            self.inner.root.stager(),
+            self.inner.snapshot.shards(),
+            &self.inner.table,
             range,
         ))
     }
 }
 
-impl SnapshotReader {
+impl Dataset {
     /// The root read.
     pub fn root(&self) -> &Root {
-        &self.root
+        &self.inner.root
     }
 
     /// The shard read options in use.
     pub fn read_options(&self) -> &ReadOptions {
-        &self.options
+        &self.inner.options
     }
 
     /// Where each record lives: the shards' cumulative record counts
     /// ([`ShardTable::starts`] is `[0, n0, n0 + n1, ..., len()]`).
     pub fn table(&self) -> &ShardTable {
-        &self.table
+        &self.inner.table
     }
 
     /// Shard number `i` of the snapshot, opened (once: one tail read, its size and record
     /// count checked against the manifest), in its format ([`OpenedShard::native`] gives a
     /// native shard's metadata and index, [`OpenedShard::array_record`] an ArrayRecord
     /// file's layout). An `i` past the last shard is [`Error::InvalidArgument`].
-    pub async fn open_shard(&self, i: usize) -> Result<&OpenedShard> {
-        if i >= self.shards.len() {
+    pub async fn open_shard_async(&self, i: usize) -> Result<&OpenedShard> {
+        if i >= self.inner.shards.len() {
             return Err(Error::invalid(format!(
                 "shard {i} out of range for snapshot {} of {} shards",
-                self.snapshot.id(),
-                self.shards.len()
+                self.inner.snapshot.id(),
+                self.inner.shards.len()
             )));
         }
         self.shard(i).await
     }
 }
 
-impl SnapshotReader {
+impl Dataset {
     /// Annotation set `set` (its latest version in the catalog when first asked for) for
     /// this snapshot, downloaded and verified once per reader: later calls, and
     /// [`annotation`](Self::annotation) in a loop over records, cost no request. A version
     /// published after the first call is seen by a new reader (the same way a reader keeps
     /// reading its snapshot). Errors are those of [`Root::annotations`] and are not cached.
-    pub async fn annotations(&self, set: &str) -> Result<Arc<AnnotationSet>> {
+    pub async fn annotations_async(&self, set: &str) -> Result<Arc<AnnotationSet>> {
         let cell = {
             let mut sets = self
+                .inner
                 .annotations
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             Arc::clone(sets.entry(set.to_owned()).or_default())
         };
         cell.get_or_try_init(|| async {
-            self.root
-                .annotations(set, None, &self.snapshot, false)
+            self.inner
+                .root
+                .annotations(set, None, &self.inner.snapshot, false)
                 .await
                 .map(Arc::new)
         })
@@ -568,8 +592,8 @@ impl SnapshotReader {
 
     /// The value of annotation set `set` for record `index`, decoded as `T` (the set is
     /// opened once, see [`annotations`](Self::annotations)).
-    pub async fn annotation<T: DeserializeOwned>(&self, set: &str, index: u64) -> Result<T> {
-        self.annotations(set).await?.get(index)
+    pub async fn annotation_async<T: DeserializeOwned>(&self, set: &str, index: u64) -> Result<T> {
+        self.annotations_async(set).await?.get(index)
     }
 }
 
@@ -621,18 +645,24 @@ mod tests {
         let reader = root.reader(snapshot);
         let before = counting.counts();
         for i in 0..40u64 {
-            assert_eq!(reader.annotation::<u64>("scores", i).await.unwrap(), i * 7);
+            assert_eq!(
+                reader.annotation_async::<u64>("scores", i).await.unwrap(),
+                i * 7
+            );
         }
         let spent = counting.counts() - before;
         assert_eq!(spent.requests(), 2, "catalog + values once: {spent:?}");
-        assert_eq!(reader.annotations("scores").await.unwrap().len(), 40);
+        assert_eq!(reader.annotations_async("scores").await.unwrap().len(), 40);
         // A missing set is an error each time (not cached as absent)...
         assert!(matches!(
-            reader.annotations("nope").await,
+            reader.annotations_async("nope").await,
             Err(crate::Error::NotFound { .. })
         ));
         // ...and an index past the end is refused by name.
-        let err = reader.annotation::<u64>("scores", 40).await.unwrap_err();
+        let err = reader
+            .annotation_async::<u64>("scores", 40)
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("out of range"), "{err}");
     }
 }

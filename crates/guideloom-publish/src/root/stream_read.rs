@@ -1,18 +1,124 @@
-//! The token reads of a [`SnapshotReader`]: element slices across document and shard
+//! The token reads of a [`Dataset`]: element slices across document and shard
 //! boundaries, a document's element range, and document metadata from the companions.
 
 use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 use guideloom_format::spec::HEADER_LEN;
-use guideloom_format::{AsyncShard, Expected};
+use guideloom_format::{AsyncShard, Element, Elements, Expected};
+use serde::de::DeserializeOwned;
 
-use super::SnapshotReader;
+use super::Dataset;
+use super::reader::{block_on, decode_cbor};
 use crate::error::{Error, Result};
 use crate::manifest::Checksum;
 use crate::stream::StreamLayout;
 
-impl SnapshotReader {
+/// Typed token reads, sync and async.
+impl Dataset {
+    /// The stream layout ([`stream`](Self::stream)), checked to hold elements `E`
+    /// ([`Error::ElementMismatch`]).
+    pub fn stream_of<E: Element>(&self) -> Result<&StreamLayout> {
+        let layout = self.stream()?;
+        if layout.element() != E::NAME {
+            return Err(Error::ElementMismatch {
+                stream: layout.element().to_owned(),
+                requested: E::NAME,
+            });
+        }
+        Ok(layout)
+    }
+
+    /// The stream's element type name (`"u16"`, ...), from the manifest;
+    /// [`Error::NotAStream`] unless every shard is a stream shard of one element type.
+    pub fn stream_element(&self) -> Result<&str> {
+        Ok(self.stream()?.element())
+    }
+
+    /// Tokens in the stream (all documents), from the manifest: no request.
+    pub fn num_tokens(&self) -> Result<u64> {
+        Ok(self.stream()?.len())
+    }
+
+    /// The tokens of document `index` (the dataset's record `index`): one ranged read.
+    /// [`Error::ElementMismatch`] when the stream does not hold `E`s.
+    pub fn document<E: Element>(&self, index: u64) -> Result<Elements<E>> {
+        self.stream_of::<E>()?;
+        Ok(Elements::from_le_bytes(self.get(index)?))
+    }
+
+    /// The async twin of [`document`](Self::document).
+    pub async fn document_async<E: Element>(&self, index: u64) -> Result<Elements<E>> {
+        self.stream_of::<E>()?;
+        Ok(Elements::from_le_bytes(self.get_async(index).await?))
+    }
+
+    /// The token range document `index` covers in the stream. See
+    /// [`document_range_async`](Self::document_range_async).
+    pub fn document_range(&self, index: u64) -> Result<Range<u64>> {
+        block_on(self.document_range_async(index))?
+    }
+
+    /// The metadata of document `index`, decoded from CBOR into `M`: one ranged read of its
+    /// companion shard ([`document_meta_bytes_async`](Self::document_meta_bytes_async)).
+    pub fn document_meta<M: DeserializeOwned>(&self, index: u64) -> Result<M> {
+        block_on(self.document_meta_async(index))?
+    }
+
+    /// The async twin of [`document_meta`](Self::document_meta).
+    pub async fn document_meta_async<M: DeserializeOwned>(&self, index: u64) -> Result<M> {
+        decode_cbor(index, &self.document_meta_bytes_async(index).await?)
+    }
+
+    /// Tokens `range` of the stream, across document and shard boundaries: one ranged read
+    /// per shard touched, shards read concurrently (with record CRCs verified, widened to
+    /// the whole documents touched). [`Error::TokensOutOfRange`] past the end,
+    /// [`Error::ElementMismatch`] for another element type.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_publish::{PublicationOptions, PublishMode, PublishRequest, Root};
+    ///
+    /// let root = Root::open("memory://dataset-tokens-doc", &Default::default(), Default::default())?;
+    /// let first: [&[u32]; 2] = [&[1, 2, 3], &[4]];
+    /// let second: [&[u32]; 1] = [&[5, 6]];
+    /// let shards = vec![
+    ///     root.write_stream_shard("w", 0, first).await?,
+    ///     root.write_stream_shard("w", 1, second).await?,
+    /// ];
+    /// let request = PublishRequest { dataset_id: "t".into(), snapshot_id: "v1".into(), shards, mode: PublishMode::Full };
+    /// root.publish(&request, &PublicationOptions::default()).await?;
+    /// let ds = root.open_latest().await?;
+    /// assert_eq!((ds.len(), ds.num_tokens()?), (3, 6)); // 3 documents, 6 tokens
+    /// assert_eq!(&*ds.document_async::<u32>(1).await?, &[4]);
+    /// assert_eq!(&*ds.tokens_async::<u32>(2..6).await?, &[3, 4, 5, 6]); // across documents and shards
+    /// let wrong = ds.tokens_async::<u16>(0..1).await;
+    /// assert!(matches!(wrong, Err(guideloom_publish::Error::ElementMismatch { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn tokens<E: Element>(&self, range: Range<u64>) -> Result<Elements<E>> {
+        block_on(self.tokens_async(range))?
+    }
+
+    /// The async twin of [`tokens`](Self::tokens).
+    pub async fn tokens_async<E: Element>(&self, range: Range<u64>) -> Result<Elements<E>> {
+        let layout = self.stream_of::<E>()?;
+        if range.start > range.end || range.end > layout.len() {
+            return Err(Error::TokensOutOfRange {
+                start: range.start,
+                end: range.end,
+                len: layout.len(),
+            });
+        }
+        Ok(Elements::from_le_bytes(
+            self.read_elements_async(range).await?,
+        ))
+    }
+}
+
+/// Raw token reads.
+impl Dataset {
     /// The token layout of the snapshot (element type, where every element lives), from
     /// the manifest: no request. [`Error::NotAStream`] unless every shard is a stream shard
     /// ([`Root::write_stream_shard`](crate::Root::write_stream_shard)) of one element type.
@@ -32,7 +138,7 @@ impl SnapshotReader {
     /// CRCs verified (the default [`ReadOptions`](guideloom_format::ReadOptions)) each read
     /// is widened to the whole documents it touches, which are checked. A range past the end
     /// is [`Error::InvalidArgument`]; damaged bytes [`Error::Shard`].
-    pub async fn read_elements(&self, range: Range<u64>) -> Result<Bytes> {
+    pub async fn read_elements_async(&self, range: Range<u64>) -> Result<Bytes> {
         let layout = self.stream()?;
         if range.start > range.end || range.end > layout.len() {
             return Err(Error::invalid(format!(
@@ -61,16 +167,16 @@ impl SnapshotReader {
         Ok(out.freeze())
     }
 
-    /// [`read_elements`](Self::read_elements) of many ranges (a batch of token windows),
+    /// [`read_elements_async`](Self::read_elements_async) of many ranges (a batch of token windows),
     /// all read concurrently; results in the order asked.
-    pub async fn read_elements_many(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let reads = ranges.iter().map(|r| self.read_elements(r.clone()));
+    pub async fn read_elements_many_async(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let reads = ranges.iter().map(|r| self.read_elements_async(r.clone()));
         futures::future::try_join_all(reads).await
     }
 
     /// The element range of document `index` in the stream (the first call for a shard
     /// opens it: one tail read). A document past the end is [`Error::OutOfRange`].
-    pub async fn document_range(&self, index: u64) -> Result<Range<u64>> {
+    pub async fn document_range_async(&self, index: u64) -> Result<Range<u64>> {
         let layout = self.stream()?;
         let (i, local) = self.locate(index)?;
         let shard = self.native(i).await?;
@@ -88,7 +194,7 @@ impl SnapshotReader {
     /// one CBOR item (one ranged read of the companion shard, opened once with one tail
     /// read, its size, kind and record count checked). A shard written without metadata is
     /// [`Error::InvalidArgument`] naming it.
-    pub async fn document_meta(&self, index: u64) -> Result<Bytes> {
+    pub async fn document_meta_bytes_async(&self, index: u64) -> Result<Bytes> {
         let (i, local) = self.locate(index)?;
         let companion = self.companion(i).await?;
         let key = companion.name().to_owned();
@@ -100,7 +206,7 @@ impl SnapshotReader {
 
     /// Shard `i`, which a validated stream reference says is native.
     async fn native(&self, i: usize) -> Result<&AsyncShard> {
-        let opened = self.open_shard(i).await?;
+        let opened = self.open_shard_async(i).await?;
         opened.native().ok_or_else(|| {
             Error::invalid(format!(
                 "shard {:?} is not a native shard",

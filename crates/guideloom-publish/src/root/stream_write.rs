@@ -33,8 +33,8 @@ impl Root {
     /// CRC32C), streamed as [`write_shard`](Self::write_shard) streams (memory: one document
     /// and the index). The reference's [`stream`](ShardRef::stream) records the element
     /// type and count, so a snapshot of stream shards is a token stream its readers slice
-    /// without opening shards first ([`SnapshotReader::stream`](crate::SnapshotReader::stream)).
-    /// Its records are the documents: [`SnapshotReader::get`](crate::SnapshotReader::get)
+    /// without opening shards first ([`Dataset::stream`](crate::Dataset::stream)).
+    /// Its records are the documents: [`Dataset::get`](crate::Dataset::get)
     /// of document `i` returns its bytes.
     ///
     /// ```
@@ -97,7 +97,7 @@ impl Root {
     /// that does not encode stops the write ([`Error::InvalidArgument`] naming the
     /// document), nothing published under either key.
     ///
-    /// Read back with [`SnapshotReader::document_meta`](crate::SnapshotReader::document_meta).
+    /// Read back with [`Dataset::document_meta`](crate::Dataset::document_meta).
     pub async fn write_stream_shard_with_meta<E, M, I, D>(
         &self,
         work_id: &str,

@@ -444,7 +444,10 @@ async fn a_shard_whose_index_outgrows_the_default_tail_opens_with_one_read() {
     let snapshot = root.latest().await.unwrap();
     let reader = root.reader(snapshot);
     let before = counting.counts();
-    assert_eq!(&reader.get(4321).await.unwrap()[..], &[(4321 % 251) as u8]);
+    assert_eq!(
+        &reader.get_async(4321).await.unwrap()[..],
+        &[(4321 % 251) as u8]
+    );
     let reads = counting.counts() - before;
     // One read for footer, metadata and the whole index (sized from the record count), one
     // for the record.
@@ -464,7 +467,7 @@ async fn a_shard_whose_index_outgrows_the_default_tail_opens_with_one_read() {
         },
         ..snapshot_of_nothing()
     });
-    let err = reader.get(0).await.unwrap_err();
+    let err = reader.get_async(0).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -510,7 +513,7 @@ async fn a_remote_shards_first_get_reads_only_the_index_entries_it_needs() {
         let mut reads = Vec::new();
         for i in [4321usize, 8765, 99] {
             let before = counting.counts();
-            assert_eq!(&reader.get(i as u64).await.unwrap()[..], &records[i]);
+            assert_eq!(&reader.get_async(i as u64).await.unwrap()[..], &records[i]);
             let delta = counting.counts() - before;
             reads.push((
                 delta.reader_reads.requests,
@@ -550,7 +553,7 @@ async fn a_remote_shards_first_get_reads_only_the_index_entries_it_needs() {
                 },
                 ..snapshot_of_nothing()
             });
-            let err = reader.get(5_000).await.unwrap_err();
+            let err = reader.get_async(5_000).await.unwrap_err();
             assert!(
                 matches!(err, Error::Verification { .. }),
                 "remote={remote} count={count} size={size}: {err}"

@@ -1,8 +1,8 @@
 //! Whole-shard staging for in-order scans of remote roots.
 //!
-//! Random access reads a record with one ranged request ([`SnapshotReader::get`]). A scan
+//! Random access reads a record with one ranged request ([`Dataset::get`]). A scan
 //! that reads every record of a shard in order does better by fetching the shard whole, once,
-//! and reading it locally: [`SnapshotReader::scan`] does that through a [`Stager`].
+//! and reading it locally: [`Dataset::scan`] does that through a [`Stager`].
 //!
 //! - **Ranged requests in parallel.** A shard is fetched with ranged reads of at most
 //!   [`StagingOptions::download_chunk_bytes`] (64 MiB by default) through the root's own store
@@ -14,7 +14,7 @@
 //!   `parallel_requests` chunks in memory. With `parallel_requests: 1` a download is one
 //!   request at a time, in order, and scans fetch no shard ahead (the sequential scan).
 //! - **Prefetch.** A [`Scan`] (and an in-order read that stages,
-//!   [`SnapshotReader::read_in_order`]) starts downloading the next shards it will read —
+//!   [`Dataset::read_in_order`]) starts downloading the next shards it will read —
 //!   up to `parallel_requests` shards ahead of the one it reads — while the reader is still
 //!   in the current one. A prefetch is only started when its shard fits the byte budget
 //!   beside what is staged (it may evict unheld shards the way the read would, never a held
@@ -36,7 +36,7 @@
 //!   evicted (closed, so reclaimed). A shard larger than the whole budget, or one that does
 //!   not fit beside the shards readers hold, is refused with [`Error::StagingBudget`], which
 //!   names the shard's size, the budget and the bytes held — it is never read some other way
-//!   behind the caller's back; read it by ranges ([`SnapshotReader::get_many`]) or raise the
+//!   behind the caller's back; read it by ranges ([`Dataset::get_many`]) or raise the
 //!   budget.
 //! - **Reuse.** A staged shard stays open and is reused by every read that stays in it, and
 //!   by later scans while it is not evicted; concurrent scans of one shard share one
@@ -54,10 +54,10 @@
 //! and the request limit hold for all of them together; two roots built separately have
 //! separate ones.
 //!
-//! [`SnapshotReader::get`]: crate::SnapshotReader::get
-//! [`SnapshotReader::get_many`]: crate::SnapshotReader::get_many
-//! [`SnapshotReader::scan`]: crate::SnapshotReader::scan
-//! [`SnapshotReader::read_in_order`]: crate::SnapshotReader::read_in_order
+//! [`Dataset::get`]: crate::Dataset::get
+//! [`Dataset::get_many`]: crate::Dataset::get_many
+//! [`Dataset::scan`]: crate::Dataset::scan
+//! [`Dataset::read_in_order`]: crate::Dataset::read_in_order
 //! [`PreadIo::open_file_async`]: guideloom_io::PreadIo::open_file_async
 //!
 //! Tested in `root/prefetch_tests.rs` (beside the reader, which may import both `root` and

@@ -1,6 +1,6 @@
 //! The shards an in-order reader fetches ahead of the one it reads ([`Prefetcher`]), shared
 //! by [`Scan`](super::Scan) and the staging path of
-//! [`SnapshotReader::read_in_order`](crate::SnapshotReader::read_in_order).
+//! [`Dataset::read_in_order`](crate::Dataset::read_in_order).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

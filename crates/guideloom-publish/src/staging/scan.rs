@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::manifest::ShardRef;
 
 /// An in-order scan of a range of records through whole-shard staging, from
-/// [`SnapshotReader::scan`](crate::SnapshotReader::scan).
+/// [`Dataset::scan`](crate::Dataset::scan).
 ///
 /// It holds the staged shard it is reading (so it is not evicted) and releases it before
 /// staging the next one, so a scan needs a budget of at least its largest shard. While it

@@ -124,7 +124,7 @@ pub struct StoreCapabilities {
     /// Reads are network requests (object stores other than `memory://`, HTTP origins), each
     /// a round trip: an in-order read of most of a shard is then cheaper as one whole-shard
     /// download into a local file than as many ranged runs (measured by the `publish` bench's
-    /// `in_order_32MiB` group), so [`SnapshotReader::read_in_order`](crate::SnapshotReader::read_in_order)
+    /// `in_order_32MiB` group), so [`Dataset::read_in_order`](crate::Dataset::read_in_order)
     /// stages such shards. `false` for local directories, declared mounts and memory.
     pub remote_reads: bool,
 }

@@ -9,9 +9,8 @@ use bytes::Bytes;
 use guideloom_format::{Element, Elements, RecordSource};
 
 use super::{Loader, LoaderOptions};
-use crate::dataset::Dataset;
+use crate::Dataset;
 use crate::error::{Error, Result};
-use crate::stream::layout_of;
 
 /// Fixed-length windows of tokens over the stream of a [`Dataset`] (its documents
 /// concatenated, [`Dataset::tokens`]), crossing document and shard boundaries: window `k`
@@ -45,7 +44,7 @@ pub struct TokenWindows<E> {
 impl<E> fmt::Debug for TokenWindows<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TokenWindows")
-            .field("dataset", &self.dataset.as_async().uri())
+            .field("dataset", &self.dataset.root().store().describe())
             .field("window", &self.window)
             .field("span", &self.span)
             .field("count", &self.count)
@@ -74,7 +73,7 @@ impl<E: Element> TokenWindows<E> {
                 reason: "a token window must hold at least one token".into(),
             });
         }
-        let layout = layout_of::<E>(dataset.as_async().reader())?;
+        let layout = dataset.stream_of::<E>()?;
         let tokens = layout.len();
         let span = window.saturating_add(extra);
         if span > tokens {
@@ -168,8 +167,7 @@ impl<E: Element> RecordSource for TokenWindows<E> {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        let reader = self.dataset.as_async().reader();
-        Ok(self.dataset.block_on(reader.read_elements_many(&ranges))?)
+        crate::publisher::run(self.dataset.read_elements_many_async(&ranges))
     }
     fn shard_bounds(&self) -> Option<&[u64]> {
         Some(&self.bounds)

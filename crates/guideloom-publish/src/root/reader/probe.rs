@@ -2,7 +2,7 @@
 //! [`ShardProbe`] (footer, metadata and the record's index entries in one call, then the
 //! record, whose CRC32C is always checked).
 //!
-//! When: the first [`get`](SnapshotReader::get) of a native shard, on a store whose reads
+//! When: the first [`get`](Dataset::get) of a native shard, on a store whose reads
 //! are network requests, when the shard's index is larger than the default speculative tail
 //! (so a whole open would read more than 64 KiB). Measured on nginx (`cargo xtask bench`,
 //! `publish` HTTP table): a fresh `latest + get` of one 1 KiB record of a 10 000-record shard
@@ -18,30 +18,36 @@ use guideloom_format::ShardProbe;
 use guideloom_format::spec::{DEFAULT_SPECULATIVE_TAIL, FOOTER_LEN, INDEX_ENTRY_LEN};
 use tracing::{Instrument, info_span};
 
-use super::SnapshotReader;
+use super::Dataset;
 use crate::error::{Error, Result};
 use crate::manifest::{ShardFormat, ShardRef};
 use crate::opened::{check_native, check_reference, check_stream_shard};
 
-impl SnapshotReader {
+impl Dataset {
     /// Whether the read of a record of unopened shard `i` should be a probe: see the module
     /// documentation. `true` at most once per shard.
     pub(super) fn probes(&self, i: usize) -> bool {
-        let reference = &self.snapshot.shards()[i];
+        let reference = &self.inner.snapshot.shards()[i];
         reference.format == ShardFormat::Native
-            && self.root.store().capabilities().remote_reads
-            && whole_open_len(reference) > DEFAULT_SPECULATIVE_TAIL.max(self.options.tail_len())
-            && !self.probed[i].swap(true, Ordering::Relaxed)
+            && self.inner.root.store().capabilities().remote_reads
+            && whole_open_len(reference)
+                > DEFAULT_SPECULATIVE_TAIL.max(self.inner.options.tail_len())
+            && !self.inner.probed[i].swap(true, Ordering::Relaxed)
     }
 
     /// Record `local` of shard `i` by a probe, the shard checked against its reference
     /// (size, record count, footer checksum, stream type and length) as a whole open checks
     /// it.
     pub(super) async fn probe_read(&self, i: usize, local: u64) -> Result<Bytes> {
-        let reference: &ShardRef = &self.snapshot.shards()[i];
+        let reference: &ShardRef = &self.inner.snapshot.shards()[i];
         let key = &reference.key;
         async {
-            let reader = self.root.store().open_reader(key, reference.size).await?;
+            let reader = self
+                .inner
+                .root
+                .store()
+                .open_reader(key, reference.size)
+                .await?;
             let probe =
                 match ShardProbe::open(&*reader, reference.size, reference.record_count, local)
                     .await
