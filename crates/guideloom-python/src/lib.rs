@@ -2,8 +2,10 @@
 //!
 //! Built by maturin from the repository's `pyproject.toml` into the package whose pure-Python
 //! part lives in `python/guideloom/` (exceptions, stubs, `py.typed`); see `docs/python.md`.
-//! It binds the facade crate: dataset roots (`dataset.rs`: `open`; `publish.rs`: `write_shard`,
-//! `publish`, `publish_annotations`), the record formats (`format.rs`) and the Rust loader's
+//! It binds the facade crate: dataset roots (`root.rs`: `Root`, the root resolved once with
+//! its operations as methods; `dataset.rs`: `open`, `Dataset`; `publish.rs`: the module-level
+//! `write_shard`, `publish`, `publish_annotations`, each a `Root` of one call; `tokens.rs`:
+//! token-stream reads of a `Dataset`), the record formats (`format.rs`) and the Rust loader's
 //! epoch plan (`order.rs`: `EpochPlan`, the order of `guideloom.torch`).
 //!
 //! Rules every binding follows:
@@ -29,6 +31,7 @@ mod options;
 mod order;
 mod publish;
 mod pybackend;
+mod root;
 mod root_args;
 mod runtime;
 mod shard_stores;
@@ -38,6 +41,7 @@ mod storage;
 mod stores;
 mod stream;
 mod stream_meta;
+mod tokens;
 
 /// The extension module `guideloom._guideloom`.
 #[pymodule(name = "_guideloom")]
@@ -53,6 +57,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;
+    m.add_class::<root::Root>()?;
     m.add_class::<pyo3_bytes::PyBytes>()?; // `Bytes`: zero-copy record buffers
     m.add_class::<io::SeekIO>()?;
     m.add_class::<io::PosixPreadIO>()?;
