@@ -43,8 +43,13 @@ def records(n: int, size: int) -> Iterator[bytes]:
 class Reader:
     """One system's three operations; `None` where it has no such operation."""
 
-    def __init__(self, name: str, single: Callable[[int], Any], batch: Callable[[list[int]], Any],
-                 scan: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        name: str,
+        single: Callable[[int], Any],
+        batch: Callable[[list[int]], Any],
+        scan: Callable[[], int],
+    ) -> None:
         self.name, self.single, self.batch, self.scan = name, single, batch, scan
 
 
@@ -63,8 +68,14 @@ def flat(dir: Path, n: int, size: int) -> list[Reader]:
                 total += got
         return total
 
-    return [Reader("os.pread / sequential read (ceiling)", lambda i: os.pread(fd, size, i * size),
-                   lambda b: [os.pread(fd, size, i * size) for i in b], scan)]
+    return [
+        Reader(
+            "os.pread / sequential read (ceiling)",
+            lambda i: os.pread(fd, size, i * size),
+            lambda b: [os.pread(fd, size, i * size) for i in b],
+            scan,
+        )
+    ]
 
 
 def guideloom(dir: Path, n: int, size: int) -> list[Reader]:
@@ -73,7 +84,9 @@ def guideloom(dir: Path, n: int, size: int) -> list[Reader]:
     shards = []
     for s in range(0, n, RECORDS_PER_SHARD):
         chunk = [next(gen) for _ in range(min(RECORDS_PER_SHARD, n - s))]
-        shards.append(gl.write_shard(chunk, root, work_id="bench", shard=s // RECORDS_PER_SHARD, format="raw"))
+        shards.append(
+            gl.write_shard(chunk, root, work_id="bench", shard=s // RECORDS_PER_SHARD, format="raw")
+        )
     gl.publish(root, shards, dataset_id="bench", snapshot_id="s")
     ds = gl.open(root, format="raw")
 
@@ -103,7 +116,12 @@ def array_record(dir: Path, n: int, size: int) -> list[Reader]:
 
     # The same file adopted into a guideloom snapshot (no copy) and read through gl.open:
     # issue 14's "from Python >= 10x ArrayRecordReader single reads" on the package's own file.
-    gl.publish(ar_root, [gl.adopt_array_record(ar_root, "data.array_record")], dataset_id="ar", snapshot_id="s")
+    gl.publish(
+        ar_root,
+        [gl.adopt_array_record(ar_root, "data.array_record")],
+        dataset_id="ar",
+        snapshot_id="s",
+    )
     adopted = gl.open(ar_root)
 
     def adopted_scan() -> int:
@@ -111,7 +129,12 @@ def array_record(dir: Path, n: int, size: int) -> list[Reader]:
 
     return [
         Reader("array_record", lambda i: reader.read([i]), reader.read, scan),
-        Reader("guideloom over the array_record file", adopted.get_raw, adopted.get_many_raw, adopted_scan),
+        Reader(
+            "guideloom over the array_record file",
+            adopted.get_raw,
+            adopted.get_many_raw,
+            adopted_scan,
+        ),
     ]
 
 
@@ -127,7 +150,9 @@ def mds(dir: Path, n: int, size: int) -> list[Reader]:
     def scan() -> int:
         return sum(len(ds.get_item(i)["b"]) for i in range(n))
 
-    return [Reader("mosaicml-streaming (MDS)", ds.get_item, lambda b: [ds.get_item(i) for i in b], scan)]
+    return [
+        Reader("mosaicml-streaming (MDS)", ds.get_item, lambda b: [ds.get_item(i) for i in b], scan)
+    ]
 
 
 def lance(dir: Path, n: int, size: int) -> list[Reader]:
@@ -137,7 +162,9 @@ def lance(dir: Path, n: int, size: int) -> list[Reader]:
     uri = str(dir / "data.lance")
     gen = records(n, size)
     batches = (
-        pa.record_batch([pa.array([next(gen) for _ in range(min(8192, n - s))], pa.binary())], names=["b"])
+        pa.record_batch(
+            [pa.array([next(gen) for _ in range(min(8192, n - s))], pa.binary())], names=["b"]
+        )
         for s in range(0, n, 8192)
     )
     schema = pa.schema([("b", pa.binary())])
@@ -151,8 +178,11 @@ def lance(dir: Path, n: int, size: int) -> list[Reader]:
 
 
 SYSTEMS: list[tuple[str, Callable[[Path, int, int], list[Reader]]]] = [
-    ("ceiling", flat), ("guideloom", guideloom), ("array_record", array_record),
-    ("mosaicml-streaming", mds), ("pylance", lance),
+    ("ceiling", flat),
+    ("guideloom", guideloom),
+    ("array_record", array_record),
+    ("mosaicml-streaming", mds),
+    ("pylance", lance),
 ]
 
 
@@ -171,7 +201,9 @@ def profile(label: str, n: int, size: int, rounds: int) -> None:
     singles = [rng.randrange(n) for _ in range(SINGLES)]
     batches = [[rng.randrange(n) for _ in range(BATCH)] for _ in range(BATCHES)]
     rows: dict[str, tuple[float, float, float]] = {}
-    print(f"\n## {label}: {n} records of {size} B (incompressible), local disk, medians of {rounds}")
+    print(
+        f"\n## {label}: {n} records of {size} B (incompressible), local disk, medians of {rounds}"
+    )
     with TemporaryDirectory(dir=os.environ.get("GUIDELOOM_BENCH_TMP")) as tmp:
         for name, build in SYSTEMS:
             where = Path(tmp) / name
@@ -186,7 +218,7 @@ def profile(label: str, n: int, size: int, rounds: int) -> None:
                 many = median_time(lambda: [r.batch(b) for b in batches], rounds) / BATCHES
                 scan = median_time(r.scan, rounds)
                 rows[r.name] = (one, BATCH / many, n / scan)
-    print(f"| reader | single read µs | batch-64 records/s | scan records/s |")
+    print("| reader | single read µs | batch-64 records/s | scan records/s |")
     print("|---|---|---|---|")
     for name, (one, batch, scan) in rows.items():
         print(f"| {name} | {one * 1e6:.2f} | {batch:,.0f} | {scan:,.0f} |")
@@ -194,21 +226,30 @@ def profile(label: str, n: int, size: int, rounds: int) -> None:
     ours = rows.get("guideloom")
     if ceiling and ours:
         peers = {
-            k: v for k, v in rows.items()
+            k: v
+            for k, v in rows.items()
             if not k.startswith("guideloom") and k != "os.pread / sequential read (ceiling)"
         }
-        print(f"\nguideloom single = {ceiling[0] / ours[0]:.2f}x the os.pread ceiling's speed (target >= 0.8)")
+        print(
+            f"\nguideloom single = {ceiling[0] / ours[0]:.2f}x the os.pread ceiling's speed (target >= 0.8)"
+        )
         for k, v in peers.items():
             print(f"guideloom single vs {k}: {v[0] / ours[0]:.1f}x faster")
         if peers:
             best = max(v[1] for v in peers.values())
-            print(f"guideloom batch-64 = {ours[1] / best:.2f}x the best peer's records/s (target >= 2)")
-        print(f"guideloom scan = {ours[2] / ceiling[2]:.2f}x a plain sequential read (target >= 0.7)")
+            print(
+                f"guideloom batch-64 = {ours[1] / best:.2f}x the best peer's records/s (target >= 2)"
+            )
+        print(
+            f"guideloom scan = {ours[2] / ceiling[2]:.2f}x a plain sequential read (target >= 0.7)"
+        )
     adopted, package = rows.get("guideloom over the array_record file"), rows.get("array_record")
     if adopted and package:
-        print(f"guideloom over the array_record file, single = {package[0] / adopted[0]:.1f}x "
-              f"ArrayRecordReader's speed (issue 14's target >= 10); batch-64 = "
-              f"{adopted[1] / package[1]:.1f}x")
+        print(
+            f"guideloom over the array_record file, single = {package[0] / adopted[0]:.1f}x "
+            f"ArrayRecordReader's speed (issue 14's target >= 10); batch-64 = "
+            f"{adopted[1] / package[1]:.1f}x"
+        )
 
 
 def main() -> None:

@@ -31,7 +31,10 @@ def main(n: int, singles: int, batches: int) -> None:
         shards = [
             gl.write_shard(
                 (record(i) for i in range(s, min(n, s + PER_SHARD))),
-                root, work_id="bench", shard=s // PER_SHARD, format="raw",
+                root,
+                work_id="bench",
+                shard=s // PER_SHARD,
+                format="raw",
             )
             for s in range(0, n, PER_SHARD)
         ]
@@ -99,4 +102,4 @@ def main(n: int, singles: int, batches: int) -> None:
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:]]
-    main(*(args + [20000, 5000, 300][len(args):]))
+    main(*(args + [20000, 5000, 300][len(args) :]))

@@ -16,7 +16,6 @@ the test S3 server when `GUIDELOOM_S3_ENDPOINT` and `GUIDELOOM_S3_BUCKET` are se
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -32,7 +31,11 @@ def s3_options() -> gl.S3Options | None:
     endpoint = os.environ.get("GUIDELOOM_S3_ENDPOINT")
     if not endpoint:
         return None
-    return gl.S3Options(endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION", "us-east-1"), allow_http=True)
+    return gl.S3Options(
+        endpoint_url=endpoint,
+        region_name=os.environ.get("AWS_REGION", "us-east-1"),
+        allow_http=True,
+    )
 
 
 def options_state(s3: gl.S3Options | None) -> dict[str, Any] | None:
@@ -51,18 +54,27 @@ def options_state(s3: gl.S3Options | None) -> dict[str, Any] | None:
 
 def write_part(root: str, part: int, count: int, s3: dict[str, Any] | None) -> gl.ShardRef:
     """One task: records `part * count ..` as shard 0 of work id `part-NNNNN`."""
-    records = ({"part": part, "i": part * count + i, "text": f"record {i} of part {part}"} for i in range(count))
+    records = (
+        {"part": part, "i": part * count + i, "text": f"record {i} of part {part}"}
+        for i in range(count)
+    )
     options = gl.S3Options(**s3) if s3 is not None else None
     return gl.write_shard(records, root, work_id=f"part-{part:05d}", s3=options)
 
 
-def main(root: str, s3: gl.S3Options | None, *, workers: int = 2, tasks: int = TASKS) -> gl.Snapshot:
+def main(
+    root: str, s3: gl.S3Options | None, *, workers: int = 2, tasks: int = TASKS
+) -> gl.Snapshot:
     from dask.distributed import Client, LocalCluster
 
     # Worker processes (not threads), listening on the loopback interface only.
     with (
         LocalCluster(  # type: ignore[no-untyped-call]
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]
     ):
@@ -71,12 +83,16 @@ def main(root: str, s3: gl.S3Options | None, *, workers: int = 2, tasks: int = T
             for part in range(tasks)
         ]
         shards: list[gl.ShardRef] = client.gather(futures)
-    snapshot = gl.publish(root, shards, dataset_id="distributed", snapshot_id=f"run-{uuid.uuid4().hex[:8]}", s3=s3)
+    snapshot = gl.publish(
+        root, shards, dataset_id="distributed", snapshot_id=f"run-{uuid.uuid4().hex[:8]}", s3=s3
+    )
 
     dataset = gl.open(root, s3=s3)
     assert len(dataset) == snapshot.total_records == tasks * RECORDS_PER_TASK
     assert sorted(r["i"] for r in dataset) == list(range(tasks * RECORDS_PER_TASK))
-    print(f"{len(shards)} shards from {workers} Dask workers: {snapshot.total_records} records in {root}")
+    print(
+        f"{len(shards)} shards from {workers} Dask workers: {snapshot.total_records} records in {root}"
+    )
     return snapshot
 
 

@@ -20,7 +20,9 @@ def main() -> None:
             for i in range(250):
                 tokens = np.arange(i % 17, dtype=np.uint16)
                 writer.append(tokens, {"source": f"file-{i}.txt", "lang": "en"})
-        with gl.StreamWithMetaStorage(corpus, np.uint16, read_interface=MmapIO()).sync_reader() as reader:
+        with gl.StreamWithMetaStorage(
+            corpus, np.uint16, read_interface=MmapIO()
+        ).sync_reader() as reader:
             tokens, meta = reader.read(42)  # a read-only numpy view, and the metadata
             assert len(tokens) == 42 % 17 and meta == {"source": "file-42.txt", "lang": "en"}
             assert len(reader) == 250 and reader.num_elements() == sum(i % 17 for i in range(250))
@@ -34,7 +36,10 @@ def main() -> None:
         found = fs.discover()
         assert [(s.number, s.records) for s in found] == [(0, 10), (1, 10)]
         assert fs.open_shard(1).read(3) == {"worker": 1, "k": 3}
-        assert gl.DocumentStorage(shards, gl.CborFormat()).sync_reader()[10] == {"worker": 1, "k": 0}
+        assert gl.DocumentStorage(shards, gl.CborFormat()).sync_reader()[10] == {
+            "worker": 1,
+            "k": 0,
+        }
 
 
 if __name__ == "__main__":

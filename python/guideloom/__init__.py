@@ -5,43 +5,23 @@ The Rust core (``guideloom._guideloom``) does the IO; this package adds the exce
 See ``docs/python.md``.
 
 >>> import guideloom as gl
->>> shard = gl.write_shard(records, root, work_id="worker-000")  # doctest: +SKIP
->>> gl.publish(root, [shard], dataset_id="captures", snapshot_id="run-001")  # doctest: +SKIP
->>> gl.open(root)[42]  # doctest: +SKIP
+>>> root = gl.Root("s3://bucket/captures", s3=gl.S3Options(region_name="eu-west-1"))  # doctest: +SKIP
+>>> shard = root.write_shard(records, work_id="worker-000")  # doctest: +SKIP
+>>> root.publish([shard], dataset_id="captures", snapshot_id="run-001")  # doctest: +SKIP
+>>> root.open()[42]  # doctest: +SKIP
+
+The module-level functions take the root and its store arguments on every call:
+``gl.write_shard(records, root, work_id=..., s3=...)`` is ``gl.Root(root, s3=...).write_shard(...)``.
 """
 
 from __future__ import annotations
 
-from guideloom._guideloom import (
-    Bytes,
-    CborFormat,
+from guideloom import _pickle  # noqa: F401  (registers pickling of ShardRef)
+from guideloom._documents import (
     AsyncDocumentReader,
-    Dataset,
-    DocumentPickleFormat,
     DocumentReader,
     DocumentStorage,
     DocumentWriter,
-    EpochPlan,
-    PublicationOptions,
-    RawFormat,
-    S3Options,
-    ShardRef,
-    Snapshot,
-    StorageOptions,
-    __version__,
-    adopt_array_record,
-    open,
-    publish,
-    publish_annotations,
-    write_shard,
-)
-from guideloom import _pickle  # noqa: F401  (registers pickling of ShardRef)
-from guideloom._streams import AsyncStreamReader, StreamReader, StreamStorage, StreamWriter
-from guideloom._stream_meta import (
-    AsyncStreamWithMetaReader,
-    StreamWithMetaReader,
-    StreamWithMetaStorage,
-    StreamWithMetaWriter,
 )
 from guideloom._filesystem import (
     DocumentShardReader,
@@ -52,6 +32,28 @@ from guideloom._filesystem import (
     ShardWriter,
     StreamShardReader,
 )
+from guideloom._guideloom import __version__
+from guideloom._plan import EpochPlan
+from guideloom._records import Bytes, CborFormat, DocumentPickleFormat, RawFormat
+from guideloom._roots import (
+    Dataset,
+    PublicationOptions,
+    Root,
+    ShardRef,
+    Snapshot,
+    adopt_array_record,
+    open,
+    publish,
+    publish_annotations,
+    write_shard,
+)
+from guideloom._stream_meta import (
+    AsyncStreamWithMetaReader,
+    StreamWithMetaReader,
+    StreamWithMetaStorage,
+    StreamWithMetaWriter,
+)
+from guideloom._streams import AsyncStreamReader, StreamReader, StreamStorage, StreamWriter
 from guideloom.exceptions import (
     ConcurrentUpdateError,
     CorruptObjectError,
@@ -75,6 +77,7 @@ from guideloom.exceptions import (
     UnsupportedError,
     VerificationError,
 )
+from guideloom.storage import S3Options, StorageOptions
 
 __all__ = [
     "AsyncDocumentReader",
@@ -110,6 +113,7 @@ __all__ = [
     "RawFormat",
     "ReadOnlyRootError",
     "RefusedFileError",
+    "Root",
     "S3Options",
     "ShardExistsError",
     "ShardInfo",

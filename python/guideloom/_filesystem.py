@@ -69,6 +69,7 @@ W = TypeVar("W")
 
 _Interface = SeekIO | PosixPreadIO | MmapIO | HttpIO
 
+
 class LocalShard(NamedTuple):
     """A finished shard found by ``discover()``."""
 
@@ -247,7 +248,9 @@ class FileSystemDocument(_FileSystem):
         """Shard ``n`` (one tail read); ``NotFoundError`` if it does not exist."""
         return DocumentShardReader(self._raw.open_shard(n))
 
-    def create_shard(self, n: int, *, user_metadata: dict[str, Any] | None = None) -> ShardWriter[Any]:
+    def create_shard(
+        self, n: int, *, user_metadata: dict[str, Any] | None = None
+    ) -> ShardWriter[Any]:
         """A writer of shard ``n`` with JSON-compatible ``user_metadata``."""
         return ShardWriter(self._raw.create_shard(n, user_metadata))
 

@@ -1,513 +1,110 @@
-# Type stubs of the Rust extension module (crates/guideloom-python). Keep in step with it.
-from collections.abc import Awaitable, Iterable, Iterator, Sequence
-from os import PathLike
-from types import TracebackType
-from typing import Any, Literal, SupportsIndex, TypeVar, final, overload
-
-from guideloom.types import IOReaderAbstract
-
-_P = TypeVar("_P")
+# The Rust extension module (crates/guideloom-python, built by maturin). Its classes are typed
+# in one stub per concern, and this stub re-exports them so that `mypy.stubtest` checks every
+# name of the extension against the compiled module:
+#   _records.pyi           record formats, Bytes
+#   _roots.pyi             Root, Dataset (and its token-stream reads), ShardRef, Snapshot,
+#                          PublicationOptions, open / write_shard / adopt_array_record /
+#                          publish / publish_annotations
+#   _documents.pyi         DocumentStorage and its readers and writers
+#   _plan.pyi              EpochPlan
+#   _raw.pyi               the Rust halves of the numpy-typed storages (private)
+#   io.pyi                 IO backends (guideloom.io)
+#   storage/__init__.pyi   S3 options, stores, registry, shard stores (guideloom.storage)
+from guideloom._documents import AsyncDocumentReader as AsyncDocumentReader
+from guideloom._documents import AsyncDocumentReaderContext as AsyncDocumentReaderContext
+from guideloom._documents import DocumentIter as DocumentIter
+from guideloom._documents import DocumentReader as DocumentReader
+from guideloom._documents import DocumentStorage as DocumentStorage
+from guideloom._documents import DocumentWriter as DocumentWriter
+from guideloom._plan import EpochPlan as EpochPlan
+from guideloom._raw import RawAsyncStreamMetaReader as RawAsyncStreamMetaReader
+from guideloom._raw import RawAsyncStreamReader as RawAsyncStreamReader
+from guideloom._raw import RawFileSystem as RawFileSystem
+from guideloom._raw import RawShard as RawShard
+from guideloom._raw import RawShardWriter as RawShardWriter
+from guideloom._raw import RawStreamMetaReader as RawStreamMetaReader
+from guideloom._raw import RawStreamMetaStorage as RawStreamMetaStorage
+from guideloom._raw import RawStreamMetaWriter as RawStreamMetaWriter
+from guideloom._raw import RawStreamReader as RawStreamReader
+from guideloom._raw import RawStreamStorage as RawStreamStorage
+from guideloom._raw import RawStreamWriter as RawStreamWriter
+from guideloom._records import Bytes as Bytes
+from guideloom._records import CborFormat as CborFormat
+from guideloom._records import DocumentPickleFormat as DocumentPickleFormat
+from guideloom._records import RawFormat as RawFormat
+from guideloom._roots import Dataset as Dataset
+from guideloom._roots import DatasetIter as DatasetIter
+from guideloom._roots import PublicationOptions as PublicationOptions
+from guideloom._roots import Root as Root
+from guideloom._roots import ShardRef as ShardRef
+from guideloom._roots import Snapshot as Snapshot
+from guideloom._roots import adopt_array_record as adopt_array_record
+from guideloom._roots import open as open
+from guideloom._roots import publish as publish
+from guideloom._roots import publish_annotations as publish_annotations
+from guideloom._roots import write_shard as write_shard
+from guideloom.io import HttpIO as HttpIO
+from guideloom.io import MmapIO as MmapIO
+from guideloom.io import PosixPreadIO as PosixPreadIO
+from guideloom.io import SeekIO as SeekIO
+from guideloom.storage import ArrayRecordShardStore as ArrayRecordShardStore
+from guideloom.storage import EphemeralFileStaging as EphemeralFileStaging
+from guideloom.storage import Registry as Registry
+from guideloom.storage import S3Backend as S3Backend
+from guideloom.storage import S3ObjectStore as S3ObjectStore
+from guideloom.storage import S3Options as S3Options
+from guideloom.storage import StorageOptions as StorageOptions
+from guideloom.storage import default_registry as default_registry
+from guideloom.storage import s3_backend as s3_backend
 
 __version__: str
 
-_Root = str | PathLike[str]
-_FormatArg = CborFormat | DocumentPickleFormat | RawFormat | Literal["cbor", "pickle", "raw"]
-
-@final
-class Bytes:
-    """A read-only, zero-copy buffer over a record's bytes (buffer protocol)."""
-
-    def __buffer__(self, flags: int, /) -> memoryview: ...
-    def __len__(self) -> int: ...
-    def __bytes__(self) -> bytes: ...
-    def to_bytes(self) -> bytes: ...
-
-@final
-class CborFormat:
-    """JSON-compatible values as CBOR: the bytes of the Rust ``CborFormat``."""
-
-    def __init__(self) -> None: ...
-    @property
-    def name(self) -> str: ...
-    def encode(self, record: Any) -> Bytes: ...
-    def decode(self, data: bytes | bytearray | memoryview | Bytes) -> Any: ...
-
-@final
-class DocumentPickleFormat:
-    """Any picklable object (pickle protocol 5)."""
-
-    def __init__(self) -> None: ...
-    @property
-    def name(self) -> str: ...
-
-@final
-class RawFormat:
-    """Bytes-like records in, zero-copy :class:`Bytes` out."""
-
-    def __init__(self) -> None: ...
-    @property
-    def name(self) -> str: ...
-
-@final
-class S3Options:
-    def __init__(
-        self,
-        *,
-        region_name: str | None = None,
-        endpoint_url: str | None = None,
-        addressing_style: Literal["path", "virtual"] = "path",
-        profile_name: str | None = None,
-        allow_http: bool = False,
-        retries: int | None = None,
-    ) -> None: ...
-    @property
-    def region_name(self) -> str | None: ...
-    @property
-    def endpoint_url(self) -> str | None: ...
-    @property
-    def addressing_style(self) -> str: ...
-    @property
-    def profile_name(self) -> str | None: ...
-    @property
-    def allow_http(self) -> bool: ...
-    @property
-    def retries(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
-
-@final
-class S3ObjectStore:
-    def __init__(self, options: S3Options | None = None) -> None: ...
-    @property
-    def options(self) -> S3Options: ...
-
-@final
-class S3Backend:
-    def __init__(self, options: S3Options | None = None) -> None: ...
-    @property
-    def scheme(self) -> Literal["s3"]: ...
-    @property
-    def options(self) -> S3Options: ...
-
-def s3_backend(options: S3Options | None = None) -> S3Backend: ...
-@final
-class Registry:
-    def register(self, backend: S3Backend, *, replace: bool = False) -> None: ...
-    def unregister(self, scheme: str) -> bool: ...
-    def backend(self, scheme: str) -> S3Backend | None: ...
-
-def default_registry() -> Registry: ...
-@final
-class EphemeralFileStaging:
-    """Whole-shard staging; without ``objects=`` it builds its own default store."""
-
-    def __init__(
-        self,
-        *,
-        objects: S3ObjectStore | None = None,
-        directory: str | PathLike[str] | None = None,
-        max_object_bytes: int | None = None,
-    ) -> None: ...
-    @property
-    def objects(self) -> S3ObjectStore: ...
-    @property
-    def owns_store(self) -> bool: ...
-    @property
-    def directory(self) -> str | None: ...
-    @property
-    def max_object_bytes(self) -> int: ...
-
-@final
-class ArrayRecordShardStore:
-    """A root's shards as ArrayRecord files: written by ``write_shard``, read by ``open``."""
-
-    def __init__(
-        self, *, staging: EphemeralFileStaging | None = None, options: str | None = None
-    ) -> None: ...
-    @property
-    def staging(self) -> EphemeralFileStaging | None: ...
-    @property
-    def options(self) -> str | None: ...
-
-@final
-class StorageOptions:
-    """A root's options: ``max_encoded_shard_bytes`` (default 5 GiB)."""
-
-    def __init__(self, *, max_encoded_shard_bytes: int | None = None) -> None: ...
-    @property
-    def max_encoded_shard_bytes(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
-
-_ShardStore = EphemeralFileStaging | ArrayRecordShardStore
-
-@final
-class ShardRef:
-    @property
-    def key(self) -> str: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def record_count(self) -> int: ...
-    def _to_json(self) -> str: ...
-    @staticmethod
-    def _from_json(json: str) -> ShardRef: ...
-
-@final
-class Snapshot:
-    @property
-    def id(self) -> str: ...
-    @property
-    def seq(self) -> int: ...
-    @property
-    def total_records(self) -> int: ...
-    @property
-    def shards(self) -> list[ShardRef]: ...
-    @property
-    def outcome(self) -> Literal["committed", "already_published", "other"] | None: ...
-
-@final
-class PublicationOptions:
-    def __init__(self, *, verify_record_counts: bool = False) -> None: ...
-    @property
-    def verify_record_counts(self) -> bool: ...
-
-@final
-class Dataset:
-    """One snapshot of a dataset root."""
-
-    def __len__(self) -> int: ...
-    @overload
-    def __getitem__(self, key: SupportsIndex) -> Any: ...
-    @overload
-    def __getitem__(self, key: slice) -> list[Any]: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def get(self, index: SupportsIndex) -> Any: ...
-    def get_many(self, indices: Iterable[SupportsIndex]) -> list[Any]: ...
-    def get_raw(self, index: SupportsIndex) -> Bytes: ...
-    def get_many_raw(self, indices: Iterable[SupportsIndex]) -> list[Bytes]: ...
-    def annotation(self, name: str, index: SupportsIndex) -> Any: ...
-    def annotations(self, name: str) -> list[Any]: ...
-    @property
-    def snapshot_id(self) -> str: ...
-    @property
-    def uri(self) -> str: ...
-    @property
-    def format(self) -> str: ...
-
-@final
-class EpochPlan:
-    """The Rust ``Loader``'s plan of one epoch for one rank (no IO): see ``guideloom.torch``."""
-
-    def __init__(
-        self,
-        source: int | Dataset,
-        *,
-        batch_size: int,
-        epoch: int = 0,
-        start: int = 0,
-        seed: int = 0,
-        shuffle: Literal["auto", "full", "window", "sequential"] = "auto",
-        window: int = 4,
-        drop_last: bool = False,
-        equalize: Literal["none", "pad", "drop"] = "none",
-        rank: int = 0,
-        world_size: int = 1,
-        shard_bounds: Sequence[int] | None = None,
-        remote: bool = False,
-    ) -> None: ...
-    def __len__(self) -> int: ...
-    def batch(self, k: int) -> list[int]: ...
-    def global_batch(self, k: int) -> int: ...
-    def records(self) -> list[int]: ...
-    def record_at(self, p: int) -> int: ...
-    def state_after(self, k: int) -> tuple[int, int, int]: ...
-    @property
-    def total_positions(self) -> int: ...
-    @property
-    def start(self) -> int: ...
-    @property
-    def batch_size(self) -> int: ...
-    @property
-    def rank(self) -> int: ...
-    @property
-    def world_size(self) -> int: ...
-
-def open(
-    root: _Root,
-    *,
-    snapshot: str | None = None,
-    format: _FormatArg | None = None,
-    s3: S3Options | None = None,
-    mount: bool = False,
-    object_store: S3ObjectStore | None = None,
-    shard_store: _ShardStore | None = None,
-    http_listing: bool = False,
-    storage_options: StorageOptions | None = None,
-) -> Dataset: ...
-def write_shard(
-    records: Iterable[Any],
-    root: _Root,
-    *,
-    work_id: str,
-    shard: int = 0,
-    format: _FormatArg | None = None,
-    s3: S3Options | None = None,
-    mount: bool = False,
-    object_store: S3ObjectStore | None = None,
-    shard_store: ArrayRecordShardStore | None = None,
-    storage_options: StorageOptions | None = None,
-) -> ShardRef: ...
-def adopt_array_record(
-    root: _Root,
-    key: str,
-    *,
-    s3: S3Options | None = None,
-    mount: bool = False,
-    object_store: S3ObjectStore | None = None,
-    storage_options: StorageOptions | None = None,
-) -> ShardRef: ...
-def publish(
-    root: _Root,
-    shards: Sequence[ShardRef],
-    *,
-    dataset_id: str,
-    snapshot_id: str,
-    mode: Literal["full", "append"] = "full",
-    options: PublicationOptions | None = None,
-    s3: S3Options | None = None,
-    mount: bool = False,
-    object_store: S3ObjectStore | None = None,
-    storage_options: StorageOptions | None = None,
-) -> Snapshot: ...
-def publish_annotations(
-    root: _Root,
-    name: str,
-    version: str,
-    values: Iterable[Any],
-    *,
-    snapshot: str | None = None,
-    s3: S3Options | None = None,
-    mount: bool = False,
-    object_store: S3ObjectStore | None = None,
-    storage_options: StorageOptions | None = None,
-) -> None: ...
-
-@final
-class SeekIO:
-    def __init__(self) -> None: ...
-    @staticmethod
-    def is_supported() -> bool: ...
-
-@final
-class PosixPreadIO:
-    def __init__(self) -> None: ...
-    @staticmethod
-    def is_supported() -> bool: ...
-
-@final
-class MmapIO:
-    def __init__(self) -> None: ...
-    @staticmethod
-    def is_supported() -> bool: ...
-
-@final
-class HttpIO:
-    def __init__(self) -> None: ...
-    @staticmethod
-    def is_supported() -> bool: ...
-
-_ReadInterface = SeekIO | PosixPreadIO | MmapIO | HttpIO
-
-@final
-class DocumentWriter:
-    def append(self, index: int, document: Any) -> None: ...
-    def push(self, document: Any) -> int: ...
-    def finish(self) -> int: ...
-    def __len__(self) -> int: ...
-    def __enter__(self) -> DocumentWriter: ...
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool: ...
-
-@final
-class DocumentReader:
-    def read(self, index: SupportsIndex) -> Any: ...
-    def read_many(self, indices: Iterable[SupportsIndex]) -> list[Any]: ...
-    def len(self) -> int: ...
-    def __len__(self) -> int: ...
-    @overload
-    def __getitem__(self, key: SupportsIndex) -> Any: ...
-    @overload
-    def __getitem__(self, key: slice) -> list[Any]: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> DocumentReader: ...
-    def __exit__(self, *args: object) -> bool: ...
-
-@final
-class AsyncDocumentReader:
-    def read(self, index: SupportsIndex) -> Awaitable[Any]: ...
-    def read_many(self, indices: Iterable[SupportsIndex]) -> Awaitable[list[Any]]: ...
-    def len(self) -> int: ...
-    def __len__(self) -> int: ...
-    def close(self) -> None: ...
-
-@final
-class _AsyncDocumentReaderContext:
-    def __aenter__(self) -> Awaitable[AsyncDocumentReader]: ...
-    def __aexit__(self, *args: object) -> Awaitable[None]: ...
-
-@final
-class DocumentStorage:
-    @overload
-    def __init__(
-        self,
-        directory: _Root,
-        format: _FormatArg | None = None,
-        *,
-        read_interface: _ReadInterface | None = None,
-        max_shard_records: int | None = None,
-        max_shard_bytes: int | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self,
-        directory: _P,
-        format: _FormatArg | None = None,
-        *,
-        read_interface: IOReaderAbstract[_P],
-        max_shard_records: int | None = None,
-        max_shard_bytes: int | None = None,
-    ) -> None: ...
-    def sync_writer(self) -> DocumentWriter: ...
-    def sync_reader(self) -> DocumentReader: ...
-    def async_reader(self) -> _AsyncDocumentReaderContext: ...
-    @property
-    def directory(self) -> str: ...
-
-@final
-class RawStreamWriter:
-    def append(self, data: bytes | bytearray | memoryview) -> None: ...
-    def len(self) -> int: ...
-    def finish(self) -> int: ...
-    def abort(self) -> None: ...
-
-@final
-class RawStreamReader:
-    def len(self) -> int: ...
-    def read(self, offset: int, len: int) -> Bytes: ...
-    def close(self) -> None: ...
-
-@final
-class RawAsyncStreamReader:
-    def len(self) -> int: ...
-    def read(self, offset: int, len: int) -> Awaitable[Bytes]: ...
-    def close(self) -> None: ...
-
-@final
-class RawStreamStorage:
-    def __init__(
-        self,
-        directory: Any,
-        element: str,
-        *,
-        read_interface: _ReadInterface | IOReaderAbstract[Any] | None = None,
-        max_shard_bytes: int | None = None,
-        chunk_bytes: int | None = None,
-    ) -> None: ...
-    def sync_reader(self) -> RawStreamReader: ...
-    def open_async(self) -> Awaitable[RawAsyncStreamReader]: ...
-    def sync_writer(self) -> RawStreamWriter: ...
-    @property
-    def directory(self) -> str: ...
-
-_Buffer = bytes | bytearray | memoryview
-
-@final
-class RawStreamMetaWriter:
-    def append(self, data: _Buffer, meta: Any) -> int: ...
-    def num_docs(self) -> int: ...
-    def finish(self) -> int: ...
-    def abort(self) -> None: ...
-
-@final
-class RawStreamMetaReader:
-    def num_docs(self) -> int: ...
-    def len(self) -> int: ...
-    def doc_range(self, i: int) -> tuple[int, int]: ...
-    def read_docs(self, indices: Sequence[int]) -> list[tuple[Bytes, Any]]: ...
-    def read(self, offset: int, len: int) -> Bytes: ...
-    def close(self) -> None: ...
-
-@final
-class RawAsyncStreamMetaReader:
-    def num_docs(self) -> int: ...
-    def len(self) -> int: ...
-    def doc_range(self, i: int) -> tuple[int, int]: ...
-    def read_docs(self, indices: Sequence[int]) -> Awaitable[list[tuple[Bytes, Any]]]: ...
-    def read(self, offset: int, len: int) -> Awaitable[Bytes]: ...
-    def close(self) -> None: ...
-
-@final
-class RawStreamMetaStorage:
-    def __init__(
-        self,
-        directory: Any,
-        element: str,
-        *,
-        read_interface: _ReadInterface | IOReaderAbstract[Any] | None = None,
-        max_shard_records: int | None = None,
-        max_shard_bytes: int | None = None,
-    ) -> None: ...
-    def sync_reader(self) -> RawStreamMetaReader: ...
-    def open_async(self) -> Awaitable[RawAsyncStreamMetaReader]: ...
-    def sync_writer(self) -> RawStreamMetaWriter: ...
-    @property
-    def directory(self) -> str: ...
-
-@final
-class RawShardWriter:
-    def append(self, record: Any) -> int: ...
-    def len(self) -> int: ...
-    def data_len(self) -> int: ...
-    @property
-    def number(self) -> int: ...
-    def finish(self) -> tuple[str, int, int]: ...
-    def abort(self) -> None: ...
-
-@final
-class RawShard:
-    def len(self) -> int: ...
-    def data_len(self) -> int: ...
-    @property
-    def number(self) -> int: ...
-    @property
-    def location(self) -> str: ...
-    def user_metadata(self) -> dict[str, Any]: ...
-    def read_records(self, indices: Sequence[int]) -> list[Bytes]: ...
-    def read_documents(self, indices: Sequence[int]) -> list[Any]: ...
-    def read_data(self, offset: int, len: int) -> Bytes: ...
-
-@final
-class RawFileSystem:
-    def __init__(
-        self,
-        directory: Any,
-        *,
-        format: _FormatArg | None = None,
-        element: str | None = None,
-        prefix: str | None = None,
-        read_interface: _ReadInterface | IOReaderAbstract[Any] | None = None,
-    ) -> None: ...
-    def shard_name(self, n: int) -> str: ...
-    def discover(self) -> list[tuple[int, str, int, int]]: ...
-    def open_shard(self, n: int) -> RawShard: ...
-    def create_shard(self, n: int, user_metadata: dict[str, Any] | None = None) -> RawShardWriter: ...
-    @property
-    def directory(self) -> str: ...
-    @property
-    def prefix(self) -> str: ...
+__all__ = [
+    "ArrayRecordShardStore",
+    "AsyncDocumentReader",
+    "AsyncDocumentReaderContext",
+    "Bytes",
+    "CborFormat",
+    "Dataset",
+    "DatasetIter",
+    "DocumentIter",
+    "DocumentPickleFormat",
+    "DocumentReader",
+    "DocumentStorage",
+    "DocumentWriter",
+    "EphemeralFileStaging",
+    "EpochPlan",
+    "HttpIO",
+    "MmapIO",
+    "PosixPreadIO",
+    "PublicationOptions",
+    "RawAsyncStreamMetaReader",
+    "RawAsyncStreamReader",
+    "RawFileSystem",
+    "RawFormat",
+    "RawShard",
+    "RawShardWriter",
+    "RawStreamMetaReader",
+    "RawStreamMetaStorage",
+    "RawStreamMetaWriter",
+    "RawStreamReader",
+    "RawStreamStorage",
+    "RawStreamWriter",
+    "Registry",
+    "Root",
+    "S3Backend",
+    "S3ObjectStore",
+    "S3Options",
+    "SeekIO",
+    "ShardRef",
+    "Snapshot",
+    "StorageOptions",
+    "__version__",
+    "adopt_array_record",
+    "default_registry",
+    "open",
+    "publish",
+    "publish_annotations",
+    "s3_backend",
+    "write_shard",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copyreg
 from collections.abc import Callable
 
-from guideloom._guideloom import ShardRef
+from guideloom._roots import ShardRef
 
 
 def shard_ref(state: str) -> ShardRef:

@@ -58,18 +58,20 @@ def resolve(index: SupportsIndex, n: int, item: str = "document", sequence: str 
     return resolved
 
 
-def check_range(offset: int, length: int, n: int, item: str = "element") -> tuple[int, int]:
+def check_range(
+    offset: SupportsIndex, length: SupportsIndex, n: int, item: str = "element"
+) -> tuple[int, int]:
     """``offset`` and ``length`` (any integers) as a range inside ``0..n``, or
     ``IndexOutOfRangeError`` (a negative offset or length, or a range past the end, however
     large)."""
-    offset, length = operator.index(offset), operator.index(length)
-    if offset < 0 or length < 0 or offset + length > n:
+    start, count = operator.index(offset), operator.index(length)
+    if start < 0 or count < 0 or start + count > n:
         raise IndexOutOfRangeError(
-            f"{item}s {offset}..{offset + length} are out of range for a stream of {n} {item}s",
-            index=offset,
+            f"{item}s {start}..{start + count} are out of range for a stream of {n} {item}s",
+            index=start,
             len=n,
         )
-    return offset, length
+    return start, count
 
 
 def as_array(data: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, np.dtype[Any]]:

@@ -12,7 +12,6 @@ element (``read_elements``).
 from __future__ import annotations
 
 import operator
-
 from collections.abc import Iterable
 from os import PathLike
 from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar, overload
@@ -57,6 +56,7 @@ _Interface = SeekIO | PosixPreadIO | MmapIO | HttpIO
 
 #: A document: its elements (a read-only numpy view) and its metadata.
 Document = tuple["np.ndarray[Any, np.dtype[Any]]", Any]
+
 
 def _resolve_many(indices: Iterable[SupportsIndex], n: int) -> list[int]:
     """``resolve`` over a batch, checking the bounds once."""
@@ -145,7 +145,9 @@ class StreamWithMetaReader(_DocumentIndex, DocumentReads[Document], CloseOnExit)
         wanted = _batch(indices, self._raw.num_docs())
         return _documents(self._raw.read_docs(wanted), self._dtype)
 
-    def read_elements(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
+    def read_elements(
+        self, offset: SupportsIndex, length: SupportsIndex
+    ) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` of the whole stream, across documents."""
         offset, length = check_range(offset, length, self._raw.len())
         return as_array(self._raw.read(offset, length), self._dtype)
@@ -168,7 +170,9 @@ class AsyncStreamWithMetaReader(_DocumentIndex):
         wanted = _batch(indices, self._raw.num_docs())
         return _documents(await self._raw.read_docs(wanted), self._dtype)
 
-    async def read_elements(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
+    async def read_elements(
+        self, offset: SupportsIndex, length: SupportsIndex
+    ) -> np.ndarray[Any, np.dtype[Any]]:
         offset, length = check_range(offset, length, self._raw.len())
         return as_array(await self._raw.read(offset, length), self._dtype)
 

@@ -25,8 +25,8 @@ from guideloom._readers import (
     CloseOnExit,
     ElementReads,
     FinishOnExit,
-    check_range,
     as_array,
+    check_range,
 )
 from guideloom.types import IOReaderAbstract
 
@@ -103,7 +103,9 @@ class AsyncStreamReader:
         self._raw = raw
         self._dtype = dtype
 
-    async def read(self, offset: SupportsIndex, length: SupportsIndex) -> np.ndarray[Any, np.dtype[Any]]:
+    async def read(
+        self, offset: SupportsIndex, length: SupportsIndex
+    ) -> np.ndarray[Any, np.dtype[Any]]:
         """Elements ``offset .. offset + length`` (a read-only view of the bytes read)."""
         offset, length = check_range(offset, length, self._raw.len())
         return as_array(await self._raw.read(offset, length), self._dtype)

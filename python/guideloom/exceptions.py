@@ -61,7 +61,7 @@ class GuideloomError(Exception):
         key: str | None = None,
         path: str | None = None,
         index: int | None = None,
-        len: int | None = None,  # noqa: A002 - the attribute is named after the record count
+        len: int | None = None,
         uri: str | None = None,
         root: str | None = None,
     ) -> None:
@@ -158,4 +158,3 @@ class UnsupportedError(GuideloomError):
 
 class InternalError(GuideloomError):
     """A bug in guideloom: a Rust panic was caught before it could reach the interpreter."""
-

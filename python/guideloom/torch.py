@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 import guideloom as gl
-from guideloom._guideloom import EpochPlan
+from guideloom._plan import EpochPlan
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset as _MapBase
     from torch.utils.data import IterableDataset as _IterBase
     from torch.utils.data import Sampler as _SamplerBase
 
-    _MapStyle = _MapBase[Any]
-    _IterStyle = _IterBase[Any]
-    _BatchSamplerBase = _SamplerBase[list[int]]
+    _MapStyle: TypeAlias = _MapBase[Any]
+    _IterStyle: TypeAlias = _IterBase[Any]
+    _BatchSamplerBase: TypeAlias = _SamplerBase[list[int]]
 else:
     try:
         from torch.utils.data import Dataset as _MapStyle
@@ -73,9 +73,7 @@ class LoaderState(TypedDict):
 def _require_torch() -> None:
     missing = globals().get("_TORCH_MISSING")
     if missing is not None:
-        raise ImportError(
-            "guideloom.torch needs PyTorch: `pip install torch`"
-        ) from missing
+        raise ImportError("guideloom.torch needs PyTorch: `pip install torch`") from missing
 
 
 def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -172,7 +170,9 @@ class _Records:
             else:
                 assert self._root is not None
                 s3 = gl.S3Options(**self._s3) if self._s3 is not None else None
-                self._adopt(gl.open(self._root, snapshot=self._snapshot, format=self._format, s3=s3))
+                self._adopt(
+                    gl.open(self._root, snapshot=self._snapshot, format=self._format, s3=s3)
+                )
         return self._opened
 
     def is_dataset(self) -> bool:
@@ -229,7 +229,7 @@ class _Order:
         if self.shuffle == "window" and not records.is_dataset():
             raise ValueError(
                 'shuffle="window" needs a dataset root (a storage reader does not expose its '
-                "shard bounds here); use \"full\""
+                'shard bounds here); use "full"'
             )
         # Checks the options now (the Rust loader's checks) rather than in a worker.
         self.plan(batch_size=1, epoch=0, start=0)
@@ -370,7 +370,9 @@ class _Progress:
     def load_state_dict(self, state: LoaderState) -> None:
         """Continue from ``state``: the next iteration delivers exactly the rest of its epoch."""
         if state["seed"] != self._order.seed:
-            raise ValueError(f"state has seed {state['seed']}, this dataset has seed {self._order.seed}")
+            raise ValueError(
+                f"state has seed {state['seed']}, this dataset has seed {self._order.seed}"
+            )
         self._order.plan(batch_size=self._batch_size, epoch=state["epoch"], start=state["consumed"])
         self._epoch = state["epoch"]
         self._start = state["consumed"]
@@ -460,8 +462,7 @@ class IterableDataset(_Progress, _IterStyle):
         records = self._order.records
         for k in range(worker, len(plan), workers):
             batch = records.many(plan.batch(k))
-            for record in batch[:-1]:
-                yield record
+            yield from batch[:-1]
             if info is None:
                 # Counted before the batch's last record goes out: once the consumer holds
                 # the whole batch, the state already covers it.

@@ -81,7 +81,12 @@ def test_a_damaged_or_foreign_file_is_a_typed_error(tmp_path: Path) -> None:
     assert info.value.key == "ar/notes.txt"
     with pytest.raises(FileNotFoundError):
         gl.adopt_array_record(root, "ar/missing.array_record")
-    gl.publish(root, [gl.adopt_array_record(root, "ar/part.array_record")], dataset_id="d", snapshot_id="v1")
+    gl.publish(
+        root,
+        [gl.adopt_array_record(root, "ar/part.array_record")],
+        dataset_id="d",
+        snapshot_id="v1",
+    )
     # Damage a record's chunk in place (same size): reading it fails by its hash, typed.
     data = bytearray(path.read_bytes())
     assert len(data) > 2 * 128 * 1024
@@ -102,7 +107,12 @@ def test_damage_in_the_checksummed_tail_refuses_the_open(tmp_path: Path) -> None
     root = tmp_path / "root"
     path = root / "ar" / "part.array_record"
     write_array_record(path, records("d", 50), "group_size:1,uncompressed")
-    gl.publish(root, [gl.adopt_array_record(root, "ar/part.array_record")], dataset_id="d", snapshot_id="v1")
+    gl.publish(
+        root,
+        [gl.adopt_array_record(root, "ar/part.array_record")],
+        dataset_id="d",
+        snapshot_id="v1",
+    )
     data = bytearray(path.read_bytes())
     at = data.find(b"d-25d-25")
     assert at > 0

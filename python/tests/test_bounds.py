@@ -118,6 +118,7 @@ def test_an_async_document_reader_is_closed_after_its_block(tmp_path: Path) -> N
         return reader
 
     asyncio.run(main())
+
     # And explicitly, like the sync reader's close().
     async def closed_explicitly() -> None:
         async with storage.async_reader() as reader:
@@ -162,9 +163,7 @@ def test_stream_with_meta_indices_and_close(tmp_path: Path) -> None:
         for i in range(N):
             writer.append(np.full(i + 1, i, dtype=np.uint16), {"i": i})
     with storage.sync_reader() as reader:
-        check_indexing(
-            lambda i: reader.read(i)[1], lambda ix: reader.read_many(ix), N, "meta.read"
-        )
+        check_indexing(lambda i: reader.read(i)[1], lambda ix: reader.read_many(ix), N, "meta.read")
         for bad in HUGE:
             out_of_range(lambda: reader.doc_range(bad), f"doc_range({bad})")
             out_of_range(lambda: reader.read_elements(bad, 1), f"read_elements({bad})")

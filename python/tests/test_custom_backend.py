@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import pytest
@@ -23,7 +23,7 @@ from guideloom.types import IOAsyncReaderAbstract, IOReaderAbstract, IOSyncReade
 class FileReader(IOSyncReaderAbstract[Path]):
     """Reads a local file; records what it was asked to do."""
 
-    log: list[str] = []
+    log: ClassVar[list[str]] = []
     short_by = 0
 
     def open(self) -> None:
@@ -50,7 +50,9 @@ class FileBackend(IOReaderAbstract[Path]):
 
 def write_docs(directory: Path, n: int = 30) -> list[dict[str, int]]:
     docs = [{"document_id": i} for i in range(n)]
-    with DocumentStorage(directory, DocumentPickleFormat(), max_shard_records=10).sync_writer() as w:
+    with DocumentStorage(
+        directory, DocumentPickleFormat(), max_shard_records=10
+    ).sync_writer() as w:
         for i, doc in enumerate(docs):
             w.append(i, doc)
     return docs
@@ -75,8 +77,12 @@ def test_sync_backend_in_python(tmp_path: Path) -> None:
     # Every reader opened is closed exactly once when released, and so is the one whose open
     # failed (shard 3 does not exist: that ended discovery).
     closed = [e for e in FileReader.log if e.startswith("close")]
-    assert sorted(closed) == ["close shard-000000.glm", "close shard-000001.glm",
-                              "close shard-000002.glm", "close shard-000003.glm"]
+    assert sorted(closed) == [
+        "close shard-000000.glm",
+        "close shard-000001.glm",
+        "close shard-000002.glm",
+        "close shard-000003.glm",
+    ]
 
 
 def test_a_short_read_is_an_error(tmp_path: Path) -> None:
@@ -172,7 +178,10 @@ class AiohttpBackend(IOReaderAbstract[PurePosixPath]):
 
 def test_aiohttp_backend_over_nginx(http_root: HttpRoot) -> None:
     docs = write_docs(http_root.directory, 25)
-    base_url, name = http_root.url.removesuffix(http_root.directory.name + "/"), http_root.directory.name
+    base_url, name = (
+        http_root.url.removesuffix(http_root.directory.name + "/"),
+        http_root.directory.name,
+    )
 
     async def main() -> list[Any]:
         async with aiohttp.ClientSession(base_url=base_url) as session:
@@ -186,7 +195,9 @@ def test_aiohttp_backend_over_nginx(http_root: HttpRoot) -> None:
                 got = await asyncio.gather(*(reader.read(i) for i in range(25)))
             # A directory that does not exist is an empty storage (the HEAD of shard 0 is a 404).
             missing = DocumentStorage(
-                PurePosixPath("no-such-dir"), DocumentPickleFormat(), read_interface=AiohttpBackend(session)
+                PurePosixPath("no-such-dir"),
+                DocumentPickleFormat(),
+                read_interface=AiohttpBackend(session),
             )
             async with missing.async_reader() as empty:
                 assert len(empty) == 0

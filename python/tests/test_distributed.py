@@ -61,7 +61,8 @@ def slow_write(root: str, s3: dict[str, Any], marker: str, count: int) -> gl.Sha
 
 def cluster() -> LocalCluster:
     return LocalCluster(  # type: ignore[no-untyped-call]
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
 
 
 def keys(root: S3Root) -> list[str]:
@@ -69,9 +70,13 @@ def keys(root: S3Root) -> list[str]:
     import boto3
 
     bucket, _, prefix = root.uri.removeprefix("s3://").partition("/")
-    client = boto3.client("s3", endpoint_url=root.options.endpoint_url, region_name=root.options.region_name)
+    client = boto3.client(
+        "s3", endpoint_url=root.options.endpoint_url, region_name=root.options.region_name
+    )
     found: list[str] = []
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/"):
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=prefix + "/"
+    ):
         found.extend(item["Key"].removeprefix(prefix + "/") for item in page.get("Contents", []))
     return found
 
@@ -80,16 +85,24 @@ def test_dask_workers_write_shards_and_one_publish_holds_every_record(s3_root: S
     tasks, count = 6, 200
     with cluster() as c, Client(c) as client:  # type: ignore[no-untyped-call]
         futures = [
-            client.submit(write_part, s3_root.uri, part, count, s3_state(s3_root.options), pure=False)
+            client.submit(
+                write_part, s3_root.uri, part, count, s3_state(s3_root.options), pure=False
+            )
             for part in range(tasks)
         ]
         results: list[tuple[int, gl.ShardRef]] = client.gather(futures)
     assert os.getpid() not in {pid for pid, _ in results}  # written in the workers' processes
-    assert sorted(k for k in keys(s3_root) if k.startswith("shards/")) == sorted(ref.key for _, ref in results)
+    assert sorted(k for k in keys(s3_root) if k.startswith("shards/")) == sorted(
+        ref.key for _, ref in results
+    )
     with pytest.raises(gl.NotFoundError):
         gl.open(s3_root.uri, s3=s3_root.options)  # nothing is visible before publish
     snapshot = gl.publish(
-        s3_root.uri, [ref for _, ref in results], dataset_id="d", snapshot_id="s", s3=s3_root.options
+        s3_root.uri,
+        [ref for _, ref in results],
+        dataset_id="d",
+        snapshot_id="s",
+        s3=s3_root.options,
     )
     assert snapshot.total_records == tasks * count
     assert sorted(s.key for s in snapshot.shards) == sorted(ref.key for _, ref in results)
@@ -98,7 +111,9 @@ def test_dask_workers_write_shards_and_one_publish_holds_every_record(s3_root: S
     assert sorted(r["i"] for r in ds) == list(range(tasks * count))
 
 
-def test_a_worker_killed_mid_write_leaves_nothing_under_a_final_name(s3_root: S3Root, tmp_path: Path) -> None:
+def test_a_worker_killed_mid_write_leaves_nothing_under_a_final_name(
+    s3_root: S3Root, tmp_path: Path
+) -> None:
     marker = tmp_path / "writing"
     state = s3_state(s3_root.options)
     # The scheduler must not retry the task on the other worker once its worker dies.
@@ -107,7 +122,9 @@ def test_a_worker_killed_mid_write_leaves_nothing_under_a_final_name(s3_root: S3
         cluster() as c,
         Client(c) as client,  # type: ignore[no-untyped-call]
     ):
-        survivor = client.submit(write_part, s3_root.uri, 0, 100, state, pure=False).result(timeout=TIMEOUT_S)
+        survivor = client.submit(write_part, s3_root.uri, 0, 100, state, pure=False).result(
+            timeout=TIMEOUT_S
+        )
         doomed = client.submit(slow_write, s3_root.uri, state, str(marker), 500, pure=False)
         deadline = time.monotonic() + TIMEOUT_S
         while not marker.exists() or not marker.read_text():
@@ -122,8 +139,15 @@ def test_a_worker_killed_mid_write_leaves_nothing_under_a_final_name(s3_root: S3
     _, ref = survivor
     assert [k for k in left if k.startswith("shards/")] == [ref.key]
     # The survivor publishes alone; the killed work id can be written again from scratch.
-    assert gl.publish(s3_root.uri, [ref], dataset_id="d", snapshot_id="s", s3=s3_root.options).total_records == 100
-    again = gl.write_shard(({"i": i} for i in range(3)), s3_root.uri, work_id="killed", s3=s3_root.options)
+    assert (
+        gl.publish(
+            s3_root.uri, [ref], dataset_id="d", snapshot_id="s", s3=s3_root.options
+        ).total_records
+        == 100
+    )
+    again = gl.write_shard(
+        ({"i": i} for i in range(3)), s3_root.uri, work_id="killed", s3=s3_root.options
+    )
     assert again.record_count == 3
 
 

@@ -41,7 +41,7 @@ def read_in_child(ds: gl.Dataset, indices: list[int]) -> list[object]:
     with os.fdopen(read_fd, "rb") as pipe:
         output = pipe.read().decode()
     assert os.waitstatus_to_exitcode(status) == 0, output
-    return list(eval(output))  # noqa: S307 - our own repr of JSON-like values
+    return list(eval(output))  # our own repr of JSON-like values
 
 
 def test_forked_child_reads_a_local_root(local_root: Path) -> None:
@@ -58,7 +58,9 @@ def test_forked_child_reads_a_local_root(local_root: Path) -> None:
 
 
 def test_forked_child_reads_an_s3_root(s3_root: S3Root) -> None:
-    shard = gl.write_shard([{"i": i} for i in range(10)], s3_root.uri, work_id="w", s3=s3_root.options)
+    shard = gl.write_shard(
+        [{"i": i} for i in range(10)], s3_root.uri, work_id="w", s3=s3_root.options
+    )
     gl.publish(s3_root.uri, [shard], dataset_id="d", snapshot_id="s", s3=s3_root.options)
     ds = gl.open(s3_root.uri, s3=s3_root.options)
     assert ds[0] == {"i": 0}

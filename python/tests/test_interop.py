@@ -20,7 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def example() -> Path:
     configured = os.environ.get("GUIDELOOM_INTEROP_EXAMPLE")
-    path = Path(configured) if configured else REPO / "target" / "debug" / "examples" / "python_interop"
+    path = (
+        Path(configured)
+        if configured
+        else REPO / "target" / "debug" / "examples" / "python_interop"
+    )
     if path.is_file():
         return path
     if os.environ.get("GUIDELOOM_CI") == "1":
@@ -95,6 +99,10 @@ def test_python_written_stream_with_meta_reads_in_rust(tmp_path: Path) -> None:
         for tokens, meta in expected_docs():
             writer.append(tokens, meta)
     done = subprocess.run(
-        [example(), "check-stream-meta", corpus], check=True, timeout=120, capture_output=True, text=True
+        [example(), "check-stream-meta", corpus],
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
     )
     assert "23 documents" in done.stdout

@@ -7,10 +7,9 @@ constructor, `open`, `filesize`, `read` (one record, a batch, iteration), the pa
 from __future__ import annotations
 
 import asyncio
-from os import PathLike
 from collections.abc import Callable
+from os import PathLike
 from pathlib import Path, PosixPath
-from typing import Any
 
 import pytest
 
@@ -99,7 +98,9 @@ def test_opening_a_reader_lets_interrupts_through(
 
 @pytest.mark.parametrize("raises", INTERRUPTS)
 @pytest.mark.parametrize("how", ["read", "read_many", "slice", "iterate"])
-def test_reads_let_interrupts_through(tmp_path: Path, how: str, raises: type[BaseException]) -> None:
+def test_reads_let_interrupts_through(
+    tmp_path: Path, how: str, raises: type[BaseException]
+) -> None:
     write_docs(tmp_path)
     reader = DocumentStorage(tmp_path, read_interface=TrappedBackend()).sync_reader()
     Trap.method, Trap.raises = "read", raises

@@ -71,9 +71,7 @@ def test_snapshots_append_and_selection(local_root: Path) -> None:
     first = gl.write_shard(captions(10), local_root, work_id="w", shard=0)
     gl.publish(local_root, [first], dataset_id="d", snapshot_id="v1")
     second = gl.write_shard(captions(5, start=10), local_root, work_id="w", shard=1)
-    appended = gl.publish(
-        local_root, [second], dataset_id="d", snapshot_id="v2", mode="append"
-    )
+    appended = gl.publish(local_root, [second], dataset_id="d", snapshot_id="v2", mode="append")
     assert appended.total_records == 15
     assert [s.key for s in appended.shards] == [first.key, second.key]
     assert len(gl.open(local_root)) == 15
@@ -86,9 +84,7 @@ def test_publication_options_verify_record_counts(local_root: Path) -> None:
     options = gl.PublicationOptions(verify_record_counts=True)
     assert options.verify_record_counts
     shard = gl.write_shard(captions(4), local_root, work_id="w")
-    snapshot = gl.publish(
-        local_root, [shard], dataset_id="d", snapshot_id="s", options=options
-    )
+    snapshot = gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s", options=options)
     assert snapshot.total_records == 4
 
 
@@ -147,8 +143,23 @@ def test_a_format_can_be_forced_when_opening(local_root: Path) -> None:
 
 def test_cbor_values_round_trip(local_root: Path) -> None:
     values: list[Any] = [
-        None, True, False, 0, -1, 2**64 - 1, -(2**64), 1.5, float("inf"), "",
-        "héllo", b"\x00\xff", [], [1, [2, [3]]], {}, {"a": {"b": [None]}}, {1: "int key"},
+        None,
+        True,
+        False,
+        0,
+        -1,
+        2**64 - 1,
+        -(2**64),
+        1.5,
+        float("inf"),
+        "",
+        "héllo",
+        b"\x00\xff",
+        [],
+        [1, [2, [3]]],
+        {},
+        {"a": {"b": [None]}},
+        {1: "int key"},
     ]
     shard = gl.write_shard(values, local_root, work_id="w")
     gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s")
@@ -214,7 +225,10 @@ def test_http_root_whose_server_lists_directories(http_root: HttpRoot) -> None:
             snapshot_id=snap,
             mode="full" if n == 0 else "append",
         )
-    base, name = http_root.url.removesuffix(http_root.directory.name + "/"), http_root.directory.name
+    base, name = (
+        http_root.url.removesuffix(http_root.directory.name + "/"),
+        http_root.directory.name,
+    )
     listed = f"{base}listed/{name}/"
     for url, listing in [(listed, True), (listed, False), (http_root.url, True)]:
         ds = gl.open(url, http_listing=listing)

@@ -9,10 +9,12 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 import guideloom as gl
+from conftest import S3Root
 from guideloom.storage import (
     EphemeralFileStaging,
     Registry,
@@ -21,8 +23,6 @@ from guideloom.storage import (
     default_registry,
     s3_backend,
 )
-
-from conftest import S3Root
 
 # An endpoint nothing listens on (the discard port): connections are refused at once.
 DEAD_ENDPOINT = "http://127.0.0.1:9"
@@ -77,7 +77,7 @@ def test_repr_hides_credentials_written_into_the_endpoint() -> None:
 class Failing(BaseHTTPRequestHandler):
     """Answers every request 503 and counts each distinct request (method and target)."""
 
-    seen: dict[str, int] = {}
+    seen: ClassVar[dict[str, int]] = {}
     lock = threading.Lock()
 
     def answer(self) -> None:

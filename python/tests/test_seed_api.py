@@ -72,7 +72,10 @@ def test_storage_options_set_the_shard_cap_and_its_error_is_a_storage_error(
     with pytest.raises(gl.TooLargeError):
         gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s", storage_options=small)
     snapshot = gl.publish(
-        local_root, [shard], dataset_id="d", snapshot_id="s",
+        local_root,
+        [shard],
+        dataset_id="d",
+        snapshot_id="s",
         storage_options=StorageOptions(max_encoded_shard_bytes=shard.size),
     )
     assert snapshot.total_records == 10
@@ -91,7 +94,10 @@ def test_array_record_shards_are_written_and_read_through_the_shard_store(
     shard = gl.write_shard(values, local_root, work_id="w", shard_store=store)
     assert shard.key == "shards/w/00000000.array_record" and shard.record_count == 50
     more = gl.write_shard(
-        values[:5], local_root, work_id="w", shard=1,
+        values[:5],
+        local_root,
+        work_id="w",
+        shard=1,
         shard_store=ArrayRecordShardStore(options="group_size:4,uncompressed"),
     )
     gl.publish(local_root, [shard, more], dataset_id="d", snapshot_id="s")
@@ -107,8 +113,9 @@ def test_array_record_shards_are_written_and_read_through_the_shard_store(
 
 def test_array_record_shards_of_another_format_and_bad_arguments(local_root: Path) -> None:
     values = [{"i": i} for i in range(5)]
-    shard = gl.write_shard(values, local_root, work_id="a", format="cbor",
-                           shard_store=ArrayRecordShardStore())
+    shard = gl.write_shard(
+        values, local_root, work_id="a", format="cbor", shard_store=ArrayRecordShardStore()
+    )
     gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s")
     # ArrayRecord files do not name their records' format: the reader says it.
     ds = gl.open(local_root, format="cbor", shard_store=ArrayRecordShardStore())
@@ -121,26 +128,40 @@ def test_array_record_shards_of_another_format_and_bad_arguments(local_root: Pat
     with pytest.raises(gl.InvalidArgumentError, match="group_size"):
         ArrayRecordShardStore(options="group_size:zero")
     with pytest.raises(gl.InvalidArgumentError, match="open"):
-        gl.write_shard([b"x"], local_root, work_id="b",
-                       shard_store=EphemeralFileStaging(objects=S3ObjectStore()))  # type: ignore[arg-type]
+        gl.write_shard(
+            [b"x"],
+            local_root,
+            work_id="b",
+            shard_store=EphemeralFileStaging(objects=S3ObjectStore()),  # type: ignore[arg-type]
+        )
     with pytest.raises(TypeError):
         gl.open(local_root, shard_store="array_record")  # type: ignore[arg-type]
 
 
 @needs_proc
-def test_the_seeds_composition_stages_array_record_shards(
-    s3_root: S3Root, tmp_path: Path
-) -> None:
+def test_the_seeds_composition_stages_array_record_shards(s3_root: S3Root, tmp_path: Path) -> None:
     store = S3ObjectStore(options=s3_root.options)
     shard_store = ArrayRecordShardStore(
         staging=EphemeralFileStaging(objects=store, directory=tmp_path, max_object_bytes=1 << 30)
     )
     values = [os.urandom(1000) for _ in range(100)]
     shards = [
-        gl.write_shard(values[:50], s3_root.uri, work_id="w", shard=0,
-                       object_store=store, shard_store=shard_store),
-        gl.write_shard(values[50:], s3_root.uri, work_id="w", shard=1,
-                       object_store=store, shard_store=shard_store),
+        gl.write_shard(
+            values[:50],
+            s3_root.uri,
+            work_id="w",
+            shard=0,
+            object_store=store,
+            shard_store=shard_store,
+        ),
+        gl.write_shard(
+            values[50:],
+            s3_root.uri,
+            work_id="w",
+            shard=1,
+            object_store=store,
+            shard_store=shard_store,
+        ),
     ]
     gl.publish(s3_root.uri, shards, dataset_id="d", snapshot_id="s", object_store=store)
     ds = gl.open(s3_root.uri, object_store=store, shard_store=shard_store)
@@ -154,9 +175,7 @@ def test_the_seeds_composition_stages_array_record_shards(
 # --- EphemeralFileStaging without objects= ------------------------------------------------
 
 
-def test_a_staging_without_objects_builds_its_own_store(
-    local_root: Path, tmp_path: Path
-) -> None:
+def test_a_staging_without_objects_builds_its_own_store(local_root: Path, tmp_path: Path) -> None:
     staging = EphemeralFileStaging(directory=tmp_path, max_object_bytes=1 << 20)
     assert staging.owns_store and isinstance(staging.objects, S3ObjectStore)
     assert staging.objects is staging.objects  # built once
@@ -187,7 +206,10 @@ def run_with_env(script: str, env: dict[str, str], *args: str) -> dict[str, obje
             environment.pop(name, None)
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script), *args],
-        capture_output=True, text=True, timeout=120, env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -227,11 +249,17 @@ def test_aws_allow_http_and_the_endpoint_come_from_the_environment(s3_root: S3Ro
     endpoint = s3_root.options.endpoint_url
     assert endpoint is not None and endpoint.startswith("http://127.0.0.1:")
     out = run_with_env(
-        ENV_CHILD, {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"}, s3_root.uri,
+        ENV_CHILD,
+        {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"},
+        s3_root.uri,
         DEAD_ENDPOINT,
     )
-    for case in ("no options", "S3Options() defaults", "staging's own store",
-                 "staging's own store ignores the registry"):
+    for case in (
+        "no options",
+        "S3Options() defaults",
+        "staging's own store",
+        "staging's own store ignores the registry",
+    ):
         assert out[case] == {"ok": ["a", "b", "c"]}, (case, out[case])
     dead = out["registered dead backend"]
     assert isinstance(dead, dict) and dead["error"] == "StorageError", dead

@@ -102,9 +102,7 @@ def make_device_link(path: Path) -> None:
 @pytest.mark.parametrize(
     "make", [make_fifo, make_directory, make_socket, make_device_link], ids=lambda f: f.__name__
 )
-def test_a_special_file_named_like_a_shard_is_refused_at_once(
-    tmp_path: Path, make: object
-) -> None:
+def test_a_special_file_named_like_a_shard_is_refused_at_once(tmp_path: Path, make: object) -> None:
     shard = tmp_path / "shard-000000.glm"
     assert callable(make)
     make(shard)

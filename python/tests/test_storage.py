@@ -58,7 +58,10 @@ def test_readers_over_each_local_backend(tmp_path: Path, interface: Any) -> None
 
 def test_formats_and_mismatch(tmp_path: Path) -> None:
     write(tmp_path / "cbor", 3, "cbor")
-    assert DocumentStorage(tmp_path / "cbor", gl.CborFormat()).sync_reader().read(2)["document_id"] == 2
+    assert (
+        DocumentStorage(tmp_path / "cbor", gl.CborFormat()).sync_reader().read(2)["document_id"]
+        == 2
+    )
     with pytest.raises(gl.FormatMismatchError):
         DocumentStorage(tmp_path / "cbor", DocumentPickleFormat()).sync_reader()
     raw = DocumentStorage(tmp_path / "raw", "raw")

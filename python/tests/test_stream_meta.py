@@ -52,7 +52,9 @@ def check(reader: gl.StreamWithMetaReader, docs: list[Doc]) -> None:
     assert [m["doc"] for _, m in reader] == list(range(len(docs)))
 
 
-@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.int64, np.float32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(
+    "dtype", [np.uint16, np.uint32, np.int64, np.float32], ids=lambda d: np.dtype(d).name
+)
 def test_round_trip_across_shard_pairs(tmp_path: Path, dtype: Any) -> None:
     docs = corpus(40, dtype)
     write(tmp_path, docs, dtype, max_shard_records=6)
@@ -91,7 +93,9 @@ def test_a_python_backend_reads_streams_with_meta(tmp_path: Path) -> None:
     write(tmp_path, docs, np.int32, max_shard_records=10)
     FileReader.log = []
     FileReader.short_by = 0
-    with gl.StreamWithMetaStorage(tmp_path, np.int32, read_interface=FileBackend()).sync_reader() as r:
+    with gl.StreamWithMetaStorage(
+        tmp_path, np.int32, read_interface=FileBackend()
+    ).sync_reader() as r:
         check(r, docs)
     opened = sorted(e for e in FileReader.log if e.startswith("open"))
     assert opened == [f"open {kind}-00000{n}.glm" for kind in ("meta", "shard") for n in range(3)]
@@ -148,8 +152,14 @@ def test_a_missing_meta_shard_is_a_corrupt_pair(tmp_path: Path) -> None:
 def test_http_and_the_aiohttp_backend(http_root: HttpRoot) -> None:
     docs = corpus(30, np.float64)
     write(http_root.directory, docs, np.float64, max_shard_records=12)
-    check(gl.StreamWithMetaStorage(http_root.url, np.float64, read_interface=HttpIO()).sync_reader(), docs)
-    base_url, name = http_root.url.removesuffix(http_root.directory.name + "/"), http_root.directory.name
+    check(
+        gl.StreamWithMetaStorage(http_root.url, np.float64, read_interface=HttpIO()).sync_reader(),
+        docs,
+    )
+    base_url, name = (
+        http_root.url.removesuffix(http_root.directory.name + "/"),
+        http_root.directory.name,
+    )
 
     async def main() -> None:
         async with aiohttp.ClientSession(base_url=base_url) as session:

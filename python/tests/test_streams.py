@@ -97,7 +97,9 @@ def test_async_reader_every_backend(tmp_path: Path) -> None:
         writer.append(data)
 
     async def main(interface: Any) -> None:
-        async with gl.StreamStorage(tmp_path, np.uint16, read_interface=interface).async_reader() as r:
+        async with gl.StreamStorage(
+            tmp_path, np.uint16, read_interface=interface
+        ).async_reader() as r:
             assert len(r) == 5000
             parts = await asyncio.gather(*(r.read(i * 500, 500) for i in range(10)))
             assert np.array_equal(np.concatenate(parts), data)
@@ -112,13 +114,20 @@ def test_aiohttp_backend_streams_over_nginx(http_root: HttpRoot) -> None:
     from test_custom_backend import AiohttpBackend
 
     data = np.arange(30_000, dtype=np.uint32)
-    with gl.StreamStorage(http_root.directory, np.uint32, max_shard_bytes=40_000).sync_writer() as w:
+    with gl.StreamStorage(
+        http_root.directory, np.uint32, max_shard_bytes=40_000
+    ).sync_writer() as w:
         w.append(data)
-    base_url, name = http_root.url.removesuffix(http_root.directory.name + "/"), http_root.directory.name
+    base_url, name = (
+        http_root.url.removesuffix(http_root.directory.name + "/"),
+        http_root.directory.name,
+    )
 
     async def main() -> None:
         async with aiohttp.ClientSession(base_url=base_url) as session:
-            storage = gl.StreamStorage(PurePosixPath(name), np.uint32, read_interface=AiohttpBackend(session))
+            storage = gl.StreamStorage(
+                PurePosixPath(name), np.uint32, read_interface=AiohttpBackend(session)
+            )
             async with storage.async_reader() as reader:
                 assert len(reader) == 30_000
                 got = await reader.read(9000, 3000)  # spans two shards
@@ -127,7 +136,9 @@ def test_aiohttp_backend_streams_over_nginx(http_root: HttpRoot) -> None:
     asyncio.run(main())
 
     async def http() -> None:
-        async with gl.StreamStorage(http_root.url, np.uint32, read_interface=HttpIO()).async_reader() as r:
+        async with gl.StreamStorage(
+            http_root.url, np.uint32, read_interface=HttpIO()
+        ).async_reader() as r:
             assert np.array_equal(await r.read(0, 10), data[:10])
 
     asyncio.run(http())

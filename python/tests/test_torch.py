@@ -30,7 +30,6 @@ except ImportError:
     pytest.skip("skipped: torch is not installed", allow_module_level=True)
 
 from guideloom.torch import Dataset, IterableDataset, LoaderState
-
 from test_interop import example
 
 # Uneven shards: no count divides by the batch size, the world size or the worker count.
@@ -44,7 +43,11 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("torch") / "root"
     refs, start = [], 0
     for n, count in enumerate(SHARDS):
-        refs.append(gl.write_shard(({"i": i} for i in range(start, start + count)), root, work_id="w", shard=n))
+        refs.append(
+            gl.write_shard(
+                ({"i": i} for i in range(start, start + count)), root, work_id="w", shard=n
+            )
+        )
         start += count
     gl.publish(root, refs, dataset_id="torch", snapshot_id="s")
     return root
@@ -59,21 +62,45 @@ def indices(batches: Iterable[dict[str, Any]]) -> list[list[int]]:
     return out
 
 
-def rust_batches(root: Path, *, seed: int, epoch: int, rank: int, world: int, shuffle: str = "auto",
-                 equalize: str = "none", drop_last: bool = False, start: int = 0) -> list[list[int]]:
+def rust_batches(
+    root: Path,
+    *,
+    seed: int,
+    epoch: int,
+    rank: int,
+    world: int,
+    shuffle: str = "auto",
+    equalize: str = "none",
+    drop_last: bool = False,
+    start: int = 0,
+) -> list[list[int]]:
     """The batches the Rust Loader delivers to `rank`."""
-    args = [str(a) for a in (seed, epoch, BATCH, rank, world, shuffle, equalize, int(drop_last), start)]
-    out = subprocess.run([example(), "order", root, *args], capture_output=True, text=True, check=True).stdout
+    args = [
+        str(a) for a in (seed, epoch, BATCH, rank, world, shuffle, equalize, int(drop_last), start)
+    ]
+    out = subprocess.run(
+        [example(), "order", root, *args], capture_output=True, text=True, check=True
+    ).stdout
     return [[int(x) for x in line.split(",")] for line in out.splitlines()]
 
 
 def load(ds: IterableDataset | Dataset, context: str | None, **kw: Any) -> list[list[int]]:
     if isinstance(ds, Dataset):
-        loader = DataLoader(ds, batch_sampler=ds.batch_sampler(BATCH, epoch=kw.pop("epoch", 0)),
-                            num_workers=2 if context else 0, multiprocessing_context=context, **kw)
+        loader = DataLoader(
+            ds,
+            batch_sampler=ds.batch_sampler(BATCH, epoch=kw.pop("epoch", 0)),
+            num_workers=2 if context else 0,
+            multiprocessing_context=context,
+            **kw,
+        )
     else:
-        loader = DataLoader(ds, batch_size=BATCH, num_workers=2 if context else 0,
-                            multiprocessing_context=context, **kw)
+        loader = DataLoader(
+            ds,
+            batch_size=BATCH,
+            num_workers=2 if context else 0,
+            multiprocessing_context=context,
+            **kw,
+        )
     return indices(loader)
 
 
@@ -94,14 +121,37 @@ def test_epoch_plan_is_the_documented_order() -> None:
         (3, 0, 1, 2, "sequential", "pad", True),
     ],
 )
-def test_python_order_is_the_rust_loaders(root: Path, seed: int, epoch: int, rank: int, world: int,
-                                          shuffle: str, equalize: Any, drop_last: bool) -> None:
-    expected = rust_batches(root, seed=seed, epoch=epoch, rank=rank, world=world, shuffle=shuffle,
-                            equalize=equalize, drop_last=drop_last)
+def test_python_order_is_the_rust_loaders(
+    root: Path,
+    seed: int,
+    epoch: int,
+    rank: int,
+    world: int,
+    shuffle: str,
+    equalize: Any,
+    drop_last: bool,
+) -> None:
+    expected = rust_batches(
+        root,
+        seed=seed,
+        epoch=epoch,
+        rank=rank,
+        world=world,
+        shuffle=shuffle,
+        equalize=equalize,
+        drop_last=drop_last,
+    )
     window = int(shuffle[6:]) if shuffle.startswith("window") else 4
     mode: Any = "window" if shuffle.startswith("window") else shuffle
-    common: dict[str, Any] = dict(seed=seed, shuffle=mode, window=window, rank=rank, world_size=world,
-                                  equalize=equalize, drop_last=drop_last)
+    common: dict[str, Any] = dict(
+        seed=seed,
+        shuffle=mode,
+        window=window,
+        rank=rank,
+        world_size=world,
+        equalize=equalize,
+        drop_last=drop_last,
+    )
     it = IterableDataset(str(root), batch_size=BATCH, epoch=epoch, **common)
     assert load(it, None) == expected
     assert len(it) == sum(len(b) for b in expected)
@@ -112,13 +162,16 @@ def test_python_order_is_the_rust_loaders(root: Path, seed: int, epoch: int, ran
 
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 @pytest.mark.parametrize("style", ["iterable", "map"])
-def test_every_record_once_per_epoch_across_ranks_and_workers(root: Path, context: str, style: str) -> None:
+def test_every_record_once_per_epoch_across_ranks_and_workers(
+    root: Path, context: str, style: str
+) -> None:
     world = 3
     seen: list[int] = []
     for rank in range(world):
         if style == "iterable":
-            ds: IterableDataset | Dataset = IterableDataset(root, batch_size=BATCH, seed=11, epoch=2,
-                                                            rank=rank, world_size=world)
+            ds: IterableDataset | Dataset = IterableDataset(
+                root, batch_size=BATCH, seed=11, epoch=2, rank=rank, world_size=world
+            )
             got = load(ds, context)
         else:
             ds = Dataset(root, seed=11, rank=rank, world_size=world)
@@ -134,7 +187,10 @@ def test_every_record_once_per_epoch_across_ranks_and_workers(root: Path, contex
 def test_same_order_on_a_rerun_and_a_new_order_per_epoch(root: Path, context: str) -> None:
     ds = IterableDataset(root, batch_size=BATCH, seed=3, rank=1, world_size=2)
     first = load(ds, context)
-    assert load(IterableDataset(root, batch_size=BATCH, seed=3, rank=1, world_size=2), context) == first
+    assert (
+        load(IterableDataset(root, batch_size=BATCH, seed=3, rank=1, world_size=2), context)
+        == first
+    )
     ds.set_epoch(1)
     assert load(ds, context) != first
 
@@ -180,11 +236,21 @@ def test_equal_batch_counts_on_request(root: Path) -> None:
     cases: list[tuple[Any, int]] = [("pad", 4), ("drop", 3)]
     for equalize, expected in cases:
         counts = {
-            len(load(IterableDataset(root, batch_size=BATCH, rank=r, world_size=world, equalize=equalize), None))
+            len(
+                load(
+                    IterableDataset(
+                        root, batch_size=BATCH, rank=r, world_size=world, equalize=equalize
+                    ),
+                    None,
+                )
+            )
             for r in range(world)
         }
         assert counts == {expected}
-    uneven = [len(load(IterableDataset(root, batch_size=BATCH, rank=r, world_size=world), None)) for r in range(world)]
+    uneven = [
+        len(load(IterableDataset(root, batch_size=BATCH, rank=r, world_size=world), None))
+        for r in range(world)
+    ]
     assert uneven == [4, 3, 3, 3]
 
 
@@ -214,13 +280,19 @@ def test_sources_an_opened_dataset_and_a_storage(root: Path, tmp_path: Path) -> 
 
 
 def test_an_s3_root_in_spawned_workers(s3_root: S3Root) -> None:
-    shard = gl.write_shard(({"i": i} for i in range(30)), s3_root.uri, work_id="w", s3=s3_root.options)
+    shard = gl.write_shard(
+        ({"i": i} for i in range(30)), s3_root.uri, work_id="w", s3=s3_root.options
+    )
     gl.publish(s3_root.uri, [shard], dataset_id="d", snapshot_id="s", s3=s3_root.options)
     ds = IterableDataset(s3_root.uri, batch_size=BATCH, s3=s3_root.options, seed=1)
     got = load(ds, "spawn")
     assert sorted(i for b in got for i in b) == list(range(30))
-    assert got == load(IterableDataset(gl.open(s3_root.uri, s3=s3_root.options), batch_size=BATCH,
-                                       s3=s3_root.options, seed=1), "spawn")
+    assert got == load(
+        IterableDataset(
+            gl.open(s3_root.uri, s3=s3_root.options), batch_size=BATCH, s3=s3_root.options, seed=1
+        ),
+        "spawn",
+    )
 
 
 def test_bad_options_are_typed_errors(root: Path) -> None:
@@ -247,11 +319,15 @@ def test_the_map_style_sampler_resumes_too(root: Path) -> None:
     ds = Dataset(root, seed=6, rank=1, world_size=2)
     sampler = ds.batch_sampler(BATCH)
     sampler.set_epoch(5)
-    whole = indices(DataLoader(ds, batch_sampler=sampler, num_workers=2, multiprocessing_context="fork"))
+    whole = indices(
+        DataLoader(ds, batch_sampler=sampler, num_workers=2, multiprocessing_context="fork")
+    )
     assert whole == rust_batches(root, seed=6, epoch=5, rank=1, world=2)
     state = sampler.state_dict(batches=2)
     again = ds.batch_sampler(BATCH)
     again.load_state_dict(state)
     assert len(again) == len(whole) - 2
-    rest = indices(DataLoader(ds, batch_sampler=again, num_workers=2, multiprocessing_context="fork"))
+    rest = indices(
+        DataLoader(ds, batch_sampler=again, num_workers=2, multiprocessing_context="fork")
+    )
     assert whole[:2] + rest == whole

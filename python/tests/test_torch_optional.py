@@ -21,6 +21,8 @@ print("ok")
 
 
 def test_without_torch_the_module_imports_and_its_classes_raise_import_error() -> None:
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

@@ -367,8 +367,8 @@ fn examples(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// The Python package: venv, `maturin develop --release`, pytest against the servers, mypy
-/// (see `python.rs`).
+/// The Python package: venv, `maturin develop --release`, pytest against the servers, then
+/// ruff, mypy and stubtest (see `python.rs`).
 fn python(ctx: &mut Ctx) -> Result<()> {
     crate::python::run(&ctx.root, |cmd| test_env(ctx, cmd))
 }

@@ -14,7 +14,12 @@
 //! 3. The facade's example `python_interop` (the Rust half of the interop tests) is built, then
 //!    `python -m pytest python/tests` with the servers' environment (`GUIDELOOM_CI=1`, so a
 //!    missing server fails): exit 5 ("no tests collected") is a failure, not a pass.
-//! 4. `python -m mypy --strict` on the tests and examples, against the package's stubs.
+//! 4. The static checks of the package, each timed: `ruff check` and `ruff format --check`
+//!    over `python/` ([`RUFF`], pinned), `python -m mypy --strict` over the package itself
+//!    (`python/guideloom`), the tests and the examples, and `python -m mypy.stubtest` of the
+//!    package against the compiled extension just installed (its stubs, one per concern, must
+//!    match the runtime; `python/stubtest-allowlist.txt` lists, with reasons, what a stub
+//!    declares that the runtime cannot show).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,7 +29,11 @@ use crate::error::{Error, Result};
 use crate::servers;
 use crate::util;
 
-/// What pip installs into the venv for this step.
+/// The linter and formatter of `python/`, pinned: a new ruff release may add rules or change
+/// formatting, which should be a change of this line, not a surprise in CI.
+pub(crate) const RUFF: &str = "ruff==0.17.6";
+
+/// What pip installs into the venv for this step (mypy brings `mypy.stubtest`).
 pub(crate) const PIP_PACKAGES: &[&str] = &[
     "maturin",
     "pytest",
@@ -32,6 +41,7 @@ pub(crate) const PIP_PACKAGES: &[&str] = &[
     "numpy",
     "aiohttp",
     "dask[distributed]",
+    RUFF,
 ];
 
 /// PyTorch, installed on its own (timed) unless [`TORCH_SWITCH`] is `0`.
@@ -157,11 +167,51 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
     })?;
     println!("[python] pytest in {:.1}s", started.elapsed().as_secs_f64());
 
-    let mut mypy = venv_command(&venv, "python");
-    mypy.current_dir(root)
-        .args(["-m", "mypy", "--strict", "python/tests", "python/examples"]);
-    println!("[python] $ {}", util::display(&mypy));
-    util::run(&mut mypy)
+    static_checks(root, &venv)
+}
+
+/// The static checks of step 4, in order, each timed: ruff, mypy, stubtest.
+const STATIC_CHECKS: &[(&str, &[&str])] = &[
+    ("ruff check", &["-m", "ruff", "check", "python"]),
+    (
+        "ruff format",
+        &["-m", "ruff", "format", "--check", "python"],
+    ),
+    (
+        "mypy --strict",
+        &[
+            "-m",
+            "mypy",
+            "--strict",
+            "python/guideloom",
+            "python/tests",
+            "python/examples",
+        ],
+    ),
+    (
+        "stubtest",
+        &[
+            "-m",
+            "mypy.stubtest",
+            "--mypy-config-file",
+            "pyproject.toml",
+            "--allowlist",
+            "python/stubtest-allowlist.txt",
+            "guideloom",
+        ],
+    ),
+];
+
+fn static_checks(root: &Path, venv: &Path) -> Result<()> {
+    for (name, args) in STATIC_CHECKS {
+        let started = Instant::now();
+        let mut check = venv_command(venv, "python");
+        check.current_dir(root).args(*args);
+        println!("[python] $ {}", util::display(&check));
+        util::run(&mut check)?;
+        println!("[python] {name} in {:.1}s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
 
 /// The switch that leaves the Python benchmark out of `cargo xtask bench` (`0`).
@@ -202,6 +252,23 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ruff_is_pinned_and_installed_and_every_static_check_runs_over_the_package() {
+        assert!(RUFF.starts_with("ruff==") && PIP_PACKAGES.contains(&RUFF));
+        let names: Vec<_> = STATIC_CHECKS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            ["ruff check", "ruff format", "mypy --strict", "stubtest"]
+        );
+        for (name, args) in STATIC_CHECKS {
+            assert!(
+                args.iter()
+                    .any(|a| *a == "python" || *a == "python/guideloom" || *a == "guideloom"),
+                "{name} does not cover the package"
+            );
+        }
+    }
 
     #[test]
     fn only_exit_zero_passes_and_no_tests_is_a_failure() {

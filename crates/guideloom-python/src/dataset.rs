@@ -95,8 +95,21 @@ pub(crate) fn open(
         storage: storage_options,
     };
     let mut options: DatasetOptions = call_options(&uri, args)?;
-    options.snapshot = snapshot;
     options.storage.http.listing = http_listing;
+    open_in(py, uri, options, None, snapshot, format, array_record)
+}
+
+/// `open` with the root's options decided and, from `guideloom.Root`, its store resolved.
+pub(crate) fn open_in(
+    py: Python<'_>,
+    uri: String,
+    mut options: DatasetOptions,
+    resolved: Option<guideloom::publish::Root>,
+    snapshot: Option<String>,
+    format: Option<&Bound<'_, PyAny>>,
+    array_record: bool,
+) -> PyResult<Dataset> {
+    options.snapshot = snapshot;
     // None: whatever the first shard says it holds.
     let chosen = match format {
         Some(f) if !f.is_none() => Some(RecordFormat::extract(Some(f), RecordFormat::Cbor)?),
@@ -108,7 +121,10 @@ pub(crate) fn open(
         let uri = uri.clone();
         let options = options.clone();
         block_on(py, async move {
-            let root = guideloom::resolve_root(&uri, &options)?;
+            let root = match resolved {
+                Some(root) => root,
+                None => guideloom::resolve_root(&uri, &options)?,
+            };
             let name = root.store().describe();
             let snapshot = match &options.snapshot {
                 Some(id) => root.snapshot(id).await,

@@ -2,8 +2,11 @@
 //!
 //! Built by maturin from the repository's `pyproject.toml` into the package whose pure-Python
 //! part lives in `python/guideloom/` (exceptions, stubs, `py.typed`); see `docs/python.md`.
-//! It binds the facade crate: dataset roots (`dataset.rs`: `open`; `publish.rs`: `write_shard`,
-//! `publish`, `publish_annotations`), the record formats (`format.rs`) and the Rust loader's
+//! It binds the facade crate: dataset roots (`root.rs`: `Root`, the root resolved once with
+//! its operations as methods; `dataset.rs`: `open`, `Dataset`; `calls.rs`: the module-level
+//! `write_shard`, `publish`, `publish_annotations`, each a `Root` of one call; `publish.rs`:
+//! `ShardRef`, `Snapshot`; `tokens.rs`:
+//! token-stream reads of a `Dataset`), the record formats (`format.rs`) and the Rust loader's
 //! epoch plan (`order.rs`: `EpochPlan`, the order of `guideloom.torch`).
 //!
 //! Rules every binding follows:
@@ -20,6 +23,7 @@
 use pyo3::prelude::*;
 
 mod aio;
+mod calls;
 mod dataset;
 mod errors;
 mod filesystem;
@@ -29,6 +33,7 @@ mod options;
 mod order;
 mod publish;
 mod pybackend;
+mod root;
 mod root_args;
 mod runtime;
 mod shard_stores;
@@ -38,6 +43,7 @@ mod storage;
 mod stores;
 mod stream;
 mod stream_meta;
+mod tokens;
 
 /// The extension module `guideloom._guideloom`.
 #[pymodule(name = "_guideloom")]
@@ -53,6 +59,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;
+    m.add_class::<root::Root>()?;
     m.add_class::<pyo3_bytes::PyBytes>()?; // `Bytes`: zero-copy record buffers
     m.add_class::<io::SeekIO>()?;
     m.add_class::<io::PosixPreadIO>()?;
@@ -76,10 +83,10 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<filesystem::RawShard>()?;
     m.add_class::<filesystem::RawShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::write_shard, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::adopt_array_record, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
-    m.add_function(wrap_pyfunction!(publish::publish_annotations, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::write_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::adopt_array_record, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::publish, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::publish_annotations, m)?)?;
     m.add_class::<stores::S3ObjectStore>()?;
     m.add_class::<stores::S3Backend>()?;
     m.add_class::<stores::DefaultRegistry>()?;

@@ -1,25 +1,15 @@
-//! Writing shards and publishing snapshots and annotation sets from Python.
-//!
-//! `write_shard` streams: the caller's records are pulled from its iterator one at a time,
-//! encoded (with the GIL, briefly) and written into the store as they come, so memory is one
-//! record plus the shard's index on a local root, as for the Rust `Publisher`.
+//! What writing and publishing take and return from Python: `ShardRef` (a written shard),
+//! `Snapshot` (a published or opened snapshot), `PublicationOptions` and `mode=`. The
+//! operations are `guideloom.Root`'s methods (`crate::root`) and the module-level functions
+//! (`crate::calls`).
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use guideloom::format::{ShardMetadata, Value};
-use guideloom::publish::{FooterInspector, Root};
-use guideloom::{PublishMode, PublishRequest, RetryPolicy};
+use guideloom::PublishMode;
+use guideloom::publish::FooterInspector;
 use pyo3::prelude::*;
-use pyo3::types::PyIterator;
 
-use crate::errors::{Error, raise};
-use crate::format::{RecordFormat, annotation_value};
-use crate::options::{S3Options, StorageOptions, root_uri};
-use crate::root_args::{StoreArgs, call_options};
-use crate::runtime::block_on;
-use crate::shard_stores::ShardStoreArg;
-use crate::stores::S3ObjectStore;
+use crate::errors::raise;
 
 /// A written shard: pass it to `publish`.
 #[pyclass(frozen, module = "guideloom._guideloom")]
@@ -168,7 +158,7 @@ impl PublicationOptions {
 }
 
 impl PublicationOptions {
-    fn to_rust(&self) -> guideloom::PublicationOptions {
+    pub(crate) fn to_rust(&self) -> guideloom::PublicationOptions {
         guideloom::PublicationOptions {
             verify_record_counts: self.verify_record_counts,
             inspector: self
@@ -179,220 +169,45 @@ impl PublicationOptions {
     }
 }
 
-/// The root of a call, and its name for errors (the store's redacted description).
-fn resolve(root: &Bound<'_, PyAny>, args: StoreArgs<'_, '_>) -> PyResult<(Root, String)> {
-    let uri = root_uri(root)?;
-    let options = call_options(&uri, args)?;
-    let root = guideloom::resolve_root(&uri, &options).map_err(Error::from)?;
-    let name = root.store().describe();
-    Ok((root, name))
-}
-
-fn store_args<'a, 'py>(
-    s3: Option<&'a Bound<'py, S3Options>>,
-    mount: bool,
-    object_store: Option<&'a Bound<'py, S3ObjectStore>>,
-    storage: Option<&'a Bound<'py, StorageOptions>>,
-) -> StoreArgs<'a, 'py> {
-    StoreArgs {
-        s3,
-        mount,
-        object_store,
-        shard_store: None,
-        storage,
+impl From<guideloom::ShardRef> for ShardRef {
+    fn from(inner: guideloom::ShardRef) -> Self {
+        ShardRef { inner }
     }
 }
 
-/// The caller's records, pulled and encoded one at a time (with the GIL, only for that).
-struct Records {
-    iter: Py<PyIterator>,
-    format: RecordFormat,
-}
-
-impl Iterator for Records {
-    type Item = Result<Bytes, PyErr>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        Python::attach(|py| {
-            let mut iter = self.iter.bind(py).clone();
-            match iter.next()? {
-                Ok(record) => Some(self.format.encode(&record)),
-                Err(e) => Some(Err(e)),
-            }
-        })
+impl ShardRef {
+    /// The Rust reference.
+    pub(crate) fn to_rust(&self) -> guideloom::ShardRef {
+        self.inner.clone()
     }
 }
 
-/// Writes `records` (any iterable) as shard `shard` of worker `work_id` in `root`,
-/// create-only at `shards/<work_id>/<shard>.glm` (or, with
-/// `shard_store=ArrayRecordShardStore(...)`, as the ArrayRecord file
-/// `shards/<work_id>/<shard>.array_record`, records `"raw"` unless `format` says), and
-/// returns its reference.
-#[pyfunction]
-#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false, object_store = None, shard_store = None, storage_options = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn write_shard(
-    py: Python<'_>,
-    records: &Bound<'_, PyAny>,
-    root: &Bound<'_, PyAny>,
-    work_id: String,
-    shard: u64,
-    format: Option<&Bound<'_, PyAny>>,
-    s3: Option<&Bound<'_, S3Options>>,
-    mount: bool,
-    object_store: Option<&Bound<'_, S3ObjectStore>>,
-    shard_store: Option<&Bound<'_, PyAny>>,
-    storage_options: Option<&Bound<'_, StorageOptions>>,
-) -> PyResult<ShardRef> {
-    let shard_store = ShardStoreArg::extract(shard_store)?;
-    let array_record = match &shard_store {
-        None => None,
-        Some(ShardStoreArg::ArrayRecord(store)) => Some(store.get().writer_options()),
-        Some(ShardStoreArg::Staging(_)) => {
-            return Err(raise(
-                "InvalidArgumentError",
-                "an EphemeralFileStaging stages shards for reading: pass it to open(); \
-                 write_shard takes shard_store=ArrayRecordShardStore(...) to write ArrayRecord \
-                 files",
-            ));
+impl Snapshot {
+    /// The snapshot a `publish` call returned, with how it ended.
+    pub(crate) fn published(published: guideloom::Published) -> Self {
+        Snapshot {
+            inner: published.snapshot,
+            outcome: Some(published.outcome),
         }
-    };
-    let default = if array_record.is_some() {
-        RecordFormat::Raw
-    } else {
-        RecordFormat::Cbor
-    };
-    let format = RecordFormat::extract(format, default)?;
-    let mut args = store_args(s3, mount, object_store, storage_options);
-    args.shard_store = shard_store;
-    let (root, name) = resolve(root, args)?;
-    let records = Records {
-        iter: PyIterator::from_object(records)?.unbind(),
-        format,
-    };
-    let written = block_on(py, async move {
-        let written = match array_record {
-            Some(options) => {
-                root.try_write_array_record_shard(&work_id, shard, options, records)
-                    .await
-            }
-            None => {
-                let meta = ShardMetadata::new(format.name(), "documents");
-                root.try_write_shard(&work_id, shard, meta, records).await
-            }
-        };
-        written.map_err(|e| Error::from(e).in_root(name))
-    })?;
-    Ok(ShardRef { inner: written? })
+    }
+
+    /// A snapshot that was opened (no outcome).
+    pub(crate) fn opened(inner: guideloom::Snapshot) -> Self {
+        Snapshot {
+            inner,
+            outcome: None,
+        }
+    }
 }
 
-/// A reference to the ArrayRecord file at `key` (relative to `root`), for `publish`: its size
-/// and record count from the object and its footer (one HEAD, one tail read); the file is
-/// neither rewritten nor copied. Its records read as bytes.
-#[pyfunction]
-#[pyo3(signature = (root, key, *, s3 = None, mount = false, object_store = None, storage_options = None))]
-pub(crate) fn adopt_array_record(
-    py: Python<'_>,
-    root: &Bound<'_, PyAny>,
-    key: String,
-    s3: Option<&Bound<'_, S3Options>>,
-    mount: bool,
-    object_store: Option<&Bound<'_, S3ObjectStore>>,
-    storage_options: Option<&Bound<'_, StorageOptions>>,
-) -> PyResult<ShardRef> {
-    let args = store_args(s3, mount, object_store, storage_options);
-    let (root, name) = resolve(root, args)?;
-    let adopted = block_on(py, async move {
-        root.adopt_array_record(&key)
-            .await
-            .map_err(|e| Error::from(e).in_root(name))
-    })?;
-    Ok(ShardRef { inner: adopted })
-}
-
-/// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
-/// them the whole snapshot, `mode="append"` extends the latest snapshot with them.
-#[pyfunction]
-#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false, object_store = None, storage_options = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn publish(
-    py: Python<'_>,
-    root: &Bound<'_, PyAny>,
-    shards: Vec<Bound<'_, ShardRef>>,
-    dataset_id: String,
-    snapshot_id: String,
-    mode: &str,
-    options: Option<&Bound<'_, PublicationOptions>>,
-    s3: Option<&Bound<'_, S3Options>>,
-    mount: bool,
-    object_store: Option<&Bound<'_, S3ObjectStore>>,
-    storage_options: Option<&Bound<'_, StorageOptions>>,
-) -> PyResult<Snapshot> {
-    let mode = match mode {
-        "full" => PublishMode::Full,
-        "append" => PublishMode::Append,
-        other => {
-            return Err(raise(
-                "InvalidArgumentError",
-                format!("mode must be \"full\" or \"append\", not {other:?}"),
-            ));
-        }
-    };
-    let options = options.map(|o| o.get().to_rust()).unwrap_or_default();
-    let request = PublishRequest {
-        dataset_id,
-        snapshot_id,
-        shards: shards.iter().map(|s| s.get().inner.clone()).collect(),
-        mode,
-    };
-    let args = store_args(s3, mount, object_store, storage_options);
-    let (root, name) = resolve(root, args)?;
-    let published = block_on(py, async move {
-        root.publish(&request, &options)
-            .await
-            .map_err(|e| Error::from(e).in_root(name))
-    })?;
-    Ok(Snapshot {
-        inner: published.snapshot,
-        outcome: Some(published.outcome),
-    })
-}
-
-/// Publishes annotation set `name` at `version` for a snapshot (the latest, or
-/// `snapshot`): one JSON-compatible value per record, in record order.
-#[pyfunction]
-#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false, object_store = None, storage_options = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn publish_annotations(
-    py: Python<'_>,
-    root: &Bound<'_, PyAny>,
-    name: String,
-    version: String,
-    values: &Bound<'_, PyAny>,
-    snapshot: Option<String>,
-    s3: Option<&Bound<'_, S3Options>>,
-    mount: bool,
-    object_store: Option<&Bound<'_, S3ObjectStore>>,
-    storage_options: Option<&Bound<'_, StorageOptions>>,
-) -> PyResult<()> {
-    let values: Vec<Value> = PyIterator::from_object(values)?
-        .map(|v| annotation_value(&v?))
-        .collect::<PyResult<_>>()?;
-    let args = store_args(s3, mount, object_store, storage_options);
-    let (root, root_name) = resolve(root, args)?;
-    block_on(py, async move {
-        let published = async {
-            let snapshot = match snapshot {
-                Some(id) => root.snapshot(&id).await?,
-                None => root.latest().await?,
-            };
-            let retry = RetryPolicy::contended_update();
-            root.publish_annotations(&name, &version, &snapshot, &values, &retry)
-                .await
-        };
-        match published.await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(Error::from(e).in_root(root_name)),
-        }
-    })
+/// `mode=` of `publish`.
+pub(crate) fn publish_mode(mode: &str) -> PyResult<PublishMode> {
+    match mode {
+        "full" => Ok(PublishMode::Full),
+        "append" => Ok(PublishMode::Append),
+        other => Err(raise(
+            "InvalidArgumentError",
+            format!("mode must be \"full\" or \"append\", not {other:?}"),
+        )),
+    }
 }

@@ -1,0 +1,219 @@
+# Stubs of dataset roots, datasets, shard references and snapshots (Rust:
+# crates/guideloom-python/src/{root,dataset,publish,tokens}.rs).
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from typing import Any, Literal, Self, SupportsIndex, TypeAlias, final, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from guideloom._records import Bytes, _FormatArg
+from guideloom.storage import (
+    ArrayRecordShardStore,
+    EphemeralFileStaging,
+    S3ObjectStore,
+    S3Options,
+    StorageOptions,
+)
+
+#: A root argument: a path, ``file://``, ``memory://``, ``s3://bucket/prefix`` or ``http(s)://``.
+_Root: TypeAlias = str | PathLike[str]
+_ShardStore: TypeAlias = EphemeralFileStaging | ArrayRecordShardStore
+_Array: TypeAlias = np.ndarray[tuple[int], np.dtype[Any]]
+
+@final
+class ShardRef:
+    @property
+    def key(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def record_count(self) -> int: ...
+    def _to_json(self) -> str: ...
+    @staticmethod
+    def _from_json(json: str) -> ShardRef: ...
+
+@final
+class Snapshot:
+    @property
+    def id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def total_records(self) -> int: ...
+    @property
+    def shards(self) -> list[ShardRef]: ...
+    @property
+    def outcome(self) -> Literal["committed", "already_published", "other"] | None: ...
+
+@final
+class PublicationOptions:
+    def __new__(cls, *, verify_record_counts: bool = False) -> Self: ...
+    @property
+    def verify_record_counts(self) -> bool: ...
+
+@final
+class DatasetIter:
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Any: ...
+
+@final
+class Dataset:
+    """One snapshot of a dataset root (a token stream too, if its shards are stream shards)."""
+
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, key: SupportsIndex, /) -> Any: ...
+    @overload
+    def __getitem__(self, key: slice, /) -> list[Any]: ...
+    def __iter__(self) -> DatasetIter: ...
+    def get(self, index: SupportsIndex) -> Any: ...
+    def get_many(self, indices: Iterable[SupportsIndex]) -> list[Any]: ...
+    def get_raw(self, index: SupportsIndex) -> Bytes: ...
+    def get_many_raw(self, indices: Iterable[SupportsIndex]) -> list[Bytes]: ...
+    def annotation(self, name: str, index: SupportsIndex) -> Any: ...
+    def annotations(self, name: str) -> list[Any]: ...
+    def stream_element(self) -> str: ...
+    def num_tokens(self) -> int: ...
+    def tokens(self, start: SupportsIndex, stop: SupportsIndex) -> _Array: ...
+    def document(self, index: SupportsIndex) -> _Array: ...
+    def document_range(self, index: SupportsIndex) -> range: ...
+    def document_meta(self, index: SupportsIndex) -> Any: ...
+    @property
+    def snapshot_id(self) -> str: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def format(self) -> str: ...
+
+@final
+class Root:
+    """A dataset root whose store is resolved once; the root's operations as methods."""
+
+    def __new__(
+        cls,
+        uri: _Root,
+        *,
+        s3: S3Options | None = None,
+        mount: bool = False,
+        object_store: S3ObjectStore | None = None,
+        shard_store: _ShardStore | None = None,
+        storage_options: StorageOptions | None = None,
+        http_listing: bool = False,
+    ) -> Self: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def shard_store(self) -> _ShardStore | None: ...
+    def write_shard(
+        self,
+        records: Iterable[Any],
+        *,
+        work_id: str,
+        shard: int = 0,
+        format: _FormatArg | None = None,
+    ) -> ShardRef: ...
+    def write_stream_shard(
+        self,
+        documents: Iterable[npt.ArrayLike],
+        *,
+        work_id: str,
+        dtype: npt.DTypeLike,
+        shard: int = 0,
+    ) -> ShardRef: ...
+    def adopt_array_record(self, key: str) -> ShardRef: ...
+    def publish(
+        self,
+        shards: Sequence[ShardRef],
+        *,
+        dataset_id: str,
+        snapshot_id: str,
+        mode: Literal["full", "append"] = "full",
+        options: PublicationOptions | None = None,
+    ) -> Snapshot: ...
+    def publish_annotations(
+        self,
+        name: str,
+        version: str,
+        values: Iterable[Any],
+        *,
+        snapshot: str | None = None,
+    ) -> None: ...
+    def open(self, *, snapshot: str | None = None, format: _FormatArg | None = None) -> Dataset: ...
+    def latest(self) -> Snapshot: ...
+    def snapshot(self, snapshot_id: str) -> Snapshot: ...
+    def snapshots(self) -> list[Snapshot]: ...
+
+def open(
+    root: _Root,
+    *,
+    snapshot: str | None = None,
+    format: _FormatArg | None = None,
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    shard_store: _ShardStore | None = None,
+    http_listing: bool = False,
+    storage_options: StorageOptions | None = None,
+) -> Dataset: ...
+def write_shard(
+    records: Iterable[Any],
+    root: _Root,
+    *,
+    work_id: str,
+    shard: int = 0,
+    format: _FormatArg | None = None,
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    shard_store: ArrayRecordShardStore | None = None,
+    storage_options: StorageOptions | None = None,
+) -> ShardRef: ...
+def adopt_array_record(
+    root: _Root,
+    key: str,
+    *,
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
+) -> ShardRef: ...
+def publish(
+    root: _Root,
+    shards: Sequence[ShardRef],
+    *,
+    dataset_id: str,
+    snapshot_id: str,
+    mode: Literal["full", "append"] = "full",
+    options: PublicationOptions | None = None,
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
+) -> Snapshot: ...
+def publish_annotations(
+    root: _Root,
+    name: str,
+    version: str,
+    values: Iterable[Any],
+    *,
+    snapshot: str | None = None,
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
+) -> None: ...
+
+__all__ = [
+    "Dataset",
+    "DatasetIter",
+    "PublicationOptions",
+    "Root",
+    "ShardRef",
+    "Snapshot",
+    "adopt_array_record",
+    "open",
+    "publish",
+    "publish_annotations",
+    "write_shard",
+]
