@@ -3,7 +3,7 @@
 //! Remote backends (`http::HttpIo`, feature `http`;
 //! `objstore::ObjectStoreIo`, feature `object-store`) are async; their own sync `open`
 //! answers [`Error::Unsupported`]. `BlockingIo` wraps such a backend together with a tokio
-//! runtime (the process's shared [`Bridge`](crate::bridge::Bridge), or a handle) and implements [`Backend::open`] by driving `open_async` on it; every call on the
+//! runtime (the process's shared [`Bridge`], or a handle) and implements [`Backend::open`] by driving `open_async` on it; every call on the
 //! returned [`SyncReader`] blocks the calling thread on the runtime. Many threads may read
 //! through one `BlockingIo` at once: each call runs on its caller's thread, while connection
 //! tasks run on the runtime's workers.

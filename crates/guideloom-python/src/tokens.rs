@@ -100,9 +100,9 @@ macro_rules! with_element {
 
 /// A facade error of a stream read as a Python exception: a dataset that is not one token
 /// stream is an `UnsupportedError`, the rest map as every error does.
-fn stream_error(e: guideloom::Error) -> PyErr {
-    match e {
-        guideloom::Error::NotAStream { .. } => raise("UnsupportedError", e.to_string()),
+fn stream_error(e: impl Into<guideloom::Error>) -> PyErr {
+    match e.into() {
+        e @ guideloom::Error::NotAStream { .. } => raise("UnsupportedError", e.to_string()),
         other => Error::from(other).into(),
     }
 }
@@ -117,7 +117,7 @@ fn array<'py>(py: Python<'py>, bytes: Bytes, element: &str) -> PyResult<Bound<'p
 
 impl Dataset {
     /// The stream's element type (`UnsupportedError` unless the dataset is a token stream).
-    fn element(&self, py: Python<'_>) -> PyResult<(guideloom::AsyncDataset, String)> {
+    fn element(&self, py: Python<'_>) -> PyResult<(guideloom::Dataset, String)> {
         let dataset = self.current(py)?;
         let element = dataset.stream_element().map_err(stream_error)?.to_owned();
         Ok((dataset, element))
@@ -174,7 +174,7 @@ impl Dataset {
         let read = with_element!(element.as_str(), |E| block_on(py, async move {
             Ok::<_, Error>(
                 dataset
-                    .tokens::<E>(range)
+                    .tokens_async::<E>(range)
                     .await
                     .map(|t| t.as_bytes().clone()),
             )
@@ -190,7 +190,7 @@ impl Dataset {
         let read = with_element!(element.as_str(), |E| block_on(py, async move {
             Ok::<_, Error>(
                 dataset
-                    .document::<E>(index)
+                    .document_async::<E>(index)
                     .await
                     .map(|t| t.as_bytes().clone()),
             )
@@ -207,7 +207,7 @@ impl Dataset {
         let (dataset, _) = self.element(py)?;
         let index = Dataset::document_index(py, &index, dataset.len())?;
         let range = block_on(py, async move {
-            Ok::<_, Error>(dataset.document_range(index).await)
+            Ok::<_, Error>(dataset.document_range_async(index).await)
         })?
         .map_err(stream_error)?;
         let bound = |n: u64| {
@@ -221,7 +221,7 @@ impl Dataset {
         let (dataset, _) = self.element(py)?;
         let index = Dataset::document_index(py, &index, dataset.len())?;
         let value = block_on(py, async move {
-            Ok::<_, Error>(dataset.document_meta::<Value>(index).await)
+            Ok::<_, Error>(dataset.document_meta_async::<Value>(index).await)
         })?
         .map_err(stream_error)?;
         from_value(py, &value)

@@ -256,9 +256,9 @@ impl Publisher {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        Ok(run(self
+        run(self
             .root
-            .write_array_record_shard(work_id, n, options, records))?)
+            .write_array_record_shard(work_id, n, options, records))
     }
 
     /// Writes already encoded records (raw bytes, from any iterator) as shard `n` of
@@ -276,7 +276,7 @@ impl Publisher {
         I: IntoIterator<Item = R>,
         R: AsRef<[u8]>,
     {
-        Ok(run(self.root.write_shard(work_id, n, metadata, records))?)
+        run(self.root.write_shard(work_id, n, metadata, records))
     }
 
     /// Writes `documents` (token slices of one [`Element`] type: `&[u16]`, `Vec<u32>`, ...)
@@ -298,7 +298,7 @@ impl Publisher {
         I: IntoIterator<Item = D>,
         D: AsRef<[E]>,
     {
-        Ok(run(self.root.write_stream_shard(work_id, n, documents))?)
+        run(self.root.write_stream_shard(work_id, n, documents))
     }
 
     /// [`write_stream_shard`](Self::write_stream_shard) of `(tokens, metadata)` documents,
@@ -331,9 +331,9 @@ impl Publisher {
         I: IntoIterator<Item = (D, M)>,
         D: AsRef<[E]>,
     {
-        Ok(run(self
+        run(self
             .root
-            .write_stream_shard_with_meta(work_id, n, documents))?)
+            .write_stream_shard_with_meta(work_id, n, documents))
     }
 
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`:
@@ -368,7 +368,7 @@ impl Publisher {
         request: &PublishRequest,
         options: &PublicationOptions,
     ) -> Result<Published> {
-        Ok(run(self.root.publish(request, options))?)
+        run(self.root.publish(request, options))
     }
 
     /// Publishes annotation set `set` at `version` for `snapshot`: one value per record, in
@@ -381,18 +381,14 @@ impl Publisher {
         snapshot: &Snapshot,
         values: &[T],
     ) -> Result<AnnotationEntry> {
-        Ok(run(self.root.publish_annotations(
-            set,
-            version,
-            snapshot,
-            values,
-            &self.retry,
-        ))?)
+        run(self
+            .root
+            .publish_annotations(set, version, snapshot, values, &self.retry))
     }
 
     /// The latest snapshot.
     pub fn latest(&self) -> Result<Snapshot> {
-        Ok(run(self.root.latest())?)
+        run(self.root.latest())
     }
 
     /// A [`Dataset`] over the latest snapshot.
