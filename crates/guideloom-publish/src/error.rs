@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use guideloom_io::ErrorKind;
+
 /// A boxed error source, `Send + Sync` so errors cross threads and tasks.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -11,7 +13,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong while publishing to or reading from a dataset root.
 ///
 /// Variants name the object at fault (`key`, relative to the root, or `path` for local
-/// files) so a log line says which object. Match on variants, never on message text.
+/// files) so a log line says which object. [`Error::kind`] says what went wrong in one word;
+/// match on the kind or on variants, never on message text.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -345,6 +348,17 @@ fn named_once(
     }
 }
 
+/// [`Error::Storage`]'s kind: what its source's typed errors or cause tell (a timeout,
+/// refused credentials, an OS error's kind), else [`Remote`](ErrorKind::Remote). A missing
+/// object the store reports here (a missing bucket) stays `Remote`: a storage failure, never
+/// an empty root.
+fn storage_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
+    match ErrorKind::of_remote(source) {
+        ErrorKind::NotFound => ErrorKind::Remote,
+        kind => kind,
+    }
+}
+
 fn size_text(size: Option<u64>, limit: u64) -> String {
     match size {
         Some(size) => size.to_string(),
@@ -461,6 +475,45 @@ impl Error {
         }
     }
 
+    /// What went wrong, in one word ([`ErrorKind`], whose docs give the rule). A shard's error
+    /// ([`Error::Shard`], [`Error::ArrayRecordShard`]) and a read's ([`Error::Read`]) have the
+    /// kind of their source (damage is [`Corrupt`](ErrorKind::Corrupt), a timeout beneath
+    /// [`Timeout`](ErrorKind::Timeout)); a local OS error ([`Error::Io`]) the kind of its
+    /// `std::io::ErrorKind`; a storage request ([`Error::Storage`]) the kind its typed source
+    /// or its cause tells ([`ErrorKind::of_remote`]: refused credentials, a timeout), else
+    /// [`Remote`](ErrorKind::Remote). Every other variant has its own.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::PublicationCollision { .. } => ErrorKind::Collision,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Corrupt { .. } | Error::LogGap { .. } => ErrorKind::Corrupt,
+            Error::Verification { .. } => ErrorKind::VerificationFailed,
+            Error::DatasetMismatch { .. }
+            | Error::AnnotationSnapshotMismatch { .. }
+            | Error::CountMismatch { .. }
+            | Error::NotAStream { .. } => ErrorKind::Mismatch,
+            Error::CasExhausted { .. } => ErrorKind::Conflict,
+            Error::ConditionalWritesUnsupported { .. }
+            | Error::MountedBucketCannotAnnotate { .. }
+            | Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::ShardTooLarge { .. } | Error::TooLarge { .. } | Error::StagingBudget { .. } => {
+                ErrorKind::TooLarge
+            }
+            Error::ReadOnlyRoot { .. } => ErrorKind::ReadOnly,
+            Error::RefusedFile { .. } => ErrorKind::RefusedFile,
+            Error::DiskFull { .. } => ErrorKind::DiskFull,
+            Error::AwsProfile { .. } | Error::InvalidUri { .. } | Error::InvalidArgument { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Error::OutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::Storage { source, .. } => storage_kind(&**source),
+            Error::Io { source, .. } => source.kind().into(),
+            Error::Shard { source, .. } => source.kind(),
+            Error::ArrayRecordShard { source, .. } => source.kind(),
+            Error::Read { source, .. } => source.kind(),
+        }
+    }
+
     /// `true` for the errors of a shard's own bytes or of reading them ([`Error::Shard`],
     /// [`Error::ArrayRecordShard`]), whichever format the shard has.
     pub fn is_shard_error(&self) -> bool {
@@ -471,7 +524,9 @@ impl Error {
         Error::InvalidArgument { what: what.into() }
     }
 
-    /// `true` for [`Error::NotFound`].
+    /// `true` for [`Error::NotFound`]: this crate's own "the object does not exist" (a
+    /// shard's or a read's not-found error beneath [`Error::Shard`] or [`Error::Read`] has
+    /// kind [`ErrorKind::NotFound`] too, but is not this).
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
     }
@@ -488,3 +543,7 @@ impl Error {
         matches!(self, Error::Storage { .. })
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;
