@@ -23,7 +23,7 @@
 //! - **IO**: the traits a backend implements ([`Backend`], [`Location`], [`SyncReader`],
 //!   [`AsyncReader`]) and the local backends ([`SeekIo`], [`PreadIo`], [`MmapIo`]).
 //! - **Errors**: one [`enum@Error`] ([`Result`], [`BoxError`]) wrapping the lower crates'
-//!   errors unchanged.
+//!   errors unchanged; [`Error::kind`] says what went wrong in one word ([`ErrorKind`]).
 //!
 //! # The lower layers: escape hatches
 //!
@@ -113,7 +113,7 @@ pub use guideloom_arrayrecord as arrayrecord;
 pub use bytes::{self, Bytes};
 
 pub use dataset::{AsyncDataset, Dataset, DatasetOptions, Records, resolve_root};
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, ErrorKind, Result};
 pub use loader::order::ShuffleMode;
 pub use loader::{
     Batch, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource, TokenWindows,
