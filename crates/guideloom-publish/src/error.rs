@@ -348,17 +348,6 @@ fn named_once(
     }
 }
 
-/// [`Error::Storage`]'s kind: what its source's typed errors or cause tell (a timeout,
-/// refused credentials, an OS error's kind), else [`Remote`](ErrorKind::Remote). A missing
-/// object the store reports here (a missing bucket) stays `Remote`: a storage failure, never
-/// an empty root.
-fn storage_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
-    match ErrorKind::of_remote(source) {
-        ErrorKind::NotFound => ErrorKind::Remote,
-        kind => kind,
-    }
-}
-
 fn size_text(size: Option<u64>, limit: u64) -> String {
     match size {
         Some(size) => size.to_string(),
@@ -479,9 +468,10 @@ impl Error {
     /// ([`Error::Shard`], [`Error::ArrayRecordShard`]) and a read's ([`Error::Read`]) have the
     /// kind of their source (damage is [`Corrupt`](ErrorKind::Corrupt), a timeout beneath
     /// [`Timeout`](ErrorKind::Timeout)); a local OS error ([`Error::Io`]) the kind of its
-    /// `std::io::ErrorKind`; a storage request ([`Error::Storage`]) the kind its typed source
-    /// or its cause tells ([`ErrorKind::of_remote`]: refused credentials, a timeout), else
-    /// [`Remote`](ErrorKind::Remote). Every other variant has its own.
+    /// `std::io::ErrorKind`; a failed storage request ([`Error::Storage`]) is
+    /// [`Remote`](ErrorKind::Remote) unless its cause is of the transport class
+    /// ([`ErrorKind::of_remote`]: refused credentials, a timeout). Every other variant has its
+    /// own.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::PublicationCollision { .. } => ErrorKind::Collision,
@@ -506,7 +496,7 @@ impl Error {
                 ErrorKind::InvalidArgument
             }
             Error::OutOfRange { .. } => ErrorKind::OutOfRange,
-            Error::Storage { source, .. } => storage_kind(&**source),
+            Error::Storage { source, .. } => ErrorKind::of_remote(&**source),
             Error::Io { source, .. } => source.kind().into(),
             Error::Shard { source, .. } => source.kind(),
             Error::ArrayRecordShard { source, .. } => source.kind(),

@@ -25,11 +25,15 @@ use crate::cause::{CauseKind, cause_of};
 ///   `Publish`, the command line's wrappers) has the kind of its **source**. So a timeout
 ///   beneath a shard read is [`Timeout`](Self::Timeout), a missing shard
 ///   [`NotFound`](Self::NotFound), and damage found in it [`Corrupt`](Self::Corrupt).
+/// - A variant whose meaning is "a remote request failed" (this crate's `Remote`,
+///   guideloom-publish's `Storage`) is [`Remote`](Self::Remote), whatever its source, except
+///   for a cause of the transport class ([`of_remote`](Self::of_remote), from the typed
+///   errors of its chain or [`cause_of`]): refused credentials or access are
+///   [`PermissionDenied`](Self::PermissionDenied), a timeout [`Timeout`](Self::Timeout), an
+///   interruption [`Interrupted`](Self::Interrupted). No connection, a server error,
+///   throttling, a missing bucket or a refusal by code stay `Remote`; the cause tells which.
 /// - An operating-system error (`std::io::Error`) is classified by its
-///   [`std::io::ErrorKind`] (`From`); a failed remote request by its cause ([`cause_of`]):
-///   refused credentials or access are [`PermissionDenied`](Self::PermissionDenied), a timeout
-///   [`Timeout`](Self::Timeout), anything else (no connection, a server error, throttling, a
-///   missing bucket, a refusal by code) [`Remote`](Self::Remote).
+///   [`std::io::ErrorKind`] (`From`).
 ///
 /// The name ([`name`](Self::name), also its `Display`) is stable: match the kind, never the
 /// message.
@@ -180,17 +184,24 @@ impl ErrorKind {
         }
     }
 
-    /// The kind of a failed remote request `source` (an error from a store client or a
-    /// transport): by the typed errors in its chain (this crate's [`Error`], an OS error),
-    /// else by its cause ([`cause_of`]), else [`Remote`](Self::Remote).
+    /// The kind of a remote request that failed with `source` (an error from a store client,
+    /// a transport or a caller's backend): [`Remote`](Self::Remote), unless the typed errors in
+    /// its chain (this crate's [`Error`], an OS error) or its cause ([`cause_of`]) tell one of
+    /// the transport class: [`PermissionDenied`](Self::PermissionDenied) (refused credentials
+    /// or access), [`Timeout`](Self::Timeout), [`Interrupted`](Self::Interrupted). A "not
+    /// found" beneath a failed request (a missing bucket) is no missing object: `Remote`.
     pub fn of_remote(source: &(dyn std::error::Error + 'static)) -> Self {
-        if let Some(e) = source.downcast_ref::<Error>() {
-            return e.kind();
+        let told = if let Some(e) = source.downcast_ref::<Error>() {
+            e.kind()
+        } else if let Some(e) = source.downcast_ref::<std::io::Error>() {
+            e.kind().into()
+        } else {
+            cause_of(source).map_or(ErrorKind::Remote, |c| ErrorKind::of_cause(c.kind))
+        };
+        match told {
+            ErrorKind::PermissionDenied | ErrorKind::Timeout | ErrorKind::Interrupted => told,
+            _ => ErrorKind::Remote,
         }
-        if let Some(e) = source.downcast_ref::<std::io::Error>() {
-            return e.kind().into();
-        }
-        cause_of(source).map_or(ErrorKind::Remote, |c| ErrorKind::of_cause(c.kind))
     }
 }
 
@@ -248,20 +259,10 @@ impl Error {
             Error::Io { source, .. } => source.kind().into(),
             Error::Remote { source, .. } => source
                 .as_deref()
-                .map_or(ErrorKind::Remote, |s| remote_kind(s)),
+                .map_or(ErrorKind::Remote, |s| ErrorKind::of_remote(s)),
             Error::Changed { .. } => ErrorKind::Conflict,
             Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
         }
-    }
-}
-
-/// A remote failure's kind from its source: [`ErrorKind::of_remote`], except that a source
-/// of another kind than a remote one (a caller's backend raising anything) stays
-/// [`Remote`](ErrorKind::Remote) unless its cause says otherwise.
-fn remote_kind(source: &(dyn std::error::Error + Send + Sync + 'static)) -> ErrorKind {
-    match ErrorKind::of_remote(source) {
-        kind @ (ErrorKind::PermissionDenied | ErrorKind::Timeout | ErrorKind::Interrupted) => kind,
-        _ => ErrorKind::Remote,
     }
 }
 
