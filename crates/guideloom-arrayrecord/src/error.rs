@@ -1,5 +1,7 @@
 //! The crate's one error type.
 
+use guideloom_io::ErrorKind;
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -105,6 +107,26 @@ pub enum Error {
 }
 
 impl Error {
+    /// What went wrong, in one word ([`ErrorKind`], whose docs give the rule): damaged bytes
+    /// ([`Error::Corrupt`], a compressed buffer the codec refused) are
+    /// [`Corrupt`](ErrorKind::Corrupt), a size past a limit [`TooLarge`](ErrorKind::TooLarge),
+    /// bad writer options [`InvalidArgument`](ErrorKind::InvalidArgument); the IO layer's error
+    /// and a destination's OS error keep their own kind. A compressor that failed while
+    /// writing is [`Other`](ErrorKind::Other).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Codec { op, .. } if *op == "compression" => ErrorKind::Other,
+            Error::Codec { .. } => ErrorKind::Corrupt,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::IndexOutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::Options { .. } => ErrorKind::InvalidArgument,
+            Error::Io { source } => source.kind(),
+            Error::Write { source, .. } => source.kind().into(),
+        }
+    }
+
     /// `true` when the file's bytes are damaged: [`Error::Corrupt`] (a hash, a field, a
     /// truncated chunk) or [`Error::Codec`] (a compressed buffer the codec refused), as
     /// opposed to transport failures, limits and unsupported constructs.
@@ -114,7 +136,7 @@ impl Error {
 
     /// `true` when the error means "this object does not exist" (from the backend).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::Io { source } if source.is_not_found())
+        matches!(self, Error::Io { .. }) && self.kind() == ErrorKind::NotFound
     }
 
     pub(crate) fn corrupt(location: &str, offset: u64, what: impl Into<String>) -> Error {
@@ -131,5 +153,81 @@ impl Error {
             offset,
             what: what.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One representative of every variant, and the kind it has.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let codec = |op| Error::Codec {
+            location: "a".into(),
+            offset: 0,
+            codec: "zstd",
+            op,
+            source: std::io::Error::other("bad frame"),
+        };
+        let cases = [
+            (Error::corrupt("a", 0, "hash"), ErrorKind::Corrupt),
+            (codec("decompression"), ErrorKind::Corrupt),
+            (codec("compression"), ErrorKind::Other),
+            (
+                Error::unsupported("a", 0, "transposed chunk"),
+                ErrorKind::Unsupported,
+            ),
+            (
+                Error::TooLarge {
+                    location: "a".into(),
+                    offset: 0,
+                    what: "chunk",
+                    size: 9,
+                    limit: 1,
+                },
+                ErrorKind::TooLarge,
+            ),
+            (
+                Error::IndexOutOfRange {
+                    location: "a".into(),
+                    index: 3,
+                    len: 3,
+                },
+                ErrorKind::OutOfRange,
+            ),
+            (
+                Error::Options {
+                    options: "x".into(),
+                    what: "unknown".into(),
+                },
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                Error::Io {
+                    source: guideloom_io::Error::io("a", std::io::ErrorKind::NotFound.into()),
+                },
+                ErrorKind::NotFound,
+            ),
+            (
+                Error::Write {
+                    location: "a".into(),
+                    offset: 0,
+                    source: std::io::ErrorKind::StorageFull.into(),
+                },
+                ErrorKind::DiskFull,
+            ),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error:?}");
+        }
+        // The predicates agree with the kinds.
+        assert!(codec("decompression").is_corrupt());
+        assert!(
+            Error::Io {
+                source: guideloom_io::Error::io("a", std::io::ErrorKind::NotFound.into())
+            }
+            .is_not_found()
+        );
     }
 }

@@ -1,13 +1,24 @@
 //! The CLI's one error type. Every variant names the object, path, line or argument at
-//! fault; `main` prints it (with its sources) on one line and exits with status 1.
+//! fault; `main` prints it (with its sources) on one line and exits with the status the
+//! error's kind has in [`exit_status`], the command line's one error table.
 
 use std::path::PathBuf;
+
+use guideloom_io::ErrorKind;
 
 /// `Result` with [`CliError`].
 pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
 
 /// The CLI's cargo features that decide which roots it can open (see its Cargo.toml).
 const CLI_FEATURES: [&str; 5] = ["aws-profile", "s3", "http", "gcs", "azure"];
+
+/// The exit status of a failure of kind `kind`: with `--json`'s `kind` (the kind's own name),
+/// the command line's one error table (docs/cli.md, "Error kinds", which a test holds to it).
+/// Every kind exits 1, as documented: scripts tell the kinds apart by `--json`'s `kind`, and
+/// 2 stays clap's usage error. A kind that should exit otherwise gets its own arm here.
+pub(crate) const fn exit_status(_kind: ErrorKind) -> u8 {
+    1
+}
 
 /// Everything a command can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -180,7 +191,7 @@ impl CliError {
     /// For a root this binary cannot open because a cargo feature was left out of its build
     /// (`s3`, `http`, `aws-profile`, `gcs`, `azure`): the command that builds one that can.
     pub(crate) fn feature_hint(&self) -> Option<String> {
-        if self.kind() != "unsupported" {
+        if self.kind() != ErrorKind::Unsupported {
             return None;
         }
         let line = self.one_line();
@@ -198,91 +209,37 @@ impl CliError {
         matches!(self, CliError::Output { source } if source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 
-    /// A stable, machine-readable name of what went wrong (the `kind` of `--json` errors):
-    /// the most specific typed error in the chain decides.
-    pub(crate) fn kind(&self) -> &'static str {
-        use guideloom_publish::Error as P;
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self);
-        while let Some(e) = source {
-            if let Some(p) = find::<P>(e) {
-                match p {
-                    P::PublicationCollision { .. } => return "publication_collision",
-                    P::NotFound { .. } => return "not_found",
-                    P::Corrupt { .. } => return "corrupt",
-                    P::Verification { .. } => return "verification_failed",
-                    P::TooLarge { .. } => return "too_large",
-                    P::RefusedFile { .. } => return "refused_file",
-                    P::DiskFull { .. } => return "disk_full",
-                    P::LogGap { .. } => return "log_gap",
-                    P::ReadOnlyRoot { .. } => return "read_only_root",
-                    P::MountedBucketCannotAnnotate { .. } => return "mount_cannot_annotate",
-                    P::DatasetMismatch { .. } => return "dataset_mismatch",
-                    P::ConditionalWritesUnsupported { .. } => {
-                        return "conditional_writes_unsupported";
-                    }
-                    P::Unsupported { .. } => return "unsupported",
-                    P::InvalidUri { .. } | P::InvalidArgument { .. } => return "invalid_argument",
-                    _ => {}
-                }
-            }
-            if let Some(f) = find::<guideloom_format::Error>(e)
-                && f.is_corrupt()
-            {
-                return "corrupt";
-            }
-            if let Some(a) = find::<guideloom_arrayrecord::Error>(e) {
-                match a {
-                    guideloom_arrayrecord::Error::Corrupt { .. } => return "corrupt",
-                    guideloom_arrayrecord::Error::Unsupported { .. } => return "unsupported",
-                    guideloom_arrayrecord::Error::TooLarge { .. } => return "too_large",
-                    guideloom_arrayrecord::Error::Options { .. } => return "invalid_argument",
-                    _ => {}
-                }
-            }
-            if let Some(io) = find::<guideloom_io::Error>(e) {
-                match io {
-                    guideloom_io::Error::Timeout(_) => return "timeout",
-                    guideloom_io::Error::NotFound { .. } => return "not_found",
-                    _ => {}
-                }
-            }
-            source = e.source();
-        }
-        // Why a remote request failed, when the chain tells (a missing bucket, refused
-        // credentials, nothing listening...).
-        if let Some(cause) = guideloom_io::cause_of(self) {
-            use guideloom_io::CauseKind as C;
-            match cause.kind {
-                C::BucketNotFound => return "bucket_not_found",
-                C::AccessDenied => return "access_denied",
-                C::BadCredentials => return "bad_credentials",
-                C::ConnectionRefused | C::Unreachable => return "unreachable",
-                C::TimedOut => return "timeout",
-                C::Throttled => return "throttled",
-                C::ServerError => return "server_error",
-                _ => {}
-            }
-        }
+    /// What went wrong, in one word: the kind of the library error beneath (the wrappers
+    /// here only say where, so they take their source's kind; see [`ErrorKind`]), or of the
+    /// command's own failure (a bad argument or input line, a record JSON cannot carry, a
+    /// `verify` that found problems).
+    pub(crate) fn kind(&self) -> ErrorKind {
         match self {
-            CliError::Input { .. } => "invalid_input",
-            CliError::Argument { .. } => "invalid_argument",
-            CliError::Record { .. } => "record_not_representable",
-            CliError::Incomplete { .. } => "write_incomplete",
-            CliError::Unsound { .. } => "verification_failed",
-            CliError::Output { .. } | CliError::File { .. } => "io",
-            CliError::Io { .. } => "io",
-            _ => "storage",
+            CliError::Root { source, .. } => source.kind(),
+            CliError::Dataset { source, .. } => source.kind(),
+            CliError::Shard { source, .. } | CliError::ShardFile { source, .. } => source.kind(),
+            CliError::ArrayRecord { source, .. } => source.kind(),
+            CliError::Io { source, .. } => source.kind(),
+            CliError::File { source, .. } | CliError::Output { source } => source.kind().into(),
+            CliError::Input { .. } | CliError::Argument { .. } => ErrorKind::InvalidArgument,
+            CliError::Record { .. } => ErrorKind::Encode,
+            CliError::Incomplete { source, .. } => source.kind(),
+            CliError::Unsound { .. } => ErrorKind::VerificationFailed,
         }
     }
 
-    /// The error as the JSON document `--json` prints: `{"error": {"kind", "message"}}`.
+    /// The error as the JSON document `--json` prints: `{"error": {"kind", "cause",
+    /// "message"}}`, `kind` the [`ErrorKind`]'s name and `cause`, when the chain tells why a
+    /// remote request failed ([`guideloom_io::cause_of`]), the cause's name (else absent).
     pub(crate) fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "error": {
-                "kind": self.kind(),
-                "message": self.one_line(),
-            }
-        })
+        let mut error = serde_json::json!({
+            "kind": self.kind().name(),
+            "message": self.one_line(),
+        });
+        if let Some(cause) = guideloom_io::cause_of(self) {
+            error["cause"] = cause.kind.name().into();
+        }
+        serde_json::json!({ "error": error })
     }
 
     /// One line: the message and its sources that add something, joined by `": "`. Every
@@ -383,4 +340,134 @@ fn find<'a, T: std::error::Error + 'static>(
 ) -> Option<&'a T> {
     e.downcast_ref::<T>()
         .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/cli.md's kind table (the rows after `<!-- kind table -->`): one row per kind, in
+    /// `ErrorKind::ALL`'s order, with the exit status [`exit_status`] gives it.
+    #[test]
+    fn exit_statuses_follow_the_documented_table() {
+        let docs = include_str!("../../../docs/cli.md");
+        let table = docs
+            .split("<!-- kind table -->")
+            .nth(1)
+            .expect("docs/cli.md has the kind table");
+        let rows: Vec<(String, u8)> = table
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+                let kind = cells.first()?.strip_prefix('`')?.strip_suffix('`')?;
+                Some((kind.to_owned(), cells.get(1)?.parse().ok()?))
+            })
+            .collect();
+        let documented: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(documented, all);
+        for ((_, status), kind) in rows.iter().zip(ErrorKind::ALL) {
+            assert_eq!(*status, exit_status(kind), "{kind}");
+            // Never clap's usage status, never success.
+            assert!(!matches!(exit_status(kind), 0 | 2), "{kind}");
+        }
+    }
+
+    /// The command's own failures have their kinds; the wrappers take their source's.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let io = |kind: std::io::ErrorKind| std::io::Error::from(kind);
+        let corrupt = guideloom_format::Error::Corrupt {
+            shard: "s".into(),
+            what: guideloom_format::Corruption::FooterChecksum,
+        };
+        let cases = [
+            (
+                CliError::root(
+                    "r",
+                    guideloom_publish::Error::NotFound { key: "log/".into() },
+                ),
+                ErrorKind::NotFound,
+            ),
+            (
+                CliError::Dataset {
+                    root: "r".into(),
+                    source: Box::new(guideloom::Error::OutOfRange { index: 9, len: 1 }),
+                },
+                ErrorKind::OutOfRange,
+            ),
+            (CliError::shard("r", "s", corrupt), ErrorKind::Corrupt),
+            (
+                CliError::ArrayRecord {
+                    path: "a".into(),
+                    source: Box::new(guideloom_arrayrecord::Error::Unsupported {
+                        location: "a".into(),
+                        offset: 0,
+                        what: "transposed".into(),
+                    }),
+                },
+                ErrorKind::Unsupported,
+            ),
+            (
+                CliError::io(
+                    "f",
+                    guideloom_io::Error::Closed {
+                        location: "f".into(),
+                    },
+                ),
+                ErrorKind::Io,
+            ),
+            (
+                CliError::file("f", io(std::io::ErrorKind::NotFound)),
+                ErrorKind::NotFound,
+            ),
+            (
+                CliError::Input {
+                    path: "in.jsonl".into(),
+                    line: 3,
+                    what: "not JSON".into(),
+                },
+                ErrorKind::InvalidArgument,
+            ),
+            (CliError::argument("--x", "bad"), ErrorKind::InvalidArgument),
+            (
+                CliError::Record {
+                    root: "r".into(),
+                    index: 1,
+                    key: "s".into(),
+                    what: "NaN".into(),
+                },
+                ErrorKind::Encode,
+            ),
+            (
+                CliError::Incomplete {
+                    work_id: "w".into(),
+                    shards: 1,
+                    source: Box::new(CliError::file("f", io(std::io::ErrorKind::StorageFull))),
+                },
+                ErrorKind::DiskFull,
+            ),
+            (
+                CliError::Unsound {
+                    root: "r".into(),
+                    count: 2,
+                },
+                ErrorKind::VerificationFailed,
+            ),
+            (
+                CliError::Output {
+                    source: io(std::io::ErrorKind::Other),
+                },
+                ErrorKind::Io,
+            ),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error:?}");
+            let doc = error.to_json();
+            assert_eq!(doc["error"]["kind"], kind.name(), "{doc}");
+            assert!(doc["error"].get("cause").is_none(), "{doc}");
+        }
+    }
 }

@@ -47,7 +47,7 @@ fn main() -> ExitCode {
                 Some(hint) => eprintln!("error: {}; {hint}", e.one_line()),
                 None => eprintln!("error: {}", e.one_line()),
             }
-            ExitCode::FAILURE
+            ExitCode::from(error::exit_status(e.kind()))
         }
     }
 }

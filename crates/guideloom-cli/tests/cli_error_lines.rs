@@ -42,13 +42,15 @@ fn check_line(out: Output, lead: &str, root: &str) -> String {
 }
 
 #[cfg(feature = "s3")]
-/// The same error as `--json`: the typed kind, the same one-line message, nothing else.
+/// The same error as `--json`: the typed kind and cause, the same one-line message, nothing
+/// else.
 #[track_caller]
-fn check_json(out: &Output, kind: &str, cause: &str) {
+fn check_json(out: &Output, kind: &str, cause: &str, words: &str) {
     let doc = json(&stdout(out));
     assert_eq!(doc["error"]["kind"], kind, "{doc}");
+    assert_eq!(doc["error"]["cause"], cause, "{doc}");
     let message = doc["error"]["message"].as_str().unwrap();
-    assert!(message.starts_with(cause), "{doc}");
+    assert!(message.starts_with(words), "{doc}");
     assert!(!message.contains('<') && message.len() < 300, "{doc}");
 }
 
@@ -137,7 +139,7 @@ fn a_missing_bucket_is_said_first_in_one_short_line() {
         assert!(err.contains("NoSuchBucket"), "the server's code: {err}");
     }
     let out = guideloom_env(&["info", &root, "--json", flags[0], flags[1]], &env);
-    check_json(&out, "bucket_not_found", "bucket does not exist");
+    check_json(&out, "remote", "bucket_not_found", "bucket does not exist");
 }
 
 /// A published shard deleted behind the snapshot's back: `not found: <its location>`, the
@@ -223,7 +225,7 @@ fn a_refused_connection_is_said_first_in_one_short_line() {
         assert!(err.contains(&endpoint), "the endpoint tried: {err}");
     }
     let out = guideloom_env(&["info", root, "--json", flags[0]], &s3_env(&endpoint));
-    check_json(&out, "unreachable", "connection refused");
+    check_json(&out, "remote", "connection_refused", "connection refused");
 }
 
 /// The same through an `http(s)://` root (the HTTP backend, hyper's errors).
@@ -266,7 +268,12 @@ fn refused_credentials_are_said_first() {
     let err = check_line(out, "credentials refused", &root);
     assert!(err.contains("InvalidAccessKeyId"), "{err}");
     let out = guideloom_env(&["info", &root, "--json", flags[0], flags[1]], &env);
-    check_json(&out, "bad_credentials", "credentials refused");
+    check_json(
+        &out,
+        "permission_denied",
+        "bad_credentials",
+        "credentials refused",
+    );
 }
 
 /// A truncated ArrayRecord file and a damaged chunk of an adopted ArrayRecord shard: the

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use guideloom_io::BoxError;
+use guideloom_io::{BoxError, ErrorKind};
 
 /// `Result` with this crate's [`enum@Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -80,7 +80,8 @@ pub enum Corruption {
 
 /// Everything that can go wrong while writing or reading shards and storages.
 ///
-/// Hostile or damaged input always gives one of these, never a panic.
+/// Hostile or damaged input always gives one of these, never a panic. [`Error::kind`] says
+/// what went wrong in one word.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -252,17 +253,183 @@ impl Error {
         }
     }
 
-    /// `true` for [`Error::Corrupt`].
-    pub fn is_corrupt(&self) -> bool {
-        matches!(self, Error::Corrupt { .. })
+    /// What went wrong, in one word ([`ErrorKind`], whose docs give the rule): a backend's
+    /// error ([`Error::Io`]) and a writer's OS error ([`Error::Write`]) by their own kind, every
+    /// other variant by what it says (a shard of a newer format version is
+    /// [`Unsupported`](ErrorKind::Unsupported), not corrupt).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::FormatMismatch { .. } => ErrorKind::Mismatch,
+            Error::IndexOutOfRange { .. } | Error::SliceOutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::NonDenseIndex { .. } | Error::InvalidArgument { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists { .. } => ErrorKind::Collision,
+            Error::Encode { .. } => ErrorKind::Encode,
+            Error::Decode { .. } => ErrorKind::Decode,
+            Error::Write { source, .. } => source.kind().into(),
+            Error::WriterFailed { .. } => ErrorKind::Other,
+            Error::Io(e) => e.kind(),
+            Error::TableOverflow { .. } => ErrorKind::TooLarge,
+        }
     }
 
-    /// `true` when the error means "this object does not exist" (from the backend or ours).
+    /// `true` for [`Error::Corrupt`] (the only variant of kind [`ErrorKind::Corrupt`]).
+    pub fn is_corrupt(&self) -> bool {
+        self.kind() == ErrorKind::Corrupt
+    }
+
+    /// `true` when the error means "this object does not exist" (from the backend or ours):
+    /// kind [`ErrorKind::NotFound`].
     pub fn is_not_found(&self) -> bool {
-        match self {
-            Error::NotFound { .. } => true,
-            Error::Io(e) => e.is_not_found(),
-            _ => false,
+        self.kind() == ErrorKind::NotFound
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxed(text: &str) -> BoxError {
+        text.into()
+    }
+
+    /// One representative of every variant, and the kind it has.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let os = |kind: std::io::ErrorKind| Error::write("fsync", "d/x.glm", kind.into());
+        let cases = [
+            (Error::layout("s.glm", "gap"), ErrorKind::Corrupt),
+            (
+                Error::Unsupported {
+                    shard: "s".into(),
+                    major: 9,
+                    minor: 0,
+                },
+                ErrorKind::Unsupported,
+            ),
+            (
+                Error::FormatMismatch {
+                    shard: "s".into(),
+                    expected: "cbor".into(),
+                    found: "raw".into(),
+                },
+                ErrorKind::Mismatch,
+            ),
+            (
+                Error::IndexOutOfRange { index: 5, len: 5 },
+                ErrorKind::OutOfRange,
+            ),
+            (
+                Error::SliceOutOfRange {
+                    offset: 1,
+                    len: 9,
+                    total: 3,
+                },
+                ErrorKind::OutOfRange,
+            ),
+            (
+                Error::NonDenseIndex {
+                    expected: 1,
+                    got: 5,
+                },
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                Error::NotFound {
+                    location: "d".into(),
+                },
+                ErrorKind::NotFound,
+            ),
+            (
+                Error::AlreadyExists {
+                    path: "d/x.glm".into(),
+                },
+                ErrorKind::Collision,
+            ),
+            (
+                Error::Encode {
+                    index: 0,
+                    format: "cbor".into(),
+                    source: boxed("nan"),
+                },
+                ErrorKind::Encode,
+            ),
+            (
+                Error::Decode {
+                    shard: "s".into(),
+                    index: 0,
+                    format: "cbor".into(),
+                    source: boxed("eof"),
+                },
+                ErrorKind::Decode,
+            ),
+            (os(std::io::ErrorKind::StorageFull), ErrorKind::DiskFull),
+            (
+                os(std::io::ErrorKind::PermissionDenied),
+                ErrorKind::PermissionDenied,
+            ),
+            (os(std::io::ErrorKind::Other), ErrorKind::Io),
+            (Error::WriterFailed { dir: "d".into() }, ErrorKind::Other),
+            (
+                Error::InvalidArgument {
+                    message: "x".into(),
+                },
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                Error::TableOverflow { shard: 3, limit: 9 },
+                ErrorKind::TooLarge,
+            ),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error:?}");
         }
+    }
+
+    /// The backend's error beneath [`Error::Io`] keeps its kind: a wrapper that only says
+    /// where takes its source's kind.
+    #[test]
+    fn a_backend_error_keeps_its_kind() {
+        for (io, kind) in [
+            (
+                guideloom_io::Error::io("s", std::io::ErrorKind::NotFound.into()),
+                ErrorKind::NotFound,
+            ),
+            (
+                guideloom_io::Error::timeout(
+                    "s",
+                    "GET",
+                    guideloom_io::TimeoutKind::Client,
+                    None,
+                    std::time::Duration::ZERO,
+                    None,
+                ),
+                ErrorKind::Timeout,
+            ),
+            (
+                guideloom_io::Error::OutOfRange {
+                    location: "s".into(),
+                    offset: 9,
+                    len: 1,
+                    size: 3,
+                },
+                ErrorKind::OutOfRange,
+            ),
+        ] {
+            let error = Error::Io(io);
+            assert_eq!(error.kind(), kind, "{error:?}");
+        }
+        assert!(
+            Error::Io(guideloom_io::Error::io(
+                "s",
+                std::io::ErrorKind::NotFound.into()
+            ))
+            .is_not_found()
+        );
+        assert!(Error::layout("s", "gap").is_corrupt());
     }
 }

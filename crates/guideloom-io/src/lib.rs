@@ -124,7 +124,7 @@ pub mod tls;
 pub use backend::{Backend, Capabilities, DynBackend, Location};
 pub use cause::{Cause, CauseKind, Request, brief, cause_of, mentions, request_of};
 pub use coalesce::CoalescePolicy;
-pub use error::{BoxError, Error, Result, TimeoutError, TimeoutKind};
+pub use error::{BoxError, Error, ErrorKind, Result, TimeoutError, TimeoutKind};
 #[cfg(feature = "mmap")]
 pub use local::MmapIo;
 #[cfg(all(feature = "uring", target_os = "linux"))]

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use guideloom_io::ErrorKind;
+
 /// A boxed error source, `Send + Sync` so errors cross threads and tasks.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -11,7 +13,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong while publishing to or reading from a dataset root.
 ///
 /// Variants name the object at fault (`key`, relative to the root, or `path` for local
-/// files) so a log line says which object. Match on variants, never on message text.
+/// files) so a log line says which object. [`Error::kind`] says what went wrong in one word;
+/// match on the kind or on variants, never on message text.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -496,6 +499,50 @@ impl Error {
         }
     }
 
+    /// What went wrong, in one word ([`ErrorKind`], whose docs give the rule). A shard's error
+    /// ([`Error::Shard`], [`Error::ArrayRecordShard`]) and a read's ([`Error::Read`]) have the
+    /// kind of their source (damage is [`Corrupt`](ErrorKind::Corrupt), a timeout beneath
+    /// [`Timeout`](ErrorKind::Timeout)); a local OS error ([`Error::Io`]) the kind of its
+    /// `std::io::ErrorKind`; a failed storage request ([`Error::Storage`]) is
+    /// [`Remote`](ErrorKind::Remote) unless its cause is of the transport class
+    /// ([`ErrorKind::of_remote`]: refused credentials, a timeout). Every other variant has its
+    /// own.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::PublicationCollision { .. } => ErrorKind::Collision,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Corrupt { .. } | Error::LogGap { .. } => ErrorKind::Corrupt,
+            Error::Verification { .. } => ErrorKind::VerificationFailed,
+            Error::DatasetMismatch { .. }
+            | Error::AnnotationSnapshotMismatch { .. }
+            | Error::CountMismatch { .. }
+            | Error::NotAStream { .. }
+            | Error::ElementMismatch { .. } => ErrorKind::Mismatch,
+            Error::TokensOutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::Decode { .. } => ErrorKind::Decode,
+            Error::Runtime { .. } => ErrorKind::Other,
+            Error::CasExhausted { .. } => ErrorKind::Conflict,
+            Error::ConditionalWritesUnsupported { .. }
+            | Error::MountedBucketCannotAnnotate { .. }
+            | Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::ShardTooLarge { .. } | Error::TooLarge { .. } | Error::StagingBudget { .. } => {
+                ErrorKind::TooLarge
+            }
+            Error::ReadOnlyRoot { .. } => ErrorKind::ReadOnly,
+            Error::RefusedFile { .. } => ErrorKind::RefusedFile,
+            Error::DiskFull { .. } => ErrorKind::DiskFull,
+            Error::AwsProfile { .. } | Error::InvalidUri { .. } | Error::InvalidArgument { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Error::OutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::Storage { source, .. } => ErrorKind::of_remote(&**source),
+            Error::Io { source, .. } => source.kind().into(),
+            Error::Shard { source, .. } => source.kind(),
+            Error::ArrayRecordShard { source, .. } => source.kind(),
+            Error::Read { source, .. } => source.kind(),
+        }
+    }
+
     /// `true` for the errors of a shard's own bytes or of reading them ([`Error::Shard`],
     /// [`Error::ArrayRecordShard`]), whichever format the shard has.
     pub fn is_shard_error(&self) -> bool {
@@ -506,7 +553,9 @@ impl Error {
         Error::InvalidArgument { what: what.into() }
     }
 
-    /// `true` for [`Error::NotFound`].
+    /// `true` for [`Error::NotFound`]: this crate's own "the object does not exist" (a
+    /// shard's or a read's not-found error beneath [`Error::Shard`] or [`Error::Read`] has
+    /// kind [`ErrorKind::NotFound`] too, but is not this).
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
     }
@@ -523,3 +572,7 @@ impl Error {
         matches!(self, Error::Storage { .. })
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

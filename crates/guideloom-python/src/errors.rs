@@ -1,5 +1,6 @@
 //! The crate's one error type and its mapping onto the Python exceptions of
-//! `guideloom.exceptions`.
+//! `guideloom.exceptions`: the class from the error's [`ErrorKind`] in one table ([`class`]),
+//! the attributes from the object the error names.
 //!
 //! The exception classes are pure Python (`python/guideloom/exceptions.py`), so that one class
 //! can derive from both `guideloom.GuideloomError` and a builtin (`NotFoundError` is also a
@@ -9,6 +10,7 @@
 
 use std::any::Any;
 
+use guideloom::ErrorKind;
 use guideloom::format::Error as FormatError;
 use guideloom::io::Error as IoError;
 use guideloom::publish::Error as PublishError;
@@ -86,10 +88,64 @@ impl From<Error> for PyErr {
     }
 }
 
-/// The exception class of `guideloom.exceptions` for an error, and its attributes.
+/// The exception class of `guideloom.exceptions` for an error of kind `kind`: the one table
+/// (docs/python.md, "Exceptions"). Three kinds have more than one class, chosen by what the
+/// object at fault is ([`Subject`]): damage of a root's control object is
+/// `CorruptObjectError` (of a shard `CorruptShardError`), a local storage writer's taken name
+/// `ShardExistsError` (a root's `PublicationCollisionError`), and a mismatch names what did
+/// not match (the dataset or snapshot, a count, else the format).
+fn class(kind: ErrorKind, subject: Subject) -> &'static str {
+    match kind {
+        ErrorKind::NotFound => "NotFoundError",
+        ErrorKind::OutOfRange => "IndexOutOfRangeError",
+        ErrorKind::InvalidArgument => "InvalidArgumentError",
+        ErrorKind::Unsupported => "UnsupportedError",
+        ErrorKind::Corrupt if subject == Subject::ControlObject => "CorruptObjectError",
+        ErrorKind::Corrupt => "CorruptShardError",
+        ErrorKind::VerificationFailed => "VerificationError",
+        ErrorKind::Collision if subject == Subject::LocalFile => "ShardExistsError",
+        ErrorKind::Collision => "PublicationCollisionError",
+        ErrorKind::Conflict => "ConcurrentUpdateError",
+        ErrorKind::Mismatch if subject == Subject::Dataset => "DatasetMismatchError",
+        ErrorKind::Mismatch if subject == Subject::Count => "CountMismatchError",
+        ErrorKind::Mismatch => "FormatMismatchError",
+        ErrorKind::ReadOnly => "ReadOnlyRootError",
+        ErrorKind::TooLarge => "TooLargeError",
+        ErrorKind::RefusedFile => "RefusedFileError",
+        ErrorKind::DiskFull
+        | ErrorKind::PermissionDenied
+        | ErrorKind::Remote
+        | ErrorKind::Timeout
+        | ErrorKind::Interrupted
+        | ErrorKind::Io => "StorageError",
+        ErrorKind::Encode => "EncodeError",
+        ErrorKind::Decode => "DecodeError",
+        // `Other`, and any kind added later until this table names it (a test holds it to
+        // `ErrorKind::ALL`).
+        _ => "GuideloomError",
+    }
+}
+
+/// What the object at fault is, where a kind's class depends on it ([`class`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    /// A shard, a record, or nothing that decides a class.
+    #[default]
+    Other,
+    /// A control object of a root (identity, log entry, manifest, pointer, catalog).
+    ControlObject,
+    /// A local file of a storage writer.
+    LocalFile,
+    /// The dataset or snapshot a root or annotation set holds.
+    Dataset,
+    /// A count given by the caller.
+    Count,
+}
+
+/// The exception's attributes: the object at fault, as the error names it.
 #[derive(Debug, Default)]
 struct Mapped {
-    class: &'static str,
+    subject: Subject,
     key: Option<String>,
     path: Option<String>,
     index: Option<u64>,
@@ -99,174 +155,123 @@ struct Mapped {
 }
 
 impl Mapped {
-    fn new(class: &'static str) -> Self {
+    fn key(key: &str) -> Self {
         Mapped {
-            class,
+            key: Some(key.to_owned()),
             ..Mapped::default()
         }
     }
-    fn key(mut self, key: &str) -> Self {
-        self.key = Some(key.to_owned());
-        self
+    fn path(path: &std::path::Path) -> Self {
+        Mapped {
+            path: Some(path.display().to_string()),
+            ..Mapped::default()
+        }
     }
-    fn path(mut self, path: &std::path::Path) -> Self {
-        self.path = Some(path.display().to_string());
+    fn index(index: u64, len: Option<u64>) -> Self {
+        Mapped {
+            index: Some(index),
+            len,
+            ..Mapped::default()
+        }
+    }
+    fn subject(mut self, subject: Subject) -> Self {
+        self.subject = subject;
         self
     }
 }
 
 fn map_io(e: &IoError) -> Mapped {
     match e {
-        IoError::NotFound { location, .. } => Mapped::new("NotFoundError").key(location),
-        IoError::InvalidArgument { .. } => Mapped::new("InvalidArgumentError"),
-        IoError::Unsupported { .. } => Mapped::new("UnsupportedError"),
         IoError::NotRegularFile { location, .. } => Mapped {
             path: Some(location.clone()),
-            ..Mapped::new("RefusedFileError")
+            ..Mapped::default()
         },
-        IoError::ShortRead { location, .. }
+        IoError::NotFound { location, .. }
+        | IoError::ShortRead { location, .. }
         | IoError::LongRead { location, .. }
         | IoError::OutOfRange { location, .. }
         | IoError::Closed { location }
         | IoError::Io { location, .. }
-        | IoError::Remote { location, .. } => Mapped::new("StorageError").key(location),
-        _ => Mapped::new("StorageError"),
+        | IoError::Remote { location, .. } => Mapped::key(location),
+        _ => Mapped::default(),
     }
 }
 
 fn map_format(e: &FormatError) -> Mapped {
     match e {
-        FormatError::Corrupt { shard, .. } | FormatError::Unsupported { shard, .. } => {
-            Mapped::new("CorruptShardError").key(shard)
+        FormatError::Corrupt { shard, .. }
+        | FormatError::Unsupported { shard, .. }
+        | FormatError::FormatMismatch { shard, .. }
+        | FormatError::NotFound {
+            location: shard, ..
+        } => Mapped::key(shard),
+        FormatError::IndexOutOfRange { index, len } => Mapped::index(*index, Some(*len)),
+        FormatError::SliceOutOfRange { offset, total, .. } => Mapped::index(*offset, Some(*total)),
+        FormatError::AlreadyExists { path } | FormatError::Write { path, .. } => {
+            Mapped::path(path).subject(Subject::LocalFile)
         }
-        FormatError::FormatMismatch { shard, .. } => Mapped::new("FormatMismatchError").key(shard),
-        FormatError::IndexOutOfRange { index, len } => Mapped {
-            index: Some(*index),
-            len: Some(*len),
-            ..Mapped::new("IndexOutOfRangeError")
-        },
-        FormatError::SliceOutOfRange { offset, total, .. } => Mapped {
-            index: Some(*offset),
-            len: Some(*total),
-            ..Mapped::new("IndexOutOfRangeError")
-        },
-        FormatError::NotFound { location } => Mapped::new("NotFoundError").key(location),
-        FormatError::AlreadyExists { path } => Mapped::new("ShardExistsError").path(path),
-        FormatError::NonDenseIndex { got, .. } => Mapped {
-            index: Some(*got),
-            ..Mapped::new("InvalidArgumentError")
-        },
-        FormatError::InvalidArgument { .. } => Mapped::new("InvalidArgumentError"),
-        FormatError::Encode { index, .. } => Mapped {
-            index: Some(*index),
-            ..Mapped::new("EncodeError")
-        },
+        FormatError::WriterFailed { dir } => Mapped::path(dir),
+        FormatError::NonDenseIndex { got: index, .. } | FormatError::Encode { index, .. } => {
+            Mapped::index(*index, None)
+        }
         FormatError::Decode { shard, index, .. } => Mapped {
-            index: Some(*index),
-            ..Mapped::new("DecodeError").key(shard)
+            key: Some(shard.clone()),
+            ..Mapped::index(*index, None)
         },
-        FormatError::Write { path, .. } => Mapped::new("StorageError").path(path),
-        FormatError::WriterFailed { dir } => Mapped::new("GuideloomError").path(dir),
         FormatError::Io(io) => map_io(io),
-        _ => Mapped::new("GuideloomError"),
+        _ => Mapped::default(),
     }
 }
 
-/// A shard's failure: damage, a missing object or a transport failure beneath it.
+/// A shard's failure: its key, and the record index or local path the format crate names.
 fn map_shard(key: &str, source: &FormatError) -> Mapped {
     let inner = map_format(source);
-    let class = match inner.class {
-        "NotFoundError"
-        | "StorageError"
-        | "FormatMismatchError"
-        | "DecodeError"
-        | "RefusedFileError" => inner.class,
-        _ if source.is_corrupt() => "CorruptShardError",
-        "CorruptShardError" => "CorruptShardError",
-        _ => "StorageError",
-    };
     Mapped {
         index: inner.index,
         path: inner.path,
-        ..Mapped::new(class).key(key)
+        subject: inner.subject,
+        ..Mapped::key(key)
     }
-}
-
-/// An ArrayRecord shard's error: damaged bytes are `CorruptShardError`, a missing object
-/// `NotFoundError`, anything else (transport, limits, unsupported chunks) `StorageError`.
-fn map_array_record_shard(key: &str, source: &guideloom::arrayrecord::Error) -> Mapped {
-    let class = if source.is_corrupt() {
-        "CorruptShardError"
-    } else if source.is_not_found() {
-        "NotFoundError"
-    } else {
-        "StorageError"
-    };
-    Mapped::new(class).key(key)
 }
 
 fn map_publish(e: &PublishError) -> Mapped {
     match e {
-        PublishError::PublicationCollision { key } => {
-            Mapped::new("PublicationCollisionError").key(key)
-        }
-        PublishError::NotFound { key } => Mapped::new("NotFoundError").key(key),
-        PublishError::Corrupt { key, .. } => Mapped::new("CorruptObjectError").key(key),
-        PublishError::LogGap { .. } => Mapped::new("CorruptObjectError"),
-        PublishError::Verification { key, .. } => Mapped::new("VerificationError").key(key),
-        PublishError::DatasetMismatch { .. } => Mapped::new("DatasetMismatchError"),
-        PublishError::AnnotationSnapshotMismatch { set, .. } => {
-            Mapped::new("DatasetMismatchError").key(set)
-        }
-        PublishError::CountMismatch { .. } => Mapped::new("CountMismatchError"),
-        PublishError::CasExhausted { key, .. } => Mapped::new("ConcurrentUpdateError").key(key),
-        PublishError::ConditionalWritesUnsupported { .. } | PublishError::Unsupported { .. } => {
-            Mapped::new("UnsupportedError")
-        }
-        PublishError::MountedBucketCannotAnnotate { root } => Mapped {
-            root: Some(root.clone()),
-            ..Mapped::new("UnsupportedError")
-        },
-        PublishError::ShardTooLarge { key, .. }
+        PublishError::PublicationCollision { key }
+        | PublishError::NotFound { key }
+        | PublishError::Verification { key, .. }
+        | PublishError::CasExhausted { key, .. }
+        | PublishError::ShardTooLarge { key, .. }
         | PublishError::TooLarge { key, .. }
-        | PublishError::StagingBudget { key, .. } => Mapped::new("TooLargeError").key(key),
-        PublishError::ReadOnlyRoot { root } => Mapped {
-            root: Some(root.clone()),
-            ..Mapped::new("ReadOnlyRootError")
-        },
-        PublishError::RefusedFile { path, .. } => Mapped::new("RefusedFileError").path(path),
-        PublishError::DiskFull { path, .. } => Mapped::new("StorageError").path(path),
-        PublishError::AwsProfile { .. } | PublishError::InvalidArgument { .. } => {
-            Mapped::new("InvalidArgumentError")
+        | PublishError::StagingBudget { key, .. }
+        | PublishError::Storage { key, .. }
+        | PublishError::ArrayRecordShard { key, .. }
+        | PublishError::Read { key, .. } => Mapped::key(key),
+        PublishError::Corrupt { key, .. } => Mapped::key(key).subject(Subject::ControlObject),
+        PublishError::LogGap { .. } => Mapped::default().subject(Subject::ControlObject),
+        PublishError::DatasetMismatch { .. } => Mapped::default().subject(Subject::Dataset),
+        PublishError::AnnotationSnapshotMismatch { set, .. } => {
+            Mapped::key(set).subject(Subject::Dataset)
         }
+        PublishError::CountMismatch { .. } => Mapped::default().subject(Subject::Count),
+        PublishError::MountedBucketCannotAnnotate { root }
+        | PublishError::ReadOnlyRoot { root } => Mapped {
+            root: Some(root.clone()),
+            ..Mapped::default()
+        },
+        PublishError::RefusedFile { path, .. }
+        | PublishError::DiskFull { path, .. }
+        | PublishError::Io { path, .. } => Mapped::path(path),
         PublishError::InvalidUri { uri, .. } => Mapped {
             uri: Some(uri.clone()),
-            ..Mapped::new("InvalidArgumentError")
+            ..Mapped::default()
         },
-        PublishError::OutOfRange { index, len, .. } => Mapped {
-            index: Some(*index),
-            len: Some(*len),
-            ..Mapped::new("IndexOutOfRangeError")
-        },
-        PublishError::Storage { key, .. } => Mapped::new("StorageError").key(key),
-        PublishError::Io { path, source } => {
-            let class = if source.kind() == std::io::ErrorKind::NotFound {
-                "NotFoundError"
-            } else {
-                "StorageError"
-            };
-            Mapped::new(class).path(path)
-        }
+        PublishError::OutOfRange { index, len, .. } => Mapped::index(*index, Some(*len)),
         PublishError::Shard { key, source } => map_shard(key, source),
-        PublishError::ArrayRecordShard { key, source } => map_array_record_shard(key, source),
-        PublishError::Read { key, source } => Mapped {
-            class: map_io(source).class,
-            ..Mapped::new("StorageError").key(key)
-        },
-        _ => Mapped::new("GuideloomError"),
+        _ => Mapped::default(),
     }
 }
 
+/// The exception's attributes for a facade error ([`to_pyerr`] takes the class from its kind).
 fn map(e: &guideloom::Error) -> Mapped {
     use guideloom::Error as E;
     match e {
@@ -274,23 +279,10 @@ fn map(e: &guideloom::Error) -> Mapped {
         E::Format(f) => map_format(f),
         E::Publish(p) => map_publish(p),
         E::Shard { key, source } => map_shard(key, source),
-        E::ArrayRecordShard { key, source } => map_array_record_shard(key, source),
-        E::OutOfRange { index, len } => Mapped {
-            index: Some(*index),
-            len: Some(*len),
-            ..Mapped::new("IndexOutOfRangeError")
-        },
-        E::Decode { index, .. } => Mapped {
-            index: Some(*index),
-            ..Mapped::new("DecodeError")
-        },
-        E::Encode { index, .. } => Mapped {
-            index: Some(*index),
-            ..Mapped::new("EncodeError")
-        },
-        E::InvalidOptions { .. } | E::Resume { .. } => Mapped::new("InvalidArgumentError"),
-        E::Unsupported { .. } => Mapped::new("UnsupportedError"),
-        _ => Mapped::new("GuideloomError"),
+        E::ArrayRecordShard { key, .. } => Mapped::key(key),
+        E::OutOfRange { index, len } => Mapped::index(*index, Some(*len)),
+        E::Decode { index, .. } | E::Encode { index, .. } => Mapped::index(*index, None),
+        _ => Mapped::default(),
     }
 }
 
@@ -310,9 +302,9 @@ fn message(e: &dyn std::error::Error) -> String {
 }
 
 /// Builds `guideloom.exceptions.<class>(message, **attrs)`.
-fn build(py: Python<'_>, mapped: &Mapped, text: &str) -> PyResult<PyErr> {
+fn build(py: Python<'_>, class: &str, mapped: &Mapped, text: &str) -> PyResult<PyErr> {
     let module = py.import("guideloom.exceptions")?;
-    let class = module.getattr(mapped.class)?;
+    let class = module.getattr(class)?;
     let kwargs = PyDict::new(py);
     for (name, value) in [
         ("key", &mapped.key),
@@ -362,7 +354,7 @@ fn to_pyerr_in(py: Python<'_>, e: &guideloom::Error, root: Option<&str>) -> PyEr
     {
         return cause.clone_ref(py);
     }
-    let err = build(py, &mapped, &text).unwrap_or_else(|err| err);
+    let err = build(py, class(e.kind(), mapped.subject), &mapped, &text).unwrap_or_else(|err| err);
     if let Some(cause) = cause {
         err.set_cause(py, Some(cause.clone_ref(py)));
     }
@@ -384,7 +376,9 @@ fn python_cause<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e PyEr
 
 /// A Python exception of `guideloom.exceptions` by class name (for the bindings' own checks).
 pub(crate) fn raise(class: &'static str, text: impl AsRef<str>) -> PyErr {
-    Python::attach(|py| build(py, &Mapped::new(class), text.as_ref()).unwrap_or_else(|err| err))
+    Python::attach(|py| {
+        build(py, class, &Mapped::default(), text.as_ref()).unwrap_or_else(|err| err)
+    })
 }
 
 /// The runtime could not start (threads or the IO driver).
@@ -406,4 +400,73 @@ pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> PyErr {
         "InternalError",
         format!("internal error in guideloom (a Rust panic was caught): {what}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUBJECTS: [Subject; 5] = [
+        Subject::Other,
+        Subject::ControlObject,
+        Subject::LocalFile,
+        Subject::Dataset,
+        Subject::Count,
+    ];
+
+    /// Every kind has a class of its own row (only `Other` is the base class), and every class
+    /// the table names exists in `guideloom.exceptions`.
+    #[test]
+    fn every_kind_has_a_class_that_exists() {
+        let module = include_str!("../../../python/guideloom/exceptions.py");
+        for kind in ErrorKind::ALL {
+            for subject in SUBJECTS {
+                let name = class(kind, subject);
+                assert!(
+                    module.contains(&format!("class {name}(")),
+                    "{kind}: {name} is not a class of guideloom.exceptions"
+                );
+                assert_eq!(
+                    name == "GuideloomError",
+                    kind == ErrorKind::Other,
+                    "{kind} has no row of its own"
+                );
+            }
+        }
+    }
+
+    /// The table as docs/python.md shows it (`| `kind` | `Class` |` rows after the
+    /// `<!-- kind table -->` marker), one row per kind and class.
+    #[test]
+    fn the_table_is_documented() {
+        let docs = include_str!("../../../docs/python.md");
+        let table = docs
+            .split("<!-- kind table -->")
+            .nth(1)
+            .expect("docs/python.md has the kind table");
+        let mut rows = Vec::new();
+        for line in table.lines().skip_while(|l| !l.starts_with('|')) {
+            if !line.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            if let [kind, classes, ..] = cells[..]
+                && kind.starts_with('`')
+            {
+                rows.push((kind.trim_matches('`').to_owned(), classes.to_owned()));
+            }
+        }
+        let names: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, all, "one row per kind, in ErrorKind::ALL's order");
+        for ((_, classes), kind) in rows.iter().zip(ErrorKind::ALL) {
+            for subject in SUBJECTS {
+                let name = class(kind, subject);
+                assert!(
+                    classes.contains(&format!("`{name}`")),
+                    "{kind}: the docs do not name {name}"
+                );
+            }
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! The facade's error type: wraps the lower crates' errors (match through them) and adds the
 //! dataset and loader failures.
 
+pub use guideloom_io::ErrorKind;
+
 /// A boxed error source, `Send + Sync` so errors cross threads.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -16,7 +18,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// end is always [`Error::OutOfRange`], a token read of a snapshot that is not a stream
 /// always [`Error::NotAStream`], and damaged shard bytes (footer, index, metadata or
 /// a record) are always [`Error::Shard`] ([`Error::ArrayRecordShard`] for an ArrayRecord
-/// shard).
+/// shard). [`Error::kind`] says what went wrong in one word, whichever crate's error it is.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -204,19 +206,60 @@ impl Error {
         }
     }
 
-    /// `true` when the object or record does not exist ([`Error::OutOfRange`], or a lower
-    /// crate's not-found error).
-    pub fn is_not_found(&self) -> bool {
+    /// What went wrong, in one word ([`ErrorKind`], whose docs give the rule). The lower
+    /// crates' errors ([`Error::Io`], [`Error::Format`], [`Error::Publish`], [`Error::Shard`],
+    /// [`Error::ArrayRecordShard`]) have their own kind, and so does a record source's failure
+    /// ([`Error::Fetch`]) when it is one of the workspace's errors or an OS error; the
+    /// facade's own variants have theirs (a token window longer than the stream is
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument), a loader worker that panicked or
+    /// stopped [`Other`](ErrorKind::Other)).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::OutOfRange { .. } => true,
-            Error::Io(e) => e.is_not_found(),
-            Error::Format(e) => e.is_not_found(),
-            Error::Shard { source, .. } => source.is_not_found(),
-            Error::ArrayRecordShard { source, .. } => source.is_not_found(),
-            Error::Publish(guideloom_publish::Error::NotFound { .. }) => true,
-            _ => false,
+            Error::Io(e) => e.kind(),
+            Error::Format(e) => e.kind(),
+            Error::Publish(e) => e.kind(),
+            Error::Shard { source, .. } => source.kind(),
+            Error::ArrayRecordShard { source, .. } => source.kind(),
+            Error::OutOfRange { .. } | Error::TokensOutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::NotAStream { .. } | Error::ElementMismatch { .. } => ErrorKind::Mismatch,
+            Error::WindowTooLarge { .. } | Error::Resume { .. } | Error::InvalidOptions { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Error::Decode { .. } => ErrorKind::Decode,
+            Error::Encode { .. } => ErrorKind::Encode,
+            Error::Fetch { source, .. } => kind_of(&**source).unwrap_or(ErrorKind::Other),
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::WorkerPanic { .. } | Error::WorkersGone { .. } | Error::Runtime { .. } => {
+                ErrorKind::Other
+            }
         }
     }
+
+    /// `true` when the object or record does not exist: kind [`ErrorKind::NotFound`], or a
+    /// record index past the end ([`Error::OutOfRange`]).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::OutOfRange { .. }) || self.kind() == ErrorKind::NotFound
+    }
+}
+
+/// The kind of `e` when it is one of the workspace's errors (or an OS error).
+fn kind_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    if let Some(e) = e.downcast_ref::<Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<guideloom_publish::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<guideloom_format::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<guideloom_arrayrecord::Error>() {
+        return Some(e.kind());
+    }
+    if let Some(e) = e.downcast_ref::<guideloom_io::Error>() {
+        return Some(e.kind());
+    }
+    e.downcast_ref::<std::io::Error>().map(|e| e.kind().into())
 }
 
 /// `context: source`, or only `source` when it already names `key` (the format and
@@ -231,5 +274,160 @@ fn named_once(
         text
     } else {
         format!("{context}: {text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(text: &str) -> String {
+        text.to_owned()
+    }
+
+    /// One representative of every facade variant, and the kind it has.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let corrupt = guideloom_format::Error::Corrupt {
+            shard: s("k"),
+            what: guideloom_format::Corruption::IndexChecksum,
+        };
+        let cases = [
+            (
+                Error::Io(guideloom_io::Error::Closed { location: s("f") }),
+                ErrorKind::Io,
+            ),
+            (
+                Error::Format(guideloom_format::Error::IndexOutOfRange { index: 1, len: 1 }),
+                ErrorKind::OutOfRange,
+            ),
+            (
+                Error::Publish(guideloom_publish::Error::ReadOnlyRoot {
+                    root: s("http://h"),
+                }),
+                ErrorKind::ReadOnly,
+            ),
+            (
+                Error::Shard {
+                    key: s("k"),
+                    source: Box::new(corrupt),
+                },
+                ErrorKind::Corrupt,
+            ),
+            (
+                Error::ArrayRecordShard {
+                    key: s("k"),
+                    source: Box::new(guideloom_arrayrecord::Error::Unsupported {
+                        location: s("k"),
+                        offset: 0,
+                        what: s("transposed chunk"),
+                    }),
+                },
+                ErrorKind::Unsupported,
+            ),
+            (
+                Error::OutOfRange { index: 5, len: 5 },
+                ErrorKind::OutOfRange,
+            ),
+            (
+                Error::NotAStream {
+                    snapshot: s("s"),
+                    reason: s("records"),
+                },
+                ErrorKind::Mismatch,
+            ),
+            (
+                Error::ElementMismatch {
+                    stream: s("u16"),
+                    requested: "u32",
+                },
+                ErrorKind::Mismatch,
+            ),
+            (
+                Error::TokensOutOfRange {
+                    start: 0,
+                    end: 9,
+                    len: 3,
+                },
+                ErrorKind::OutOfRange,
+            ),
+            (
+                Error::WindowTooLarge { span: 9, tokens: 3 },
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                Error::Decode {
+                    index: 0,
+                    source: "eof".into(),
+                },
+                ErrorKind::Decode,
+            ),
+            (
+                Error::Encode {
+                    work_id: s("w"),
+                    shard: 0,
+                    index: 0,
+                    source: "nan".into(),
+                },
+                ErrorKind::Encode,
+            ),
+            (Error::fetch("src", "opaque"), ErrorKind::Other),
+            (
+                Error::WorkerPanic {
+                    batch: 0,
+                    message: s("boom"),
+                },
+                ErrorKind::Other,
+            ),
+            (Error::WorkersGone { batch: 0 }, ErrorKind::Other),
+            (
+                Error::Resume { reason: s("seed") },
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                Error::InvalidOptions {
+                    reason: s("batch 0"),
+                },
+                ErrorKind::InvalidArgument,
+            ),
+            (Error::Unsupported { what: s("x") }, ErrorKind::Unsupported),
+            (
+                Error::Runtime {
+                    source: std::io::Error::other("no threads"),
+                },
+                ErrorKind::Other,
+            ),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error:?}");
+        }
+    }
+
+    /// A record source's failure has the kind of the workspace error (or OS error) it is.
+    #[test]
+    fn a_fetch_error_has_its_sources_kind() {
+        let timeout = guideloom_io::Error::timeout(
+            "k",
+            "GET",
+            guideloom_io::TimeoutKind::Client,
+            None,
+            std::time::Duration::ZERO,
+            None,
+        );
+        assert_eq!(Error::fetch("src", timeout).kind(), ErrorKind::Timeout);
+        let inner = Error::OutOfRange { index: 3, len: 3 };
+        assert_eq!(Error::fetch("src", inner).kind(), ErrorKind::OutOfRange);
+        let os = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(Error::fetch("src", os).kind(), ErrorKind::PermissionDenied);
+        // The publish crate's shard errors arrive as the facade's own variants, kinds kept.
+        let publish = guideloom_publish::Error::OutOfRange {
+            index: 1,
+            len: 1,
+            what: s("snapshot s"),
+        };
+        let facade = Error::from(publish);
+        assert!(matches!(facade, Error::OutOfRange { .. }));
+        assert_eq!(facade.kind(), ErrorKind::OutOfRange);
+        assert!(facade.is_not_found());
     }
 }

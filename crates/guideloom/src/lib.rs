@@ -24,7 +24,7 @@
 //! - **IO**: the traits a backend implements ([`Backend`], [`Location`], [`SyncReader`],
 //!   [`AsyncReader`]) and the local backends ([`SeekIo`], [`PreadIo`], [`MmapIo`]).
 //! - **Errors**: one [`enum@Error`] ([`Result`], [`BoxError`]) wrapping the lower crates'
-//!   errors unchanged.
+//!   errors unchanged; [`Error::kind`] says what went wrong in one word ([`ErrorKind`]).
 //!
 //! # The lower layers: escape hatches
 //!
@@ -110,7 +110,7 @@ pub use guideloom_arrayrecord as arrayrecord;
 /// Record buffers (re-exported so users need no direct `bytes` dependency).
 pub use bytes::{self, Bytes};
 
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, ErrorKind, Result};
 pub use loader::order::ShuffleMode;
 pub use loader::{
     Batch, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource, TokenWindows,

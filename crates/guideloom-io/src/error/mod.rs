@@ -1,6 +1,9 @@
 //! The crate's one error type.
 
 pub mod cause;
+mod kind;
+
+pub use kind::ErrorKind;
 
 use std::error::Error as StdError;
 
@@ -13,8 +16,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong while opening or reading an object.
 ///
 /// Every variant names the object (`location`, as the backend displays it) so an error
-/// read in a log says which file, key or URL was at fault. Match on variants, never on
-/// message text.
+/// read in a log says which file, key or URL was at fault. Match on [`kind`](Error::kind)
+/// or on variants, never on message text.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -309,9 +312,10 @@ impl Error {
         }
     }
 
-    /// `true` for [`Error::NotFound`].
+    /// `true` when the object does not exist: kind [`ErrorKind::NotFound`] ([`Error::NotFound`],
+    /// or an [`Error::Io`] whose OS error is `NotFound`).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::NotFound { .. })
+        self.kind() == ErrorKind::NotFound
     }
 
     /// `true` for [`Error::Changed`]: the object was replaced after the reader's first read.

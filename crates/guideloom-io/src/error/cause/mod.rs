@@ -86,6 +86,24 @@ impl fmt::Display for Cause {
     }
 }
 
+impl CauseKind {
+    /// The cause's stable snake_case name (`bucket_not_found`, `bad_credentials`, ...): the
+    /// command line's `--json` `cause`, beside the error's [`ErrorKind`](crate::ErrorKind).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CauseKind::BucketNotFound => "bucket_not_found",
+            CauseKind::AccessDenied => "access_denied",
+            CauseKind::BadCredentials => "bad_credentials",
+            CauseKind::ConnectionRefused => "connection_refused",
+            CauseKind::Unreachable => "unreachable",
+            CauseKind::TimedOut => "timed_out",
+            CauseKind::Throttled => "throttled",
+            CauseKind::ServerError => "server_error",
+            CauseKind::Refused => "refused",
+        }
+    }
+}
+
 impl Cause {
     fn new(kind: CauseKind) -> Self {
         Cause {
