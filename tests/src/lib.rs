@@ -1,4 +1,4 @@
-//! Helpers shared by the cross-crate integration tests in `tests/tests/*.rs`: unique names,
+//! Helpers shared by the cross-crate integration tests in `tests/tests/`: unique names,
 //! and the test servers that `cargo xtask ci` starts (found through environment variables).
 //!
 //! A test that needs a server calls [`nginx`], [`moto`] or [`rgw`]: without the server's

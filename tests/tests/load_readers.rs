@@ -4,7 +4,9 @@
 //! what it was once warm (no growth with requests), and the open file descriptors come back
 //! to the warm count (no leak per request).
 
+#[path = "it/faults_common/mod.rs"]
 mod faults_common;
+#[path = "it/publish_common/mod.rs"]
 mod publish_common;
 
 use std::sync::Arc;

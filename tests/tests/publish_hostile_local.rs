@@ -9,6 +9,7 @@
 
 #![cfg(unix)]
 
+#[path = "it/publish_common/mod.rs"]
 mod publish_common;
 
 use std::collections::BTreeMap;

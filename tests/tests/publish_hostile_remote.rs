@@ -4,6 +4,7 @@
 //! announced is cut at the limit, and an HTTP root learns the size from a suffix read no
 //! larger than the limit. Peak memory stays within a few MiB of the caps.
 
+#[path = "it/publish_common/mod.rs"]
 mod publish_common;
 
 use std::fmt;

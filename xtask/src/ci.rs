@@ -53,6 +53,11 @@ pub(crate) const STEPS: &[Step] = &[
         always: false,
     },
     Step {
+        name: "fuzz-check",
+        run: fuzz_check,
+        always: false,
+    },
+    Step {
         name: "model",
         run: model,
         always: false,
@@ -222,6 +227,12 @@ fn doc(ctx: &mut Ctx) -> Result<()> {
             cmd.env("RUSTDOCFLAGS", "-D warnings");
         },
     )
+}
+
+/// Every cargo-fuzz target in `fuzz/` (a workspace of its own, on nightly) type-checks
+/// against the crates as they are (`fuzz.rs`).
+fn fuzz_check(ctx: &mut Ctx) -> Result<()> {
+    crate::fuzz::check(&ctx.root)
 }
 
 /// The publication protocol's model, checked by spin (`cargo xtask model`).
@@ -426,6 +437,7 @@ mod tests {
         let pos = |n: &str| names.iter().position(|s| *s == n).unwrap();
         assert!(pos("servers-up") < pos("test"));
         assert!(pos("clippy") < pos("features") && pos("features") < pos("servers-up"));
+        assert!(pos("fuzz-check") < pos("servers-up"));
         assert!(pos("test") < pos("servers-down"));
         assert!(pos("servers-up") < pos("examples") && pos("examples") < pos("servers-down"));
         assert!(pos("servers-up") < pos("python") && pos("python") < pos("servers-down"));

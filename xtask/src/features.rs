@@ -216,11 +216,12 @@ mod tests {
                 "guideloom",
                 "guideloom-arrayrecord",
                 "guideloom-cli",
+                "guideloom-format",
                 "guideloom-io",
                 "guideloom-publish"
             ]
         );
-        let io = &crates[2];
+        let io = crates.iter().find(|c| c.name == "guideloom-io").unwrap();
         assert!(io.features.iter().any(|f| f == "http"));
         assert!(!io.features.iter().any(|f| f == "default"));
     }

@@ -1,4 +1,6 @@
 //! `cargo xtask fuzz`: every cargo-fuzz target in `fuzz/` for a fixed time, with a verdict.
+//! Also [`check`], the `fuzz-check` step of `cargo xtask ci`: every target still compiles
+//! against the workspace's API.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -19,6 +21,12 @@ const TOOLCHAIN: &str = "nightly";
 /// so ASan found nothing it could, at about half the executions; allocation bounds are
 /// checked by the targets themselves (`arrayrecord_reader` counts its allocations).
 const BUILD_FLAGS: &[&str] = &["--release", "--debug-assertions", "--sanitizer", "none"];
+
+/// How `cargo xtask ci` checks the targets: `cargo fuzz check` type-checks every target and
+/// what it links (no code generated, nothing linked) with the `--cfg fuzzing` and debug
+/// assertions of [`BUILD_FLAGS`], unoptimised: enough to catch a target an API change left
+/// behind, at a fraction of a build.
+const CHECK_FLAGS: &[&str] = &["--dev", "--sanitizer", "none"];
 
 /// Committed seeds outside `fuzz/seeds/<target>/`: the format crate's fixtures, real (and
 /// deliberately broken) shards, seed the targets that read shards.
@@ -48,21 +56,7 @@ pub(crate) fn run(root: &Path, seconds: u64, target: Option<&str>) -> Result<()>
         println!("[fuzz] fuzz/ does not exist yet: nothing to fuzz");
         return Ok(());
     }
-    if !util::succeeds(util::cargo_toolchain(root, TOOLCHAIN).arg("--version")) {
-        return Err(Error::Check {
-            check: "fuzz".into(),
-            problems: vec![format!("the `{TOOLCHAIN}` toolchain is not installed")],
-        });
-    }
-    if !util::succeeds(util::cargo_toolchain(root, TOOLCHAIN).args(["fuzz", "--version"])) {
-        let mut install = util::cargo(root);
-        install.args(["install", "--locked", "cargo-fuzz"]);
-        println!(
-            "[fuzz] cargo-fuzz is missing: $ {}",
-            util::display(&install)
-        );
-        util::run(&mut install)?;
-    }
+    ensure_cargo_fuzz(root)?;
     let listed = util::capture(util::cargo_toolchain(root, TOOLCHAIN).args(["fuzz", "list"]))?;
     let all: Vec<&str> = listed
         .lines()
@@ -156,6 +150,47 @@ pub(crate) fn run(root: &Path, seconds: u64, target: Option<&str>) -> Result<()>
             problems,
         })
     }
+}
+
+/// Type-checks every target in `fuzz/` (`cargo +nightly fuzz check`, [`CHECK_FLAGS`]).
+pub(crate) fn check(root: &Path) -> Result<()> {
+    if !root.join("fuzz").join("Cargo.toml").is_file() {
+        println!("[fuzz] fuzz/ does not exist: nothing to check");
+        return Ok(());
+    }
+    ensure_cargo_fuzz(root)?;
+    let mut cmd = util::cargo_toolchain(root, TOOLCHAIN);
+    cmd.args(["fuzz", "check"]).args(CHECK_FLAGS);
+    util::lean_build(&mut cmd);
+    println!("[fuzz] $ {}", util::display(&cmd));
+    let started = Instant::now();
+    util::run(&mut cmd)?;
+    println!(
+        "[fuzz] every target checked in {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Fails if the nightly toolchain is missing; installs cargo-fuzz (from crates.io, like
+/// cargo-deny and cargo-hack) if it is.
+fn ensure_cargo_fuzz(root: &Path) -> Result<()> {
+    if !util::succeeds(util::cargo_toolchain(root, TOOLCHAIN).arg("--version")) {
+        return Err(Error::Check {
+            check: "fuzz".into(),
+            problems: vec![format!("the `{TOOLCHAIN}` toolchain is not installed")],
+        });
+    }
+    if !util::succeeds(util::cargo_toolchain(root, TOOLCHAIN).args(["fuzz", "--version"])) {
+        let mut install = util::cargo(root);
+        install.args(["install", "--locked", "cargo-fuzz"]);
+        println!(
+            "[fuzz] cargo-fuzz is missing: $ {}",
+            util::display(&install)
+        );
+        util::run(&mut install)?;
+    }
+    Ok(())
 }
 
 /// The committed seed directories of `target` that exist: `fuzz/seeds/<target>/` and any

@@ -4,8 +4,8 @@
 //! command; the others are for humans:
 //!
 //! ```text
-//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, model, servers-up, test,
-//!                                       examples, python, servers-down, deny
+//! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, fuzz-check, model,
+//!                                       servers-up, test, examples, python, servers-down, deny
 //!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0
 //!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
 //! cargo xtask tidy                      layering, manifest and module-cycle checks (also a #[test])
@@ -41,8 +41,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
-                                 steps: fmt tidy clippy features doc model servers-up test
-                                 examples python servers-down deny
+                                 steps: fmt tidy clippy features doc fuzz-check model
+                                 servers-up test examples python servers-down deny
                                  (servers-up starts Ceph RGW and the rclone mount too;
                                  GUIDELOOM_XTASK_CEPH=0 / GUIDELOOM_XTASK_MOUNT=0: not)
   tidy                           check crate layering, manifests and module import cycles

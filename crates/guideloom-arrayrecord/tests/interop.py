@@ -1,4 +1,4 @@
-"""The Python half of tests/interop.rs (run by it with the project venv's python).
+"""The Python half of tests/it/interop.rs (run by it with the project venv's python).
 
 Reads a JSON job list from argv[1]; for each job it writes `py_out` from `records` with the
 `array_record` package and the job's options, and reads `rust_file` (written by guideloom)

@@ -4,6 +4,7 @@
 //! Input lines are bounded while read: a line over the limit is refused without being held
 //! (peak RSS checked), and raw directories read only regular files.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::io::Write;

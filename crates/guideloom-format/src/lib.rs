@@ -53,6 +53,7 @@ pub mod footer;
 pub mod format;
 pub mod index;
 mod layout;
+#[cfg(any(test, feature = "testing"))]
 pub mod mem;
 pub mod metadata;
 pub mod point;
@@ -70,6 +71,7 @@ pub use footer::Footer;
 pub use format::{CborFormat, Format, RawFormat};
 pub use index::Index;
 pub use layout::{Expected, ReadOptions};
+#[cfg(any(test, feature = "testing"))]
 pub use mem::MemReader;
 pub use metadata::{ShardMetadata, Value};
 pub use point::ShardProbe;

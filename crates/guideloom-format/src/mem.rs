@@ -1,4 +1,7 @@
 //! [`MemReader`]: shards held in memory (tests, fuzzing, data embedded in a binary).
+//!
+//! Built with the `testing` feature only (outside semver): a test or fuzz target enables it
+//! in its dev-dependencies.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -79,6 +79,7 @@ async fn read_exact<R: AsyncReader + ?Sized>(
 
 /// A shard's footer and metadata, checked, with the index entries near one record: enough
 /// to read records one at a time without the whole index (see the module documentation).
+/// (The example reads from memory through `MemReader`, built with the `testing` feature.)
 ///
 /// ```
 /// use guideloom_format::{MemReader, ShardEncoder, ShardMetadata, ShardProbe};

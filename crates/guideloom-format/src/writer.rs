@@ -54,7 +54,8 @@ impl Encoded {
 ///
 /// [`ShardWriter`] is this encoder over a temporary file that is then published under a final
 /// name. Use the encoder directly to build a shard in memory (`Vec<u8>`) or in an unnamed
-/// temporary file that needs no cleanup after a crash.
+/// temporary file that needs no cleanup after a crash. (The example reads the shard back
+/// through `MemReader`, built with the `testing` feature.)
 ///
 /// ```
 /// use guideloom_format::{MemReader, ReadOptions, ShardEncoder, ShardMetadata, SyncShard};

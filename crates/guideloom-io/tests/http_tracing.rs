@@ -3,6 +3,7 @@
 //! callsites this test observes.
 #![cfg(feature = "http")]
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::time::Duration;

@@ -96,6 +96,8 @@ pub use snapshot_log::{LogAudit, Snapshot};
 pub use staging::{
     DEFAULT_PARALLEL_REQUESTS, Scan, StagedShard, Stager, StagingOptions, StagingStats,
 };
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use store::faulty;
 pub use store::{
     CasOutcome, Committed, CountingStore, Counts, CreateOutcome, Etag, EtagStyle, LocalReads,

@@ -1,4 +1,4 @@
-//! Helper process of `tests/tests/publish_crash.rs`, which kills it with SIGKILL at a random
+//! Helper process of `tests/tests/it/publish_crash.rs`, which kills it with SIGKILL at a random
 //! moment: on the root given on the command line it repeatedly writes a shard
 //! (`write_shard`), publishes it as a snapshot (`publish`, alternating full and append) and,
 //! unless the root is a declared mount, publishes an annotation set over that snapshot.

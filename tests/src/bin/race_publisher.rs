@@ -1,4 +1,4 @@
-//! Helper process of `tests/tests/publish_races.rs` (`local_publishers_in_separate_processes`):
+//! Helper process of `tests/tests/it/publish_races.rs` (`local_publishers_in_separate_processes`):
 //! uploads one shard of its own into the local root given on the command line, waits until the
 //! parent creates the file `go` at the root's top level (so that the publications of all the
 //! children overlap), publishes it as snapshot `run-001` and prints one line:

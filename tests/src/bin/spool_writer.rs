@@ -1,4 +1,4 @@
-//! Helper process of `tests/tests/publish_spool.rs`: writes one shard of `<MiB>` MiB
+//! Helper process of `tests/tests/it/publish_spool.rs`: writes one shard of `<MiB>` MiB
 //! (records of 64 KiB, slices of one pseudo-random pool, so producing them costs nothing)
 //! with `Root::write_shard` into a fresh root, spooling in `<spool-dir>`, and prints one line:
 //! `SPOOL-RESULT created size=<bytes> head=<bytes> puts=<n> rss_anon_peak_kib=<k>

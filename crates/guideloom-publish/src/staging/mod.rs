@@ -61,7 +61,7 @@
 //! [`PreadIo::open_file_async`]: guideloom_io::PreadIo::open_file_async
 //!
 //! Tested in `root/prefetch_tests.rs` (beside the reader, which may import both `root` and
-//! `staging`), and end to end in `tests/tests/publish_staging.rs`.
+//! `staging`), and end to end in `tests/tests/it/publish_staging.rs`.
 
 mod download;
 mod prefetch;

@@ -1,5 +1,6 @@
 //! A [`RootStore`] wrapper that fails the N-th call of an operation, for testing every call
-//! site of a protocol (the root-level counterpart of Mountpoint's `FailureClient`).
+//! site of a protocol (the root-level counterpart of Mountpoint's `FailureClient`). Built with
+//! the `testing` feature only (outside semver), which the tests enable in their dev-dependencies.
 //!
 //! Faults are planned per [`Operation`] and call number (1-based, counted per operation):
 //! - [`Fault::Fail`] fails the call before it reaches the store (nothing happens), with a

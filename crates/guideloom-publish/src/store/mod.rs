@@ -16,6 +16,7 @@ use tracing::{Instrument, debug, info_span, warn};
 use crate::error::{Error, Result};
 
 mod counting;
+#[cfg(feature = "testing")]
 pub mod faulty;
 #[cfg(feature = "http")]
 mod http;

@@ -1,4 +1,4 @@
-//! Chains built by hand; `tests/causes.rs` holds the causes to real responses (moto, a
+//! Chains built by hand; `tests/it/causes.rs` holds the causes to real responses (moto, a
 //! closed port) through object_store and the HTTP backend.
 
 use super::*;
