@@ -166,6 +166,34 @@ fn every_variant_has_its_kind() {
             },
             ErrorKind::Mismatch,
         ),
+        (
+            Error::ElementMismatch {
+                stream: s("u32"),
+                requested: "u16",
+            },
+            ErrorKind::Mismatch,
+        ),
+        (
+            Error::TokensOutOfRange {
+                start: 5,
+                end: 11,
+                len: 10,
+            },
+            ErrorKind::OutOfRange,
+        ),
+        (
+            Error::Decode {
+                index: 3,
+                source: s("not CBOR").into(),
+            },
+            ErrorKind::Decode,
+        ),
+        (
+            Error::Runtime {
+                source: io::Error::other("no threads"),
+            },
+            ErrorKind::Other,
+        ),
         (Error::invalid("bad name"), ErrorKind::InvalidArgument),
         (
             Error::storage(
