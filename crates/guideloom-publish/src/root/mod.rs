@@ -438,7 +438,7 @@ impl Root {
     /// };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
-    /// assert_eq!(&reader.get(1).await?[..], b"bb");
+    /// assert_eq!(&reader.get_async(1).await?[..], b"bb");
     /// # Ok(()) }
     /// ```
     pub async fn adopt_array_record(&self, key: &str) -> Result<ShardRef> {

@@ -56,7 +56,7 @@ impl Root {
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
     /// assert_eq!(reader.stream()?.len(), 5);
-    /// assert_eq!(&reader.read_elements(2..4).await?[..], &[3, 0, 4, 0]); // little-endian u16s
+    /// assert_eq!(&reader.read_elements_async(2..4).await?[..], &[3, 0, 4, 0]); // little-endian u16s
     /// # Ok(()) }
     /// ```
     pub async fn write_stream_shard<E, I, D>(
