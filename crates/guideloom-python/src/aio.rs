@@ -5,14 +5,15 @@
 //! from the loop's thread (`call_soon_threadsafe`) when it is done. A panic of the Rust future
 //! becomes `InternalError`; a cancelled asyncio future is left alone
 //! (`guideloom._aio.resolve` checks `done()` first). No `await` on the Python side ever blocks
-//! the event loop.
+//! the event loop. The resolution goes through [`attach_from_runtime`], so an interpreter
+//! that exits while a completion is under way waits for it instead of aborting.
 
 use std::future::Future;
 
 use pyo3::prelude::*;
 
 use crate::errors::{self, Result};
-use crate::runtime::bridge;
+use crate::runtime::{attach_from_runtime, bridge};
 
 /// An awaitable for `future`, whose output `convert` turns into the Python result (with the
 /// GIL) once done.
@@ -34,7 +35,8 @@ where
     let task = bridge.handle().spawn(future);
     bridge.handle().spawn(async move {
         let outcome = task.await;
-        Python::attach(|py| {
+        // Not when the interpreter is exiting: nothing awaits the future then.
+        attach_from_runtime(|py| {
             let (ok, value) = match outcome {
                 Ok(Ok(value)) => match convert(py, value) {
                     Ok(v) => (true, v),

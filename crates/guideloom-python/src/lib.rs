@@ -49,6 +49,7 @@ mod tokens;
 #[pymodule(name = "_guideloom")]
 fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    runtime::register_exit_hook(m.py())?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<dataset::DatasetIter>()?;
     m.add_class::<format::CborFormat>()?;
