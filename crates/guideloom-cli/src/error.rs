@@ -394,7 +394,13 @@ mod tests {
             (
                 CliError::Dataset {
                     root: "r".into(),
-                    source: Box::new(guideloom::Error::OutOfRange { index: 9, len: 1 }),
+                    source: Box::new(guideloom::Error::Publish(
+                        guideloom_publish::Error::OutOfRange {
+                            index: 9,
+                            len: 1,
+                            what: "snapshot s1".into(),
+                        },
+                    )),
                 },
                 ErrorKind::OutOfRange,
             ),

@@ -203,8 +203,10 @@ impl OpenRoot {
     /// Maps a dataset error to a CLI error naming this root (and `key`, the shard read).
     pub(crate) fn dataset_err(&self, key: &str, e: impl Into<guideloom::Error>) -> CliError {
         match e.into() {
+            guideloom::Error::Publish(guideloom_publish::Error::Shard { key, source }) => {
+                CliError::shard(&self.name, &key, *source)
+            }
             guideloom::Error::Publish(e) => self.err(e),
-            guideloom::Error::Shard { key, source } => CliError::shard(&self.name, &key, *source),
             guideloom::Error::Format(e) => CliError::shard(&self.name, key, e),
             guideloom::Error::Io(e) => CliError::io(format!("{}: shard {key}", self.name), e),
             other => CliError::Dataset {

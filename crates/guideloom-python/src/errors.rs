@@ -267,6 +267,7 @@ fn map_publish(e: &PublishError) -> Mapped {
         },
         PublishError::OutOfRange { index, len, .. } => Mapped::index(*index, Some(*len)),
         PublishError::Shard { key, source } => map_shard(key, source),
+        PublishError::Decode { index, .. } => Mapped::index(*index, None),
         _ => Mapped::default(),
     }
 }
@@ -278,10 +279,7 @@ fn map(e: &guideloom::Error) -> Mapped {
         E::Io(io) => map_io(io),
         E::Format(f) => map_format(f),
         E::Publish(p) => map_publish(p),
-        E::Shard { key, source } => map_shard(key, source),
-        E::ArrayRecordShard { key, .. } => Mapped::key(key),
-        E::OutOfRange { index, len } => Mapped::index(*index, Some(*len)),
-        E::Decode { index, .. } | E::Encode { index, .. } => Mapped::index(*index, None),
+        E::Encode { index, .. } => Mapped::index(*index, None),
         _ => Mapped::default(),
     }
 }

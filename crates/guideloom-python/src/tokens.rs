@@ -102,7 +102,9 @@ macro_rules! with_element {
 /// stream is an `UnsupportedError`, the rest map as every error does.
 fn stream_error(e: impl Into<guideloom::Error>) -> PyErr {
     match e.into() {
-        e @ guideloom::Error::NotAStream { .. } => raise("UnsupportedError", e.to_string()),
+        e @ guideloom::Error::Publish(guideloom::publish::Error::NotAStream { .. }) => {
+            raise("UnsupportedError", e.to_string())
+        }
         other => Error::from(other).into(),
     }
 }

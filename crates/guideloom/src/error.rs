@@ -12,13 +12,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything the facade can fail with.
 ///
 /// The lower crates' errors are wrapped unchanged ([`Error::Io`], [`Error::Format`],
-/// [`Error::Publish`]) so callers match on their variants, e.g.
-/// `Error::Publish(publish::Error::NotFound { .. })`, with exceptions that
-/// make the everyday failures one variant each however they arise: a record index past the
-/// end is always [`Error::OutOfRange`], a token read of a snapshot that is not a stream
-/// always [`Error::NotAStream`], and damaged shard bytes (footer, index, metadata or
-/// a record) are always [`Error::Shard`] ([`Error::ArrayRecordShard`] for an ArrayRecord
-/// shard). [`Error::kind`] says what went wrong in one word, whichever crate's error it is.
+/// [`Error::Publish`]): a dataset read fails with [`guideloom_publish::Error`] (a record past
+/// the end is its `OutOfRange`, damaged shard bytes its `Shard` or `ArrayRecordShard`, a token
+/// read of a snapshot that is not a stream its `NotAStream`), and arrives here as
+/// `Error::Publish(..)`, variant kept. The facade's own variants are the loader's and the
+/// publisher's. [`Error::kind`] says what went wrong in one word, whichever crate's error it
+/// is: match the kind, or the lower crate's variant when a field is needed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -28,67 +27,9 @@ pub enum Error {
     /// A shard format or storage error (`guideloom-format`).
     #[error(transparent)]
     Format(#[from] guideloom_format::Error),
-    /// A dataset root error (`guideloom-publish`; its `Shard`, `ArrayRecordShard` and
-    /// `OutOfRange` variants arrive as [`Error::Shard`], [`Error::ArrayRecordShard`] and
-    /// [`Error::OutOfRange`]).
+    /// A dataset root or dataset read error (`guideloom-publish`), unchanged.
     #[error(transparent)]
-    Publish(guideloom_publish::Error),
-    /// A shard of the dataset is damaged or not a shard: its footer, index, metadata or a
-    /// record failed the format crate's checks (whichever part it was, this variant).
-    #[error("{}", named_once(format_args!("shard {key}"), .key, .source))]
-    Shard {
-        /// The shard's key in the root.
-        key: String,
-        /// What the format crate found.
-        #[source]
-        source: Box<guideloom_format::Error>,
-    },
-    /// An ArrayRecord shard of the dataset is damaged or not an ArrayRecord file: its
-    /// postscript, footer or a chunk failed the arrayrecord crate's checks (hashes, codec,
-    /// layout), or the transport beneath failed. The sibling of [`Error::Shard`].
-    #[error("{}", named_once(format_args!("ArrayRecord shard {key}"), .key, .source))]
-    ArrayRecordShard {
-        /// The shard's key in the root.
-        key: String,
-        /// What the arrayrecord crate found.
-        #[source]
-        source: Box<guideloom_arrayrecord::Error>,
-    },
-    /// A record index outside the dataset.
-    #[error("record {index} is out of range for a dataset of {len} records")]
-    OutOfRange {
-        /// The index asked for.
-        index: u64,
-        /// The number of records.
-        len: u64,
-    },
-    /// A token read of a dataset that is not one token stream (a shard of records, shards of
-    /// different element types, no shards). See [`Dataset::tokens`](crate::Dataset::tokens).
-    #[error("snapshot {snapshot} is not a token stream: {reason}")]
-    NotAStream {
-        /// The snapshot's id.
-        snapshot: String,
-        /// Why (naming the first shard at fault).
-        reason: String,
-    },
-    /// Tokens read as another element type than the stream's (`u32` from a `u16` stream).
-    #[error("the stream holds {stream} elements, read as {requested}")]
-    ElementMismatch {
-        /// The stream's element type, from its manifest.
-        stream: String,
-        /// The element type asked for.
-        requested: &'static str,
-    },
-    /// A token range outside the stream.
-    #[error("tokens {start}..{end} are out of range for a stream of {len} tokens")]
-    TokensOutOfRange {
-        /// The range's start.
-        start: u64,
-        /// The range's end (exclusive).
-        end: u64,
-        /// Tokens in the stream.
-        len: u64,
-    },
+    Publish(#[from] guideloom_publish::Error),
     /// A token window (plus its label token, if asked for) longer than the whole stream:
     /// not one window fits.
     #[error("a window of {span} tokens does not fit a stream of {tokens} tokens")]
@@ -97,15 +38,6 @@ pub enum Error {
         span: u64,
         /// Tokens in the stream.
         tokens: u64,
-    },
-    /// A record's bytes could not be decoded (serde, or the loader's decode function).
-    #[error("cannot decode record {index}: {source}")]
-    Decode {
-        /// The record index.
-        index: u64,
-        /// The decoder's error.
-        #[source]
-        source: BoxError,
     },
     /// A record could not be encoded (serde → CBOR) while writing a shard.
     #[error("cannot encode record {index} of shard {work_id}/{shard}: {source}")]
@@ -162,39 +94,6 @@ pub enum Error {
         /// What, and what to do instead.
         what: String,
     },
-    /// The internal tokio runtime of a synchronous [`Dataset`](crate::Dataset) could not start.
-    #[error("cannot start the dataset runtime: {source}")]
-    Runtime {
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl From<guideloom_publish::Error> for Error {
-    fn from(e: guideloom_publish::Error) -> Self {
-        match e {
-            guideloom_publish::Error::Shard { key, source } => Error::Shard { key, source },
-            guideloom_publish::Error::ArrayRecordShard { key, source } => {
-                Error::ArrayRecordShard { key, source }
-            }
-            guideloom_publish::Error::OutOfRange { index, len, .. } => {
-                Error::OutOfRange { index, len }
-            }
-            guideloom_publish::Error::NotAStream { snapshot, reason } => {
-                Error::NotAStream { snapshot, reason }
-            }
-            guideloom_publish::Error::ElementMismatch { stream, requested } => {
-                Error::ElementMismatch { stream, requested }
-            }
-            guideloom_publish::Error::TokensOutOfRange { start, end, len } => {
-                Error::TokensOutOfRange { start, end, len }
-            }
-            guideloom_publish::Error::Decode { index, source } => Error::Decode { index, source },
-            guideloom_publish::Error::Runtime { source } => Error::Runtime { source },
-            other => Error::Publish(other),
-        }
-    }
 }
 
 impl Error {
@@ -206,9 +105,29 @@ impl Error {
         }
     }
 
+    /// Record (or window) `index` of `len` asked of `what`: the publish crate's
+    /// `OutOfRange`, the one variant for an index past the end.
+    pub(crate) fn out_of_range(index: u64, len: u64, what: impl Into<String>) -> Self {
+        Error::Publish(guideloom_publish::Error::OutOfRange {
+            index,
+            len,
+            what: what.into(),
+        })
+    }
+
+    /// Record `index` could not be decoded: the publish crate's `Decode`, as for a
+    /// dataset's own typed reads.
+    pub(crate) fn decode(index: u64, source: BoxError) -> Self {
+        Error::Publish(guideloom_publish::Error::Decode { index, source })
+    }
+
+    /// A thread or runtime could not start: the publish crate's `Runtime`.
+    pub(crate) fn runtime(source: std::io::Error) -> Self {
+        Error::Publish(guideloom_publish::Error::Runtime { source })
+    }
+
     /// What went wrong, in one word ([`ErrorKind`], whose docs give the rule). The lower
-    /// crates' errors ([`Error::Io`], [`Error::Format`], [`Error::Publish`], [`Error::Shard`],
-    /// [`Error::ArrayRecordShard`]) have their own kind, and so does a record source's failure
+    /// crates' errors ([`Error::Io`], [`Error::Format`], [`Error::Publish`]) have their own kind, and so does a record source's failure
     /// ([`Error::Fetch`]) when it is one of the workspace's errors or an OS error; the
     /// facade's own variants have theirs (a token window longer than the stream is
     /// [`InvalidArgument`](ErrorKind::InvalidArgument), a loader worker that panicked or
@@ -218,27 +137,20 @@ impl Error {
             Error::Io(e) => e.kind(),
             Error::Format(e) => e.kind(),
             Error::Publish(e) => e.kind(),
-            Error::Shard { source, .. } => source.kind(),
-            Error::ArrayRecordShard { source, .. } => source.kind(),
-            Error::OutOfRange { .. } | Error::TokensOutOfRange { .. } => ErrorKind::OutOfRange,
-            Error::NotAStream { .. } | Error::ElementMismatch { .. } => ErrorKind::Mismatch,
             Error::WindowTooLarge { .. } | Error::Resume { .. } | Error::InvalidOptions { .. } => {
                 ErrorKind::InvalidArgument
             }
-            Error::Decode { .. } => ErrorKind::Decode,
             Error::Encode { .. } => ErrorKind::Encode,
             Error::Fetch { source, .. } => kind_of(&**source).unwrap_or(ErrorKind::Other),
             Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::WorkerPanic { .. } | Error::WorkersGone { .. } | Error::Runtime { .. } => {
-                ErrorKind::Other
-            }
+            Error::WorkerPanic { .. } | Error::WorkersGone { .. } => ErrorKind::Other,
         }
     }
 
     /// `true` when the object or record does not exist: kind [`ErrorKind::NotFound`], or a
-    /// record index past the end ([`Error::OutOfRange`]).
+    /// record index or token range past the end (kind [`ErrorKind::OutOfRange`]).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::OutOfRange { .. }) || self.kind() == ErrorKind::NotFound
+        matches!(self.kind(), ErrorKind::NotFound | ErrorKind::OutOfRange)
     }
 }
 
@@ -262,21 +174,6 @@ fn kind_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     e.downcast_ref::<std::io::Error>().map(|e| e.kind().into())
 }
 
-/// `context: source`, or only `source` when it already names `key` (the format and
-/// arrayrecord crates name the object they read by its full location): each name once.
-fn named_once(
-    context: std::fmt::Arguments<'_>,
-    key: &str,
-    source: &dyn std::error::Error,
-) -> String {
-    let text = source.to_string();
-    if guideloom_io::mentions(&text, key) {
-        text
-    } else {
-        format!("{context}: {text}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,10 +185,6 @@ mod tests {
     /// One representative of every facade variant, and the kind it has.
     #[test]
     fn every_variant_has_its_kind() {
-        let corrupt = guideloom_format::Error::Corrupt {
-            shard: s("k"),
-            what: guideloom_format::Corruption::IndexChecksum,
-        };
         let cases = [
             (
                 Error::Io(guideloom_io::Error::Closed { location: s("f") }),
@@ -308,59 +201,8 @@ mod tests {
                 ErrorKind::ReadOnly,
             ),
             (
-                Error::Shard {
-                    key: s("k"),
-                    source: Box::new(corrupt),
-                },
-                ErrorKind::Corrupt,
-            ),
-            (
-                Error::ArrayRecordShard {
-                    key: s("k"),
-                    source: Box::new(guideloom_arrayrecord::Error::Unsupported {
-                        location: s("k"),
-                        offset: 0,
-                        what: s("transposed chunk"),
-                    }),
-                },
-                ErrorKind::Unsupported,
-            ),
-            (
-                Error::OutOfRange { index: 5, len: 5 },
-                ErrorKind::OutOfRange,
-            ),
-            (
-                Error::NotAStream {
-                    snapshot: s("s"),
-                    reason: s("records"),
-                },
-                ErrorKind::Mismatch,
-            ),
-            (
-                Error::ElementMismatch {
-                    stream: s("u16"),
-                    requested: "u32",
-                },
-                ErrorKind::Mismatch,
-            ),
-            (
-                Error::TokensOutOfRange {
-                    start: 0,
-                    end: 9,
-                    len: 3,
-                },
-                ErrorKind::OutOfRange,
-            ),
-            (
                 Error::WindowTooLarge { span: 9, tokens: 3 },
                 ErrorKind::InvalidArgument,
-            ),
-            (
-                Error::Decode {
-                    index: 0,
-                    source: "eof".into(),
-                },
-                ErrorKind::Decode,
             ),
             (
                 Error::Encode {
@@ -391,12 +233,6 @@ mod tests {
                 ErrorKind::InvalidArgument,
             ),
             (Error::Unsupported { what: s("x") }, ErrorKind::Unsupported),
-            (
-                Error::Runtime {
-                    source: std::io::Error::other("no threads"),
-                },
-                ErrorKind::Other,
-            ),
         ];
         for (error, kind) in cases {
             assert_eq!(error.kind(), kind, "{error:?}");
@@ -415,18 +251,21 @@ mod tests {
             None,
         );
         assert_eq!(Error::fetch("src", timeout).kind(), ErrorKind::Timeout);
-        let inner = Error::OutOfRange { index: 3, len: 3 };
-        assert_eq!(Error::fetch("src", inner).kind(), ErrorKind::OutOfRange);
+        let inner = Error::WindowTooLarge { span: 9, tokens: 3 };
+        assert_eq!(Error::fetch("src", inner).kind(), ErrorKind::InvalidArgument);
         let os = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         assert_eq!(Error::fetch("src", os).kind(), ErrorKind::PermissionDenied);
-        // The publish crate's shard errors arrive as the facade's own variants, kinds kept.
+        // The publish crate's errors arrive wrapped, variant and kind kept.
         let publish = guideloom_publish::Error::OutOfRange {
             index: 1,
             len: 1,
             what: s("snapshot s"),
         };
         let facade = Error::from(publish);
-        assert!(matches!(facade, Error::OutOfRange { .. }));
+        assert!(matches!(
+            facade,
+            Error::Publish(guideloom_publish::Error::OutOfRange { index: 1, .. })
+        ));
         assert_eq!(facade.kind(), ErrorKind::OutOfRange);
         assert!(facade.is_not_found());
     }

@@ -103,7 +103,7 @@ pub use guideloom_publish as publish;
 
 /// `guideloom-arrayrecord`, ArrayRecord (Riegeli) files, whole: for reading and writing
 /// single ArrayRecord files and matching on its `Error` (the source of
-/// [`Error::ArrayRecordShard`]). Snapshots whose shards are ArrayRecord files are read through
+/// `publish::Error::ArrayRecordShard`). Snapshots whose shards are ArrayRecord files are read through
 /// [`Dataset`] like any other.
 pub use guideloom_arrayrecord as arrayrecord;
 

@@ -401,6 +401,6 @@ impl Publisher {
 pub(crate) fn run<T, E: Into<Error>>(
     future: impl std::future::Future<Output = std::result::Result<T, E>>,
 ) -> Result<T> {
-    let bridge = Bridge::shared().map_err(|source| Error::Runtime { source })?;
+    let bridge = Bridge::shared().map_err(Error::runtime)?;
     bridge.block_on(future).map_err(Into::into)
 }

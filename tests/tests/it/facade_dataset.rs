@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use guideloom::publish::Error as P;
+
 use guideloom::{
     CborFormat, Dataset, DatasetOptions, Error, Loader, LoaderOptions, PublishMode, Publisher,
     RecordSource, RetryPolicy, S3Options, ShardMetadata, StoreOptions, publish_cbor, resolve_root,
@@ -101,15 +103,19 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     // Errors are typed and the lower crates' variants are reachable.
     assert!(matches!(
         ds.get(37).map_err(Error::from),
-        Err(Error::OutOfRange { index: 37, len: 37 })
+        Err(Error::Publish(P::OutOfRange {
+            index: 37,
+            len: 37,
+            ..
+        }))
     ));
     assert!(matches!(
         ds.get_range(30..40).map_err(Error::from),
-        Err(Error::OutOfRange { .. })
+        Err(Error::Publish(P::OutOfRange { .. }))
     ));
     assert!(matches!(
         ds.get_as::<String>(0).map_err(Error::from),
-        Err(Error::Decode { index: 0, .. })
+        Err(Error::Publish(P::Decode { index: 0, .. }))
     ));
     let missing = Error::from(ds.annotations("nope").unwrap_err());
     assert!(matches!(missing, Error::Publish(_)), "{missing:?}");
@@ -308,7 +314,11 @@ fn http_root_served_by_nginx_all_read_paths() {
     assert_eq!(ds.annotation::<u64>("labels", 7).unwrap(), 70);
     assert!(matches!(
         ds.get(19).map_err(Error::from),
-        Err(Error::OutOfRange { index: 19, len: 19 })
+        Err(Error::Publish(P::OutOfRange {
+            index: 19,
+            len: 19,
+            ..
+        }))
     ));
     let by_id = Dataset::open_with(&uri, DatasetOptions::default().snapshot("s1")).unwrap();
     assert_eq!(by_id.get_as::<Sample>(3).unwrap(), want[3]);
@@ -465,7 +475,7 @@ fn a_damaged_shard_is_a_typed_error_not_a_panic() {
     );
     for e in errs.iter().chain(&in_order).chain([&batch, &footer]) {
         assert!(
-            matches!(e, Error::Shard { key: k, source } if k == key
+            matches!(e, Error::Publish(P::Shard { key: k, source }) if k == key
                 && matches!(**source, guideloom::format::Error::Corrupt { .. })),
             "{e:?}"
         );

@@ -156,7 +156,7 @@ fn metadata_rides_with_its_documents() {
 fn typed_errors_for_wrong_element_range_window_and_non_streams() {
     let docs = documents(&[4, 6]);
     let ds = publish(&unique("errors"), &docs, 1);
-    let mismatch = |e: &Error| matches!(e, Error::ElementMismatch { stream, requested: "u16" } if stream == "u32");
+    let mismatch = |e: &Error| matches!(e, Error::Publish(PublishError::ElementMismatch { stream, requested: "u16" }) if stream == "u32");
     assert!(mismatch(&ds.tokens::<u16>(0..2).unwrap_err().into()));
     assert!(mismatch(&ds.document::<u16>(0).unwrap_err().into()));
     assert!(mismatch(
@@ -164,11 +164,11 @@ fn typed_errors_for_wrong_element_range_window_and_non_streams() {
     ));
     assert!(matches!(
         ds.tokens::<u32>(5..11).map_err(Error::from),
-        Err(Error::TokensOutOfRange {
+        Err(Error::Publish(PublishError::TokensOutOfRange {
             start: 5,
             end: 11,
             len: 10
-        })
+        }))
     ));
     assert!(matches!(
         TokenWindows::<u32>::new(ds.clone(), 11),
@@ -199,11 +199,11 @@ fn typed_errors_for_wrong_element_range_window_and_non_streams() {
     let records = Dataset::open(&uri).unwrap();
     assert!(matches!(
         records.tokens::<u32>(0..1).map_err(Error::from),
-        Err(Error::NotAStream { .. })
+        Err(Error::Publish(PublishError::NotAStream { .. }))
     ));
     assert!(matches!(
         records.num_tokens().map_err(Error::from),
-        Err(Error::NotAStream { .. })
+        Err(Error::Publish(PublishError::NotAStream { .. }))
     ));
 }
 
@@ -259,7 +259,7 @@ fn corrupt_and_truncated_stream_shards_are_typed_errors() {
     let ds = Dataset::open(uri).unwrap();
     let err = Error::from(ds.tokens::<u32>(0..8).unwrap_err());
     assert!(
-        matches!(&err, Error::Shard { key, source } if key == "shards/w/00000000.glm" && source.is_corrupt()),
+        matches!(&err, Error::Publish(PublishError::Shard { key, source }) if key == "shards/w/00000000.glm" && source.is_corrupt()),
         "{err}"
     );
     // The other shard still reads.

@@ -64,7 +64,7 @@ impl<T: Send + 'static> Loader<T> {
             let handle = std::thread::Builder::new()
                 .name(format!("guideloom-loader-{w}"))
                 .spawn(move || job.run())
-                .map_err(|source| Error::Runtime { source })?;
+                .map_err(Error::runtime)?;
             epoch.threads.push(handle);
         }
         Ok(epoch)
@@ -164,7 +164,7 @@ impl<T> Builder<T> {
             .iter()
             .zip(bytes)
             .map(|(&index, b)| {
-                (self.decode)(index, b).map_err(|source| Error::Decode { index, source })
+                (self.decode)(index, b).map_err(|source| Error::decode(index, source))
             })
             .collect::<Result<Vec<T>>>()?;
         Ok(Batch {

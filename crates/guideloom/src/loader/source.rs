@@ -65,10 +65,7 @@ impl RecordSource for MemorySource {
                 usize::try_from(i)
                     .ok()
                     .and_then(|i| self.records.get(i).cloned())
-                    .ok_or(Error::OutOfRange {
-                        index: i,
-                        len: self.records.len() as u64,
-                    })
+                    .ok_or_else(|| Error::out_of_range(i, self.records.len() as u64, "memory source"))
             })
             .collect()
     }

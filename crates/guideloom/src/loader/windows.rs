@@ -54,8 +54,8 @@ impl<E> fmt::Debug for TokenWindows<E> {
 
 impl<E: Element> TokenWindows<E> {
     /// Windows of `window` tokens over `dataset`'s stream (no request: the layout is the
-    /// manifest's). [`Error::ElementMismatch`] if the stream does not hold `E`s,
-    /// [`Error::NotAStream`] if the dataset is not a stream, [`Error::WindowTooLarge`] if
+    /// manifest's). `publish::Error::ElementMismatch` if the stream does not hold `E`s,
+    /// `publish::Error::NotAStream` if the dataset is not a stream, [`Error::WindowTooLarge`] if
     /// not one window fits, [`Error::InvalidOptions`] for a window of 0 tokens.
     pub fn new(dataset: Dataset, window: u64) -> Result<Self> {
         Self::build(dataset, window, 0)
@@ -128,7 +128,7 @@ impl<E: Element> TokenWindows<E> {
         start..start.saturating_add(self.span)
     }
 
-    /// Window `k`'s tokens. [`Error::OutOfRange`] past the last window.
+    /// Window `k`'s tokens. `publish::Error::OutOfRange` (kind [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange)) past the last window.
     pub fn get(&self, k: u64) -> Result<Elements<E>> {
         let mut got = self.get_many(&[k])?;
         Ok(Elements::from_le_bytes(got.pop().unwrap_or_default()))
@@ -160,10 +160,7 @@ impl<E: Element> RecordSource for TokenWindows<E> {
                 if k < self.count {
                     Ok(self.range(k))
                 } else {
-                    Err(Error::OutOfRange {
-                        index: k,
-                        len: self.count,
-                    })
+                    Err(Error::out_of_range(k, self.count, "token windows"))
                 }
             })
             .collect::<Result<Vec<_>>>()?;
