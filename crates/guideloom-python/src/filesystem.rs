@@ -14,12 +14,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::discovery::{discover_async, discover_sync, open_async, open_sync};
 use guideloom::format::{
-    AsyncShard, ELEMENT_TYPES, Element, Error as FormatError, Expected, FileSystemDocument,
-    FileSystemStream, ReadOptions, ShardWriter, SyncShard, Value, shard_name,
+    AsyncShard, ELEMENT_TYPES, Element, Error as FormatError, Expected, ReadOptions, ShardWriter,
+    SyncShard, Value,
 };
 use guideloom::io::{Backend, Location};
+use guideloom::storage::discovery::{discover_async, discover_sync, open_async, open_sync};
+use guideloom::storage::{FileSystemDocument, FileSystemStream, shard_name};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 

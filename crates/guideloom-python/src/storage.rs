@@ -9,11 +9,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::{
-    AsyncDocumentReader, DocumentReader as RustReader, DocumentStorage as RustStorage,
-    DocumentWriter as RustWriter, Format, WriterOptions,
-};
+use guideloom::format::Format;
 use guideloom::io::{Backend, BoxError, SeekIo};
+use guideloom::storage::{
+    AsyncDocumentReader, DocumentReader as RustReader, DocumentStorage as RustStorage,
+    DocumentWriter as RustWriter, WriterOptions,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySlice};

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::{
-    AsyncStreamReader, Element, StreamReader, StreamStorage as RustStorage, StreamWriter,
-    WriterOptions,
-};
+use guideloom::format::Element;
 use guideloom::io::{Backend, SeekIo};
+use guideloom::storage::{
+    AsyncStreamReader, StreamReader, StreamStorage as RustStorage, StreamWriter, WriterOptions,
+};
 use pyo3::prelude::*;
 
 use crate::aio::awaitable;

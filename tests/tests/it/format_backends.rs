@@ -10,13 +10,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_format::{
-    DocumentStorage, Error, RawFormat, StreamStorage, StreamWithMetaStorage, WriterOptions,
-};
+use guideloom_format::{Error, RawFormat};
 use guideloom_io::{
     AsyncReader, Backend, Capabilities, CountingReader, MmapIo, PreadIo, RequestStats, SeekIo,
     SyncReader,
 };
+use guideloom_storage::{DocumentStorage, StreamStorage, StreamWithMetaStorage, WriterOptions};
 use proptest::prelude::*;
 
 fn rt() -> tokio::runtime::Runtime {

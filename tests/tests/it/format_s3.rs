@@ -10,9 +10,10 @@ use std::path::Path as FsPath;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::{DocumentStorage, RawFormat, StreamStorage, WriterOptions};
+use guideloom_format::RawFormat;
 use guideloom_io::blocking::BlockingIo;
 use guideloom_io::objstore::ObjectStoreIo;
+use guideloom_storage::{DocumentStorage, StreamStorage, WriterOptions};
 use guideloom_tests::unique;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
