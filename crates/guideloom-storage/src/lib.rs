@@ -8,6 +8,8 @@
 //! - [`FileSystemDocument`] / [`FileSystemStream`]: naming, discovery and shard writers for
 //!   users who manage shard files themselves; [`discovery`] opens numbered shards through
 //!   any backend.
+//! - [`convert`]: migrates a stream storage into a dataset root as a stream snapshot, the one
+//!   token-stream encoding (`Dataset::tokens`, `document`, `document_meta`).
 //!
 //! Sync and async readers read through any `guideloom-io` backend; writers write local
 //! shards. The on-disk layout is the one of `docs/format.md` ("Storage semantics"). The
@@ -50,6 +52,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod convert;
 pub mod discovery;
 pub mod document;
 pub mod options;
