@@ -317,7 +317,9 @@ async fn convert_typed<E: Element>(
             }
             for n in 0..reader.docs().shard_count() {
                 let range = reader.docs().bounds(n);
-                let batches = range.clone().step_by(DOC_BATCH as usize).flat_map(|first| {
+                let firsts =
+                    (range.start..range.end).filter(|i| (i - range.start) % DOC_BATCH == 0);
+                let batches = firsts.flat_map(|first| {
                     let indices: Vec<u64> = (first..(first + DOC_BATCH).min(range.end)).collect();
                     match reader.read_docs(&indices) {
                         Ok(docs) => docs
