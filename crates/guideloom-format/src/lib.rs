@@ -18,7 +18,7 @@
 //!
 //! # Example: write a shard, read it back
 //! ```
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # fn main() -> Result<(), guideloom_io::BoxError> {
 //! use guideloom_format::{CborFormat, Format, ReadOptions, ShardMetadata, ShardWriter, SyncShard};
 //! use guideloom_io::{Backend, SeekIo};
 //! # let tmp = tempfile::tempdir()?;
