@@ -226,7 +226,7 @@ impl DocumentWriter {
     }
 }
 
-/// A sync reader's engine: the format crate's sync reader (local backends), or its async
+/// A sync reader's engine: guideloom-storage's sync reader (local backends), or its async
 /// reader driven on the process runtime (HTTP).
 #[derive(Debug, Clone)]
 enum ReaderImpl {

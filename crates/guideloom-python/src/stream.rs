@@ -243,7 +243,7 @@ pub(crate) fn unfinished<T>(inner: Option<T>) -> PyResult<T> {
     inner.ok_or_else(|| raise("GuideloomError", "the writer is finished"))
 }
 
-/// A format crate storage of elements behind type-erased readers and writers: what
+/// A guideloom-storage storage of elements behind type-erased readers and writers: what
 /// `StreamStorage` and `StreamWithMetaStorage` bind the same way.
 pub(crate) trait StreamKind {
     /// The sync reader.

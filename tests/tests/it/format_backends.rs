@@ -1,4 +1,4 @@
-//! guideloom-format storages through every local guideloom-io backend (SeekIo, PreadIo,
+//! guideloom-storage storages through every local guideloom-io backend (SeekIo, PreadIo,
 //! MmapIo), sync and async: round trips with rollover, request counts at the storage level,
 //! and discovery through a lazily-opening backend (as over HTTP).
 

@@ -1,4 +1,4 @@
-//! guideloom-format storages read straight from an HTTP range origin (nginx, started by
+//! guideloom-storage storages read straight from an HTTP range origin (nginx, started by
 //! `cargo xtask ci` / `cargo xtask servers up nginx`): discovery stops at the first 404,
 //! opening a shard is one suffix request, a record one ranged request.
 //!

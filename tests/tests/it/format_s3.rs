@@ -1,4 +1,4 @@
-//! guideloom-format storages read straight from an S3 endpoint (moto, started by
+//! guideloom-storage storages read straight from an S3 endpoint (moto, started by
 //! `cargo xtask ci` / `cargo xtask servers up moto`) through `ObjectStoreIo`: shards written
 //! locally, uploaded unchanged, then read by byte ranges with byte-identical results — the
 //! storages need no change but the backend they are given.

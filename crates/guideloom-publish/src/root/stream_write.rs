@@ -119,7 +119,7 @@ impl Root {
     /// its companion, a native shard of one CBOR record per document at
     /// `shards/<work_id>/<index>.meta.glm`, referenced from the stream shard's
     /// [`StreamRef::meta`] (published with it, its size checked by `publish`). The shape of
-    /// guideloom-format's `StreamWithMetaStorage`, in a root. Memory: one document, the
+    /// guideloom-storage's `StreamWithMetaStorage`, in a root. Memory: one document, the
     /// index, and the encoded metadata of the shard (written once the tokens are). Metadata
     /// that does not encode stops the write ([`Error::InvalidArgument`] naming the
     /// document), nothing published under either key.
