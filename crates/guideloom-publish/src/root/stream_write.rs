@@ -149,6 +149,23 @@ impl Root {
     /// [`try_write_shard`](Self::try_write_shard) is to `write_shard`: the first `Err` stops
     /// the write — nothing appears under either key — and is returned as the inner `Err`;
     /// the outer `Err` is the root's (metadata that does not encode included).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_publish::Result<()> {
+    /// use guideloom_publish::Root;
+    ///
+    /// let root = Root::open("memory://try-write-stream-meta", &Default::default(), Default::default())?;
+    /// let good = [Ok::<_, String>((vec![1u32, 2], "a")), Ok((vec![], "b"))];
+    /// let shard = root.try_write_stream_shard_with_meta("w", 0, good).await?.unwrap();
+    /// assert_eq!((shard.record_count, shard.stream.unwrap().elements), (2, 2));
+    /// let bad = [Ok((vec![3u32], "c")), Err("document 1 is unreadable".to_owned())];
+    /// let err = root.try_write_stream_shard_with_meta("w", 1, bad).await?.unwrap_err();
+    /// assert_eq!(err, "document 1 is unreadable");
+    /// assert!(root.store().head("shards/w/00000001.glm").await.is_err());
+    /// assert!(root.store().head("shards/w/00000001.meta.glm").await.is_err());
+    /// # Ok(()) }
+    /// ```
     pub async fn try_write_stream_shard_with_meta<E, M, I, D, X>(
         &self,
         work_id: &str,
