@@ -4,7 +4,7 @@
 #   _records.pyi           record formats, Bytes
 #   _roots.pyi             Root, Dataset (and its token-stream reads), ShardRef, Snapshot,
 #                          PublicationOptions, open / write_shard / adopt_array_record /
-#                          publish / publish_annotations
+#                          publish / publish_annotations / convert_stream_storage
 #   _documents.pyi         DocumentStorage and its readers and writers
 #   _plan.pyi              EpochPlan
 #   _raw.pyi               the Rust halves of the numpy-typed storages (private)
@@ -39,6 +39,7 @@ from guideloom._roots import Root as Root
 from guideloom._roots import ShardRef as ShardRef
 from guideloom._roots import Snapshot as Snapshot
 from guideloom._roots import adopt_array_record as adopt_array_record
+from guideloom._roots import convert_stream_storage as convert_stream_storage
 from guideloom._roots import open as open
 from guideloom._roots import publish as publish
 from guideloom._roots import publish_annotations as publish_annotations
@@ -101,6 +102,7 @@ __all__ = [
     "StorageOptions",
     "__version__",
     "adopt_array_record",
+    "convert_stream_storage",
     "default_registry",
     "open",
     "publish",

@@ -203,6 +203,18 @@ def publish_annotations(
     object_store: S3ObjectStore | None = None,
     storage_options: StorageOptions | None = None,
 ) -> None: ...
+def convert_stream_storage(
+    directory: str | PathLike[str],
+    root: _Root,
+    *,
+    dataset_id: str,
+    snapshot_id: str,
+    work_id: str = "convert",
+    s3: S3Options | None = None,
+    mount: bool = False,
+    object_store: S3ObjectStore | None = None,
+    storage_options: StorageOptions | None = None,
+) -> Snapshot: ...
 
 __all__ = [
     "Dataset",
@@ -212,6 +224,7 @@ __all__ = [
     "ShardRef",
     "Snapshot",
     "adopt_array_record",
+    "convert_stream_storage",
     "open",
     "publish",
     "publish_annotations",

@@ -31,6 +31,10 @@ pub(crate) const LAYERS: &[&str] = &[
     "guideloom-arrayrecord",
     "guideloom-format",
     "guideloom-publish",
+    // The storages (directories of numbered shards): above publish because `convert`
+    // migrates a stream storage into a root's stream snapshot; below the facade, which
+    // re-exports them.
+    "guideloom-storage",
     "guideloom",
     "guideloom-cli",
     // The Python bindings sit beside the CLI at the top; above it in this list only because

@@ -209,7 +209,8 @@ pub(crate) enum Command {
     /// Build, publish, annotate, read and verify a small realistic dataset.
     Quickstart(QuickstartArgs),
     /// Convert one shard file between the native format (.glm) and ArrayRecord
-    /// (.array_record), keeping every record's bytes.
+    /// (.array_record), keeping every record's bytes; or, with --stream-storage, migrate a
+    /// stream storage directory into a root's stream snapshot.
     Convert(ConvertArgs),
     /// List the annotation sets, or print one set's values as JSON Lines.
     Annotations(AnnotationsArgs),
@@ -568,16 +569,31 @@ pub(crate) enum ConvertTo {
 /// `guideloom convert`.
 #[derive(Debug, Args)]
 pub(crate) struct ConvertArgs {
-    /// The shard file to read.
+    /// The shard file to read (with --stream-storage: the storage directory).
     pub(crate) src: PathBuf,
-    /// The file to write (must not exist).
+    /// The file to write, which must not exist (with --stream-storage: the dataset root).
     pub(crate) dst: PathBuf,
     /// The output format. Default: from the names, the side whose name contains
     /// `.array_record` is the ArrayRecord file.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, conflicts_with = "stream_storage")]
     pub(crate) to: Option<ConvertTo>,
     /// ArrayRecord output: array_record's option string, e.g. `group_size:1,zstd:3`
     /// (the default) or `group_size:64,snappy`.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", conflicts_with = "stream_storage")]
     pub(crate) options: String,
+    /// SRC is a StreamStorage or StreamWithMetaStorage directory: write its tokens (and
+    /// documents, and their metadata) into the root DST as a stream snapshot, the one
+    /// token-stream encoding, and publish it. Needs --dataset-id and --snapshot-id.
+    #[arg(long, requires_all = ["dataset_id", "snapshot_id"])]
+    pub(crate) stream_storage: bool,
+    /// With --stream-storage: the dataset's id (must match the root's dataset.json).
+    #[arg(long, requires = "stream_storage")]
+    pub(crate) dataset_id: Option<String>,
+    /// With --stream-storage: the new snapshot's id.
+    #[arg(long, requires = "stream_storage")]
+    pub(crate) snapshot_id: Option<String>,
+    /// With --stream-storage: the work id the shards are written under
+    /// (`shards/<work-id>/N.glm`).
+    #[arg(long, default_value = "convert", requires = "stream_storage")]
+    pub(crate) work_id: String,
 }

@@ -167,14 +167,16 @@ impl<R: SyncReader> SyncShard<R> {
     }
 
     /// Checks record `i`'s bytes: length, and checksum when verifying.
-    pub(crate) fn check_record(&self, i: u64, bytes: &Bytes) -> Result<()> {
+    pub fn check_record(&self, i: u64, bytes: &Bytes) -> Result<()> {
         self.layout
             .check_record(i, bytes, self.options.verifies_records())
     }
 
     /// Reads the bytes of records `first .. first + count` with one read, unchecked: the
     /// caller slices and checks each record (see [`check_record`](Self::check_record)).
-    pub(crate) fn read_span(&self, first: u64, count: u64) -> Result<(Range<u64>, Bytes)> {
+    /// Returns the byte range read (absolute in the shard) and its bytes. guideloom-storage's
+    /// in-order document iterator hands records out of one span as zero-copy slices.
+    pub fn read_span(&self, first: u64, count: u64) -> Result<(Range<u64>, Bytes)> {
         let range = self.layout.run_range(first, count)?;
         let buf = if range.is_empty() {
             Bytes::new() // only empty records: no request

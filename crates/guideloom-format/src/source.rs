@@ -1,22 +1,15 @@
 //! [`RecordSource`]: anything whose records can be fetched by global index, in batches.
 //!
-//! The trait the facade's loader (`guideloom::Loader`) reads from. It lives here,
-//! below the loader and the snapshot reader, so that every layer's readers implement it: the
-//! storages' sync readers ([`DocumentReader`], [`StreamReader`], [`StreamWithMetaReader`])
-//! here, a published snapshot (`guideloom::Dataset`) in the facade, in-memory sources in
-//! tests. The loader then reads a plain storage directory as well as a published root.
+//! The trait the facade's loader (`guideloom::Loader`) reads from. It lives here, in the
+//! codec crate below every reader, so that every layer's readers implement it: a published
+//! snapshot (`guideloom::Dataset`, guideloom-publish), the storages' sync readers
+//! (`DocumentReader`, `StreamReader`, `StreamWithMetaReader`, in guideloom-storage),
+//! in-memory sources in tests. The loader then reads a plain storage directory as well as a
+//! published root.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
-use crate::element::Element;
-use crate::error::{Error, Result};
-use crate::format::Format;
-use crate::storage::read_grouped;
-use crate::{DocumentReader, StreamReader, StreamWithMetaReader};
 
 /// Anything records can be read from by index: a source for the loader.
 ///
@@ -47,7 +40,7 @@ use crate::{DocumentReader, StreamReader, StreamWithMetaReader};
 /// ```
 pub trait RecordSource: Send + Sync + 'static {
     /// What [`get_many`](Self::get_many) fails with. The facade's loader hands it to the
-    /// caller as `guideloom::Error`: this crate's [`Error`] as
+    /// caller as `guideloom::Error`: this crate's [`Error`](crate::Error) as
     /// `guideloom::Error::Format`, a `guideloom::Error` unchanged, any other error as
     /// `guideloom::Error::Fetch` with the error as its source.
     type Error: std::error::Error + Send + Sync + 'static;
@@ -101,71 +94,5 @@ impl<S: RecordSource + ?Sized> RecordSource for Arc<S> {
     }
     fn is_remote(&self) -> bool {
         (**self).is_remote()
-    }
-}
-
-/// A storage of documents: record `i` is document `i`'s encoded bytes (decode them with the
-/// storage's [`Format`]). Shard bounds are the shards' record counts; a storage is not
-/// considered remote (pick the shard-window shuffle explicitly for a storage read through a
-/// remote backend).
-impl<F: Format> RecordSource for DocumentReader<F> {
-    type Error = Error;
-
-    fn name(&self) -> String {
-        format!("document storage {}", self.location())
-    }
-    fn len(&self) -> u64 {
-        DocumentReader::len(self)
-    }
-    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        self.read_many_raw(indices)
-    }
-    fn shard_bounds(&self) -> Option<&[u64]> {
-        Some(self.table().starts())
-    }
-}
-
-/// A stream: record `i` is chunk `i` of the stream — the shards' checksummed records of
-/// [`WriterOptions::stream_chunk_bytes`](crate::WriterOptions::stream_chunk_bytes) (the last
-/// chunk of a shard may be shorter) — as little-endian element bytes. Shard bounds count
-/// chunks.
-impl<E: Element> RecordSource for StreamReader<E> {
-    type Error = Error;
-
-    fn name(&self) -> String {
-        format!("stream storage {}", self.location())
-    }
-    fn len(&self) -> u64 {
-        self.records().len()
-    }
-    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        read_grouped(self.records(), self.shards(), indices)
-    }
-    fn shard_bounds(&self) -> Option<&[u64]> {
-        Some(self.records().starts())
-    }
-}
-
-/// A stream of documents: record `i` is document `i`'s elements, as little-endian element
-/// bytes (its metadata is read with
-/// [`read_meta`](StreamWithMetaReader::read_meta)). Shard bounds count documents.
-impl<E, M> RecordSource for StreamWithMetaReader<E, M>
-where
-    E: Element,
-    M: Serialize + DeserializeOwned + Send + Sync + 'static,
-{
-    type Error = Error;
-
-    fn name(&self) -> String {
-        format!("stream-with-meta storage {}", self.stream().location())
-    }
-    fn len(&self) -> u64 {
-        self.num_docs()
-    }
-    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        read_grouped(self.docs(), self.stream().shards(), indices)
-    }
-    fn shard_bounds(&self) -> Option<&[u64]> {
-        Some(self.docs().starts())
     }
 }

@@ -1,7 +1,7 @@
 //! The shard table — where a global record index lives in an ordered list of shards — and
 //! the in-order run planner.
 //!
-//! Every reader of a sharded collection (the format storages, a published snapshot, the
+//! Every reader of a sharded collection (guideloom-storage's storages, a published snapshot, the
 //! CLI, the loader's sources) asks the same three questions: which shard holds record `i`
 //! ([`ShardTable::locate`]), how a batch of indices splits by shard ([`ShardTable::group`]),
 //! and how a range read in order splits into reads ([`ShardTable::runs`], then
@@ -10,23 +10,29 @@
 //! # Example: read a range in order
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use guideloom_format::{RawFormat, DocumentStorage, RunBudget, ShardTable, plan_runs};
+//! use guideloom_format::{
+//!     ReadOptions, RunBudget, ShardMetadata, ShardTable, ShardWriter, SyncShard, plan_runs,
+//! };
+//! use guideloom_io::{Backend, SeekIo};
 //! # let tmp = tempfile::tempdir()?;
-//! # let dir = tmp.path().join("docs");
-//! let storage = DocumentStorage::local(dir, RawFormat)
-//!     .with_writer_options(guideloom_format::WriterOptions::default().max_shard_records(10));
-//! let mut w = storage.sync_writer()?;
-//! for i in 0..25u64 {
-//!     w.push(&format!("record {i}").into_bytes().into())?;
+//! // Three shards of 10, 10 and 5 records (guideloom-storage's `DocumentStorage` writes
+//! // and discovers such numbered shards for you).
+//! let mut shards = Vec::new();
+//! for s in 0..3u64 {
+//!     let path = tmp.path().join(format!("shard-{s}.glm"));
+//!     let mut w = ShardWriter::create(&path, ShardMetadata::new("raw", "documents"))?;
+//!     for i in s * 10..(s * 10 + 10).min(25) {
+//!         w.append(format!("record {i}").as_bytes())?;
+//!     }
+//!     w.finish()?;
+//!     shards.push(SyncShard::open(SeekIo::new().open(&path)?, &ReadOptions::default())?);
 //! }
-//! w.finish()?;
 //!
-//! let reader = storage.sync_reader()?;
-//! let table = ShardTable::from_counts(reader.shards().iter().map(|s| s.len()))?;
+//! let table = ShardTable::from_counts(shards.iter().map(|s| s.len()))?;
 //! let budget = RunBudget::new(64, 1000); // at most 64 bytes per read
 //! let mut got = Vec::new();
 //! for piece in table.runs(5..22) {
-//!     let shard = &reader.shards()[piece.shard];
+//!     let shard = &shards[piece.shard];
 //!     for run in plan_runs(shard.index(), piece, budget) {
 //!         got.extend(shard.read_run(run.first, run.count)?); // one read each
 //!     }

@@ -1,5 +1,5 @@
 //! The module-level functions on a root (`write_shard`, `adopt_array_record`, `publish`,
-//! `publish_annotations`): each is a `guideloom.Root` (`crate::root`) built for the one call
+//! `publish_annotations`, `convert_stream_storage`): each is a `guideloom.Root` (`crate::root`) built for the one call
 //! from the call's store arguments, then the method of the same name. `open` is in
 //! `crate::dataset`.
 //!
@@ -7,7 +7,10 @@
 //! encoded (with the GIL, briefly) and written into the store as they come, so memory is one
 //! record plus the shard's index on a local root, as for the Rust `Publisher`.
 
+use std::path::PathBuf;
+
 use guideloom::PublishRequest;
+use guideloom::storage::convert::ConvertRequest;
 use pyo3::prelude::*;
 
 use crate::options::{S3Options, StorageOptions};
@@ -131,4 +134,30 @@ pub(crate) fn publish_annotations(
     let values = annotation_values(values)?;
     let args = store_args(s3, mount, object_store, storage_options);
     Root::resolve(root, args, false)?.annotate(py, name, version, values, snapshot)
+}
+
+/// Migrates the `StreamStorage` / `StreamWithMetaStorage` directory `directory` (any element
+/// type) into `root` as a stream snapshot, the one token-stream encoding, and publishes it:
+/// the same tokens; a stream-with-meta storage's documents and metadata kept, a plain
+/// stream's chunks as the documents. Refused (`InvalidArgumentError`) before anything is
+/// written when the directory is missing or empty, holds document shards, or has shards with
+/// user metadata. Rust: `guideloom::storage::convert::stream_to_root`.
+#[pyfunction]
+#[pyo3(signature = (directory, root, *, dataset_id, snapshot_id, work_id = "convert", s3 = None, mount = false, object_store = None, storage_options = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn convert_stream_storage(
+    py: Python<'_>,
+    directory: PathBuf,
+    root: &Bound<'_, PyAny>,
+    dataset_id: String,
+    snapshot_id: String,
+    work_id: &str,
+    s3: Option<&Bound<'_, S3Options>>,
+    mount: bool,
+    object_store: Option<&Bound<'_, S3ObjectStore>>,
+    storage_options: Option<&Bound<'_, StorageOptions>>,
+) -> PyResult<Snapshot> {
+    let request = ConvertRequest::new(dataset_id, snapshot_id).work_id(work_id);
+    let args = store_args(s3, mount, object_store, storage_options);
+    Root::resolve(root, args, false)?.convert_stream_storage(py, directory, request)
 }

@@ -1,8 +1,8 @@
 //! The Rust half of `guideloom.FileSystemDocument` / `guideloom.FileSystemStream`: shard
 //! files managed one by one, for users who decide themselves which shard a worker writes.
 //!
-//! Shards are named as the format crate names them (`<prefix>-<n:06>.glm`, prefix `shard`
-//! by default; stream shards always `shard`). Writing goes through the format crate's
+//! Shards are named as guideloom-storage names them (`<prefix>-<n:06>.glm`, prefix `shard`
+//! by default; stream shards always `shard`). Writing goes through guideloom-storage's
 //! `FileSystemDocument` / `FileSystemStream` into a local directory (create-only: a taken
 //! name is `ShardExistsError`). Discovery and reading go through the storage's IO backend,
 //! any of them, a Python one included: shards `0, 1, ...` are opened until the first the
@@ -14,12 +14,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::discovery::{discover_async, discover_sync, open_async, open_sync};
 use guideloom::format::{
-    AsyncShard, ELEMENT_TYPES, Element, Error as FormatError, Expected, FileSystemDocument,
-    FileSystemStream, ReadOptions, ShardWriter, SyncShard, Value, shard_name,
+    AsyncShard, ELEMENT_TYPES, Element, Error as FormatError, Expected, ReadOptions, ShardWriter,
+    SyncShard, Value,
 };
 use guideloom::io::{Backend, Location};
+use guideloom::storage::discovery::{discover_async, discover_sync, open_async, open_sync};
+use guideloom::storage::{FileSystemDocument, FileSystemStream, shard_name};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 

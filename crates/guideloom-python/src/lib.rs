@@ -88,6 +88,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::adopt_array_record, m)?)?;
     m.add_function(wrap_pyfunction!(calls::publish, m)?)?;
     m.add_function(wrap_pyfunction!(calls::publish_annotations, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::convert_stream_storage, m)?)?;
     m.add_class::<stores::S3ObjectStore>()?;
     m.add_class::<stores::S3Backend>()?;
     m.add_class::<stores::DefaultRegistry>()?;

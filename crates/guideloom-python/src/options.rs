@@ -2,8 +2,8 @@
 //! `S3Options` configures `s3://` roots (endpoint, region, addressing, plain HTTP, profile,
 //! retries).
 
-use guideloom::format::WriterOptions;
 use guideloom::publish::{RetryPolicy, RootOptions, S3Addressing, S3Options as RustS3Options};
+use guideloom::storage::WriterOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};

@@ -1,5 +1,5 @@
 //! IO backends written in Python (`guideloom.types.IOReaderAbstract`), as a Rust
-//! [`Backend`]: the format crate's storages read through them like through any other backend.
+//! [`Backend`]: guideloom-storage's storages read through them like through any other backend.
 //!
 //! The Rust side enforces the reader contract whatever the Python code does: a read returns
 //! exactly the bytes asked for (fewer is `ShortRead`, more `LongRead`), `close` runs once

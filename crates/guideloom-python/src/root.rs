@@ -13,6 +13,7 @@
 //! A `Root` used in a child made by `fork` resolves its store again there (the parent's
 //! clients belong to the parent's runtime), as a `Dataset` re-opens itself.
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -23,6 +24,7 @@ use guideloom::arrayrecord::WriterOptions as ArrayRecordOptions;
 use guideloom::format::metadata::KIND_STREAM;
 use guideloom::format::{ShardMetadata, Value};
 use guideloom::publish::{Root as Resolved, StreamRef};
+use guideloom::storage::convert::{ConvertError, ConvertRequest, stream_to_root};
 use guideloom::{PublishRequest, RetryPolicy};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList};
@@ -211,6 +213,32 @@ impl Root {
                 .map_err(|e| Error::from(e).in_root(name))
         })?;
         Ok(Snapshot::published(published))
+    }
+
+    /// Migrates a stream storage directory into this root (see `convert_stream_storage`).
+    pub(crate) fn convert_stream_storage(
+        &self,
+        py: Python<'_>,
+        directory: PathBuf,
+        request: ConvertRequest,
+    ) -> PyResult<Snapshot> {
+        let root = self.current()?;
+        let name = self.name.clone();
+        let converted = block_on(py, async move {
+            stream_to_root(&directory, &root, &request)
+                .await
+                .map_err(|e| {
+                    let e = match e {
+                        ConvertError::Source(e) => Error::from(e),
+                        ConvertError::Publish(e) => Error::from(e),
+                        refused => Error::from(guideloom::format::Error::InvalidArgument {
+                            message: refused.to_string(),
+                        }),
+                    };
+                    e.in_root(name)
+                })
+        })?;
+        Ok(Snapshot::published(converted.published))
     }
 
     /// Publishes annotation values (see `publish_annotations`).

@@ -9,11 +9,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::{
-    AsyncDocumentReader, DocumentReader as RustReader, DocumentStorage as RustStorage,
-    DocumentWriter as RustWriter, Format, WriterOptions,
-};
+use guideloom::format::Format;
 use guideloom::io::{Backend, BoxError, SeekIo};
+use guideloom::storage::{
+    AsyncDocumentReader, DocumentReader as RustReader, DocumentStorage as RustStorage,
+    DocumentWriter as RustWriter, WriterOptions,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySlice};
@@ -225,7 +226,7 @@ impl DocumentWriter {
     }
 }
 
-/// A sync reader's engine: the format crate's sync reader (local backends), or its async
+/// A sync reader's engine: guideloom-storage's sync reader (local backends), or its async
 /// reader driven on the process runtime (HTTP).
 #[derive(Debug, Clone)]
 enum ReaderImpl {

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::{
-    AsyncStreamReader, Element, StreamReader, StreamStorage as RustStorage, StreamWriter,
-    WriterOptions,
-};
+use guideloom::format::Element;
 use guideloom::io::{Backend, SeekIo};
+use guideloom::storage::{
+    AsyncStreamReader, StreamReader, StreamStorage as RustStorage, StreamWriter, WriterOptions,
+};
 use pyo3::prelude::*;
 
 use crate::aio::awaitable;
@@ -243,7 +243,7 @@ pub(crate) fn unfinished<T>(inner: Option<T>) -> PyResult<T> {
     inner.ok_or_else(|| raise("GuideloomError", "the writer is finished"))
 }
 
-/// A format crate storage of elements behind type-erased readers and writers: what
+/// A guideloom-storage storage of elements behind type-erased readers and writers: what
 /// `StreamStorage` and `StreamWithMetaStorage` bind the same way.
 pub(crate) trait StreamKind {
     /// The sync reader.

@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom::format::{
-    AsyncStreamWithMetaReader, Element, StreamWithMetaReader, StreamWithMetaStorage as RustStorage,
-    StreamWithMetaWriter, Value, WriterOptions,
-};
+use guideloom::format::{Element, Value};
 use guideloom::io::{Backend, SeekIo};
+use guideloom::storage::{
+    AsyncStreamWithMetaReader, StreamWithMetaReader, StreamWithMetaStorage as RustStorage,
+    StreamWithMetaWriter, WriterOptions,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 

@@ -17,11 +17,11 @@
 //! over the dataset and prints the record indices of each batch this rank receives
 //! (comma-separated, one batch a line), which `guideloom.torch` must reproduce.
 
-use guideloom::format::{StreamWithMetaStorage, WriterOptions};
 use guideloom::{
     Bytes, Dataset, Equalize, Loader, LoaderOptions, LoaderState, PublishMode, Publisher,
     ShuffleMode,
 };
+use guideloom::{StreamWithMetaStorage, WriterOptions};
 use serde::{Deserialize, Serialize};
 
 /// The record both sides agree on (Python sees it as a dict).

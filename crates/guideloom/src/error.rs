@@ -24,7 +24,8 @@ pub enum Error {
     /// A byte-range IO error (`guideloom-io`).
     #[error(transparent)]
     Io(#[from] guideloom_io::Error),
-    /// A shard format or storage error (`guideloom-format`).
+    /// A shard format or storage error (`guideloom-format`; the storages of
+    /// `guideloom-storage` fail with it too).
     #[error(transparent)]
     Format(#[from] guideloom_format::Error),
     /// A dataset root or dataset read error (`guideloom-publish`), unchanged.

@@ -28,11 +28,12 @@
 //!
 //! # The lower layers: escape hatches
 //!
-//! [`io`], [`format`](mod@format) and [`publish`] are the three crates this one is built
-//! on (`guideloom-io`, `guideloom-format`, `guideloom-publish`), re-exported whole and as they
-//! are, for backend authors and advanced use: the conformance kit, HTTP and object-store
-//! backends, shard readers and writers, the root store trait, the lower crates' error enums
-//! for matching. They are not this crate's documented API: what the root re-exports from
+//! [`io`], [`format`](mod@format), [`publish`] and [`storage`] are the crates this one is
+//! built on (`guideloom-io`, `guideloom-format`, `guideloom-publish`, `guideloom-storage`),
+//! re-exported whole and as they are, for backend authors and advanced use: the conformance
+//! kit, HTTP and object-store backends, shard readers and writers, the root store trait, the
+//! storages' readers and writers and their migration into a root (`storage::convert`), the
+//! lower crates' error enums for matching. They are not this crate's documented API: what the root re-exports from
 //! them is the everyday part, and where an item is at the root, use it from there.
 //!
 //! Features: `http` for `io::http::HttpIo` and read-only `http(s)://` dataset roots; `s3`,
@@ -90,10 +91,19 @@ pub mod order {
 /// this crate's root.
 pub use guideloom_io as io;
 
-/// `guideloom-format`, the shard format layer, whole: for advanced use (shard readers and
-/// writers, the footer and index, the shard table and run planner, its `Error` for matching).
-/// Not the documented everyday API: the record formats and storages are at this crate's root.
+/// `guideloom-format`, the shard format layer (the codec), whole: for advanced use (shard
+/// readers and writers, the footer and index, the shard table and run planner, its `Error`
+/// for matching). Not the documented everyday API: the record formats are at this crate's
+/// root.
 pub use guideloom_format as format;
+
+/// `guideloom-storage`, the storages — directories of numbered shards — whole: their
+/// readers and writers (`DocumentReader`, `StreamReader`, ...), `FileSystemDocument` /
+/// `FileSystemStream`, shard discovery through any backend, and `convert`, the migration of
+/// a stream storage into a root's stream snapshot. Not the documented everyday API: the
+/// storages and [`WriterOptions`] are at this crate's root. Their errors are
+/// `format::Error` ([`Error::Format`]).
+pub use guideloom_storage as storage;
 
 /// `guideloom-publish`, the dataset-root layer, whole: for advanced use (the root store
 /// trait and its implementations, the snapshot reader, per-store options, its `Error` for
@@ -121,15 +131,14 @@ pub use publisher::{Publisher, publish_cbor, write_cbor_shard};
 /// (so the storages' readers implement it too) and re-exported here.
 ///
 /// [`Dataset`] implements it (with `Error = guideloom::Error`), as do the storages' sync
-/// readers ([`DocumentReader`](format::DocumentReader),
-/// [`StreamReader`](format::StreamReader),
-/// [`StreamWithMetaReader`](format::StreamWithMetaReader), with `Error = format::Error`) and
+/// readers ([`DocumentReader`](storage::DocumentReader),
+/// [`StreamReader`](storage::StreamReader),
+/// [`StreamWithMetaReader`](storage::StreamWithMetaReader), with `Error = format::Error`) and
 /// [`MemorySource`]. The loader takes any source whose `Error` converts into [`enum@Error`];
 /// the shard-window shuffle ([`ShuffleMode::ShardWindow`]) reads its shard bounds.
 pub use guideloom_format::RecordSource;
 pub use guideloom_format::{
-    CborFormat, DocumentStorage, Element, Elements, Format, RawFormat, ReadOptions, ShardMetadata,
-    StreamStorage, StreamWithMetaStorage, WriterOptions,
+    CborFormat, Element, Elements, Format, RawFormat, ReadOptions, ShardMetadata,
 };
 pub use guideloom_io::{
     AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
@@ -140,6 +149,7 @@ pub use guideloom_publish::{
     S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions, StreamLayout, StreamRef,
     resolve_root,
 };
+pub use guideloom_storage::{DocumentStorage, StreamStorage, StreamWithMetaStorage, WriterOptions};
 
 /// The repository README's Rust example, run as a doctest.
 #[cfg(doctest)]

@@ -1,4 +1,4 @@
-//! guideloom-format storages through every local guideloom-io backend (SeekIo, PreadIo,
+//! guideloom-storage storages through every local guideloom-io backend (SeekIo, PreadIo,
 //! MmapIo), sync and async: round trips with rollover, request counts at the storage level,
 //! and discovery through a lazily-opening backend (as over HTTP).
 
@@ -10,13 +10,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_format::{
-    DocumentStorage, Error, RawFormat, StreamStorage, StreamWithMetaStorage, WriterOptions,
-};
+use guideloom_format::{Error, RawFormat};
 use guideloom_io::{
     AsyncReader, Backend, Capabilities, CountingReader, MmapIo, PreadIo, RequestStats, SeekIo,
     SyncReader,
 };
+use guideloom_storage::{DocumentStorage, StreamStorage, StreamWithMetaStorage, WriterOptions};
 use proptest::prelude::*;
 
 fn rt() -> tokio::runtime::Runtime {

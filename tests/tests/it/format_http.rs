@@ -1,4 +1,4 @@
-//! guideloom-format storages read straight from an HTTP range origin (nginx, started by
+//! guideloom-storage storages read straight from an HTTP range origin (nginx, started by
 //! `cargo xtask ci` / `cargo xtask servers up nginx`): discovery stops at the first 404,
 //! opening a shard is one suffix request, a record one ranged request.
 //!
@@ -6,9 +6,10 @@
 //! with `GUIDELOOM_CI=1` a missing server is a failure.
 
 use bytes::Bytes;
-use guideloom_format::{DocumentStorage, RawFormat, StreamStorage, WriterOptions};
+use guideloom_format::RawFormat;
 use guideloom_io::blocking::BlockingIo;
 use guideloom_io::http::{HttpIo, HttpPath};
+use guideloom_storage::{DocumentStorage, StreamStorage, WriterOptions};
 
 use guideloom_tests::{nginx, unique};
 

@@ -1,4 +1,4 @@
-//! guideloom-format storages read straight from an S3 endpoint (moto, started by
+//! guideloom-storage storages read straight from an S3 endpoint (moto, started by
 //! `cargo xtask ci` / `cargo xtask servers up moto`) through `ObjectStoreIo`: shards written
 //! locally, uploaded unchanged, then read by byte ranges with byte-identical results — the
 //! storages need no change but the backend they are given.
@@ -10,9 +10,10 @@ use std::path::Path as FsPath;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::{DocumentStorage, RawFormat, StreamStorage, WriterOptions};
+use guideloom_format::RawFormat;
 use guideloom_io::blocking::BlockingIo;
 use guideloom_io::objstore::ObjectStoreIo;
+use guideloom_storage::{DocumentStorage, StreamStorage, WriterOptions};
 use guideloom_tests::unique;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};

@@ -1,4 +1,6 @@
-//! `guideloom convert SRC DST`: one shard file between the native format and ArrayRecord.
+//! `guideloom convert SRC DST`: one shard file between the native format and ArrayRecord;
+//! `guideloom convert --stream-storage DIR ROOT`: a stream storage into a root's stream
+//! snapshot (`guideloom::storage::convert::stream_to_root`, see its docs).
 //!
 //! Streaming: native → ArrayRecord reads runs of records (at most 4096 records or 4 MiB per
 //! read) and writes one ArrayRecord group at a time; ArrayRecord → native reads one chunk per
@@ -13,9 +15,12 @@ use guideloom_format::{ReadOptions, ShardMetadata, ShardWriter, SyncShard};
 use guideloom_io::{Backend, SeekIo};
 use indicatif::ProgressBar;
 
+use guideloom::PublishOutcome;
+use guideloom::storage::convert::{ConvertError, ConvertRequest, SourceKind, stream_to_root};
+
 use crate::cli::{ConvertArgs, ConvertTo, Global};
 use crate::error::{CliError, Result};
-use crate::output;
+use crate::{output, root};
 
 /// A read of consecutive native records covers at most this many bytes...
 const RUN_BYTES: u64 = 4 << 20;
@@ -30,6 +35,9 @@ struct Converted {
 }
 
 pub(crate) async fn run(a: ConvertArgs, global: &Global) -> Result<()> {
+    if a.stream_storage {
+        return stream_storage(a, global).await;
+    }
     let to = direction(&a)?;
     if a.dst.exists() {
         return Err(CliError::argument(
@@ -69,6 +77,68 @@ pub(crate) async fn run(a: ConvertArgs, global: &Global) -> Result<()> {
             a.src.display(),
             a.dst.display(),
             output::bytes(size)
+        ))
+    }
+}
+
+/// `--stream-storage DIR ROOT`: migrates the stream storage into a stream snapshot of the
+/// root (created if it is a new local directory) and publishes it.
+async fn stream_storage(a: ConvertArgs, global: &Global) -> Result<()> {
+    let dst = a.dst.to_string_lossy().into_owned();
+    let root = root::open(&dst, global, false)?;
+    let request = ConvertRequest::new(
+        a.dataset_id.unwrap_or_default(),
+        a.snapshot_id.unwrap_or_default(),
+    )
+    .work_id(a.work_id);
+    // The storage is read with blocking local reads: off the runtime's worker threads.
+    let src = a.src.clone();
+    let handle = tokio::runtime::Handle::current();
+    let task = tokio::task::spawn_blocking(move || {
+        handle
+            .block_on(stream_to_root(&src, &root.root, &request))
+            .map_err(|e| match e {
+                ConvertError::Refused { dir, reason } => {
+                    CliError::argument(dir.display().to_string(), reason)
+                }
+                ConvertError::Source(e) => CliError::ShardFile {
+                    path: src.clone(),
+                    source: Box::new(e),
+                },
+                ConvertError::Publish(e) => root.err(e),
+                other => CliError::argument("convert", other.to_string()),
+            })
+            .map(|done| (done, root.name))
+    });
+    let (done, name) = task
+        .await
+        .map_err(|e| CliError::argument("convert", format!("the conversion task failed: {e}")))??;
+    let snapshot = &done.published.snapshot;
+    let kind = match done.source.kind {
+        SourceKind::Stream => "stream",
+        SourceKind::StreamWithMeta => "stream_with_meta",
+    };
+    if global.json {
+        output::print_json(&serde_json::json!({
+            "src": a.src, "root": name, "source": kind, "element": done.source.element,
+            "dataset_id": snapshot.manifest.dataset_id, "snapshot_id": snapshot.id(),
+            "shards": done.shards, "documents": done.documents, "tokens": done.tokens,
+            "outcome": match done.published.outcome {
+                PublishOutcome::Committed => "committed",
+                _ => "already_published",
+            },
+        }))
+    } else {
+        output::line(&format!(
+            "converted {} {} tokens in {} documents ({} shards, {}) from {} into snapshot {} of {}",
+            done.tokens,
+            done.source.element,
+            done.documents,
+            done.shards,
+            kind.replace('_', "-"),
+            a.src.display(),
+            snapshot.id(),
+            name
         ))
     }
 }

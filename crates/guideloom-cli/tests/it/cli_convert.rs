@@ -154,3 +154,112 @@ fn refusals() {
     );
     assert!(!back.exists());
 }
+
+#[test]
+fn stream_storage_migrates_into_a_stream_snapshot() {
+    use guideloom::{Dataset, StreamStorage, StreamWithMetaStorage, WriterOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let storage = StreamWithMetaStorage::<u32, String>::local(&corpus)
+        .with_writer_options(WriterOptions::default().max_shard_records(2));
+    let mut w = storage.sync_writer().unwrap();
+    let docs: [(&[u32], &str); 4] = [
+        (&[1, 2, 3], "a"),
+        (&[], "empty"),
+        (&[4], "b"),
+        (&[5, 6], "c"),
+    ];
+    for (d, m) in docs {
+        w.append(d, &m.to_owned()).unwrap();
+    }
+    w.finish().unwrap();
+    let root = dir.path().join("root");
+    let (c, r) = (corpus.to_str().unwrap(), root.to_str().unwrap());
+    let flags = ["--dataset-id", "corpus", "--snapshot-id", "v1"];
+
+    let json = ok(guideloom(
+        &[
+            &["--json", "convert", "--stream-storage", c, r][..],
+            &flags[..],
+        ]
+        .concat(),
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["source"], "stream_with_meta");
+    assert_eq!(v["element"], "u32");
+    assert_eq!(
+        (
+            v["shards"].as_u64(),
+            v["documents"].as_u64(),
+            v["tokens"].as_u64()
+        ),
+        (Some(2), Some(4), Some(6))
+    );
+    assert_eq!(v["outcome"], "committed");
+
+    let ds = Dataset::open(r).unwrap();
+    assert_eq!(&*ds.tokens::<u32>(0..6).unwrap(), &[1, 2, 3, 4, 5, 6]);
+    for (i, (d, m)) in docs.iter().enumerate() {
+        assert_eq!(&*ds.document::<u32>(i as u64).unwrap(), *d);
+        assert_eq!(ds.document_meta::<String>(i as u64).unwrap(), *m);
+    }
+
+    // A plain stream into a second snapshot of another root: the text line.
+    let plain = dir.path().join("plain");
+    let mut w = StreamStorage::<u16>::local(&plain).sync_writer().unwrap();
+    w.append(&[7, 8, 9]).unwrap();
+    w.finish().unwrap();
+    let root2 = dir.path().join("root2");
+    let out = ok(guideloom(
+        &[
+            &[
+                "convert",
+                "--stream-storage",
+                plain.to_str().unwrap(),
+                root2.to_str().unwrap(),
+            ][..],
+            &flags[..],
+        ]
+        .concat(),
+    ));
+    assert!(
+        out.contains("converted 3 u16 tokens in 1 documents"),
+        "{out}"
+    );
+    let ds = Dataset::open(root2.to_str().unwrap()).unwrap();
+    assert_eq!(&*ds.tokens::<u16>(0..3).unwrap(), &[7, 8, 9]);
+
+    // Refusals: the ids are required; a document storage is named as not a stream.
+    let o = guideloom(&["convert", "--stream-storage", c, r]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--dataset-id"),
+        "{}",
+        stderr(&o)
+    );
+    let docs_dir = dir.path().join("docs");
+    let mut w = guideloom::DocumentStorage::local(&docs_dir, guideloom::RawFormat)
+        .sync_writer()
+        .unwrap();
+    w.push(&guideloom::Bytes::from_static(b"x")).unwrap();
+    w.finish().unwrap();
+    let root3 = dir.path().join("root3");
+    let o = guideloom(
+        &[
+            &[
+                "convert",
+                "--stream-storage",
+                docs_dir.to_str().unwrap(),
+                root3.to_str().unwrap(),
+            ][..],
+            &flags[..],
+        ]
+        .concat(),
+    );
+    assert!(
+        !o.status.success() && stderr(&o).contains("not a token stream"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(std::fs::read_dir(root3.join("log")).map_or(true, |mut d| d.next().is_none()));
+}

@@ -1,4 +1,4 @@
-//! Integration tests of guideloom-format (one binary): shards, corruption, storages,
+//! Integration tests of guideloom-format (one binary): shards, corruption,
 //! committed fixtures.
 
 // Test code runs on 64-bit hosts; offsets of small test files fit in usize.
@@ -8,5 +8,4 @@ mod corruption;
 mod fixtures;
 mod send_sync;
 mod shard;
-mod storage;
 mod util;

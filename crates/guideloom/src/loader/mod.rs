@@ -133,7 +133,7 @@ impl<T: Send + 'static> Loader<T> {
     /// A loader decoding each record with `decode(index, bytes)`.
     ///
     /// `source` is any [`RecordSource`]: a [`Dataset`](crate::Dataset), a [`MemorySource`],
-    /// a storage's sync reader ([`DocumentReader`](crate::format::DocumentReader), the
+    /// a storage's sync reader ([`DocumentReader`](crate::storage::DocumentReader), the
     /// stream readers), or your own. Its errors reach the batches as the facade's
     /// [`Error`]: an [`Error`] as it is, the lower crates' errors as [`Error::Format`],
     /// [`Error::Publish`] or [`Error::Io`], any other as [`Error::Fetch`] naming the source.

@@ -7,14 +7,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_io::{Backend, Location, SeekIo};
 
+use guideloom_format::{
+    AsyncShard, Element, Elements, Error, Expected, ReadOptions, Result, ShardInfo, ShardTable,
+    ShardWriter, SyncShard,
+};
+
 use crate::discovery::{FileSystemStream, SHARD_PREFIX, discover_async, discover_sync};
-use crate::element::{Element, Elements};
-use crate::error::{Error, Result};
-use crate::layout::{Expected, ReadOptions};
-use crate::reader::{AsyncShard, SyncShard};
-use crate::storage::WriterOptions;
-use crate::table::ShardTable;
-use crate::writer::{ShardInfo, ShardWriter};
+use crate::options::WriterOptions;
 
 /// A directory of stream shards of element `E`, read through backend `B`.
 ///
@@ -23,7 +22,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use guideloom_format::StreamStorage;
+/// use guideloom_storage::StreamStorage;
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("tokens");
 /// let storage = StreamStorage::<u32>::local(dir);
@@ -300,7 +299,7 @@ impl<E: Element> StreamReader<E> {
 
     /// The shards' record counts. A stream shard's records are its checksummed chunks
     /// ([`WriterOptions::stream_chunk_bytes`]): the records a
-    /// [`RecordSource`](crate::RecordSource) reading this stream hands out.
+    /// [`RecordSource`](guideloom_format::RecordSource) reading this stream hands out.
     pub fn records(&self) -> &ShardTable {
         &self.records
     }

@@ -3,11 +3,9 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use guideloom_format::{
-    CborFormat, DocumentStorage, Error, RawFormat, StreamStorage, StreamWithMetaStorage,
-    WriterOptions,
-};
+use guideloom_format::{CborFormat, Error, RawFormat};
 use guideloom_io::{MmapIo, SeekIo};
+use guideloom_storage::{DocumentStorage, StreamStorage, StreamWithMetaStorage, WriterOptions};
 use proptest::prelude::*;
 
 use crate::util::{listing, rt};
@@ -19,7 +17,7 @@ fn docs(dir: &Path, options: WriterOptions) -> DocumentStorage<RawFormat, SeekIo
 /// Checks shard limits: every shard within the record limit and within the byte limit
 /// unless it holds a single oversized record.
 fn check_limits(dir: &Path, options: &WriterOptions) {
-    let fs = guideloom_format::FileSystemDocument::new(dir, "raw");
+    let fs = guideloom_storage::FileSystemDocument::new(dir, "raw");
     for s in fs.discover().unwrap() {
         assert!(s.records >= 1 && s.records <= options.shard_records_limit());
         assert!(s.data_len <= options.shard_bytes_limit() || s.records == 1);

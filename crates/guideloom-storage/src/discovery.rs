@@ -6,13 +6,11 @@ use std::path::{Path, PathBuf};
 
 use guideloom_io::{Backend, Location, SeekIo};
 
-use crate::element::Element;
-use crate::error::{Error, Result};
-use crate::layout::{Expected, ReadOptions};
-use crate::metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata};
-use crate::reader::{AsyncShard, SyncShard};
-use crate::spec::SHARD_EXTENSION;
-use crate::writer::ShardWriter;
+use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata};
+use guideloom_format::spec::SHARD_EXTENSION;
+use guideloom_format::{
+    AsyncShard, Element, Error, Expected, ReadOptions, Result, ShardWriter, SyncShard,
+};
 
 /// Prefix of record shards: `shard-000000.glm`.
 pub const SHARD_PREFIX: &str = "shard";
@@ -162,7 +160,11 @@ fn open_local(path: &Path, options: &ReadOptions, expected: &Expected) -> Result
 }
 
 fn ensure_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::write("create directory", dir, e))
+    std::fs::create_dir_all(dir).map_err(|source| Error::Write {
+        operation: "create directory",
+        path: dir.to_owned(),
+        source,
+    })
 }
 
 /// Document shards in a local directory: naming, discovery and shard writers.
@@ -174,7 +176,7 @@ pub struct FileSystemDocument {
 }
 
 impl FileSystemDocument {
-    /// Shards `shard-NNNNNN.glm` of record format `format` (its [`Format::name`](crate::Format::name)) in `dir`.
+    /// Shards `shard-NNNNNN.glm` of record format `format` (its [`Format::name`](guideloom_format::Format::name)) in `dir`.
     pub fn new(dir: impl Into<PathBuf>, format: impl Into<String>) -> Self {
         Self::with_prefix(dir, SHARD_PREFIX, format)
     }

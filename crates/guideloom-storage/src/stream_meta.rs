@@ -5,6 +5,11 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use guideloom_format::spec::HEADER_LEN;
+use guideloom_format::{
+    AsyncShard, CborFormat, Corruption, Element, Elements, Error, Expected, Format, Located,
+    ReadOptions, Result, ShardInfo, ShardTable, ShardWriter, SyncShard,
+};
 use guideloom_io::{Backend, Location, SeekIo};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,16 +18,8 @@ use crate::discovery::{
     FileSystemDocument, FileSystemStream, META_PREFIX, SHARD_PREFIX, discover_async, discover_sync,
     open_async, open_sync, shard_name,
 };
-use crate::element::{Element, Elements};
-use crate::error::{Corruption, Error, Result};
-use crate::format::{CborFormat, Format};
-use crate::layout::{Expected, ReadOptions};
-use crate::reader::{AsyncShard, SyncShard};
-use crate::spec::HEADER_LEN;
-use crate::storage::stream::{AsyncStreamReader, StreamReader};
-use crate::storage::{WriterOptions, locate, read_grouped, read_grouped_async};
-use crate::table::{Located, ShardTable};
-use crate::writer::{ShardInfo, ShardWriter};
+use crate::options::{WriterOptions, locate, read_grouped, read_grouped_async};
+use crate::stream::{AsyncStreamReader, StreamReader};
 
 /// A stream of elements `E` cut into documents, each with metadata `M` (any serde type,
 /// stored as CBOR).
@@ -33,7 +30,7 @@ use crate::writer::{ShardInfo, ShardWriter};
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use guideloom_format::StreamWithMetaStorage;
+/// use guideloom_storage::StreamWithMetaStorage;
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("corpus");
 /// let storage = StreamWithMetaStorage::<u16, String>::local(dir);
@@ -145,8 +142,16 @@ where
     }
 }
 
+/// [`Error::Corrupt`] of `shard` (format's own constructor is crate-private).
+fn corrupt(shard: &str, what: Corruption) -> Error {
+    Error::Corrupt {
+        shard: shard.to_owned(),
+        what,
+    }
+}
+
 fn missing_meta(shard: &str) -> Error {
-    Error::corrupt(
+    corrupt(
         shard,
         Corruption::Companion {
             detail: "its meta shard is missing".into(),
@@ -156,7 +161,7 @@ fn missing_meta(shard: &str) -> Error {
 
 fn check_pair(shard: &str, docs: u64, metas: u64) -> Result<()> {
     if docs != metas {
-        return Err(Error::corrupt(
+        return Err(corrupt(
             shard,
             Corruption::Companion {
                 detail: format!("{docs} documents but {metas} metadata records"),
@@ -205,7 +210,7 @@ where
 
 /// Appends documents (elements + metadata) to a [`StreamWithMetaStorage`].
 ///
-/// Finish/drop semantics are those of [`StreamWriter`](crate::storage::stream::StreamWriter):
+/// Finish/drop semantics are those of [`StreamWriter`](crate::stream::StreamWriter):
 /// dropping without [`finish`](StreamWithMetaWriter::finish) discards the unfinished pair.
 #[derive(Debug)]
 pub struct StreamWithMetaWriter<E: Element, M> {

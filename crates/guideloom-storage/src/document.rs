@@ -6,14 +6,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_io::{Backend, Location, SeekIo};
 
+use guideloom_format::table::{RUN_BYTES, RUN_RECORDS};
+use guideloom_format::{
+    AsyncShard, Error, Expected, Format, ReadOptions, Result, RunBudget, ShardGroup, ShardInfo,
+    ShardTable, ShardWriter, SyncShard,
+};
+
 use crate::discovery::{FileSystemDocument, SHARD_PREFIX, discover_async, discover_sync};
-use crate::error::{Error, Result};
-use crate::format::Format;
-use crate::layout::{Expected, ReadOptions};
-use crate::reader::{AsyncShard, SyncShard};
-use crate::storage::{WriterOptions, locate, out_of_range};
-use crate::table::{RUN_BYTES, RUN_RECORDS, RunBudget, ShardGroup, ShardTable};
-use crate::writer::{ShardInfo, ShardWriter};
+use crate::options::{WriterOptions, locate, out_of_range};
 
 /// Bytes read per request while iterating in order: the default [`RunBudget`]'s
 /// [`RUN_BYTES`] (1 MiB).
@@ -28,7 +28,8 @@ pub const ITER_BATCH_RECORDS: u64 = RUN_RECORDS;
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use guideloom_format::{CborFormat, DocumentStorage};
+/// use guideloom_format::CborFormat;
+/// use guideloom_storage::DocumentStorage;
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("docs");
 /// // Any backend works for reading; `local` uses guideloom_io::SeekIo.
@@ -404,7 +405,7 @@ impl<F: Format> DocumentReader<F> {
     /// The encoded bytes of many records, in the order asked: one batched read per shard
     /// involved.
     pub fn read_many_raw(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        super::read_grouped(&self.table, &self.shards, indices)
+        crate::options::read_grouped(&self.table, &self.shards, indices)
     }
 
     /// Many records in the order asked: one batched, coalesced read per shard involved.

@@ -1,4 +1,5 @@
-//! Storages: directories of numbered shards with a user-facing API.
+//! How storages write ([`WriterOptions`]) and what they cost. Storages: directories of
+//! numbered shards with a user-facing API.
 //!
 //! All three take a directory (the backend's [`Location`](guideloom_io::Location) type), a
 //! record format or element type, and a read backend (default
@@ -12,7 +13,7 @@
 //!   not-found and open each with one tail read (footer, index, metadata), so `len` is
 //!   known; record bytes are only read on demand.
 //! - `read(i)` is one ranged read; `read_many` one batched read per shard touched; in-order
-//!   iteration reads up to 1 MiB per request (the default [`RunBudget`](crate::RunBudget)); a stream slice one read per shard it spans.
+//!   iteration reads up to 1 MiB per request (the default [`RunBudget`](guideloom_format::RunBudget)); a stream slice one read per shard it spans.
 //!
 //! See `docs/format.md` ("Storage semantics") for out-of-range indices, empty and missing
 //! directories, concurrent writers and the drop-without-finish rule.
@@ -21,15 +22,8 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::error::{Error, Result};
-use crate::metadata::Value;
-use crate::reader::{AsyncShard, SyncShard};
-use crate::spec::MAX_RECORDS;
-use crate::table::{Located, ShardTable};
-
-pub mod document;
-pub mod stream;
-pub mod stream_meta;
+use guideloom_format::spec::MAX_RECORDS;
+use guideloom_format::{AsyncShard, Error, Located, Result, ShardTable, SyncShard, Value};
 
 /// Default maximum shard size: 256 MiB of payload.
 pub const DEFAULT_MAX_SHARD_BYTES: u64 = 256 << 20;
