@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use guideloom::DatasetOptions;
-use guideloom::arrayrecord::WriterOptions as ArrayRecordOptions;
+use guideloom::arrayrecord::ArrayRecordWriterOptions;
 use guideloom::format::metadata::KIND_STREAM;
 use guideloom::format::{ShardMetadata, Value};
 use guideloom::publish::{Root as Resolved, StreamRef};
@@ -55,7 +55,7 @@ pub(crate) struct Root {
     shard_store: Option<Py<PyAny>>,
     /// The ArrayRecord writer options when `shard_store` is an `ArrayRecordShardStore`: its
     /// shards are written and read as ArrayRecord files.
-    array_record: Option<ArrayRecordOptions>,
+    array_record: Option<ArrayRecordWriterOptions>,
     /// The store's description (credentials redacted), which errors name.
     name: String,
     state: Mutex<Current>,

@@ -249,7 +249,7 @@ impl Publisher {
         &self,
         work_id: &str,
         n: u64,
-        options: guideloom_arrayrecord::WriterOptions,
+        options: guideloom_arrayrecord::ArrayRecordWriterOptions,
         records: I,
     ) -> Result<ShardRef>
     where

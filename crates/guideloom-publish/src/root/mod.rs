@@ -357,7 +357,7 @@ impl Root {
         &self,
         work_id: &str,
         index: u64,
-        options: guideloom_arrayrecord::WriterOptions,
+        options: guideloom_arrayrecord::ArrayRecordWriterOptions,
         records: I,
     ) -> Result<ShardRef>
     where
@@ -384,7 +384,7 @@ impl Root {
         &self,
         work_id: &str,
         index: u64,
-        options: guideloom_arrayrecord::WriterOptions,
+        options: guideloom_arrayrecord::ArrayRecordWriterOptions,
         records: I,
     ) -> Result<std::result::Result<ShardRef, E>>
     where
