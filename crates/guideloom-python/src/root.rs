@@ -108,7 +108,7 @@ impl Root {
             .and_then(ShardStoreArg::array_record)
             .map(|s| s.get().writer_options());
         let mut options = call_options(&uri, args)?;
-        options.storage.http.listing = http_listing;
+        options.store.http_listing = http_listing;
         let resolved = guideloom::resolve_root(&uri, &options).map_err(Error::from)?;
         let name = resolved.store().describe();
         Ok(Root {

@@ -76,7 +76,7 @@ mod unix {
                 .publish("facade-bench", "s1", refs, PublishMode::Full)
                 .expect("publish");
             let read = ReadOptions::default().verify_records(false);
-            let ds = Dataset::open_with(&uri, DatasetOptions::default().read(read))
+            let ds = Dataset::open_with(&uri, DatasetOptions::default().with_read(read))
                 .expect("open dataset");
             let pread_reads = StoreOptions {
                 local_reads: LocalReads::Pread,
@@ -84,7 +84,9 @@ mod unix {
             };
             let ds_pread = Dataset::open_with(
                 &uri,
-                DatasetOptions::default().read(read).storage(pread_reads),
+                DatasetOptions::default()
+                    .with_read(read)
+                    .with_store(pread_reads),
             )
             .expect("open dataset (pread)");
             let paths: Vec<std::path::PathBuf> = ds

@@ -65,7 +65,7 @@ mod unix {
                 .expect("publish");
             let open = |verify| {
                 let read = ReadOptions::default().verify_records(verify);
-                Dataset::open_with(&uri, DatasetOptions::default().read(read)).expect("open")
+                Dataset::open_with(&uri, DatasetOptions::default().with_read(read)).expect("open")
             };
             let (fast, checked) = (open(false), open(true));
             let files = fast

@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     };
     // The endpoint is configuration, never a credential: keys come from the AWS chain.
-    let options = DatasetOptions::default().storage(StoreOptions {
+    let options = DatasetOptions::default().with_store(StoreOptions {
         s3: S3Options {
             endpoint: Some(endpoint.clone()),
             addressing: S3Addressing::Path,

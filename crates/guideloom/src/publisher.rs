@@ -171,7 +171,7 @@ impl Publisher {
         registry: Option<Arc<Registry>>,
     ) -> Result<Self> {
         let dataset_options = DatasetOptions {
-            storage: options,
+            store: options,
             registry,
             ..DatasetOptions::default()
         };

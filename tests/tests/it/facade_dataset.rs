@@ -115,10 +115,10 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     assert!(matches!(missing, Error::Publish(_)), "{missing:?}");
 
     // Snapshot by id.
-    let s1 = Dataset::open_with(uri, options.clone().snapshot("s1")).unwrap();
+    let s1 = Dataset::open_with(uri, options.clone().with_snapshot("s1")).unwrap();
     assert_eq!(s1.len(), 23);
     assert_eq!(s1.get_as::<Sample>(22).unwrap().text, "one 22");
-    let err = Dataset::open_with(uri, options.clone().snapshot("s9")).unwrap_err();
+    let err = Dataset::open_with(uri, options.clone().with_snapshot("s9")).unwrap_err();
     assert!(err.is_not_found(), "{err:?}");
     // s1's annotations: the label set annotates s2, so reading it against s1 is refused.
     assert!(matches!(
@@ -210,7 +210,7 @@ fn file_uri_and_memory_roots_all_read_paths() {
     let registry = Arc::new(guideloom::Registry::new());
     exercise(
         &format!("memory://{}", unique("facade")),
-        &DatasetOptions::default().registry(registry),
+        &DatasetOptions::default().with_registry(registry),
     );
 }
 
@@ -219,7 +219,7 @@ fn declared_mount_reads_but_refuses_annotation_writes() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("ds");
     let uri = uri.to_str().unwrap();
-    let options = DatasetOptions::default().storage(StoreOptions {
+    let options = DatasetOptions::default().with_store(StoreOptions {
         mount: true,
         ..StoreOptions::default()
     });
@@ -310,7 +310,7 @@ fn http_root_served_by_nginx_all_read_paths() {
         ds.get(19).map_err(Error::from),
         Err(Error::OutOfRange { index: 19, len: 19 })
     ));
-    let by_id = Dataset::open_with(&uri, DatasetOptions::default().snapshot("s1")).unwrap();
+    let by_id = Dataset::open_with(&uri, DatasetOptions::default().with_snapshot("s1")).unwrap();
     assert_eq!(by_id.get_as::<Sample>(3).unwrap(), want[3]);
     // Read-only: publishing through the URL is refused before any write.
     let web = Publisher::open(&uri).unwrap();
@@ -485,7 +485,7 @@ fn s3_root_on_moto_all_read_paths() {
         return;
     };
     let options = DatasetOptions::default()
-        .storage(StoreOptions {
+        .with_store(StoreOptions {
             s3: S3Options {
                 endpoint: Some(endpoint),
                 allow_http: true,
@@ -493,7 +493,7 @@ fn s3_root_on_moto_all_read_paths() {
             },
             ..StoreOptions::default()
         })
-        .registry(Arc::new(guideloom::Registry::new()));
+        .with_registry(Arc::new(guideloom::Registry::new()));
     let uri = format!("s3://{bucket}/{}", unique("facade"));
     exercise(&uri, &options);
     assert!(Dataset::open_with(&uri, options).unwrap().is_remote());
@@ -522,7 +522,7 @@ fn shard_window_shuffle_cuts_object_store_requests() {
     let registry = Arc::new(guideloom::Registry::new());
     let name = unique("window");
     let uri = format!("memory://{name}");
-    let options = DatasetOptions::default().registry(Arc::clone(&registry));
+    let options = DatasetOptions::default().with_registry(Arc::clone(&registry));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let root = resolve_root(&uri, &options).unwrap();

@@ -447,7 +447,7 @@ fn a_token_slice_costs_one_read_per_shard_touched() {
     let registry = Arc::new(Registry::new());
     let name = format!("streams-requests-{}", std::process::id());
     let uri = format!("memory://{name}");
-    let options = DatasetOptions::default().registry(Arc::clone(&registry));
+    let options = DatasetOptions::default().with_registry(Arc::clone(&registry));
     let publisher =
         Publisher::open_in(&uri, Default::default(), Some(Arc::clone(&registry))).unwrap();
     let docs = documents(&[100, 100, 100, 100, 100, 100]); // 3 shards of 200 tokens

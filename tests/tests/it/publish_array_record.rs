@@ -387,7 +387,7 @@ fn mixed_snapshot_on_a_local_root() {
 
 #[test]
 fn mixed_snapshot_on_a_memory_root() {
-    let options = DatasetOptions::default().registry(Arc::new(guideloom::Registry::new()));
+    let options = DatasetOptions::default().with_registry(Arc::new(guideloom::Registry::new()));
     exercise(&format!("memory://{}", unique("ar-mixed")), &options);
 }
 
@@ -397,7 +397,7 @@ fn mixed_snapshot_on_moto() {
         return;
     };
     let options = DatasetOptions::default()
-        .storage(StoreOptions {
+        .with_store(StoreOptions {
             s3: S3Options {
                 endpoint: Some(server.endpoint.clone()),
                 allow_http: true,
@@ -405,7 +405,7 @@ fn mixed_snapshot_on_moto() {
             },
             ..StoreOptions::default()
         })
-        .registry(Arc::new(guideloom::Registry::new()));
+        .with_registry(Arc::new(guideloom::Registry::new()));
     let uri = format!("s3://{}/{}", server.bucket, unique("ar-mixed"));
     exercise(&uri, &options);
 }
