@@ -366,7 +366,7 @@ fn tail_for(reference: &ShardRef, options: &ReadOptions) -> ReadOptions {
         .saturating_add(FOOTER_LEN + METADATA_ALLOWANCE)
         .min(MAX_SIZED_TAIL);
     if wanted > options.tail_len() {
-        options.speculative_tail(wanted)
+        options.with_speculative_tail(wanted)
     } else {
         *options
     }

@@ -75,7 +75,7 @@ mod unix {
             publisher
                 .publish("facade-bench", "s1", refs, PublishMode::Full)
                 .expect("publish");
-            let read = ReadOptions::default().verify_records(false);
+            let read = ReadOptions::default().with_verify_records(false);
             let ds = Dataset::open_with(&uri, DatasetOptions::default().with_read(read))
                 .expect("open dataset");
             let pread_reads = StoreOptions {

@@ -64,7 +64,7 @@ mod unix {
                 .publish("tokens-bench", "s1", refs, PublishMode::Full)
                 .expect("publish");
             let open = |verify| {
-                let read = ReadOptions::default().verify_records(verify);
+                let read = ReadOptions::default().with_verify_records(verify);
                 Dataset::open_with(&uri, DatasetOptions::default().with_read(read)).expect("open")
             };
             let (fast, checked) = (open(false), open(true));

@@ -31,7 +31,7 @@ use crate::root::{Root, RootOptions};
 /// let options = DatasetOptions::default()
 ///     .with_snapshot("2024-06-01")
 ///     .with_store(StoreOptions::default().with_request_timeout(Duration::from_secs(5)))
-///     .with_read(ReadOptions::default().verify_records(false));
+///     .with_read(ReadOptions::default().with_verify_records(false));
 /// assert_eq!(options.snapshot.as_deref(), Some("2024-06-01"));
 /// ```
 #[derive(Debug, Clone, Default)]
