@@ -226,7 +226,11 @@ mod unix {
         g.sample_size(10);
         g.throughput(Throughput::Bytes(RECORD as u64 * f.ds.len()));
         let decode = |_i, b: Bytes| Ok::<u64, guideloom::Error>(touch(&b));
-        let options = |workers| LoaderOptions::new(BATCH as u64).seed(7).workers(workers);
+        let options = |workers| {
+            LoaderOptions::new(BATCH as u64)
+                .with_seed(7)
+                .with_workers(workers)
+        };
         let order: Vec<Vec<u64>> = Loader::new(f.ds.clone(), options(1), |i, _b: Bytes| {
             Ok::<u64, guideloom::Error>(i)
         })

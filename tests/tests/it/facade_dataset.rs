@@ -131,7 +131,7 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     // The loader reads a Dataset: every record once, decoded through serde.
     let loader = Loader::with_format(
         ds.clone(),
-        LoaderOptions::new(6).seed(11).workers(3),
+        LoaderOptions::new(6).with_seed(11).with_workers(3),
         CborFormat::<Sample>::new(),
     )
     .unwrap();
@@ -541,7 +541,10 @@ fn shard_window_shuffle_cuts_object_store_requests() {
     let mut requests = Vec::new();
     for mode in [ShuffleMode::Full, ShuffleMode::ShardWindow { window: 4 }] {
         stats.reset();
-        let opts = LoaderOptions::new(32).seed(8).shuffle(mode).workers(2);
+        let opts = LoaderOptions::new(32)
+            .with_seed(8)
+            .with_shuffle(mode)
+            .with_workers(2);
         let loader = Loader::with_format(ds.clone(), opts, CborFormat::<Sample>::new()).unwrap();
         let n: usize = loader
             .epoch(0)

@@ -346,7 +346,7 @@ fn through_the_facade(uri: &str, options: &DatasetOptions, damaged: &ShardRef) {
             .map(|b| &b[..])
             .eq(want.iter().map(|r| &r[..]))
     );
-    let loader = Loader::with_format(ds, LoaderOptions::new(32).seed(3), RawFormat).unwrap();
+    let loader = Loader::with_format(ds, LoaderOptions::new(32).with_seed(3), RawFormat).unwrap();
     let mut seen = vec![false; want.len()];
     for batch in loader.epoch(0).unwrap() {
         let batch = batch.unwrap();
