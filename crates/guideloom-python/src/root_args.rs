@@ -106,6 +106,9 @@ pub(crate) fn call_options(uri: &str, args: StoreArgs<'_, '_>) -> PyResult<Datas
             options.store = s3.get().store_options().with_mount(args.mount);
             if is_s3(uri) {
                 options.registry = Some(Arc::new(Registry::new()));
+            } else {
+                // `retries=` is documented for s3:// roots: another root keeps its default.
+                options.store.retry = None;
             }
             Ok(options)
         }
