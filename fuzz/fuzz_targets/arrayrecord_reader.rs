@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use bytes::Bytes;
 use guideloom_arrayrecord::hostile::{HostileFile, compressed, varints};
-use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, Error, ReadOptions, WriterOptions};
+use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, Error, ArrayRecordReadOptions, ArrayRecordWriterOptions};
 use guideloom_format::MemReader;
 use libfuzzer_sys::fuzz_target;
 
@@ -86,8 +86,8 @@ const OPTIONS: [&str; 8] = [
 /// declares), buffers and tables.
 const ALLOWANCE: u64 = 64 << 20;
 
-fn read_options(sel: u8) -> ReadOptions {
-    ReadOptions::default()
+fn read_options(sel: u8) -> ArrayRecordReadOptions {
+    ArrayRecordReadOptions::default()
         .with_tail_len([0, 100_000, 256 << 10, 1 << 20][usize::from(sel & 3)])
         .with_cache_chunks(usize::from(sel >> 2 & 3))
         .with_max_chunk_bytes([1 << 20, 16 << 20][usize::from(sel >> 4 & 1)])
@@ -97,7 +97,7 @@ fn read_options(sel: u8) -> ReadOptions {
 /// Opens `file` and reads its first records one by one, as a batch and as a range: the
 /// records (from `get`) or `None` on the first error. Checks that the reads agree, that
 /// errors are typed, and that no read allocates beyond its bound.
-fn read_all(file: Bytes, options: &ReadOptions) -> Option<Vec<Bytes>> {
+fn read_all(file: Bytes, options: &ArrayRecordReadOptions) -> Option<Vec<Bytes>> {
     let bound = 8 * file.len() as u64 + ALLOWANCE;
     let before = HELD.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
@@ -118,7 +118,7 @@ fn typed(e: &Error) {
     );
 }
 
-fn read_within(file: Bytes, options: &ReadOptions) -> Option<Vec<Bytes>> {
+fn read_within(file: Bytes, options: &ArrayRecordReadOptions) -> Option<Vec<Bytes>> {
     let ar = ArrayRecordReader::open(MemReader::new("fuzz", file.clone()), options)
         .inspect_err(typed)
         .ok()?;
@@ -260,7 +260,7 @@ fn build(input: &mut Input<'_>) -> (Bytes, bool, Vec<Vec<u8>>) {
 
 fuzz_target!(|data: &[u8]| {
     if data.starts_with(&SIGNATURE) {
-        let _ = read_all(Bytes::copy_from_slice(data), &ReadOptions::default());
+        let _ = read_all(Bytes::copy_from_slice(data), &ArrayRecordReadOptions::default());
         return;
     }
     let Some((&sel, rest)) = data.split_first() else {
@@ -295,7 +295,7 @@ fn flip(sel: u8, rest: &[u8]) {
         records.push(&tail[..len]);
         at = &tail[len..];
     }
-    let options: WriterOptions = OPTIONS[usize::from(sel >> 3 & 7)].parse().expect("valid");
+    let options: ArrayRecordWriterOptions = OPTIONS[usize::from(sel >> 3 & 7)].parse().expect("valid");
     // `read_all` reads at most 256 records; padding gives every chunk a 64 KiB block of its
     // own (by design): bound the file's size.
     records.truncate(if options.pad_to_block_boundary() { 32 } else { 256 });

@@ -32,8 +32,8 @@ fuzz_target!(|data: &[u8]| {
         None => return,
     };
     let options = ReadOptions::default()
-        .speculative_tail(TAILS[usize::from(opts & 3)])
-        .verify_records(opts & 4 == 0);
+        .with_speculative_tail(TAILS[usize::from(opts & 3)])
+        .with_verify_records(opts & 4 == 0);
     let mut file = file.to_vec();
     if opts & 8 != 0 {
         repair(&mut file);

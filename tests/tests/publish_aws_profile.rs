@@ -73,7 +73,7 @@ fn options(endpoint: &str, profile: Option<&str>) -> StoreOptions {
     let mut opts = StoreOptions::default();
     opts.s3.endpoint = Some(endpoint.to_owned());
     opts.s3.allow_http = true;
-    opts.s3.retry.policy.max_attempts = 2;
+    opts.retry = Some(guideloom_publish::RetryPolicy::remote_request().with_max_attempts(2));
     opts.s3.profile = profile.map(str::to_owned);
     opts
 }

@@ -39,7 +39,7 @@ mod unix {
     use std::path::PathBuf;
 
     use criterion::{BenchmarkGroup, Criterion, Throughput};
-    use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ReadOptions};
+    use guideloom_arrayrecord::{ArrayRecordReadOptions, ArrayRecordReader, ArrayRecordWriter};
     use guideloom_benchkit::{
         BenchDir, Clock, env_u64, pread, random_bytes, random_indices, touch, touch_all, us,
         warm_file,
@@ -68,8 +68,8 @@ mod unix {
         indices: Vec<u64>,
     }
 
-    fn options() -> ReadOptions {
-        ReadOptions::default().with_cache_chunks(0)
+    fn options() -> ArrayRecordReadOptions {
+        ArrayRecordReadOptions::default().with_cache_chunks(0)
     }
 
     impl Set {

@@ -35,7 +35,7 @@ pub enum Error {
         /// What is not supported.
         what: String,
     },
-    /// A size read from the file exceeds a limit of [`ReadOptions`](crate::ReadOptions); the
+    /// A size read from the file exceeds a limit of [`ArrayRecordReadOptions`](crate::ArrayRecordReadOptions); the
     /// reader refuses it before allocating.
     #[error(
         "{location}: {what} of {size} bytes at byte {offset} exceeds the limit of {limit} bytes"
@@ -78,7 +78,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// An invalid writer option string (see [`WriterOptions`](crate::WriterOptions)).
+    /// An invalid writer option string (see [`ArrayRecordWriterOptions`](crate::ArrayRecordWriterOptions)).
     #[error("invalid ArrayRecord writer options `{options}`: {what}")]
     Options {
         /// The option string given.

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use guideloom_arrayrecord::hostile::{HostileFile, varints};
-//! use guideloom_arrayrecord::{ArrayRecordReader, Error, ReadOptions};
+//! use guideloom_arrayrecord::{ArrayRecordReader, Error, ArrayRecordReadOptions};
 //! use guideloom_io::{Backend, SeekIo};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dir = tempfile::tempdir()?;
@@ -18,7 +18,7 @@
 //! file.simple_chunk(0, &varints([1, 1]), b"ab", 1000, 2);
 //! let path = dir.path().join("hostile.array_record");
 //! std::fs::write(&path, file.finish())?;
-//! let reader = ArrayRecordReader::open(SeekIo::new().open(&path)?, &ReadOptions::default())?;
+//! let reader = ArrayRecordReader::open(SeekIo::new().open(&path)?, &ArrayRecordReadOptions::default())?;
 //! assert!(matches!(reader.get(0), Err(Error::Corrupt { .. })));
 //! # Ok(()) }
 //! ```

@@ -15,13 +15,13 @@ use crate::simple;
 /// Limits and tuning of a reader.
 ///
 /// ```
-/// use guideloom_arrayrecord::ReadOptions;
+/// use guideloom_arrayrecord::ArrayRecordReadOptions;
 ///
-/// let o = ReadOptions::default().with_tail_len(1 << 20).with_cache_chunks(64);
+/// let o = ArrayRecordReadOptions::default().with_tail_len(1 << 20).with_cache_chunks(64);
 /// assert_eq!(o.tail_len(), 1 << 20);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadOptions {
+pub struct ArrayRecordReadOptions {
     tail_len: u64,
     max_chunk_bytes: u64,
     max_footer_bytes: u64,
@@ -29,9 +29,9 @@ pub struct ReadOptions {
     cache_bytes: u64,
 }
 
-impl Default for ReadOptions {
+impl Default for ArrayRecordReadOptions {
     fn default() -> Self {
-        ReadOptions {
+        ArrayRecordReadOptions {
             tail_len: 256 * 1024,
             max_chunk_bytes: 1 << 30,
             max_footer_bytes: 256 << 20,
@@ -41,7 +41,7 @@ impl Default for ReadOptions {
     }
 }
 
-impl ReadOptions {
+impl ArrayRecordReadOptions {
     /// Bytes of the speculative tail read at open (default 256 KiB, at least 64 KiB): the
     /// postscript's 64 KiB block plus, when it fits, the footer.
     pub fn tail_len(&self) -> u64 {
@@ -102,7 +102,7 @@ impl ReadOptions {
 }
 
 /// What one record costs in a decoded list of records (a `Bytes` handle), beside its bytes:
-/// counted against [`ReadOptions::max_chunk_bytes`] when a chunk's records are listed, so a
+/// counted against [`ArrayRecordReadOptions::max_chunk_bytes`] when a chunk's records are listed, so a
 /// chunk of many tiny records cannot make its list outgrow the limit.
 pub(crate) const RECORD_HANDLE_BYTES: u64 = std::mem::size_of::<Bytes>() as u64;
 
@@ -198,8 +198,12 @@ impl ChunkInfo {
     }
 
     /// Refuses, before anything is read, a chunk whose stored range or decoded size exceeds
-    /// [`ReadOptions::max_chunk_bytes`].
-    pub(crate) fn check_limits(&self, location: &str, options: &ReadOptions) -> Result<()> {
+    /// [`ArrayRecordReadOptions::max_chunk_bytes`].
+    pub(crate) fn check_limits(
+        &self,
+        location: &str,
+        options: &ArrayRecordReadOptions,
+    ) -> Result<()> {
         for (what, size) in [
             ("stored chunk", self.end - self.offset),
             ("chunk", self.decoded_data_size),
@@ -225,12 +229,12 @@ impl ChunkInfo {
     }
 
     /// Refuses a list of `records` of the chunk costing more than
-    /// [`ReadOptions::max_chunk_bytes`] ([`list_cost`](Self::list_cost)).
+    /// [`ArrayRecordReadOptions::max_chunk_bytes`] ([`list_cost`](Self::list_cost)).
     pub(crate) fn check_list(
         &self,
         location: &str,
         records: u64,
-        options: &ReadOptions,
+        options: &ArrayRecordReadOptions,
     ) -> Result<()> {
         let size = self.list_cost(records);
         if size > options.max_chunk_bytes {
@@ -250,7 +254,7 @@ impl ChunkInfo {
         &self,
         location: &str,
         buf: &Bytes,
-        options: &ReadOptions,
+        options: &ArrayRecordReadOptions,
     ) -> Result<Vec<Bytes>> {
         self.check_list(location, self.num_records, options)?;
         let chunk = self.records_chunk(location, buf, options)?;
@@ -263,7 +267,7 @@ impl ChunkInfo {
         location: &str,
         within: Range<usize>,
         buf: &Bytes,
-        options: &ReadOptions,
+        options: &ArrayRecordReadOptions,
     ) -> Result<Vec<Bytes>> {
         self.check_list(location, within.len() as u64, options)?;
         let chunk = self.records_chunk(location, buf, options)?;
@@ -277,7 +281,7 @@ impl ChunkInfo {
         location: &str,
         within: usize,
         buf: &Bytes,
-        options: &ReadOptions,
+        options: &ArrayRecordReadOptions,
     ) -> Result<Bytes> {
         let chunk = self.records_chunk(location, buf, options)?;
         simple::decode_one(location, &chunk, options.max_chunk_bytes, within)
@@ -289,7 +293,7 @@ impl ChunkInfo {
         &self,
         location: &str,
         buf: &'a Bytes,
-        options: &ReadOptions,
+        options: &ArrayRecordReadOptions,
     ) -> Result<chunk::Chunk<'a>> {
         self.check_limits(location, options)?;
         let chunk = chunk::read_chunk(location, buf, self.offset)?;
@@ -352,7 +356,7 @@ pub(crate) struct Pending {
 pub(crate) fn parse_tail(
     location: &str,
     tail: &Tail,
-    options: &ReadOptions,
+    options: &ArrayRecordReadOptions,
 ) -> Result<TailOutcome> {
     let size = tail.size;
     if tail.bytes.len() as u64 > size {
@@ -430,7 +434,7 @@ pub(crate) fn complete(
     pending: Pending,
     range: std::ops::Range<u64>,
     missing: Bytes,
-    options: &ReadOptions,
+    options: &ArrayRecordReadOptions,
 ) -> Result<Layout> {
     guideloom_io::error::check_len(
         location,
@@ -456,7 +460,7 @@ fn complete_footer(
     size: u64,
     footer_offset: u64,
     footer: &Bytes,
-    options: &ReadOptions,
+    options: &ArrayRecordReadOptions,
 ) -> Result<Layout> {
     let corrupt = |what: String| Error::corrupt(location, footer_offset, format!("footer: {what}"));
     let chunk = chunk::read_chunk(location, footer, footer_offset)?;

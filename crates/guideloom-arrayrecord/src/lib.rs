@@ -9,12 +9,12 @@
 //! and [`AsyncReader`](guideloom_io::AsyncReader), so they open from every backend (local
 //! files, HTTP, S3/GCS/Azure, a root store) by byte ranges:
 //! - opening costs one tail read (the postscript block and, when it fits in
-//!   [`ReadOptions::tail_len`], the footer; one more read otherwise);
+//!   [`ArrayRecordReadOptions::tail_len`], the footer; one more read otherwise);
 //! - record *i* costs one ranged read of its chunk, nothing when the chunk is cached;
 //! - a batch costs one `read_ranges` of the chunks it needs.
 //!
 //! [`ArrayRecordWriter`] writes files the `array_record` Python package and Grain read, taking
-//! array_record's option string ([`WriterOptions`]) with the same defaults.
+//! array_record's option string ([`ArrayRecordWriterOptions`]) with the same defaults.
 //!
 //! Supported: simple chunks (`'r'`) uncompressed or compressed with zstd, Snappy (raw
 //! block format) or Brotli (large windows included); padding chunks; metadata chunks are
@@ -24,7 +24,7 @@
 //! bounded before it is allocated.
 //!
 //! ```
-//! use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ReadOptions};
+//! use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ArrayRecordReadOptions};
 //! use guideloom_io::{Backend, PreadIo, SeekIo};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dir = tempfile::tempdir()?;
@@ -35,7 +35,7 @@
 //! }
 //! writer.finish()?;
 //!
-//! let file = ArrayRecordReader::open(SeekIo::new().open(&path)?, &ReadOptions::default())?;
+//! let file = ArrayRecordReader::open(SeekIo::new().open(&path)?, &ArrayRecordReadOptions::default())?;
 //! assert_eq!(file.len(), 100);
 //! assert_eq!(&file.get(42)?[..], b"record 42");
 //! assert_eq!(file.layout().writer_options(),
@@ -63,7 +63,9 @@ mod writer;
 
 pub use block::{BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE};
 pub use error::{Error, Result};
-pub use layout::{ChunkInfo, Layout, ReadOptions};
-pub use options::{Compression, DEFAULT_BROTLI_WINDOW_LOG, DEFAULT_ZSTD_WINDOW_LOG, WriterOptions};
+pub use layout::{ArrayRecordReadOptions, ChunkInfo, Layout};
+pub use options::{
+    ArrayRecordWriterOptions, Compression, DEFAULT_BROTLI_WINDOW_LOG, DEFAULT_ZSTD_WINDOW_LOG,
+};
 pub use reader::{ArrayRecordReader, AsyncArrayRecordReader};
 pub use writer::ArrayRecordWriter;

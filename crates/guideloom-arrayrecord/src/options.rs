@@ -53,28 +53,28 @@ pub const DEFAULT_BROTLI_WINDOW_LOG: u32 = 22;
 /// `group_size:1,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:20,max_parallelism:1`.
 ///
 /// ```
-/// use guideloom_arrayrecord::{Compression, WriterOptions};
+/// use guideloom_arrayrecord::{Compression, ArrayRecordWriterOptions};
 ///
-/// let o: WriterOptions = "group_size:64,brotli:9".parse()?;
+/// let o: ArrayRecordWriterOptions = "group_size:64,brotli:9".parse()?;
 /// assert_eq!(o.group_size(), 64);
 /// assert_eq!(o.compression(), Compression::Brotli { level: 9, window_log: 22 });
 /// assert_eq!(
-///     WriterOptions::default().to_string(),
+///     ArrayRecordWriterOptions::default().to_string(),
 ///     "group_size:1,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:20,max_parallelism:1"
 /// );
-/// assert!("zstd,snappy".parse::<WriterOptions>().is_err());
+/// assert!("zstd,snappy".parse::<ArrayRecordWriterOptions>().is_err());
 /// # Ok::<(), guideloom_arrayrecord::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriterOptions {
+pub struct ArrayRecordWriterOptions {
     group_size: u32,
     compression: Compression,
     pad_to_block_boundary: bool,
 }
 
-impl Default for WriterOptions {
+impl Default for ArrayRecordWriterOptions {
     fn default() -> Self {
-        WriterOptions {
+        ArrayRecordWriterOptions {
             group_size: 1,
             compression: Compression::Zstd {
                 level: 3,
@@ -85,7 +85,7 @@ impl Default for WriterOptions {
     }
 }
 
-impl WriterOptions {
+impl ArrayRecordWriterOptions {
     /// Records per chunk.
     pub fn group_size(&self) -> u32 {
         self.group_size
@@ -127,7 +127,7 @@ struct Seen {
     window_log: Option<Option<u32>>,
 }
 
-impl FromStr for WriterOptions {
+impl FromStr for ArrayRecordWriterOptions {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self, Error> {
@@ -135,7 +135,7 @@ impl FromStr for WriterOptions {
             options: text.to_owned(),
             what,
         };
-        let mut options = WriterOptions::default();
+        let mut options = ArrayRecordWriterOptions::default();
         let mut seen = Seen::default();
         let mut keys: Vec<&str> = Vec::new();
         let items: Vec<&str> = if text.trim().is_empty() {
@@ -235,7 +235,7 @@ impl FromStr for WriterOptions {
     }
 }
 
-impl fmt::Display for WriterOptions {
+impl fmt::Display for ArrayRecordWriterOptions {
     /// The option string array_record stores in the footer (`ToString()` of its options).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -265,14 +265,14 @@ impl fmt::Display for WriterOptions {
 mod tests {
     use super::*;
 
-    fn parse(s: &str) -> WriterOptions {
+    fn parse(s: &str) -> ArrayRecordWriterOptions {
         s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
     }
 
     #[test]
     fn parses_what_array_record_accepts() {
-        assert_eq!(parse(""), WriterOptions::default());
-        assert_eq!(parse("default"), WriterOptions::default());
+        assert_eq!(parse(""), ArrayRecordWriterOptions::default());
+        assert_eq!(parse("default"), ArrayRecordWriterOptions::default());
         let o = parse("group_size:1024,zstd:5,window_log:10");
         assert_eq!(o.group_size(), 1024);
         assert_eq!(
@@ -305,11 +305,11 @@ mod tests {
         assert!(parse("pad_to_block_boundary").pad_to_block_boundary());
         assert_eq!(
             parse("transpose:false,max_parallelism:4"),
-            WriterOptions::default()
+            ArrayRecordWriterOptions::default()
         );
         assert_eq!(
             parse("zstd:3,window_log:auto").compression(),
-            WriterOptions::default().compression()
+            ArrayRecordWriterOptions::default().compression()
         );
     }
 
@@ -333,7 +333,7 @@ mod tests {
             "colour:blue",
             "pad_to_block_boundary:maybe",
         ] {
-            let err = bad.parse::<WriterOptions>().unwrap_err();
+            let err = bad.parse::<ArrayRecordWriterOptions>().unwrap_err();
             assert!(matches!(err, Error::Options { .. }), "{bad}: {err}");
         }
     }

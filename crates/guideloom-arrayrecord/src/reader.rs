@@ -11,14 +11,14 @@ use guideloom_io::{AsyncReader, SyncReader};
 
 use crate::cache::{ChunkCache, Records};
 use crate::error::{Error, Result};
-use crate::layout::{ChunkInfo, Layout, ReadOptions, TailOutcome, complete, parse_tail};
+use crate::layout::{ArrayRecordReadOptions, ChunkInfo, Layout, TailOutcome, complete, parse_tail};
 
 /// The IO-free part of a reader: layout, options, cache.
 #[derive(Debug)]
 struct Core {
     location: String,
     layout: Layout,
-    options: ReadOptions,
+    options: ArrayRecordReadOptions,
     /// `None` when the options turn the cache off: no lock, no shared record lists.
     cache: Option<ChunkCache>,
 }
@@ -49,7 +49,7 @@ struct Plan {
 }
 
 impl Core {
-    fn new(location: String, layout: Layout, options: &ReadOptions) -> Core {
+    fn new(location: String, layout: Layout, options: &ArrayRecordReadOptions) -> Core {
         let cache = (options.cache_chunks() > 0 && options.cache_bytes() > 0)
             .then(|| ChunkCache::new(options.cache_chunks(), options.cache_bytes()));
         Core {
@@ -348,12 +348,12 @@ macro_rules! accessors {
 /// An ArrayRecord file opened through a [`SyncReader`] (any guideloom backend).
 ///
 /// Costs, in calls on the reader: [`open`](Self::open) one `read_tail` (plus one `read` when
-/// the footer does not fit in [`ReadOptions::tail_len`]); [`get`](Self::get) one `read` of the
+/// the footer does not fit in [`ArrayRecordReadOptions::tail_len`]); [`get`](Self::get) one `read` of the
 /// record's chunk, none when the chunk is cached; [`get_many`](Self::get_many) one
 /// `read_ranges` for the chunks not cached (the backend merges neighbours).
 ///
 /// ```
-/// use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ReadOptions};
+/// use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ArrayRecordReadOptions};
 /// use guideloom_io::{Backend, SeekIo};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dir = tempfile::tempdir()?;
@@ -364,7 +364,7 @@ macro_rules! accessors {
 /// }
 /// w.finish()?;
 ///
-/// let file = ArrayRecordReader::open(SeekIo::new().open(&path)?, &ReadOptions::default())?;
+/// let file = ArrayRecordReader::open(SeekIo::new().open(&path)?, &ArrayRecordReadOptions::default())?;
 /// assert_eq!(file.len(), 4);
 /// assert_eq!(&file.get(1)?[..], b"bb");
 /// assert_eq!(file.get_many(&[3, 0])?, [&b"dddd"[..], b"a"]);
@@ -378,7 +378,7 @@ pub struct ArrayRecordReader<R = Box<dyn SyncReader>> {
 
 impl<R: SyncReader> ArrayRecordReader<R> {
     /// Opens a file: reads the postscript and the footer.
-    pub fn open(reader: R, options: &ReadOptions) -> Result<Self> {
+    pub fn open(reader: R, options: &ArrayRecordReadOptions) -> Result<Self> {
         let location = reader.location().to_owned();
         let tail = reader.read_tail(options.tail_len())?;
         let layout = match parse_tail(&location, &tail, options)? {
@@ -446,7 +446,7 @@ pub struct AsyncArrayRecordReader<R = Box<dyn AsyncReader>> {
 
 impl<R: AsyncReader> AsyncArrayRecordReader<R> {
     /// Opens a file: reads the postscript and the footer.
-    pub async fn open(reader: R, options: &ReadOptions) -> Result<Self> {
+    pub async fn open(reader: R, options: &ArrayRecordReadOptions) -> Result<Self> {
         let location = reader.location().to_owned();
         let tail = reader.read_tail(options.tail_len()).await?;
         let layout = match parse_tail(&location, &tail, options)? {

@@ -10,7 +10,7 @@ use crate::block::{
 };
 use crate::chunk::{ChunkHeader, PADDING, SIGNATURE, SIMPLE};
 use crate::error::{Error, Result};
-use crate::options::{Compression, WriterOptions};
+use crate::options::{ArrayRecordWriterOptions, Compression};
 use crate::proto::{FooterEntry, FooterMetadata, MAGIC, Postscript, VERSION};
 use crate::simple::Encoder;
 
@@ -26,9 +26,9 @@ use crate::simple::Encoder;
 /// rename it to publish atomically).
 ///
 /// ```
-/// use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
+/// use guideloom_arrayrecord::{ArrayRecordWriter, ArrayRecordWriterOptions};
 ///
-/// let mut w = ArrayRecordWriter::new(Vec::new(), WriterOptions::default());
+/// let mut w = ArrayRecordWriter::new(Vec::new(), ArrayRecordWriterOptions::default());
 /// w.write(b"first")?;
 /// w.write(b"second")?;
 /// let bytes = w.finish()?;
@@ -39,7 +39,7 @@ use crate::simple::Encoder;
 pub struct ArrayRecordWriter<W: Write> {
     dest: W,
     name: String,
-    options: WriterOptions,
+    options: ArrayRecordWriterOptions,
     pos: u64,
     started: bool,
     group: Encoder,
@@ -51,7 +51,7 @@ pub struct ArrayRecordWriter<W: Write> {
 
 impl ArrayRecordWriter<BufWriter<File>> {
     /// Creates (or truncates) the file at `path` and writes into it.
-    pub fn create(path: impl AsRef<Path>, options: WriterOptions) -> Result<Self> {
+    pub fn create(path: impl AsRef<Path>, options: ArrayRecordWriterOptions) -> Result<Self> {
         let path = path.as_ref();
         let name = path.display().to_string();
         let file = File::create(path).map_err(|source| Error::Write {
@@ -66,7 +66,7 @@ impl ArrayRecordWriter<BufWriter<File>> {
 impl<W: Write> ArrayRecordWriter<W> {
     /// A writer into `dest`. Nothing is written until the first record or
     /// [`finish`](Self::finish).
-    pub fn new(dest: W, options: WriterOptions) -> Self {
+    pub fn new(dest: W, options: ArrayRecordWriterOptions) -> Self {
         ArrayRecordWriter {
             dest,
             name: "ArrayRecord writer".to_owned(),
@@ -87,7 +87,7 @@ impl<W: Write> ArrayRecordWriter<W> {
     }
 
     /// The options in force.
-    pub fn options(&self) -> &WriterOptions {
+    pub fn options(&self) -> &ArrayRecordWriterOptions {
         &self.options
     }
 

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use guideloom_arrayrecord::hostile::{
     HostileFile, compressed, footer_records, simple_data, varints,
 };
-use guideloom_arrayrecord::{ArrayRecordReader, Error, ReadOptions};
+use guideloom_arrayrecord::{ArrayRecordReadOptions, ArrayRecordReader, Error};
 use guideloom_io::error::check_range;
 use guideloom_io::{Result as IoResult, SyncReader};
 use proptest::prelude::*;
@@ -97,7 +97,7 @@ impl SyncReader for Mem {
     }
 }
 
-fn open(file: Vec<u8>, options: &ReadOptions) -> Result<ArrayRecordReader<Mem>, Error> {
+fn open(file: Vec<u8>, options: &ArrayRecordReadOptions) -> Result<ArrayRecordReader<Mem>, Error> {
     ArrayRecordReader::open(Mem(Bytes::from(file)), options)
 }
 
@@ -123,8 +123,8 @@ fn every_read(r: &ArrayRecordReader<Mem>, n: u64) -> Vec<Read> {
 }
 
 /// No cache: every read decodes (the cache's own budget is a separate bound).
-fn uncached() -> ReadOptions {
-    ReadOptions::default().with_cache_chunks(0)
+fn uncached() -> ArrayRecordReadOptions {
+    ArrayRecordReadOptions::default().with_cache_chunks(0)
 }
 
 #[test]

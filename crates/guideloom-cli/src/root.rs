@@ -10,8 +10,8 @@ use guideloom::Dataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::RootStore;
 use guideloom_publish::{
-    HttpRootOptions, Root, RootOptions, RootUri, S3Addressing, S3Environment, S3Options, S3Retry,
-    Snapshot, StoreOptions,
+    RetryPolicy, Root, RootOptions, RootUri, S3Addressing, S3Environment, S3Options, Snapshot,
+    StoreOptions,
 };
 
 use crate::cli::Global;
@@ -76,48 +76,30 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
         addressing,
         allow_http,
         profile: global.s3_profile.clone(),
-        retry: s3_retry(global),
     })
 }
 
-/// The S3 client's retries and timeouts: the defaults, with `--timeout`,
-/// `--connect-timeout`, `--retries` and `--deadline` (object_store's `retry_timeout`) applied.
-pub(crate) fn s3_retry(global: &Global) -> S3Retry {
-    let mut retry = S3Retry::default();
-    if let Some(t) = global.timeout {
-        retry.request_timeout = Some(t);
-    }
-    if let Some(t) = global.connect_timeout {
-        retry.connect_timeout = Some(t);
-    }
-    if let Some(n) = global.retries {
-        retry.policy.max_attempts = n.saturating_add(1);
-    }
-    if let Some(d) = global.deadline {
-        retry.retry_timeout = d;
-    }
-    retry
-}
-
-/// The bounds of `http(s)://` roots: the defaults, with `--timeout`, `--connect-timeout`,
-/// `--retries` (attempts = retries + 1), `--deadline` (the deadline of one read) and
+/// The retry and time bounds of every remote root (`s3://` and `http(s)://` alike, set once
+/// on the store options): each client's defaults, with `--timeout`, `--connect-timeout`,
+/// `--retries` (attempts = retries + 1, with the default backoff bounds), `--deadline`
+/// (object_store's `retry_timeout`; for an HTTP root the deadline of one read) and
 /// `--http-listing` applied.
-pub(crate) fn http_options(global: &Global) -> HttpRootOptions {
-    let mut http = HttpRootOptions::default();
+pub(crate) fn remote_options(global: &Global, options: StoreOptions) -> StoreOptions {
+    let mut options = options.with_http_listing(global.http_listing);
     if let Some(t) = global.timeout {
-        http.request_timeout = t;
+        options = options.with_request_timeout(t);
     }
     if let Some(t) = global.connect_timeout {
-        http.connect_timeout = t;
+        options = options.with_connect_timeout(t);
     }
     if let Some(n) = global.retries {
-        http.max_attempts = n.saturating_add(1);
+        options = options
+            .with_retry(RetryPolicy::remote_request().with_max_attempts(n.saturating_add(1)));
     }
     if let Some(d) = global.deadline {
-        http.operation_timeout = d;
+        options = options.with_retry_timeout(d);
     }
-    http.listing = global.http_listing;
-    http
+    options
 }
 
 /// Opens `arg` as a root. With `must_exist`, a local root that is not a directory is an
@@ -148,12 +130,10 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
     } else {
         S3Options::default()
     };
-    let options = StoreOptions {
-        s3,
-        http: http_options(global),
-        mount: global.mount,
-        ..StoreOptions::default()
-    };
+    let options = remote_options(
+        global,
+        StoreOptions::default().with_s3(s3).with_mount(global.mount),
+    );
     let root =
         Root::open(arg, &options, RootOptions::default()).map_err(|e| CliError::root(arg, e))?;
     Ok(OpenRoot {
@@ -336,22 +316,29 @@ mod tests {
             "--http-listing",
         ])
         .unwrap();
-        let http = http_options(&cli.global);
-        assert!(http.listing);
-        assert_eq!(http.request_timeout, Duration::from_millis(1500));
-        assert_eq!(http.connect_timeout, Duration::from_millis(250));
-        assert_eq!(http.max_attempts, 3);
-        assert_eq!(http.operation_timeout, Duration::from_secs(7));
-        let s3 = s3_retry(&cli.global);
-        assert_eq!(s3.request_timeout, Some(Duration::from_millis(1500)));
-        assert_eq!(s3.connect_timeout, Some(Duration::from_millis(250)));
-        assert_eq!(s3.policy.max_attempts, 3);
-        assert_eq!(s3.policy.max_retries(), 2);
-        assert_eq!(s3.retry_timeout, Duration::from_secs(7));
+        // One set of bounds on the store options, for both kinds of client.
+        let o = remote_options(&cli.global, StoreOptions::default());
+        assert!(o.http_listing);
+        assert_eq!(o.request_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(o.connect_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(o.retry.map(|r| r.max_retries()), Some(2));
+        assert_eq!(o.retry_timeout, Some(Duration::from_secs(7)));
+        assert_eq!(o.object_store_retry().max_attempts, 3);
+        #[cfg(feature = "http")]
+        {
+            let http = o.http_options();
+            assert_eq!(http.request_timeout(), Duration::from_millis(1500));
+            assert_eq!(http.connect_timeout(), Duration::from_millis(250));
+            assert_eq!(http.retry().max_attempts, 3);
+            assert_eq!(http.operation_timeout(), Duration::from_secs(7));
+        }
 
+        // No flag: each client's own defaults.
         let none = parse(&[]).unwrap();
-        assert_eq!(http_options(&none.global), HttpRootOptions::default());
-        assert_eq!(s3_retry(&none.global), S3Retry::default());
+        assert_eq!(
+            remote_options(&none.global, StoreOptions::default()),
+            StoreOptions::default()
+        );
     }
 
     #[test]

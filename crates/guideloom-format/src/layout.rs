@@ -17,7 +17,8 @@ use crate::spec::{
     MIN_SHARD_LEN, crc32c, le_u16,
 };
 
-/// How shards are opened and read.
+/// How shards are opened and read (the read concern's one options type): start from
+/// [`ReadOptions::default`] and chain the `with_*` builders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
     speculative_tail: u64,
@@ -39,14 +40,16 @@ impl Default for ReadOptions {
 impl ReadOptions {
     /// Bytes read from the end of a shard to open it (default 64 KiB, at least 80). When
     /// footer, index and metadata fit in it, opening costs one request; otherwise two.
-    pub fn speculative_tail(mut self, bytes: u64) -> Self {
+    #[must_use]
+    pub fn with_speculative_tail(mut self, bytes: u64) -> Self {
         self.speculative_tail = bytes.max(MIN_SHARD_LEN);
         self
     }
 
     /// Whether each record's CRC32C is checked when read (default `true`). Index and
     /// metadata checksums are always checked.
-    pub fn verify_records(mut self, verify: bool) -> Self {
+    #[must_use]
+    pub fn with_verify_records(mut self, verify: bool) -> Self {
         self.verify_records = verify;
         self
     }
@@ -58,7 +61,8 @@ impl ReadOptions {
     /// ranges are planned once. Setting a policy here merges them at the format level first,
     /// with this policy, and hands the merged ranges to the backend: use it for a reader
     /// whose `read_ranges` reads one range at a time, or to merge more than the backend does.
-    pub fn coalesce(mut self, policy: CoalescePolicy) -> Self {
+    #[must_use]
+    pub fn with_coalesce(mut self, policy: CoalescePolicy) -> Self {
         self.coalesce = Some(policy);
         self
     }
@@ -73,7 +77,7 @@ impl ReadOptions {
         self.verify_records
     }
 
-    /// The coalescing policy set with [`coalesce`](Self::coalesce), or the default policy
+    /// The coalescing policy set with [`with_coalesce`](Self::with_coalesce), or the default policy
     /// (which the backends use) when merging is left to the backend.
     pub fn coalesce_policy(&self) -> CoalescePolicy {
         self.coalesce.unwrap_or_default()

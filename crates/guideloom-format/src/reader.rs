@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn read_many_merges_at_the_format_level_when_a_policy_is_set() {
-        let options = ReadOptions::default().coalesce(CoalescePolicy::default());
+        let options = ReadOptions::default().with_coalesce(CoalescePolicy::default());
         let (recs, shard) = shard(&options);
         let asked = [5, 4, 1, 5, 8, 9];
         let got = shard.read_many(&asked).unwrap();

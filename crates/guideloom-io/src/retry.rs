@@ -88,6 +88,14 @@ impl RetryPolicy {
         Self::new(1, Duration::ZERO, Duration::ZERO)
     }
 
+    /// This policy with `max_attempts` attempts (0 is taken as 1), its backoff bounds kept:
+    /// e.g. `RetryPolicy::remote_request().with_max_attempts(2)`.
+    #[must_use]
+    pub const fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = if max_attempts == 0 { 1 } else { max_attempts };
+        self
+    }
+
     /// This policy with jitter on or off.
     #[must_use]
     pub const fn with_jitter(mut self, jitter: bool) -> Self {
@@ -179,6 +187,8 @@ mod tests {
             RetryPolicy::new(0, Duration::ZERO, Duration::ZERO).max_attempts,
             1
         );
+        assert_eq!(p.with_max_attempts(0).max_attempts, 1);
+        assert_eq!(p.with_max_attempts(9).backoff_bound(2), p.backoff_bound(2));
         // Huge attempt numbers saturate at the cap instead of overflowing.
         assert_eq!(p.backoff_bound(u32::MAX), Duration::from_millis(35));
     }

@@ -211,8 +211,8 @@ fn array_record_run_len(layout: &Layout, first: u64, end: u64, budget: RunBudget
 /// chunks and need no cache, and it still serves neighbours in one group of random reads.
 /// Its speculative tail is [`MAX_TAIL_CHECK_BYTES`] (256 KiB, guideloom-arrayrecord's
 /// default), the bytes a [`TailChecksum`] of an ArrayRecord shard covers.
-fn array_record_options() -> guideloom_arrayrecord::ReadOptions {
-    guideloom_arrayrecord::ReadOptions::default()
+fn array_record_options() -> guideloom_arrayrecord::ArrayRecordReadOptions {
+    guideloom_arrayrecord::ArrayRecordReadOptions::default()
         .with_tail_len(MAX_TAIL_CHECK_BYTES)
         .with_cache_chunks(4)
         .with_cache_bytes(4 << 20)
@@ -366,7 +366,7 @@ fn tail_for(reference: &ShardRef, options: &ReadOptions) -> ReadOptions {
         .saturating_add(FOOTER_LEN + METADATA_ALLOWANCE)
         .min(MAX_SIZED_TAIL);
     if wanted > options.tail_len() {
-        options.speculative_tail(wanted)
+        options.with_speculative_tail(wanted)
     } else {
         *options
     }

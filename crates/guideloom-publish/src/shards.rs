@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_arrayrecord::{ArrayRecordWriter, WriterOptions};
+use guideloom_arrayrecord::{ArrayRecordWriter, ArrayRecordWriterOptions};
 use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
 use guideloom_format::spec::FOOTER_LEN;
 use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata, ShardProbe, element_width};
@@ -502,7 +502,7 @@ pub(crate) async fn write_array_record<I, R>(
     options: &WriteOptions,
     work_id: &str,
     index: u64,
-    writer_options: WriterOptions,
+    writer_options: ArrayRecordWriterOptions,
     records: I,
 ) -> Result<ShardRef>
 where
@@ -526,7 +526,7 @@ pub(crate) async fn try_write_array_record<I, R, E>(
     options: &WriteOptions,
     work_id: &str,
     index: u64,
-    writer_options: WriterOptions,
+    writer_options: ArrayRecordWriterOptions,
     records: I,
 ) -> Result<std::result::Result<ShardRef, E>>
 where

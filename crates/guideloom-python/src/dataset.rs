@@ -95,7 +95,7 @@ pub(crate) fn open(
         storage: storage_options,
     };
     let mut options: DatasetOptions = call_options(&uri, args)?;
-    options.storage.http.listing = http_listing;
+    options.store.http_listing = http_listing;
     open_in(py, uri, options, None, snapshot, format, array_record)
 }
 

@@ -1,8 +1,11 @@
 //! Root arguments and storage options from Python: a root is a `str` or an `os.PathLike`;
 //! `S3Options` configures `s3://` roots (endpoint, region, addressing, plain HTTP, profile,
-//! retries).
+//! retries): the S3 part and the retry of the Rust `StoreOptions`.
 
-use guideloom::publish::{RetryPolicy, RootOptions, S3Addressing, S3Options as RustS3Options};
+use guideloom::publish::{
+    DEFAULT_OBJECT_STORE_RETRY, RetryPolicy, RootOptions, S3Addressing, S3Options as RustS3Options,
+    StoreOptions,
+};
 use guideloom::storage::WriterOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -50,7 +53,30 @@ pub(crate) fn writer_options(
 #[pyclass(frozen, module = "guideloom._guideloom")]
 #[derive(Debug, Clone)]
 pub(crate) struct S3Options {
+    /// The S3 part of the store options.
     pub(crate) inner: RustS3Options,
+    /// `retries=`: the store options' retry (`None`: the object-store default).
+    pub(crate) retry: Option<RetryPolicy>,
+}
+
+impl S3Options {
+    /// The Python options as the Rust store options of an `s3://` root.
+    pub(crate) fn store_options(&self) -> StoreOptions {
+        StoreOptions {
+            s3: self.inner.clone(),
+            retry: self.retry,
+            ..StoreOptions::default()
+        }
+    }
+
+    /// The Python options of an `s3://` root's store options (the inverse of
+    /// [`store_options`](Self::store_options)).
+    pub(crate) fn from_store_options(options: &StoreOptions) -> Self {
+        S3Options {
+            inner: options.s3.clone(),
+            retry: options.retry,
+        }
+    }
 }
 
 /// The most attempts `retries=` accepts (a bound, so a typo cannot retry for hours).
@@ -78,14 +104,7 @@ pub(crate) fn count_arg(value: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
 fn retry_policy(retries: &Bound<'_, PyAny>) -> PyResult<RetryPolicy> {
     let attempts = count_arg(retries, "retries")?;
     match u32::try_from(attempts) {
-        Ok(n @ 1..=MAX_ATTEMPTS) => {
-            let default = RustS3Options::default().retry.policy;
-            Ok(RetryPolicy::new(
-                n,
-                default.initial_backoff,
-                default.max_backoff,
-            ))
-        }
+        Ok(n @ 1..=MAX_ATTEMPTS) => Ok(DEFAULT_OBJECT_STORE_RETRY.with_max_attempts(n)),
         _ => Err(raise(
             "InvalidArgumentError",
             format!(
@@ -118,18 +137,18 @@ impl S3Options {
                 ));
             }
         };
-        let mut inner = RustS3Options {
+        let inner = RustS3Options {
             region: region_name,
             endpoint: endpoint_url,
             addressing,
             allow_http,
             profile: profile_name,
-            ..RustS3Options::default()
         };
-        if let Some(retries) = retries.filter(|r| !r.is_none()) {
-            inner.retry.policy = retry_policy(retries)?;
-        }
-        Ok(S3Options { inner })
+        let retry = match retries.filter(|r| !r.is_none()) {
+            Some(retries) => Some(retry_policy(retries)?),
+            None => None,
+        };
+        Ok(S3Options { inner, retry })
     }
 
     #[getter]
@@ -163,19 +182,22 @@ impl S3Options {
     /// Attempts of each request (1 = no retry).
     #[getter]
     fn retries(&self) -> u32 {
-        self.inner.retry.policy.max_attempts
+        self.retry
+            .unwrap_or(DEFAULT_OBJECT_STORE_RETRY)
+            .max_attempts
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<S3Options>()
-            .is_ok_and(|o| o.get().inner == self.inner)
+            .is_ok_and(|o| o.get().inner == self.inner && o.get().retries() == self.retries())
     }
 
     fn __hash__(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         format!("{:?}", self.inner).hash(&mut h);
+        self.retries().hash(&mut h);
         h.finish()
     }
 

@@ -146,11 +146,11 @@ impl EpochPlan {
             }
         };
         let options = LoaderOptions::new(batch_size)
-            .seed(seed)
-            .shuffle(shuffle_mode(shuffle, window)?)
-            .drop_last(drop_last)
-            .equalize(equalize_mode(equalize)?)
-            .rank(rank, world_size);
+            .with_seed(seed)
+            .with_shuffle(shuffle_mode(shuffle, window)?)
+            .with_drop_last(drop_last)
+            .with_equalize(equalize_mode(equalize)?)
+            .with_rank(rank, world_size);
         let loader = Loader::new(shape, options.clone(), |_index, _bytes: Bytes| {
             Ok::<(), std::io::Error>(())
         })

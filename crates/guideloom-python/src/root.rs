@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use guideloom::DatasetOptions;
-use guideloom::arrayrecord::WriterOptions as ArrayRecordOptions;
+use guideloom::arrayrecord::ArrayRecordWriterOptions;
 use guideloom::format::metadata::KIND_STREAM;
 use guideloom::format::{ShardMetadata, Value};
 use guideloom::publish::{Root as Resolved, StreamRef};
@@ -57,7 +57,7 @@ pub(crate) struct Root {
     shard_store: Option<Py<PyAny>>,
     /// The ArrayRecord writer options when `shard_store` is an `ArrayRecordShardStore`: its
     /// shards are written and read as ArrayRecord files.
-    array_record: Option<ArrayRecordOptions>,
+    array_record: Option<ArrayRecordWriterOptions>,
     /// The store's description (credentials redacted), which errors name.
     name: String,
     state: Mutex<Current>,
@@ -110,7 +110,7 @@ impl Root {
             .and_then(ShardStoreArg::array_record)
             .map(|s| s.get().writer_options());
         let mut options = call_options(&uri, args)?;
-        options.storage.http.listing = http_listing;
+        options.store.http_listing = http_listing;
         let resolved = guideloom::resolve_root(&uri, &options).map_err(Error::from)?;
         let name = resolved.store().describe();
         Ok(Root {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use guideloom::DatasetOptions;
-use guideloom::publish::{Registry, RootUri, StoreOptions};
+use guideloom::publish::{Registry, RootUri};
 use pyo3::prelude::*;
 
 use crate::errors::raise;
@@ -98,23 +98,22 @@ pub(crate) fn call_options(uri: &str, args: StoreArgs<'_, '_>) -> PyResult<Datas
                 )));
             }
             let store = store.get();
-            options.storage = store.store_options();
+            options.store = store.store_options();
             options.registry = Some(Arc::clone(&store.registry));
             Ok(options)
         }
         (None, Some(s3)) => {
-            options.storage = StoreOptions {
-                s3: s3.get().inner.clone(),
-                mount: args.mount,
-                ..StoreOptions::default()
-            };
+            options.store = s3.get().store_options().with_mount(args.mount);
             if is_s3(uri) {
                 options.registry = Some(Arc::new(Registry::new()));
+            } else {
+                // `retries=` is documented for s3:// roots: another root keeps its default.
+                options.store.retry = None;
             }
             Ok(options)
         }
         (None, None) => {
-            options.storage.mount = args.mount;
+            options.store.mount = args.mount;
             Ok(options)
         }
     }

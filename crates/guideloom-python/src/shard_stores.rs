@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use guideloom::arrayrecord::WriterOptions as ArrayRecordOptions;
+use guideloom::arrayrecord::ArrayRecordWriterOptions;
 use guideloom::publish::StagingOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -159,7 +159,7 @@ impl EphemeralFileStaging {
 pub(crate) struct ArrayRecordShardStore {
     staging: Option<Py<EphemeralFileStaging>>,
     options_text: Option<String>,
-    options: ArrayRecordOptions,
+    options: ArrayRecordWriterOptions,
 }
 
 impl std::fmt::Debug for ArrayRecordShardStore {
@@ -176,7 +176,7 @@ impl ArrayRecordShardStore {
     #[pyo3(signature = (*, staging = None, options = None))]
     fn new(staging: Option<Py<EphemeralFileStaging>>, options: Option<String>) -> PyResult<Self> {
         let parsed = match &options {
-            None => ArrayRecordOptions::default(),
+            None => ArrayRecordWriterOptions::default(),
             Some(text) => text.parse().map_err(|e: guideloom::arrayrecord::Error| {
                 raise("InvalidArgumentError", e.to_string())
             })?,
@@ -217,7 +217,7 @@ impl ArrayRecordShardStore {
 
 impl ArrayRecordShardStore {
     /// The ArrayRecord writer's options.
-    pub(crate) fn writer_options(&self) -> ArrayRecordOptions {
+    pub(crate) fn writer_options(&self) -> ArrayRecordWriterOptions {
         self.options
     }
 }

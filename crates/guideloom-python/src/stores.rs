@@ -40,6 +40,7 @@ fn options_or_default(py: Python<'_>, options: Option<Py<S3Options>>) -> PyResul
             py,
             S3Options {
                 inner: RustS3Options::default(),
+                retry: None,
             },
         ),
     }
@@ -78,10 +79,7 @@ impl S3ObjectStore {
 
     /// The store options its clients are built with.
     pub(crate) fn store_options(&self) -> StoreOptions {
-        StoreOptions {
-            s3: self.options.get().inner.clone(),
-            ..StoreOptions::default()
-        }
+        self.options.get().store_options()
     }
 }
 
@@ -139,7 +137,7 @@ impl DefaultRegistry {
     /// are dropped, so later roots use the new options.
     #[pyo3(signature = (backend, *, replace = false))]
     fn register(&self, backend: &Bound<'_, S3Backend>, replace: bool) -> PyResult<()> {
-        let options = backend.get().options.get().inner.clone();
+        let options = backend.get().options.get().store_options();
         Registry::global()
             .register_backend(SchemeBackend::S3(options), replace)
             .map_err(crate::errors::Error::from)?;
@@ -154,8 +152,8 @@ impl DefaultRegistry {
     /// The backend registered for `scheme`, or `None`.
     fn backend(&self, py: Python<'_>, scheme: &str) -> PyResult<Option<S3Backend>> {
         match Registry::global().backend(scheme) {
-            Some(SchemeBackend::S3(inner)) => Ok(Some(S3Backend {
-                options: Py::new(py, S3Options { inner })?,
+            Some(SchemeBackend::S3(options)) => Ok(Some(S3Backend {
+                options: Py::new(py, S3Options::from_store_options(&options))?,
             })),
             _ => Ok(None),
         }

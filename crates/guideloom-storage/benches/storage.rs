@@ -20,7 +20,7 @@
 //!   element offset.
 //!
 //! Readers are `<backend>_crc` (record CRC32C checked, the default) and `<backend>_nocrc`
-//! (`ReadOptions::verify_records(false)`), for `PreadIo` and `MmapIo`. Ceilings, each in the
+//! (`ReadOptions::with_verify_records(false)`), for `PreadIo` and `MmapIo`. Ceilings, each in the
 //! group it bounds:
 //! - `ceiling_pread`: raw `pread` of the **same byte ranges** (the records' ranges in the shard
 //!   file, found through `record_range`) into a fresh `Vec` per range, as a reader hands out
@@ -133,7 +133,7 @@ mod unix {
         }
 
         fn reader(&self, backend: &str, crc: bool) -> DocumentReader<RawFormat> {
-            let options = ReadOptions::default().verify_records(crc);
+            let options = ReadOptions::default().with_verify_records(crc);
             let reader = match backend {
                 "pread" => Docs::new(self.dir.clone(), RawFormat, PreadIo::new())
                     .with_read_options(options)
@@ -483,7 +483,7 @@ mod unix {
         }
 
         fn reader(&self, backend: &str, crc: bool) -> StreamReader<u32> {
-            let options = ReadOptions::default().verify_records(crc);
+            let options = ReadOptions::default().with_verify_records(crc);
             let reader = match backend {
                 "pread" => StreamStorage::<u32, _>::new(self.dir.clone(), PreadIo::new())
                     .with_read_options(options)

@@ -75,8 +75,8 @@ mod unix {
             publisher
                 .publish("facade-bench", "s1", refs, PublishMode::Full)
                 .expect("publish");
-            let read = ReadOptions::default().verify_records(false);
-            let ds = Dataset::open_with(&uri, DatasetOptions::default().read(read))
+            let read = ReadOptions::default().with_verify_records(false);
+            let ds = Dataset::open_with(&uri, DatasetOptions::default().with_read(read))
                 .expect("open dataset");
             let pread_reads = StoreOptions {
                 local_reads: LocalReads::Pread,
@@ -84,7 +84,9 @@ mod unix {
             };
             let ds_pread = Dataset::open_with(
                 &uri,
-                DatasetOptions::default().read(read).storage(pread_reads),
+                DatasetOptions::default()
+                    .with_read(read)
+                    .with_store(pread_reads),
             )
             .expect("open dataset (pread)");
             let paths: Vec<std::path::PathBuf> = ds
@@ -224,7 +226,11 @@ mod unix {
         g.sample_size(10);
         g.throughput(Throughput::Bytes(RECORD as u64 * f.ds.len()));
         let decode = |_i, b: Bytes| Ok::<u64, guideloom::Error>(touch(&b));
-        let options = |workers| LoaderOptions::new(BATCH as u64).seed(7).workers(workers);
+        let options = |workers| {
+            LoaderOptions::new(BATCH as u64)
+                .with_seed(7)
+                .with_workers(workers)
+        };
         let order: Vec<Vec<u64>> = Loader::new(f.ds.clone(), options(1), |i, _b: Bytes| {
             Ok::<u64, guideloom::Error>(i)
         })

@@ -64,8 +64,8 @@ mod unix {
                 .publish("tokens-bench", "s1", refs, PublishMode::Full)
                 .expect("publish");
             let open = |verify| {
-                let read = ReadOptions::default().verify_records(verify);
-                Dataset::open_with(&uri, DatasetOptions::default().read(read)).expect("open")
+                let read = ReadOptions::default().with_verify_records(verify);
+                Dataset::open_with(&uri, DatasetOptions::default().with_read(read)).expect("open")
             };
             let (fast, checked) = (open(false), open(true));
             let files = fast
@@ -77,8 +77,8 @@ mod unix {
             let starts = fast.stream().expect("stream").table().starts().to_vec();
             let windows =
                 TokenWindows::<u16>::with_next_token_labels(fast.clone(), WINDOW).expect("windows");
-            let loader =
-                Loader::token_windows(windows, LoaderOptions::new(BATCH).seed(7)).expect("loader");
+            let loader = Loader::token_windows(windows, LoaderOptions::new(BATCH).with_seed(7))
+                .expect("loader");
             let plan = loader.plan(0, 0);
             let order = (0..plan.rank_batches())
                 .flat_map(|k| plan.batch_records(k))
@@ -160,7 +160,7 @@ mod unix {
         for workers in [1, 2] {
             let windows = TokenWindows::<u16>::with_next_token_labels(f.fast.clone(), WINDOW)
                 .expect("windows");
-            let options = LoaderOptions::new(BATCH).seed(7).workers(workers);
+            let options = LoaderOptions::new(BATCH).with_seed(7).with_workers(workers);
             let loader = Loader::token_windows(windows, options).expect("loader");
             g.bench_function(format!("loader_{workers}workers_crc_off"), |b| {
                 b.iter(|| {

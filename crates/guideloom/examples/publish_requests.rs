@@ -155,7 +155,7 @@ fn main() {
         .expect("append");
     let published = count(log, &tag);
     print("publish append (1)", published.minus(written), 1);
-    let ds = Dataset::open_with(&uri, DatasetOptions::default().storage(storage)).expect("open");
+    let ds = Dataset::open_with(&uri, DatasetOptions::default().with_store(storage)).expect("open");
     ds.get(0).expect("get");
     let read = count(log, &tag);
     print("open dataset + get(0)", read.minus(published), 1);

@@ -199,11 +199,11 @@ fn order(dir: &str, args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     };
     let seed: u64 = seed.parse()?;
     let options = LoaderOptions::new(batch.parse()?)
-        .seed(seed)
-        .shuffle(shuffle)
-        .equalize(equalize)
-        .drop_last(drop_last == "1")
-        .rank(rank.parse()?, world.parse()?);
+        .with_seed(seed)
+        .with_shuffle(shuffle)
+        .with_equalize(equalize)
+        .with_drop_last(drop_last == "1")
+        .with_rank(rank.parse()?, world.parse()?);
     let loader = Loader::new(Dataset::open(dir)?, options, |index, _bytes: Bytes| {
         Ok::<u64, guideloom::Error>(index)
     })?;

@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 3. Train-loop batches: shuffled by (seed, epoch), 2 workers, rank 0 of 1.
     let loader = Loader::with_format(
         ds.clone(),
-        LoaderOptions::new(64).seed(2024).workers(2),
+        LoaderOptions::new(64).with_seed(2024).with_workers(2),
         CborFormat::<Sample>::new(),
     )?;
     let mut epoch = loader.epoch(0)?;

@@ -47,8 +47,8 @@ fn run(label: &str, uri: &str, storage: StoreOptions, total: u64, random: usize,
     let ds = Dataset::open_with(
         uri,
         DatasetOptions::default()
-            .storage(storage)
-            .registry(std::sync::Arc::new(guideloom::Registry::new())),
+            .with_store(storage)
+            .with_registry(std::sync::Arc::new(guideloom::Registry::new())),
     )
     .expect("open");
     // Warm: every shard opened.

@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     };
     // The endpoint is configuration, never a credential: keys come from the AWS chain.
-    let options = DatasetOptions::default().storage(StoreOptions {
+    let options = DatasetOptions::default().with_store(StoreOptions {
         s3: S3Options {
             endpoint: Some(endpoint.clone()),
             addressing: S3Addressing::Path,
@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A remote root: the Loader's Auto shuffle reads a few shards at a time.
     let loader = Loader::with_format(
         ds,
-        LoaderOptions::new(32).seed(1),
+        LoaderOptions::new(32).with_seed(1),
         CborFormat::<String>::new(),
     )?;
     let n: usize = loader

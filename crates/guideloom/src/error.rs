@@ -253,7 +253,10 @@ mod tests {
         );
         assert_eq!(Error::fetch("src", timeout).kind(), ErrorKind::Timeout);
         let inner = Error::WindowTooLarge { span: 9, tokens: 3 };
-        assert_eq!(Error::fetch("src", inner).kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            Error::fetch("src", inner).kind(),
+            ErrorKind::InvalidArgument
+        );
         let os = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         assert_eq!(Error::fetch("src", os).kind(), ErrorKind::PermissionDenied);
         // The publish crate's errors arrive wrapped, variant and kind kept.

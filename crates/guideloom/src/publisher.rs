@@ -171,7 +171,7 @@ impl Publisher {
         registry: Option<Arc<Registry>>,
     ) -> Result<Self> {
         let dataset_options = DatasetOptions {
-            storage: options,
+            store: options,
             registry,
             ..DatasetOptions::default()
         };
@@ -249,7 +249,7 @@ impl Publisher {
         &self,
         work_id: &str,
         n: u64,
-        options: guideloom_arrayrecord::WriterOptions,
+        options: guideloom_arrayrecord::ArrayRecordWriterOptions,
         records: I,
     ) -> Result<ShardRef>
     where

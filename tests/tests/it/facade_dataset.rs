@@ -121,10 +121,10 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     assert!(matches!(missing, Error::Publish(_)), "{missing:?}");
 
     // Snapshot by id.
-    let s1 = Dataset::open_with(uri, options.clone().snapshot("s1")).unwrap();
+    let s1 = Dataset::open_with(uri, options.clone().with_snapshot("s1")).unwrap();
     assert_eq!(s1.len(), 23);
     assert_eq!(s1.get_as::<Sample>(22).unwrap().text, "one 22");
-    let err = Dataset::open_with(uri, options.clone().snapshot("s9")).unwrap_err();
+    let err = Dataset::open_with(uri, options.clone().with_snapshot("s9")).unwrap_err();
     assert!(err.is_not_found(), "{err:?}");
     // s1's annotations: the label set annotates s2, so reading it against s1 is refused.
     assert!(matches!(
@@ -137,7 +137,7 @@ fn exercise(uri: &str, options: &DatasetOptions) {
     // The loader reads a Dataset: every record once, decoded through serde.
     let loader = Loader::with_format(
         ds.clone(),
-        LoaderOptions::new(6).seed(11).workers(3),
+        LoaderOptions::new(6).with_seed(11).with_workers(3),
         CborFormat::<Sample>::new(),
     )
     .unwrap();
@@ -216,7 +216,7 @@ fn file_uri_and_memory_roots_all_read_paths() {
     let registry = Arc::new(guideloom::Registry::new());
     exercise(
         &format!("memory://{}", unique("facade")),
-        &DatasetOptions::default().registry(registry),
+        &DatasetOptions::default().with_registry(registry),
     );
 }
 
@@ -225,7 +225,7 @@ fn declared_mount_reads_but_refuses_annotation_writes() {
     let dir = tempfile::tempdir().unwrap();
     let uri = dir.path().join("ds");
     let uri = uri.to_str().unwrap();
-    let options = DatasetOptions::default().storage(StoreOptions {
+    let options = DatasetOptions::default().with_store(StoreOptions {
         mount: true,
         ..StoreOptions::default()
     });
@@ -320,7 +320,7 @@ fn http_root_served_by_nginx_all_read_paths() {
             ..
         }))
     ));
-    let by_id = Dataset::open_with(&uri, DatasetOptions::default().snapshot("s1")).unwrap();
+    let by_id = Dataset::open_with(&uri, DatasetOptions::default().with_snapshot("s1")).unwrap();
     assert_eq!(by_id.get_as::<Sample>(3).unwrap(), want[3]);
     // Read-only: publishing through the URL is refused before any write.
     let web = Publisher::open(&uri).unwrap();
@@ -495,7 +495,7 @@ fn s3_root_on_moto_all_read_paths() {
         return;
     };
     let options = DatasetOptions::default()
-        .storage(StoreOptions {
+        .with_store(StoreOptions {
             s3: S3Options {
                 endpoint: Some(endpoint),
                 allow_http: true,
@@ -503,7 +503,7 @@ fn s3_root_on_moto_all_read_paths() {
             },
             ..StoreOptions::default()
         })
-        .registry(Arc::new(guideloom::Registry::new()));
+        .with_registry(Arc::new(guideloom::Registry::new()));
     let uri = format!("s3://{bucket}/{}", unique("facade"));
     exercise(&uri, &options);
     assert!(Dataset::open_with(&uri, options).unwrap().is_remote());
@@ -532,7 +532,7 @@ fn shard_window_shuffle_cuts_object_store_requests() {
     let registry = Arc::new(guideloom::Registry::new());
     let name = unique("window");
     let uri = format!("memory://{name}");
-    let options = DatasetOptions::default().registry(Arc::clone(&registry));
+    let options = DatasetOptions::default().with_registry(Arc::clone(&registry));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let root = resolve_root(&uri, &options).unwrap();
@@ -551,7 +551,10 @@ fn shard_window_shuffle_cuts_object_store_requests() {
     let mut requests = Vec::new();
     for mode in [ShuffleMode::Full, ShuffleMode::ShardWindow { window: 4 }] {
         stats.reset();
-        let opts = LoaderOptions::new(32).seed(8).shuffle(mode).workers(2);
+        let opts = LoaderOptions::new(32)
+            .with_seed(8)
+            .with_shuffle(mode)
+            .with_workers(2);
         let loader = Loader::with_format(ds.clone(), opts, CborFormat::<Sample>::new()).unwrap();
         let n: usize = loader
             .epoch(0)

@@ -311,7 +311,7 @@ fn windows_tile_the_stream_once_per_epoch_and_leave_a_short_tail() {
         // 128 tokens tile exactly into 8 windows of 16; with labels the last token has none,
         // so 7 windows and a tail of a whole window.
         assert_eq!((count, tail), if labels { (7, 16) } else { (8, 0) });
-        let loader = Loader::token_windows(windows, LoaderOptions::new(3).seed(4)).unwrap();
+        let loader = Loader::token_windows(windows, LoaderOptions::new(3).with_seed(4)).unwrap();
         for epoch in 0..2 {
             let got = epoch_windows(&loader, epoch);
             let mut covered = vec![0u32; all.len()];
@@ -337,7 +337,10 @@ fn window_order_is_deterministic_and_differs_by_seed_and_epoch() {
     let ds = publish(&unique("order"), &docs, 1);
     let order = |seed: u64, epoch: u64, mode: ShuffleMode| {
         let windows = TokenWindows::<u32>::new(ds.clone(), 5).unwrap();
-        let options = LoaderOptions::new(4).seed(seed).workers(2).shuffle(mode);
+        let options = LoaderOptions::new(4)
+            .with_seed(seed)
+            .with_workers(2)
+            .with_shuffle(mode);
         let loader = Loader::token_windows(windows, options).unwrap();
         epoch_windows(&loader, epoch)
             .into_iter()
@@ -370,9 +373,9 @@ fn ranks_get_disjoint_equal_shares() {
             .map(|rank| {
                 let windows = TokenWindows::<u32>::new(ds.clone(), 8).unwrap();
                 let options = LoaderOptions::new(4)
-                    .seed(11)
-                    .rank(rank, world)
-                    .equalize(equalize);
+                    .with_seed(11)
+                    .with_rank(rank, world)
+                    .with_equalize(equalize);
                 let loader = Loader::token_windows(windows, options).unwrap();
                 epoch_windows(&loader, 0)
                     .into_iter()
@@ -399,7 +402,7 @@ fn resuming_from_a_state_delivers_exactly_the_rest() {
     let ds = publish(&unique("resume"), &docs, 2);
     let loader = |workers: usize| {
         let windows = TokenWindows::<u32>::with_next_token_labels(ds.clone(), 12).unwrap();
-        let options = LoaderOptions::new(5).seed(3).workers(workers);
+        let options = LoaderOptions::new(5).with_seed(3).with_workers(workers);
         Loader::token_windows(windows, options).unwrap()
     };
     let full = epoch_windows(&loader(2), 1);
@@ -447,7 +450,7 @@ fn a_token_slice_costs_one_read_per_shard_touched() {
     let registry = Arc::new(Registry::new());
     let name = format!("streams-requests-{}", std::process::id());
     let uri = format!("memory://{name}");
-    let options = DatasetOptions::default().registry(Arc::clone(&registry));
+    let options = DatasetOptions::default().with_registry(Arc::clone(&registry));
     let publisher =
         Publisher::open_in(&uri, Default::default(), Some(Arc::clone(&registry))).unwrap();
     let docs = documents(&[100, 100, 100, 100, 100, 100]); // 3 shards of 200 tokens

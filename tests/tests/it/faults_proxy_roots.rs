@@ -18,8 +18,8 @@ use faults_common::*;
 use guideloom_faultproxy::{Fault, FaultProxy, Script};
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
-    Error, HttpRootOptions, PublicationOptions, PublishMode, PublishRequest, Registry, Root,
-    RootOptions, StoreOptions,
+    Error, PublicationOptions, PublishMode, PublishRequest, Registry, Root, RootOptions,
+    StoreOptions,
 };
 
 const RECORDS: u64 = 50;
@@ -225,16 +225,11 @@ async fn http_root_reads_records_under_every_fault() {
         RootOptions::default(),
     );
     publish_clean(&local).await;
-    let options = StoreOptions {
-        http: HttpRootOptions {
-            request_timeout: ATTEMPT,
-            connect_timeout: ATTEMPT,
-            max_attempts: ATTEMPTS,
-            operation_timeout: Duration::from_secs(20),
-            listing: false,
-        },
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default()
+        .with_request_timeout(ATTEMPT)
+        .with_connect_timeout(ATTEMPT)
+        .with_retry(guideloom_io::RetryPolicy::remote_request().with_max_attempts(ATTEMPTS))
+        .with_retry_timeout(Duration::from_secs(20));
     sweep("nginx http:// root", &url, true, |proxy| {
         let base = format!("{}{name}", proxy.proxied(&url));
         Root::new(

@@ -56,7 +56,7 @@ fn run_rank<S: RecordSource + Clone>(
 fn global_sequence<S: RecordSource + Clone>(src: &S, opts: &LoaderOptions, epoch: u64) -> Vec<u64> {
     let mut by_batch = BTreeMap::new();
     for rank in 0..opts.world_size {
-        let o = opts.clone().rank(rank, opts.world_size);
+        let o = opts.clone().with_rank(rank, opts.world_size);
         for (b, recs) in run_rank(src, &o, epoch) {
             assert!(
                 by_batch.insert(b, recs).is_none(),
@@ -100,12 +100,12 @@ proptest! {
         cut in 1u64..40, remote: bool,
     ) {
         let src = sharded(&shard_sizes(n, cut), remote);
-        let opts = LoaderOptions::new(batch).seed(seed).workers(workers).shuffle(mode)
-            .drop_last(drop_last).rank(0, world);
+        let opts = LoaderOptions::new(batch).with_seed(seed).with_workers(workers).with_shuffle(mode)
+            .with_drop_last(drop_last).with_rank(0, world);
         let mut counts = Vec::new();
         let mut all = Vec::new();
         for rank in 0..world {
-            let o = opts.clone().rank(rank, world);
+            let o = opts.clone().with_rank(rank, world);
             let batches = run_rank(&src, &o, epoch);
             counts.push(batches.len());
             for (_, recs) in batches {
@@ -134,11 +134,11 @@ proptest! {
     ) {
         let src = source(n);
         let eq = if pad { Equalize::Pad } else { Equalize::Drop };
-        let opts = LoaderOptions::new(batch).seed(seed).drop_last(drop_last).equalize(eq);
+        let opts = LoaderOptions::new(batch).with_seed(seed).with_drop_last(drop_last).with_equalize(eq);
         let mut counts = Vec::new();
         let mut all = Vec::new();
         for rank in 0..world {
-            let batches = run_rank(&src, &opts.clone().rank(rank, world), 1);
+            let batches = run_rank(&src, &opts.clone().with_rank(rank, world), 1);
             counts.push(batches.len());
             for (_, recs) in batches {
                 if pad || drop_last { prop_assert_eq!(recs.len() as u64, batch, "full batches"); }
@@ -170,9 +170,9 @@ proptest! {
         drop_last: bool, ordered: bool, caller_builds: bool,
     ) {
         let src = sharded(&shard_sizes(n, cut), true);
-        let a = LoaderOptions::new(batch).seed(seed).shuffle(mode).drop_last(drop_last)
-            .workers(k1).rank(0, w1).ordered(ordered).caller_builds(caller_builds);
-        let b = a.clone().workers(k2).rank(0, w2).ordered(true).caller_builds(!caller_builds);
+        let a = LoaderOptions::new(batch).with_seed(seed).with_shuffle(mode).with_drop_last(drop_last)
+            .with_workers(k1).with_rank(0, w1).with_ordered(ordered).with_caller_builds(caller_builds);
+        let b = a.clone().with_workers(k2).with_rank(0, w2).with_ordered(true).with_caller_builds(!caller_builds);
         let sa = global_sequence(&src, &a, 5);
         let sb = global_sequence(&src, &b, 5);
         prop_assert_eq!(&sa, &sb);
@@ -189,15 +189,15 @@ proptest! {
     ) {
         let equalize = [Equalize::None, Equalize::Pad, Equalize::Drop][usize::from(eq)];
         let src = source(n);
-        let opts = LoaderOptions::new(batch).seed(seed).rank(0, world).equalize(equalize)
-            .caller_builds(caller_builds);
+        let opts = LoaderOptions::new(batch).with_seed(seed).with_rank(0, world).with_equalize(equalize)
+            .with_caller_builds(caller_builds);
         // Uninterrupted, all ranks.
-        let full = global_sequence(&src, &opts.clone().workers(w1), 2);
+        let full = global_sequence(&src, &opts.clone().with_workers(w1), 2);
         // Interrupted: every rank takes `take` batches (lockstep), then saves its state.
         let mut prefix: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         let mut states = Vec::new();
         for rank in 0..world {
-            let loader = Loader::new(src.clone(), opts.clone().workers(w1).rank(rank, world), decode)
+            let loader = Loader::new(src.clone(), opts.clone().with_workers(w1).with_rank(rank, world), decode)
                 .unwrap();
             let mut ep = loader.epoch(2).unwrap();
             for b in ep.by_ref().take(take as usize) {
@@ -211,7 +211,7 @@ proptest! {
         // Resume on the same world size with another worker count: exact continuation.
         let mut rest: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for rank in 0..world {
-            let loader = Loader::new(src.clone(), opts.clone().workers(w2).rank(rank, world), decode)
+            let loader = Loader::new(src.clone(), opts.clone().with_workers(w2).with_rank(rank, world), decode)
                 .unwrap();
             for b in loader.resume(&state).unwrap() {
                 let b = b.unwrap();
@@ -225,7 +225,7 @@ proptest! {
         if equalize == Equalize::None {
             let mut elastic = BTreeMap::new();
             for rank in 0..world2 {
-                let o = opts.clone().workers(w2).rank(rank, world2);
+                let o = opts.clone().with_workers(w2).with_rank(rank, world2);
                 for b in Loader::new(src.clone(), o, decode).unwrap().resume(&state).unwrap() {
                     let b = b.unwrap();
                     elastic.insert(b.batch, b.records);
@@ -241,11 +241,11 @@ proptest! {
 #[test]
 fn same_seed_and_epoch_give_the_same_order_and_other_epochs_differ() {
     let src = source(1000);
-    let opts = LoaderOptions::new(10).seed(99).workers(3);
+    let opts = LoaderOptions::new(10).with_seed(99).with_workers(3);
     let a = global_sequence(&src, &opts, 0);
-    let b = global_sequence(&src, &opts.clone().workers(1), 0);
+    let b = global_sequence(&src, &opts.clone().with_workers(1), 0);
     let c = global_sequence(&src, &opts, 1);
-    let d = global_sequence(&src, &opts.clone().seed(100), 0);
+    let d = global_sequence(&src, &opts.clone().with_seed(100), 0);
     assert_eq!(a, b);
     assert_ne!(a, c);
     assert_ne!(a, d);
@@ -270,7 +270,7 @@ fn shard_window_batches_stay_in_few_shards_and_auto_picks_it_for_remote_sources(
         (false, ShuffleMode::ShardWindow { window: 2 }, 4),
     ] {
         let src = sharded(&sizes, remote);
-        let opts = LoaderOptions::new(32).seed(3).shuffle(mode);
+        let opts = LoaderOptions::new(32).with_seed(3).with_shuffle(mode);
         for (_, recs) in run_rank(&src, &opts, 0) {
             assert!(
                 shards_of(&recs) <= max_shards,
@@ -281,7 +281,7 @@ fn shard_window_batches_stay_in_few_shards_and_auto_picks_it_for_remote_sources(
     }
     // Local + Auto is a full permutation: batches spread over many shards.
     let src = sharded(&sizes, false);
-    let batches = run_rank(&src, &LoaderOptions::new(32).seed(3), 0);
+    let batches = run_rank(&src, &LoaderOptions::new(32).with_seed(3), 0);
     let spread: usize = batches.iter().map(|(_, r)| shards_of(r)).max().unwrap();
     assert!(spread > 8, "full permutation spreads: {spread}");
 }
@@ -289,7 +289,10 @@ fn shard_window_batches_stay_in_few_shards_and_auto_picks_it_for_remote_sources(
 #[test]
 fn unordered_delivery_delivers_every_batch_once() {
     let src = source(500);
-    let opts = LoaderOptions::new(7).seed(1).workers(3).ordered(false);
+    let opts = LoaderOptions::new(7)
+        .with_seed(1)
+        .with_workers(3)
+        .with_ordered(false);
     let loader = Loader::new(src, opts, decode).unwrap();
     let mut batches: Vec<u64> = loader.epoch(0).unwrap().map(|b| b.unwrap().batch).collect();
     batches.sort_unstable();
@@ -336,9 +339,9 @@ fn prefetch_bounds_the_batches_held() {
             max_outstanding: Arc::default(),
         };
         let opts = LoaderOptions::new(4)
-            .workers(workers)
-            .prefetch(prefetch)
-            .caller_builds(caller_builds);
+            .with_workers(workers)
+            .with_prefetch(prefetch)
+            .with_caller_builds(caller_builds);
         let loader = Loader::new(src.clone(), opts, decode).unwrap();
         for b in loader.epoch(0).unwrap() {
             b.unwrap();
@@ -409,7 +412,10 @@ fn the_caller_builds_batches_while_the_workers_are_stuck_and_only_then() {
     // Workers blocked: with caller_builds every batch the window allows is built on the
     // caller's thread, in order; the workers' batches arrive once they are let go.
     let src = Gated::new(40);
-    let opts = LoaderOptions::new(4).workers(1).prefetch(1).seed(3);
+    let opts = LoaderOptions::new(4)
+        .with_workers(1)
+        .with_prefetch(1)
+        .with_seed(3);
     let loader = Loader::new(src.clone(), opts.clone(), decode).unwrap();
     let expected: Vec<u64> = {
         let plan = loader.plan(0, 0);
@@ -447,7 +453,7 @@ fn the_caller_builds_batches_while_the_workers_are_stuck_and_only_then() {
     // caller_builds(false): every read is a worker's.
     let src = Gated::new(40);
     src.open_gate();
-    let loader = Loader::new(src.clone(), opts.caller_builds(false), decode).unwrap();
+    let loader = Loader::new(src.clone(), opts.with_caller_builds(false), decode).unwrap();
     let all: Vec<u64> = loader
         .epoch(0)
         .unwrap()
@@ -477,10 +483,10 @@ fn decode_errors_and_panics_surface_as_errors_and_end_the_epoch() {
     ] {
         let results = no_hang(move || {
             let opts = LoaderOptions::new(5)
-                .workers(workers)
-                .ordered(ordered)
-                .seed(4)
-                .caller_builds(caller_builds);
+                .with_workers(workers)
+                .with_ordered(ordered)
+                .with_seed(4)
+                .with_caller_builds(caller_builds);
             let failing = Loader::new(source(200), opts.clone(), |i, b: Bytes| {
                 if i == 77 {
                     Err(Error::Unsupported {
@@ -553,8 +559,8 @@ impl RecordSource for FailingFetch {
 fn fetch_errors_surface_and_resume_retries_the_failed_batch() {
     let (err, state) = no_hang(|| {
         let opts = LoaderOptions::new(10)
-            .shuffle(ShuffleMode::Sequential)
-            .workers(2);
+            .with_shuffle(ShuffleMode::Sequential)
+            .with_workers(2);
         let loader = Loader::new(FailingFetch, opts, decode).unwrap();
         let mut ep = loader.epoch(0).unwrap();
         let err = ep.find_map(|r| r.err()).unwrap();
@@ -566,7 +572,7 @@ fn fetch_errors_surface_and_resume_retries_the_failed_batch() {
     );
     assert_eq!(state.consumed, 50, "the failed batch is not consumed");
     let err = no_hang(move || {
-        let opts = LoaderOptions::new(10).shuffle(ShuffleMode::Sequential);
+        let opts = LoaderOptions::new(10).with_shuffle(ShuffleMode::Sequential);
         let loader = Loader::new(FailingFetch, opts, decode).unwrap();
         let st = LoaderState {
             consumed: 60,
@@ -582,7 +588,7 @@ fn dropping_an_epoch_mid_way_stops_and_joins_its_workers() {
     let src = Arc::new(source(10_000));
     let calls = Arc::new(Mutex::new(0u64));
     let counter = Arc::clone(&calls);
-    let opts = LoaderOptions::new(8).workers(4).prefetch(8);
+    let opts = LoaderOptions::new(8).with_workers(4).with_prefetch(8);
     let loader = Loader::new(Arc::clone(&src), opts, move |i, b| {
         *counter.lock().unwrap() += 1;
         decode(i, b)
@@ -606,8 +612,8 @@ fn dropping_an_epoch_mid_way_stops_and_joins_its_workers() {
 fn invalid_options_and_mismatched_states_are_refused() {
     let bad = [
         LoaderOptions::new(0),
-        LoaderOptions::new(1).rank(2, 2),
-        LoaderOptions::new(1).workers(0),
+        LoaderOptions::new(1).with_rank(2, 2),
+        LoaderOptions::new(1).with_workers(0),
     ];
     for o in bad {
         assert!(matches!(
@@ -615,7 +621,7 @@ fn invalid_options_and_mismatched_states_are_refused() {
             Err(Error::InvalidOptions { .. })
         ));
     }
-    let loader = Loader::new(source(30), LoaderOptions::new(4).seed(1), decode).unwrap();
+    let loader = Loader::new(source(30), LoaderOptions::new(4).with_seed(1), decode).unwrap();
     let other_seed = LoaderState {
         seed: 2,
         epoch: 0,

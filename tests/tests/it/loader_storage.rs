@@ -82,7 +82,10 @@ fn a_document_storage_loads_like_the_published_root_of_the_same_records() {
         ShuffleMode::ShardWindow { window: 3 },
         ShuffleMode::Auto,
     ] {
-        let options = LoaderOptions::new(8).seed(42).shuffle(shuffle).workers(3);
+        let options = LoaderOptions::new(8)
+            .with_seed(42)
+            .with_shuffle(shuffle)
+            .with_workers(3);
         for n in 0..2 {
             let from_storage = epoch(reader.clone(), &options, n);
             let from_root = epoch(dataset.clone(), &options, n);
@@ -122,8 +125,8 @@ fn loader_errors_from_a_storage_stay_typed() {
     std::fs::write(&shard, bytes).unwrap();
 
     let options = LoaderOptions::new(4)
-        .shuffle(ShuffleMode::Sequential)
-        .workers(1);
+        .with_shuffle(ShuffleMode::Sequential)
+        .with_workers(1);
     let loader = Loader::new(reader, options, |_i, b: Bytes| Ok::<_, guideloom::Error>(b)).unwrap();
     let results: Vec<_> = loader.epoch(0).unwrap().collect();
     let err = results
@@ -178,7 +181,7 @@ fn stream_storages_hand_out_chunks_and_documents() {
     let reader = docs.sync_reader().unwrap();
     assert_eq!(RecordSource::len(&reader), 5);
     assert_eq!(reader.shard_bounds(), Some(&[0u64, 2, 4, 5][..]));
-    let options = LoaderOptions::new(2).seed(1).workers(2);
+    let options = LoaderOptions::new(2).with_seed(1).with_workers(2);
     let loader = Loader::new(reader, options, |i, b: Bytes| {
         Ok::<_, guideloom::Error>((i, b.len() / 4))
     })
@@ -219,8 +222,8 @@ impl RecordSource for Picky {
 #[test]
 fn a_source_with_its_own_error_type_fails_with_fetch() {
     let options = LoaderOptions::new(5)
-        .shuffle(ShuffleMode::Sequential)
-        .workers(1);
+        .with_shuffle(ShuffleMode::Sequential)
+        .with_workers(1);
     let loader = Loader::new(Picky, options, |_i, b: Bytes| Ok::<_, guideloom::Error>(b)).unwrap();
     let results: Vec<_> = loader.epoch(0).unwrap().collect();
     assert_eq!(

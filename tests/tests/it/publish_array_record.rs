@@ -346,7 +346,7 @@ fn through_the_facade(uri: &str, options: &DatasetOptions, damaged: &ShardRef) {
             .map(|b| &b[..])
             .eq(want.iter().map(|r| &r[..]))
     );
-    let loader = Loader::with_format(ds, LoaderOptions::new(32).seed(3), RawFormat).unwrap();
+    let loader = Loader::with_format(ds, LoaderOptions::new(32).with_seed(3), RawFormat).unwrap();
     let mut seen = vec![false; want.len()];
     for batch in loader.epoch(0).unwrap() {
         let batch = batch.unwrap();
@@ -361,7 +361,7 @@ fn through_the_facade(uri: &str, options: &DatasetOptions, damaged: &ShardRef) {
     broken.snapshot = Some("damaged".into());
     let err = Error::from(Dataset::open_with(uri, broken).unwrap().get(1).unwrap_err());
     assert!(
-        matches!(&err, Error::ArrayRecordShard { key, source } if *key == damaged.key
+        matches!(&err, Error::Publish(guideloom_publish::Error::ArrayRecordShard { key, source }) if *key == damaged.key
             && matches!(**source, guideloom::arrayrecord::Error::Corrupt { .. })),
         "{err:?}"
     );
@@ -387,7 +387,7 @@ fn mixed_snapshot_on_a_local_root() {
 
 #[test]
 fn mixed_snapshot_on_a_memory_root() {
-    let options = DatasetOptions::default().registry(Arc::new(guideloom::Registry::new()));
+    let options = DatasetOptions::default().with_registry(Arc::new(guideloom::Registry::new()));
     exercise(&format!("memory://{}", unique("ar-mixed")), &options);
 }
 
@@ -397,7 +397,7 @@ fn mixed_snapshot_on_moto() {
         return;
     };
     let options = DatasetOptions::default()
-        .storage(StoreOptions {
+        .with_store(StoreOptions {
             s3: S3Options {
                 endpoint: Some(server.endpoint.clone()),
                 allow_http: true,
@@ -405,7 +405,7 @@ fn mixed_snapshot_on_moto() {
             },
             ..StoreOptions::default()
         })
-        .registry(Arc::new(guideloom::Registry::new()));
+        .with_registry(Arc::new(guideloom::Registry::new()));
     let uri = format!("s3://{}/{}", server.bucket, unique("ar-mixed"));
     exercise(&uri, &options);
 }

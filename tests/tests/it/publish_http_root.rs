@@ -333,13 +333,7 @@ async fn listing_origins_open_the_latest_snapshot_in_two_requests() {
     );
 
     // Through the registry's options, and the whole snapshot list.
-    let options = StoreOptions {
-        http: guideloom_publish::HttpRootOptions {
-            listing: true,
-            ..Default::default()
-        },
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default().with_http_listing(true);
     let store = Registry::new()
         .resolve(&format!("{url}listed/{subdir}"), &options)
         .unwrap();

@@ -554,7 +554,7 @@ fn s3_options_build_a_working_root_against_moto() {
     opts.s3.endpoint = Some(endpoint);
     opts.s3.allow_http = true;
     opts.s3.region = Some(std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()));
-    opts.s3.retry.policy.max_attempts = 2;
+    opts.retry = Some(guideloom_publish::RetryPolicy::remote_request().with_max_attempts(2));
     let uri = format!("s3://{bucket}/{}", unique("s3-options"));
     let store = guideloom_publish::Registry::new()
         .resolve(&uri, &opts)

@@ -81,7 +81,7 @@ http {{
         max_ranges 64;
         autoindex off;
         # The same files under /listed/, with JSON directory listings (HTTP roots opened
-        # with listing: `HttpRootOptions::listing`).
+        # with listing: `StoreOptions::http_listing`).
         location /listed/ {{
             alias {serve}/;
             autoindex on;

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use guideloom_arrayrecord::{
-    ArrayRecordReader, ArrayRecordWriter, AsyncArrayRecordReader, Error, ReadOptions, WriterOptions,
+    ArrayRecordReadOptions, ArrayRecordReader, ArrayRecordWriter, ArrayRecordWriterOptions,
+    AsyncArrayRecordReader, Error,
 };
 use guideloom_io::{Backend, CountingReader, MmapIo, PreadIo, SeekIo, SyncReader};
 use serde_json::Value;
@@ -63,8 +64,8 @@ fn every_python_written_file_reads_on_every_local_backend() {
         let path = dir().join(&file);
         for reader in readers(&path) {
             for options in [
-                ReadOptions::default(),
-                ReadOptions::default().with_tail_len(0),
+                ArrayRecordReadOptions::default(),
+                ArrayRecordReadOptions::default().with_tail_len(0),
             ] {
                 let ar = ArrayRecordReader::open(&reader, &options).unwrap();
                 assert_eq!(ar.len(), count, "{file}");
@@ -99,7 +100,7 @@ async fn the_async_reader_reads_them_too() {
             continue;
         }
         let reader = MmapIo::new().open_async(&dir().join(&file)).await.unwrap();
-        let ar = AsyncArrayRecordReader::open(reader, &ReadOptions::default())
+        let ar = AsyncArrayRecordReader::open(reader, &ArrayRecordReadOptions::default())
             .await
             .unwrap();
         assert_eq!(ar.len(), count);
@@ -117,7 +118,7 @@ fn opening_costs_one_read_and_a_record_one_more() {
     let path = dir().join("default.array_record");
     let counted = CountingReader::new(PreadIo::new().open(&path).unwrap());
     let stats = std::sync::Arc::clone(counted.stats());
-    let ar = ArrayRecordReader::open(counted, &ReadOptions::default()).unwrap();
+    let ar = ArrayRecordReader::open(counted, &ArrayRecordReadOptions::default()).unwrap();
     assert_eq!(stats.snapshot().requests, 1, "open = one tail read");
     let before = stats.snapshot();
     ar.get(5).unwrap();
@@ -146,7 +147,7 @@ fn opening_costs_one_read_and_a_record_one_more() {
     // When the footer is not in the tail, opening takes one more read.
     let counted = CountingReader::new(PreadIo::new().open(&path).unwrap());
     let stats = std::sync::Arc::clone(counted.stats());
-    let small_tail = ReadOptions::default().with_tail_len(0);
+    let small_tail = ArrayRecordReadOptions::default().with_tail_len(0);
     ArrayRecordReader::open(counted, &small_tail).unwrap();
     assert_eq!(stats.snapshot().requests, 2);
     assert!(stats.snapshot().bytes_received < 2 * 65536);
@@ -159,7 +160,7 @@ fn corrupted_twins_give_typed_errors() {
         let what = twin["what"].as_str().unwrap();
         let path = dir().join(file);
         for reader in readers(&path) {
-            let err = match ArrayRecordReader::open(reader, &ReadOptions::default()) {
+            let err = match ArrayRecordReader::open(reader, &ArrayRecordReadOptions::default()) {
                 Err(e) => e,
                 Ok(ar) => {
                     let all: Vec<u64> = (0..ar.len()).collect();
@@ -188,7 +189,7 @@ fn corrupted_twins_give_typed_errors() {
 fn rust_writes_the_same_bytes_as_the_package() {
     let mut compared = 0;
     for (file, options, rule, count, _) in valid() {
-        let Ok(opts) = options.parse::<WriterOptions>() else {
+        let Ok(opts) = options.parse::<ArrayRecordWriterOptions>() else {
             assert!(file.starts_with("transposed"), "{file}");
             continue;
         };

@@ -12,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ReadOptions, WriterOptions};
+use guideloom_arrayrecord::{
+    ArrayRecordReadOptions, ArrayRecordReader, ArrayRecordWriter, ArrayRecordWriterOptions,
+};
 use guideloom_io::{Backend, PreadIo};
 use serde_json::{Value, json};
 
@@ -93,7 +95,7 @@ fn check_file(path: &PathBuf, want: &[Vec<u8>], failures: &mut Vec<String>) {
         Ok(r) => r,
         Err(e) => return failures.push(format!("{name}: {e}")),
     };
-    let ar = match ArrayRecordReader::open(reader, &ReadOptions::default()) {
+    let ar = match ArrayRecordReader::open(reader, &ArrayRecordReadOptions::default()) {
         Ok(ar) => ar,
         Err(e) => return failures.push(format!("{name}: {e}")),
     };
@@ -153,7 +155,7 @@ fn both_directions_with_the_array_record_package() {
             let case = format!("{set}-{k}");
             let rust_file = dir.path().join(format!("{case}.rust.array_record"));
             let py_out = dir.path().join(format!("{case}.py.array_record"));
-            let opts: WriterOptions = options.parse().unwrap();
+            let opts: ArrayRecordWriterOptions = options.parse().unwrap();
             let mut w = ArrayRecordWriter::create(&rust_file, opts).unwrap();
             for r in &recs {
                 w.write(r).unwrap();

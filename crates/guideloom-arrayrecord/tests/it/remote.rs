@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use guideloom_arrayrecord::{ArrayRecordWriter, AsyncArrayRecordReader, ReadOptions};
+use guideloom_arrayrecord::{ArrayRecordReadOptions, ArrayRecordWriter, AsyncArrayRecordReader};
 use guideloom_io::http::{HttpIo, HttpPath};
 use guideloom_io::objstore::ObjectStoreIo;
 use guideloom_io::{AsyncReader, Location, RequestStats};
@@ -58,12 +58,12 @@ fn file() -> Vec<u8> {
 }
 
 async fn exercise(reader: impl AsyncReader, stats: Arc<RequestStats>, size: u64) {
-    let ar = AsyncArrayRecordReader::open(reader, &ReadOptions::default())
+    let ar = AsyncArrayRecordReader::open(reader, &ArrayRecordReadOptions::default())
         .await
         .unwrap();
     let s = stats.snapshot();
     assert_eq!(s.requests, 1, "open = one request");
-    assert!(s.bytes_received <= ReadOptions::default().tail_len());
+    assert!(s.bytes_received <= ArrayRecordReadOptions::default().tail_len());
     assert_eq!(ar.len(), RECORDS);
     for i in [2999, 17, 1500, 1234] {
         let before = stats.snapshot();

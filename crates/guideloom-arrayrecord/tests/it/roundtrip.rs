@@ -4,7 +4,8 @@
 
 use bytes::Bytes;
 use guideloom_arrayrecord::{
-    ArrayRecordReader, ArrayRecordWriter, Compression, Error, ReadOptions, WriterOptions,
+    ArrayRecordReadOptions, ArrayRecordReader, ArrayRecordWriter, ArrayRecordWriterOptions,
+    Compression, Error,
 };
 use guideloom_io::error::check_range;
 use guideloom_io::{Result as IoResult, SyncReader};
@@ -31,7 +32,7 @@ impl SyncReader for Mem {
     }
 }
 
-fn options() -> impl Strategy<Value = WriterOptions> {
+fn options() -> impl Strategy<Value = ArrayRecordWriterOptions> {
     let compression = prop_oneof![
         Just(Compression::Uncompressed),
         Just(Compression::Snappy),
@@ -41,7 +42,7 @@ fn options() -> impl Strategy<Value = WriterOptions> {
             .prop_map(|(level, window_log)| Compression::Brotli { level, window_log }),
     ];
     (compression, 1u32..40, any::<bool>()).prop_map(|(c, g, pad)| {
-        WriterOptions::default()
+        ArrayRecordWriterOptions::default()
             .with_compression(c)
             .with_group_size(g)
             .with_pad_to_block_boundary(pad)
@@ -54,7 +55,7 @@ fn records() -> impl Strategy<Value = Vec<Vec<u8>>> {
     proptest::collection::vec(prop_oneof![8 => small, 1 => big], 0..120)
 }
 
-fn write(records: &[Vec<u8>], options: WriterOptions) -> Vec<u8> {
+fn write(records: &[Vec<u8>], options: ArrayRecordWriterOptions) -> Vec<u8> {
     let mut w = ArrayRecordWriter::new(Vec::new(), options);
     for r in records {
         w.write(r).unwrap();
@@ -64,8 +65,8 @@ fn write(records: &[Vec<u8>], options: WriterOptions) -> Vec<u8> {
 
 /// Read options with the cache on (the default) or off (every read decodes only what it
 /// needs: a different path).
-fn read_options(tail: u64, cache: bool) -> ReadOptions {
-    let o = ReadOptions::default().with_tail_len(tail);
+fn read_options(tail: u64, cache: bool) -> ArrayRecordReadOptions {
+    let o = ArrayRecordReadOptions::default().with_tail_len(tail);
     if cache { o } else { o.with_cache_chunks(0) }
 }
 

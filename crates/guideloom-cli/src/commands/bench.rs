@@ -128,7 +128,7 @@ fn local_rows(
     picks: &[(usize, u64)],
 ) -> Result<Vec<Row>> {
     let paths: Vec<PathBuf> = snapshot.shards().iter().map(|s| dir.join(&s.key)).collect();
-    let options = ReadOptions::default().verify_records(false);
+    let options = ReadOptions::default().with_verify_records(false);
     let backends: Vec<(&str, OpenFn)> = vec![
         ("seek", Box::new(|p| SeekIo::new().open(p))),
         ("pread", Box::new(|p| PreadIo::new().open(p))),
@@ -270,7 +270,7 @@ async fn s3_rows(
         }
     };
     let io = ObjectStoreIo::new(Arc::clone(&store));
-    let options = ReadOptions::default().verify_records(false);
+    let options = ReadOptions::default().with_verify_records(false);
     let mut shards = Vec::new();
     for r in snapshot.shards() {
         let reader = io
@@ -385,7 +385,7 @@ async fn dataset_row(
 ) -> Result<Row> {
     let dataset = root.root.reader_with(
         snapshot.clone(),
-        ReadOptions::default().verify_records(false),
+        ReadOptions::default().with_verify_records(false),
     );
     let starts = dataset.table().starts();
     let indices: Vec<u64> = picks.iter().map(|(n, i)| starts[*n] + i).collect();

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
+use guideloom_arrayrecord::{ArrayRecordReader, ArrayRecordWriter, ArrayRecordWriterOptions};
 use guideloom_format::{ReadOptions, ShardMetadata, ShardWriter, SyncShard};
 use guideloom_io::{Backend, SeekIo};
 use indicatif::ProgressBar;
@@ -45,10 +45,11 @@ pub(crate) async fn run(a: ConvertArgs, global: &Global) -> Result<()> {
             "already exists (convert never overwrites)",
         ));
     }
-    let options: WriterOptions = a.options.parse().map_err(|e| CliError::ArrayRecord {
-        path: a.dst.clone(),
-        source: Box::new(e),
-    })?;
+    let options: ArrayRecordWriterOptions =
+        a.options.parse().map_err(|e| CliError::ArrayRecord {
+            path: a.dst.clone(),
+            source: Box::new(e),
+        })?;
     let bar = output::progress(global.json, None, "records");
     let (src, dst) = (a.src.clone(), a.dst.clone());
     let task = tokio::task::spawn_blocking(move || match to {
@@ -180,7 +181,7 @@ fn shard_error(path: &Path) -> impl Fn(guideloom_format::Error) -> CliError + '_
 fn to_arrayrecord(
     src: &Path,
     dst: &Path,
-    options: WriterOptions,
+    options: ArrayRecordWriterOptions,
     bar: &ProgressBar,
 ) -> Result<Converted> {
     let reader = SeekIo::new()
@@ -242,7 +243,7 @@ fn to_native(src: &Path, dst: &Path, bar: &ProgressBar) -> Result<Converted> {
         .open(&src.to_path_buf())
         .map_err(|e| CliError::io(src.display().to_string(), e))?;
     // Read a chunk at a time (below): no cache needed.
-    let options = guideloom_arrayrecord::ReadOptions::default().with_cache_chunks(0);
+    let options = guideloom_arrayrecord::ArrayRecordReadOptions::default().with_cache_chunks(0);
     let ar = ArrayRecordReader::open(reader, &options).map_err(ar_error(src))?;
     let mut writer = ShardWriter::create(dst, ShardMetadata::new("raw", "documents"))
         .map_err(shard_error(dst))?;

@@ -59,8 +59,8 @@ fn loader_epoch(uri: &str, per_worker: u64, records: u64) -> Result<(u64, u64)> 
     let run = move || -> std::result::Result<(u64, u64), String> {
         let dataset = guideloom::Dataset::open(&uri).map_err(|e| e.to_string())?;
         let options = guideloom::LoaderOptions::new(LOADER_BATCH)
-            .seed(7)
-            .workers(2);
+            .with_seed(7)
+            .with_workers(2);
         let loader = guideloom::Loader::new(dataset, options, move |i, bytes: bytes::Bytes| {
             let v = record_to_json("cbor", &bytes)?;
             let want = format!("cap-{:02}-{:06}", i / per_worker, i % per_worker);

@@ -6,7 +6,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{guideloom, ok, stderr};
-use guideloom_arrayrecord::{ArrayRecordReader, ReadOptions as ArReadOptions};
+use guideloom_arrayrecord::{ArrayRecordReadOptions, ArrayRecordReader};
 use guideloom_format::{ReadOptions, ShardMetadata, ShardWriter, SyncShard};
 use guideloom_io::{Backend, SeekIo};
 
@@ -48,8 +48,11 @@ fn native_to_arrayrecord_and_back_keeps_every_record() {
         "group_size:16,snappy",
     ]));
     assert!(out.contains(&format!("converted {N} records")), "{out}");
-    let file = ArrayRecordReader::open(SeekIo::new().open(&ar).unwrap(), &ArReadOptions::default())
-        .unwrap();
+    let file = ArrayRecordReader::open(
+        SeekIo::new().open(&ar).unwrap(),
+        &ArrayRecordReadOptions::default(),
+    )
+    .unwrap();
     assert_eq!(file.len(), N);
     assert_eq!(file.layout().group_size(), 16);
     assert!(file.layout().writer_options().contains("snappy"));
@@ -80,9 +83,11 @@ fn native_to_arrayrecord_and_back_keeps_every_record() {
         src.to_str().unwrap(),
         odd.to_str().unwrap(),
     ]));
-    let file =
-        ArrayRecordReader::open(SeekIo::new().open(&odd).unwrap(), &ArReadOptions::default())
-            .unwrap();
+    let file = ArrayRecordReader::open(
+        SeekIo::new().open(&odd).unwrap(),
+        &ArrayRecordReadOptions::default(),
+    )
+    .unwrap();
     assert_eq!(
         file.layout().group_size(),
         1,

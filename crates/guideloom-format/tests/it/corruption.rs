@@ -10,7 +10,7 @@ use crate::util::shard_bytes;
 /// Opens `bytes` and reads every record; `Ok` only if everything read matches `original`.
 /// Returns whether the shard was accepted as a whole.
 fn check(bytes: Bytes, original: &[Vec<u8>], tail: u64) -> bool {
-    let options = ReadOptions::default().speculative_tail(tail);
+    let options = ReadOptions::default().with_speculative_tail(tail);
     let shard = match SyncShard::open(MemReader::new("s", bytes), &options) {
         Ok(s) => s,
         Err(e) => {
@@ -59,7 +59,7 @@ fn every_truncation_is_an_error() {
         for tail in [80, 1 << 16] {
             let opened = SyncShard::open(
                 MemReader::new("t", bytes.slice(..len)),
-                &ReadOptions::default().speculative_tail(tail),
+                &ReadOptions::default().with_speculative_tail(tail),
             );
             assert!(opened.is_err(), "truncated to {len} bytes still opened");
         }

@@ -48,7 +48,7 @@ fn large_index_costs_a_second_read_only() {
     let bytes = shard_bytes(&recs);
     let reader = CountingReader::new(MemReader::new("s", bytes.clone()));
     let stats = reader.stats().clone();
-    let options = ReadOptions::default().speculative_tail(1024);
+    let options = ReadOptions::default().with_speculative_tail(1024);
     let shard = SyncShard::open(reader, &options).unwrap();
     assert_eq!(stats.snapshot().requests, 2);
     // The second read fetches only what the tail did not hold: together the two reads are
@@ -120,7 +120,7 @@ fn record_checksum_verified_unless_disabled() {
     assert_eq!(on.read(0).unwrap(), recs[0]);
     let off = SyncShard::open(
         MemReader::new("s", bytes),
-        &ReadOptions::default().verify_records(false),
+        &ReadOptions::default().with_verify_records(false),
     )
     .unwrap();
     assert_ne!(off.read(1).unwrap(), recs[1]);

@@ -209,7 +209,7 @@ pub(crate) fn table(rt: &Runtime) -> Result<String, String> {
     assert_eq!(latest.seq(), 3);
     row(
         &mut out,
-        "open: latest (seq 3), origin with JSON listings (`HttpRootOptions::listing`)",
+        "open: latest (seq 3), origin with JSON listings (`StoreOptions::http_listing`)",
         &store.counts(),
         "≤ 2 requests",
     );

@@ -38,7 +38,7 @@ mod commit;
 /// Concurrent HEADs (and inspections) while verifying shards.
 pub(crate) const VERIFY_CONCURRENCY: usize = 16;
 
-/// Options of one publication.
+/// Options of one publication (the publication concern's one options type).
 #[derive(Debug, Clone)]
 pub struct PublicationOptions {
     /// Also check each shard's record count and checksum with `inspector`.
@@ -56,6 +56,24 @@ impl Default for PublicationOptions {
             inspector: None,
             commit_retry: RetryPolicy::contended_update(),
         }
+    }
+}
+
+impl PublicationOptions {
+    /// Also checks each shard's record count and checksum with `inspector`
+    /// ([`PublicationOptions::verify_record_counts`]).
+    #[must_use]
+    pub fn with_record_count_check(mut self, inspector: Arc<dyn ShardInspector>) -> Self {
+        self.verify_record_counts = true;
+        self.inspector = Some(inspector);
+        self
+    }
+
+    /// Sets the bounds of the commit loop ([`PublicationOptions::commit_retry`]).
+    #[must_use]
+    pub fn with_commit_retry(mut self, retry: RetryPolicy) -> Self {
+        self.commit_retry = retry;
+        self
     }
 }
 

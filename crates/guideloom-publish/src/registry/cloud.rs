@@ -20,10 +20,9 @@
 
 use std::path::PathBuf;
 
-use super::S3Retry;
-
-/// How `gs://` roots are reached when no store is registered for the bucket. Credentials are
-/// never part of this (see the module docs).
+/// How `gs://` roots are reached when no store is registered for the bucket: the GCS part of
+/// [`StoreOptions`](super::StoreOptions), whose retry and timeouts apply to every remote
+/// client. Credentials are never part of this (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GcsOptions {
     /// A service-account JSON key file (`None`: `GOOGLE_SERVICE_ACCOUNT` and the other
@@ -33,12 +32,34 @@ pub struct GcsOptions {
     pub endpoint: Option<String>,
     /// Allow a plain `http://` endpoint.
     pub allow_http: bool,
-    /// Request retries and timeouts (same policy shape as S3's).
-    pub retry: S3Retry,
 }
 
-/// How `az://` roots are reached when no store is registered for the container. Credentials
-/// are never part of this (see the module docs).
+impl GcsOptions {
+    /// Sets the service-account JSON key file ([`GcsOptions::service_account_path`]).
+    #[must_use]
+    pub fn with_service_account_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.service_account_path = Some(path.into());
+        self
+    }
+
+    /// Sets the base URL of a GCS-compatible server.
+    #[must_use]
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Allows a plain `http://` endpoint.
+    #[must_use]
+    pub fn with_allow_http(mut self, allow: bool) -> Self {
+        self.allow_http = allow;
+        self
+    }
+}
+
+/// How `az://` roots are reached when no store is registered for the container: the Azure
+/// part of [`StoreOptions`](super::StoreOptions), whose retry and timeouts apply to every
+/// remote client. Credentials are never part of this (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AzureOptions {
     /// The storage account (`None`: `AZURE_STORAGE_ACCOUNT_NAME`). Required unless
@@ -52,8 +73,36 @@ pub struct AzureOptions {
     pub use_emulator: bool,
     /// Allow a plain `http://` endpoint.
     pub allow_http: bool,
-    /// Request retries and timeouts (same policy shape as S3's).
-    pub retry: S3Retry,
+}
+
+impl AzureOptions {
+    /// Sets the storage account ([`AzureOptions::account`]).
+    #[must_use]
+    pub fn with_account(mut self, account: impl Into<String>) -> Self {
+        self.account = Some(account.into());
+        self
+    }
+
+    /// Sets the blob service URL ([`AzureOptions::endpoint`]).
+    #[must_use]
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Uses the Azurite emulator ([`AzureOptions::use_emulator`]).
+    #[must_use]
+    pub fn with_use_emulator(mut self, emulator: bool) -> Self {
+        self.use_emulator = emulator;
+        self
+    }
+
+    /// Allows a plain `http://` endpoint.
+    #[must_use]
+    pub fn with_allow_http(mut self, allow: bool) -> Self {
+        self.allow_http = allow;
+        self
+    }
 }
 
 /// `scheme://user:secret@host/path?sas` → `scheme://host/path`: endpoints go into errors and
@@ -61,13 +110,6 @@ pub struct AzureOptions {
 #[cfg(any(feature = "gcs", feature = "azure", test))]
 fn describe_endpoint(endpoint: &str) -> String {
     crate::uri::redact_userinfo(endpoint.split(['?', '#']).next().unwrap_or_default())
-}
-
-#[cfg(any(feature = "gcs", feature = "azure"))]
-fn client_options(allow_http: bool, retry: &S3Retry) -> object_store::ClientOptions {
-    // Every gs:// and az:// client is built after this: reqwest then finds ring installed.
-    guideloom_io::tls::install_crypto_provider();
-    retry.client_options(object_store::ClientOptions::new().with_allow_http(allow_http))
 }
 
 #[cfg(feature = "gcs")]
@@ -79,20 +121,22 @@ mod gcs {
 
     use object_store::gcp::GoogleCloudStorageBuilder;
 
-    use super::{GcsOptions, client_options, describe_endpoint};
+    use super::describe_endpoint;
     use crate::error::{Error, Result};
+    use crate::registry::StoreOptions;
     use crate::registry::generation::EtagCasOnGenerations;
     use crate::store::ObjectStoreBucket;
 
     /// A `gs://bucket` store: `from_env()`, then the options win.
     pub(in crate::registry) fn build_gcs(
         bucket: &str,
-        options: &GcsOptions,
+        store: &StoreOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
+        let options = &store.gcs;
         let mut builder = GoogleCloudStorageBuilder::from_env()
             .with_bucket_name(bucket)
-            .with_retry(options.retry.retry_config())
-            .with_client_options(client_options(options.allow_http, &options.retry));
+            .with_retry(store.object_store_retry_config())
+            .with_client_options(store.object_store_client(options.allow_http));
         if let Some(path) = &options.service_account_path {
             let path = path.to_str().ok_or_else(|| {
                 Error::invalid(format!(
@@ -129,19 +173,21 @@ mod azure {
 
     use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 
-    use super::{AzureOptions, client_options, describe_endpoint};
+    use super::describe_endpoint;
     use crate::error::{Error, Result};
+    use crate::registry::StoreOptions;
     use crate::store::ObjectStoreBucket;
 
     /// An `az://container` store: `from_env()`, then the options win.
     pub(in crate::registry) fn build_azure(
         container: &str,
-        options: &AzureOptions,
+        store: &StoreOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
+        let options = &store.azure;
         let mut builder = MicrosoftAzureBuilder::from_env()
             .with_container_name(container)
-            .with_retry(options.retry.retry_config())
-            .with_client_options(client_options(options.allow_http, &options.retry));
+            .with_retry(store.object_store_retry_config())
+            .with_client_options(store.object_store_client(options.allow_http));
         if let Some(account) = &options.account {
             builder = builder.with_account(account);
         }
@@ -246,13 +292,8 @@ mod tests {
         assert!(!d.contains("SECRET"), "{d}");
 
         // The emulator needs no account.
-        let emulated = StoreOptions {
-            azure: AzureOptions {
-                use_emulator: true,
-                ..AzureOptions::default()
-            },
-            ..StoreOptions::default()
-        };
+        let emulated =
+            StoreOptions::default().with_azure(AzureOptions::default().with_use_emulator(true));
         let store = Registry::new().resolve("azure://c", &emulated).unwrap();
         assert!(store.describe().contains("Azurite"), "{}", store.describe());
 

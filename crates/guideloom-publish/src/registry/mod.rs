@@ -10,7 +10,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
+use guideloom_io::RetryPolicy;
 use object_store::ObjectStore;
 
 use crate::error::{Error, Result};
@@ -21,26 +23,47 @@ mod cloud;
 #[cfg(any(feature = "gcs", test))]
 mod generation;
 mod http;
+mod remote;
 pub(crate) mod s3;
 
 pub use cloud::{AzureOptions, GcsOptions};
-pub use http::HttpRootOptions;
+pub use remote::{
+    DEFAULT_OBJECT_STORE_CONNECT_TIMEOUT, DEFAULT_OBJECT_STORE_RETRY, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RETRY_TIMEOUT,
+};
 pub use s3::{
     ALLOW_HTTP_VARIABLE, ENDPOINT_VARIABLES, REGION_VARIABLES, S3Addressing, S3Environment,
-    S3Options, S3Retry,
+    S3Options,
 };
 
-/// How the stores of root URIs are built: the mount declaration and local reads of local
-/// paths, and the clients of `s3://`, `gs://`, `az://` and `http(s)://` roots. What a root
-/// does with its store (the shard size limit, whole-shard staging) is
+/// How the stores of root URIs are built, the store concern's one options type: the mount
+/// declaration and local reads of local paths; the endpoint of each remote backend (`s3://`,
+/// `gs://`, `az://`, `http(s)://`); and, set once for all of them, the retry policy and the
+/// timeouts of their clients (flat, as object_store's `ClientOptions` and `RetryConfig` are).
+/// What a root does with its store (the shard size limit, whole-shard staging) is
 /// [`RootOptions`](crate::RootOptions).
 ///
-/// ```
-/// use guideloom_publish::{LocalReads, Registry, StoreOptions};
+/// An unset retry or timeout is each client's default: object-store clients retry
+/// [`DEFAULT_OBJECT_STORE_RETRY`] (5 attempts) and connect within
+/// [`DEFAULT_OBJECT_STORE_CONNECT_TIMEOUT`] (5 s); `http(s)://` roots take guideloom-io's
+/// `HttpOptions` defaults (4 attempts, 10 s); all of them allow
+/// [`DEFAULT_REQUEST_TIMEOUT`] (30 s) per attempt and start no retry after
+/// [`DEFAULT_RETRY_TIMEOUT`] (60 s).
 ///
-/// let options = StoreOptions { mount: true, local_reads: LocalReads::Pread, ..StoreOptions::default() };
+/// ```
+/// use std::time::Duration;
+/// use guideloom_publish::{LocalReads, Registry, RetryPolicy, S3Options, StoreOptions};
+///
+/// let options = StoreOptions::default().with_mount(true).with_local_reads(LocalReads::Pread);
 /// let store = Registry::new().resolve("/mnt/bucket/datasets/captures", &options)?;
 /// assert!(!store.capabilities().compare_and_swap, "a declared mount cannot annotate");
+///
+/// // An S3-compatible server, 3 attempts of at most 5 s each, nothing retried after 12 s.
+/// let remote = StoreOptions::default()
+///     .with_s3(S3Options::default().with_endpoint("http://127.0.0.1:9000").with_allow_http(true))
+///     .with_retry(RetryPolicy::new(3, Duration::from_millis(100), Duration::from_secs(1)))
+///     .with_request_timeout(Duration::from_secs(5))
+///     .with_retry_timeout(Duration::from_secs(12));
 /// # Ok::<(), guideloom_publish::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,14 +71,6 @@ pub struct StoreOptions {
     /// The local path is a mounted bucket (e.g. Mountpoint for S3): exclusive create and
     /// sequential writes only, no annotation updates.
     pub mount: bool,
-    /// How `s3://` roots are built when no store is registered for the bucket.
-    pub s3: S3Options,
-    /// How `gs://` roots are built (feature `gcs`) when no store is registered.
-    pub gcs: GcsOptions,
-    /// How `az://` roots are built (feature `azure`) when no store is registered.
-    pub azure: AzureOptions,
-    /// How `http(s)://` roots are reached (feature `http`): timeouts, attempts, deadline.
-    pub http: HttpRootOptions,
     /// How local and mounted roots read shards (default: mmap on a local root, pread on a
     /// declared mount).
     pub local_reads: LocalReads,
@@ -64,32 +79,140 @@ pub struct StoreOptions {
     /// reader read, or a writer write, outside its directory). Opt in only for roots whose
     /// every link you control.
     pub follow_symlinks: bool,
+    /// How `s3://` roots are reached (endpoint, region, addressing, profile) when no store is
+    /// registered for the bucket.
+    pub s3: S3Options,
+    /// How `gs://` roots are reached (feature `gcs`) when no store is registered.
+    pub gcs: GcsOptions,
+    /// How `az://` roots are reached (feature `azure`) when no store is registered.
+    pub azure: AzureOptions,
+    /// `http(s)://` origins serve JSON directory listings (nginx `autoindex on;
+    /// autoindex_format json;`, Caddy `file_server browse`): the latest snapshot is then
+    /// found with one listing of `log/` and one `GET`, at any sequence number, instead of
+    /// probing (`HttpRootStore::with_listing`). Default `false`.
+    pub http_listing: bool,
+    /// Attempts and backoff bounds of every request of a remote client (`None`: each
+    /// client's default, see above). object_store draws its jittered waits itself, within
+    /// these bounds ([`RetryPolicy::object_store_config`]).
+    pub retry: Option<RetryPolicy>,
+    /// No retry starts after this long since a request's first attempt (object_store's
+    /// `retry_timeout`); for an `http(s)://` root, the deadline of one read, which also cuts
+    /// off the attempt running then (`None`: [`DEFAULT_RETRY_TIMEOUT`]).
+    pub retry_timeout: Option<Duration>,
+    /// Time allowed for one attempt, from connecting to the end of the body (`None`:
+    /// [`DEFAULT_REQUEST_TIMEOUT`]).
+    pub request_timeout: Option<Duration>,
+    /// Time allowed to connect (`None`: each client's default, see above).
+    pub connect_timeout: Option<Duration>,
+}
+
+impl StoreOptions {
+    /// Declares the local path a mounted bucket ([`StoreOptions::mount`]).
+    #[must_use]
+    pub fn with_mount(mut self, mount: bool) -> Self {
+        self.mount = mount;
+        self
+    }
+
+    /// Sets how local and mounted roots read shards ([`StoreOptions::local_reads`]).
+    #[must_use]
+    pub fn with_local_reads(mut self, reads: LocalReads) -> Self {
+        self.local_reads = reads;
+        self
+    }
+
+    /// Follows symbolic links beneath local roots ([`StoreOptions::follow_symlinks`]).
+    #[must_use]
+    pub fn with_follow_symlinks(mut self, follow: bool) -> Self {
+        self.follow_symlinks = follow;
+        self
+    }
+
+    /// Sets how `s3://` roots are reached.
+    #[must_use]
+    pub fn with_s3(mut self, s3: S3Options) -> Self {
+        self.s3 = s3;
+        self
+    }
+
+    /// Sets how `gs://` roots are reached.
+    #[must_use]
+    pub fn with_gcs(mut self, gcs: GcsOptions) -> Self {
+        self.gcs = gcs;
+        self
+    }
+
+    /// Sets how `az://` roots are reached.
+    #[must_use]
+    pub fn with_azure(mut self, azure: AzureOptions) -> Self {
+        self.azure = azure;
+        self
+    }
+
+    /// Finds the snapshots of `http(s)://` roots by JSON listings ([`StoreOptions::http_listing`]).
+    #[must_use]
+    pub fn with_http_listing(mut self, listing: bool) -> Self {
+        self.http_listing = listing;
+        self
+    }
+
+    /// Sets the retry policy of every remote client ([`StoreOptions::retry`]).
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Sets the deadline after which no retry starts ([`StoreOptions::retry_timeout`]).
+    #[must_use]
+    pub fn with_retry_timeout(mut self, timeout: Duration) -> Self {
+        self.retry_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the time allowed for one attempt ([`StoreOptions::request_timeout`]).
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the time allowed to connect ([`StoreOptions::connect_timeout`]).
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
 }
 
 /// How the stores of every bucket of one scheme are built, registered for the whole scheme
-/// with [`Registry::register_backend`]: roots of that scheme then use these options instead
-/// of their [`StoreOptions`] field (a store registered for one bucket still wins).
+/// with [`Registry::register_backend`]: roots of that scheme are then built from these
+/// [`StoreOptions`] (their backend's endpoint and the retries and timeouts) instead of the
+/// options passed to [`Registry::resolve`] (a store registered for one bucket still wins).
 ///
 /// ```
-/// use guideloom_publish::{SchemeBackend, Registry, S3Options};
+/// use guideloom_publish::{SchemeBackend, Registry, S3Options, StoreOptions};
 ///
 /// let registry = Registry::new();
-/// let options = S3Options { endpoint: Some("http://127.0.0.1:9000".into()), ..S3Options::default() };
+/// let options = StoreOptions::default()
+///     .with_s3(S3Options::default().with_endpoint("http://127.0.0.1:9000"));
 /// registry.register_backend(SchemeBackend::S3(options.clone()), false)?;
 /// // A second registration for the scheme must say that it replaces the first.
-/// assert!(registry.register_backend(SchemeBackend::S3(S3Options::default()), false).is_err());
+/// assert!(registry.register_backend(SchemeBackend::S3(StoreOptions::default()), false).is_err());
 /// assert_eq!(registry.backend("s3"), Some(SchemeBackend::S3(options)));
 /// # Ok::<(), guideloom_publish::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SchemeBackend {
-    /// `s3://` buckets.
-    S3(S3Options),
-    /// `gs://` buckets (feature `gcs`).
-    Gcs(GcsOptions),
-    /// `az://` containers (feature `azure`).
-    Azure(AzureOptions),
+    /// `s3://` buckets, built from the options' [`s3`](StoreOptions::s3) field and retries.
+    S3(StoreOptions),
+    /// `gs://` buckets (feature `gcs`), from the options' [`gcs`](StoreOptions::gcs) field and
+    /// retries.
+    Gcs(StoreOptions),
+    /// `az://` containers (feature `azure`), from the options'
+    /// [`azure`](StoreOptions::azure) field and retries.
+    Azure(StoreOptions),
 }
 
 impl SchemeBackend {
@@ -102,15 +225,11 @@ impl SchemeBackend {
         }
     }
 
-    /// `options` with this backend's client options in the field of its scheme.
-    fn apply(&self, options: &StoreOptions) -> StoreOptions {
-        let mut options = options.clone();
+    /// The store options the buckets of its scheme are built from.
+    pub fn options(&self) -> &StoreOptions {
         match self {
-            SchemeBackend::S3(s3) => options.s3 = s3.clone(),
-            SchemeBackend::Gcs(gcs) => options.gcs = gcs.clone(),
-            SchemeBackend::Azure(azure) => options.azure = azure.clone(),
+            SchemeBackend::S3(o) | SchemeBackend::Gcs(o) | SchemeBackend::Azure(o) => o,
         }
-        options
     }
 }
 
@@ -298,9 +417,9 @@ impl Registry {
                     return Ok(Arc::new(handle.root(&prefix)?));
                 }
                 let backend = self.backend(&scheme);
-                let from_backend = backend.as_ref().map(|b| b.apply(options));
+                let from_backend = backend.as_ref().map(SchemeBackend::options);
                 let handle =
-                    self.build_bucket(&scheme, &bucket, from_backend.as_ref().unwrap_or(options))?;
+                    self.build_bucket(&scheme, &bucket, from_backend.unwrap_or(options))?;
                 let handle = {
                     let mut state = self.lock();
                     // Keep it unless the backend changed meanwhile (then the next root
@@ -318,7 +437,7 @@ impl Registry {
                 };
                 Ok(Arc::new(handle.root(&prefix)?))
             }
-            RootUri::Http(url) => http::http_store(&url, &options.http),
+            RootUri::Http(url) => http::http_store(&url, options),
         }
     }
 
@@ -329,9 +448,9 @@ impl Registry {
         options: &StoreOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
         match scheme {
-            "s3" => s3::build_s3(bucket, &options.s3),
+            "s3" => s3::build_s3(bucket, options),
             #[cfg(feature = "gcs")]
-            "gs" => cloud::build_gcs(bucket, &options.gcs),
+            "gs" => cloud::build_gcs(bucket, options),
             #[cfg(not(feature = "gcs"))]
             "gs" => Err(Error::Unsupported {
                 what: format!(
@@ -341,7 +460,7 @@ impl Registry {
                 ),
             }),
             #[cfg(feature = "azure")]
-            _ => cloud::build_azure(bucket, &options.azure),
+            _ => cloud::build_azure(bucket, options),
             #[cfg(not(feature = "azure"))]
             _ => Err(Error::Unsupported {
                 what: format!(
@@ -489,17 +608,16 @@ mod tests {
     #[test]
     fn a_scheme_backend_builds_the_stores_of_its_scheme_until_replaced() {
         let reg = Registry::new();
-        let s3 = |endpoint: &str| S3Options {
-            endpoint: Some(endpoint.into()),
-            allow_http: true,
-            region: Some("us-east-1".into()),
-            ..S3Options::default()
+        let s3 = |endpoint: &str| {
+            StoreOptions::default().with_s3(
+                S3Options::default()
+                    .with_endpoint(endpoint)
+                    .with_allow_http(true)
+                    .with_region("us-east-1"),
+            )
         };
         // The options passed to resolve lose to the scheme's backend.
-        let passed = StoreOptions {
-            s3: s3("http://127.0.0.1:1"),
-            ..StoreOptions::default()
-        };
+        let passed = s3("http://127.0.0.1:1");
         assert_eq!(
             reg.register_backend(SchemeBackend::S3(s3("http://127.0.0.1:2")), false)
                 .unwrap(),

@@ -54,14 +54,14 @@ pub use reader::{Dataset, DatasetOptions, InOrder, RecordRun, Records, resolve_r
 /// Default [`RootOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
 pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;
 
-/// What a root does with its store, whatever the store: the shard size limit and
-/// whole-shard staging. How the store itself is reached is
+/// What a root does with its store, whatever the store (the root concern's one options
+/// type): the shard size limit and whole-shard staging. How the store itself is reached is
 /// [`StoreOptions`](crate::StoreOptions).
 ///
 /// ```
 /// use guideloom_publish::{Root, RootOptions, StoreOptions};
 ///
-/// let options = RootOptions { max_encoded_shard_bytes: 1 << 30, ..RootOptions::default() };
+/// let options = RootOptions::default().with_max_encoded_shard_bytes(1 << 30);
 /// let root = Root::open("memory://root-options-doc", &StoreOptions::default(), options)?;
 /// assert_eq!(root.options().max_encoded_shard_bytes, 1 << 30);
 /// # Ok::<(), guideloom_publish::Error>(())
@@ -81,6 +81,23 @@ impl Default for RootOptions {
             max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
             staging: StagingOptions::default(),
         }
+    }
+}
+
+impl RootOptions {
+    /// Sets the largest shard written, uploaded or published
+    /// ([`RootOptions::max_encoded_shard_bytes`]).
+    #[must_use]
+    pub fn with_max_encoded_shard_bytes(mut self, bytes: u64) -> Self {
+        self.max_encoded_shard_bytes = bytes;
+        self
+    }
+
+    /// Sets where and how much whole-shard staging may store ([`RootOptions::staging`]).
+    #[must_use]
+    pub fn with_staging(mut self, staging: StagingOptions) -> Self {
+        self.staging = staging;
+        self
     }
 }
 
@@ -357,7 +374,7 @@ impl Root {
         &self,
         work_id: &str,
         index: u64,
-        options: guideloom_arrayrecord::WriterOptions,
+        options: guideloom_arrayrecord::ArrayRecordWriterOptions,
         records: I,
     ) -> Result<ShardRef>
     where
@@ -384,7 +401,7 @@ impl Root {
         &self,
         work_id: &str,
         index: u64,
-        options: guideloom_arrayrecord::WriterOptions,
+        options: guideloom_arrayrecord::ArrayRecordWriterOptions,
         records: I,
     ) -> Result<std::result::Result<ShardRef, E>>
     where

@@ -570,7 +570,7 @@ async fn a_failing_record_stops_an_array_record_write_with_nothing_written() {
         RootOptions::default(),
     )
     .unwrap();
-    let options = guideloom_arrayrecord::WriterOptions::default();
+    let options = guideloom_arrayrecord::ArrayRecordWriterOptions::default();
     let bad = [
         Ok(vec![1u8; 8]),
         Err("record 1 does not encode"),

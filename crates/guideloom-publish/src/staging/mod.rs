@@ -99,15 +99,12 @@ pub const DEFAULT_PARALLEL_REQUESTS: usize = 4;
 ///
 /// ```
 /// use guideloom_publish::{RootOptions, StagingOptions};
-/// let options = RootOptions {
-///     staging: StagingOptions {
-///         dir: Some("/mnt/nvme/guideloom".into()),
-///         budget_bytes: 16 << 30,
-///         parallel_requests: 8,
-///         ..StagingOptions::default()
-///     },
-///     ..RootOptions::default()
-/// };
+/// let options = RootOptions::default().with_staging(
+///     StagingOptions::default()
+///         .with_dir("/mnt/nvme/guideloom")
+///         .with_budget_bytes(16 << 30)
+///         .with_parallel_requests(8),
+/// );
 /// assert_eq!(options.staging.directory(), std::path::Path::new("/mnt/nvme/guideloom"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +143,34 @@ impl Default for StagingOptions {
 }
 
 impl StagingOptions {
+    /// Sets the directory of the staging files ([`StagingOptions::dir`]).
+    #[must_use]
+    pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the most bytes staged at once ([`StagingOptions::budget_bytes`]).
+    #[must_use]
+    pub fn with_budget_bytes(mut self, bytes: u64) -> Self {
+        self.budget_bytes = bytes;
+        self
+    }
+
+    /// Sets the size of one ranged download ([`StagingOptions::download_chunk_bytes`]).
+    #[must_use]
+    pub fn with_download_chunk_bytes(mut self, bytes: u64) -> Self {
+        self.download_chunk_bytes = bytes;
+        self
+    }
+
+    /// Sets the most ranged requests in flight ([`StagingOptions::parallel_requests`]).
+    #[must_use]
+    pub fn with_parallel_requests(mut self, requests: usize) -> Self {
+        self.parallel_requests = requests;
+        self
+    }
+
     /// The directory staging files are created in.
     pub fn directory(&self) -> PathBuf {
         self.dir.clone().unwrap_or_else(std::env::temp_dir)

@@ -1,6 +1,6 @@
 //! [`RootStore::list`](super::RootStore::list) for HTTP roots whose origin lists directories
 //! (opt-in: [`HttpRootStore::with_listing`](super::HttpRootStore::with_listing),
-//! `HttpRootOptions::listing`): one `GET` of `<dir>/` per directory, answered as a JSON
+//! `StoreOptions::http_listing`): one `GET` of `<dir>/` per directory, answered as a JSON
 //! array of entries — nginx's `autoindex on; autoindex_format json;` (`name`, `type`,
 //! `size`) or Caddy's `file_server browse` asked for JSON (`name`, `is_dir`, `size`).
 //!

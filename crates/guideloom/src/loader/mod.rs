@@ -100,7 +100,7 @@ impl<S: RecordSource> RecordSource for Adapted<S> {
 ///
 /// let records: Vec<Bytes> = (0..10u8).map(|i| Bytes::from(vec![i])).collect();
 /// let source = MemorySource::new(records);
-/// let options = LoaderOptions::new(4).seed(7).workers(2);
+/// let options = LoaderOptions::new(4).with_seed(7).with_workers(2);
 /// // The decode function gets (record index, bytes); any error type converting to BoxError.
 /// let loader = Loader::new(source, options, |_index, bytes: Bytes| {
 ///     Ok::<u8, guideloom::Error>(bytes[0])

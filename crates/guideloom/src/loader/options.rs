@@ -26,7 +26,8 @@ pub enum Equalize {
     Drop,
 }
 
-/// The loader's configuration. Build with [`LoaderOptions::new`] and the setters.
+/// The loader's configuration (the loader concern's one options type). Build with
+/// [`LoaderOptions::new`] and the `with_*` builders.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoaderOptions {
     /// Records per batch (at least 1).
@@ -83,49 +84,58 @@ impl LoaderOptions {
         }
     }
     /// Sets the seed.
-    pub fn seed(mut self, seed: u64) -> Self {
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
     }
     /// Sets the shuffle mode.
-    pub fn shuffle(mut self, mode: ShuffleMode) -> Self {
+    #[must_use]
+    pub fn with_shuffle(mut self, mode: ShuffleMode) -> Self {
         self.shuffle = mode;
         self
     }
     /// Sets `drop_last`.
-    pub fn drop_last(mut self, drop_last: bool) -> Self {
+    #[must_use]
+    pub fn with_drop_last(mut self, drop_last: bool) -> Self {
         self.drop_last = drop_last;
         self
     }
     /// Sets the rank and the world size.
-    pub fn rank(mut self, rank: u64, world_size: u64) -> Self {
+    #[must_use]
+    pub fn with_rank(mut self, rank: u64, world_size: u64) -> Self {
         self.rank = rank;
         self.world_size = world_size;
         self
     }
     /// Sets the number of worker threads.
-    pub fn workers(mut self, workers: usize) -> Self {
+    #[must_use]
+    pub fn with_workers(mut self, workers: usize) -> Self {
         self.workers = workers;
         self
     }
     /// Sets the prefetch depth (batches).
-    pub fn prefetch(mut self, prefetch: usize) -> Self {
+    #[must_use]
+    pub fn with_prefetch(mut self, prefetch: usize) -> Self {
         self.prefetch = prefetch;
         self
     }
     /// Ordered (`true`) or unordered delivery.
-    pub fn ordered(mut self, ordered: bool) -> Self {
+    #[must_use]
+    pub fn with_ordered(mut self, ordered: bool) -> Self {
         self.ordered = ordered;
         self
     }
     /// Whether the iterating thread builds batches while it would otherwise wait (see
     /// [`LoaderOptions::caller_builds`]).
-    pub fn caller_builds(mut self, caller_builds: bool) -> Self {
+    #[must_use]
+    pub fn with_caller_builds(mut self, caller_builds: bool) -> Self {
         self.caller_builds = caller_builds;
         self
     }
     /// Sets the equalisation.
-    pub fn equalize(mut self, equalize: Equalize) -> Self {
+    #[must_use]
+    pub fn with_equalize(mut self, equalize: Equalize) -> Self {
         self.equalize = equalize;
         self
     }

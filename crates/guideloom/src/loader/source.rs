@@ -65,7 +65,9 @@ impl RecordSource for MemorySource {
                 usize::try_from(i)
                     .ok()
                     .and_then(|i| self.records.get(i).cloned())
-                    .ok_or_else(|| Error::out_of_range(i, self.records.len() as u64, "memory source"))
+                    .ok_or_else(|| {
+                        Error::out_of_range(i, self.records.len() as u64, "memory source")
+                    })
             })
             .collect()
     }

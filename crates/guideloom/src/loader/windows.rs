@@ -190,7 +190,7 @@ impl<E: Element> Loader<Elements<E>> {
     ///
     /// let windows = TokenWindows::<u16>::with_next_token_labels(publisher.dataset()?, 8)?;
     /// assert_eq!((windows.len(), windows.span(), windows.tail()), (8, 9, 6));
-    /// let loader = Loader::token_windows(windows, LoaderOptions::new(4).seed(1))?;
+    /// let loader = Loader::token_windows(windows, LoaderOptions::new(4).with_seed(1))?;
     /// for batch in loader.epoch(0)? {
     ///     let batch = batch?;
     ///     for (k, w) in batch.indices.iter().zip(&batch.records) {

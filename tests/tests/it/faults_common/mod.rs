@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use guideloom_faultproxy::Fault;
 use guideloom_io::RetryPolicy;
 use guideloom_io::http::HttpOptions;
-use guideloom_publish::{Registry, Root, RootOptions, S3Options, S3Retry, StoreOptions};
+use guideloom_publish::{Registry, Root, RootOptions, S3Options, StoreOptions};
 use object_store::ObjectStore;
 
 /// The hang detector around every case: generous, not a performance bound.
@@ -90,19 +90,26 @@ pub fn http_options() -> HttpOptions {
         .with_operation_timeout(Duration::from_secs(20))
 }
 
-/// The S3 client bounds: [`S3_ATTEMPT`] per attempt and to connect, 2 retries, 10–50 ms
-/// backoff, no retry after 20 s.
-pub fn s3_retry() -> S3Retry {
-    S3Retry {
-        policy: RetryPolicy::new(
-            ATTEMPTS,
-            Duration::from_millis(10),
-            Duration::from_millis(50),
-        ),
-        retry_timeout: Duration::from_secs(20),
-        request_timeout: Some(S3_ATTEMPT),
-        connect_timeout: Some(S3_ATTEMPT),
-    }
+/// The S3 client's retry policy: 2 retries, 10–50 ms backoff.
+pub fn s3_retry() -> RetryPolicy {
+    RetryPolicy::new(
+        ATTEMPTS,
+        Duration::from_millis(10),
+        Duration::from_millis(50),
+    )
+}
+
+/// No retry of the S3 client starts after this long.
+pub const S3_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The S3 client bounds on the store options: [`S3_ATTEMPT`] per attempt and to connect,
+/// [`s3_retry`], no retry after [`S3_RETRY_TIMEOUT`].
+pub fn s3_bounds(options: StoreOptions) -> StoreOptions {
+    options
+        .with_retry(s3_retry())
+        .with_retry_timeout(S3_RETRY_TIMEOUT)
+        .with_request_timeout(S3_ATTEMPT)
+        .with_connect_timeout(S3_ATTEMPT)
 }
 
 fn env(k: &str, default: &str) -> String {
@@ -112,10 +119,9 @@ fn env(k: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-/// An object_store S3 client for `bucket` at `endpoint` with [`s3_retry`]'s bounds and the
+/// An object_store S3 client for `bucket` at `endpoint` with [`s3_bounds`]'s bounds and the
 /// dummy credentials from the environment.
 pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
-    let retry = s3_retry();
     guideloom_io::tls::install_crypto_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)
@@ -130,7 +136,7 @@ pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
                 .with_timeout(S3_ATTEMPT)
                 .with_connect_timeout(S3_ATTEMPT),
         )
-        .with_retry(retry.policy.object_store_config(retry.retry_timeout))
+        .with_retry(s3_retry().object_store_config(S3_RETRY_TIMEOUT))
         .build()
         .unwrap_or_else(|e| panic!("an S3 store for {bucket} at {endpoint}: {e}"));
     Arc::new(store)
@@ -139,16 +145,14 @@ pub fn s3_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
 /// A root `s3://bucket/prefix` resolved the way a user does (a fresh registry, the
 /// endpoint and bounds in [`S3Options`]), so the conditional-write probe runs too.
 pub fn s3_root(endpoint: &str, bucket: &str, prefix: &str) -> Root {
-    let options = StoreOptions {
-        s3: S3Options {
-            endpoint: Some(endpoint.to_owned()),
-            region: Some(env("AWS_REGION", "us-east-1")),
-            allow_http: true,
-            retry: s3_retry(),
-            ..S3Options::default()
-        },
-        ..StoreOptions::default()
-    };
+    let options = s3_bounds(
+        StoreOptions::default().with_s3(
+            S3Options::default()
+                .with_endpoint(endpoint)
+                .with_region(env("AWS_REGION", "us-east-1"))
+                .with_allow_http(true),
+        ),
+    );
     Registry::new()
         .resolve(&format!("s3://{bucket}/{prefix}"), &options)
         .map(|store| Root::new(store, RootOptions::default()))

@@ -18,14 +18,28 @@ use crate::error::{Error, Result};
 use crate::registry::{Registry, StoreOptions};
 use crate::root::{Root, RootOptions};
 
-/// How to open a [`Dataset`]: the snapshot, the store, the root, the shard reads and the
-/// registry resolving the URI.
+/// How to open a [`Dataset`]: which snapshot, through which registry, and one options value
+/// of each concern involved — the store ([`StoreOptions`]), the root ([`RootOptions`]) and
+/// the shard reads ([`ReadOptions`]). It holds no setting of its own beside the snapshot and
+/// the registry.
+///
+/// ```
+/// use std::time::Duration;
+/// use guideloom_format::ReadOptions;
+/// use guideloom_publish::{DatasetOptions, StoreOptions};
+///
+/// let options = DatasetOptions::default()
+///     .with_snapshot("2024-06-01")
+///     .with_store(StoreOptions::default().with_request_timeout(Duration::from_secs(5)))
+///     .with_read(ReadOptions::default().with_verify_records(false));
+/// assert_eq!(options.snapshot.as_deref(), Some("2024-06-01"));
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct DatasetOptions {
     /// The snapshot to open (`None`: the latest).
     pub snapshot: Option<String>,
-    /// Options of the root's store (mount flag, S3 endpoint and retries...).
-    pub storage: StoreOptions,
+    /// Options of the root's store (mount flag, S3 endpoint, retries and timeouts...).
+    pub store: StoreOptions,
     /// Options of the root itself (whole-shard staging, the shard size limit).
     pub root: RootOptions,
     /// Shard read options (record CRC verification, speculative tail).
@@ -37,27 +51,32 @@ pub struct DatasetOptions {
 
 impl DatasetOptions {
     /// Selects a snapshot by id.
-    pub fn snapshot(mut self, id: impl Into<String>) -> Self {
+    #[must_use]
+    pub fn with_snapshot(mut self, id: impl Into<String>) -> Self {
         self.snapshot = Some(id.into());
         self
     }
     /// Sets the store options.
-    pub fn storage(mut self, storage: StoreOptions) -> Self {
-        self.storage = storage;
+    #[must_use]
+    pub fn with_store(mut self, store: StoreOptions) -> Self {
+        self.store = store;
         self
     }
     /// Sets the root options.
-    pub fn root(mut self, root: RootOptions) -> Self {
+    #[must_use]
+    pub fn with_root(mut self, root: RootOptions) -> Self {
         self.root = root;
         self
     }
     /// Sets the shard read options.
-    pub fn read(mut self, read: ReadOptions) -> Self {
+    #[must_use]
+    pub fn with_read(mut self, read: ReadOptions) -> Self {
         self.read = read;
         self
     }
     /// Resolves URIs through `registry`.
-    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+    #[must_use]
+    pub fn with_registry(mut self, registry: Arc<Registry>) -> Self {
         self.registry = Some(registry);
         self
     }
@@ -78,8 +97,8 @@ impl DatasetOptions {
 /// ```
 pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
     Ok(match &options.registry {
-        Some(r) => Root::new(r.resolve(uri, &options.storage)?, options.root.clone()),
-        None => Root::open(uri, &options.storage, options.root.clone())?,
+        Some(r) => Root::new(r.resolve(uri, &options.store)?, options.root.clone()),
+        None => Root::open(uri, &options.store, options.root.clone())?,
     })
 }
 
@@ -102,7 +121,7 @@ pub(crate) fn decode_cbor<T: DeserializeOwned>(index: u64, bytes: &[u8]) -> Resu
 impl Dataset {
     /// Opens the latest snapshot of the root at `uri`: a local path, `file://`, `memory://`,
     /// `s3://` / `gs://` / `az://` with their features, a read-only `http(s)://` base URL
-    /// with feature `http`, or a declared mount through [`DatasetOptions::storage`].
+    /// with feature `http`, or a declared mount through [`DatasetOptions::store`].
     ///
     /// ```
     /// # fn main() -> guideloom_publish::Result<()> {
