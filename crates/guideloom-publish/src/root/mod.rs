@@ -40,7 +40,7 @@ use crate::store::{RootStore, Sweep};
 #[cfg(test)]
 mod adopt_tests;
 #[cfg(test)]
-mod blocking_tests;
+mod here_tests;
 #[cfg(test)]
 mod prefetch_tests;
 mod reader;
