@@ -11,10 +11,9 @@ use crate::error::{Error, Result};
 use crate::footer::Footer;
 use crate::index::encode_entry;
 use crate::metadata::ShardMetadata;
-use crate::spec::{HEADER_LEN, INDEX_ENTRY_LEN, MAX_RECORDS, crc32c, header_bytes};
-
-/// [`INDEX_ENTRY_LEN`] as a buffer length.
-const INDEX_ENTRY_USIZE: usize = INDEX_ENTRY_LEN as usize;
+use crate::spec::{
+    HEADER_LEN, INDEX_ENTRY_LEN, INDEX_ENTRY_USIZE, MAX_RECORDS, crc32c, header_bytes,
+};
 
 /// Buffer size of the writer's `BufWriter`.
 const WRITE_BUFFER: usize = 1 << 20;
