@@ -48,6 +48,8 @@ mod stream_read;
 mod stream_write;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;
 
 pub use reader::{Dataset, DatasetOptions, InOrder, RecordRun, Records, resolve_root};
 

@@ -197,6 +197,21 @@ impl RootStore for CountingStore {
         }))
     }
 
+    fn begin_create_owned(
+        &self,
+        key: &str,
+        spool_dir: &Path,
+    ) -> Result<Option<Box<dyn PendingObject>>> {
+        let Some(inner) = self.inner.begin_create_owned(key, spool_dir)? else {
+            return Ok(None);
+        };
+        Ok(Some(Box::new(CountingPending {
+            inner,
+            counters: Arc::clone(&self.counters),
+            written: 0,
+        })))
+    }
+
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         self.counters.put_cas.add_request();
         self.counters.put_cas.add_bytes_sent(body.len() as u64);
