@@ -3,7 +3,9 @@
 //! published shards (by their footers, or whole). Free functions over the store trait;
 //! [`Root`](crate::Root) delegates to them.
 //!
-//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`] (size limit:
+//! How a shard is written ([`write`]): records, pulled on the writing task and handed in
+//! batches to a blocking thread ([`crate::shard_pipe`], when the store makes a pending object
+//! that borrows nothing, [`RootStore::begin_create_owned`]) → [`ShardEncoder`] → [`Tally`] (size limit:
 //! the write that passes it stops the encoder) → the store's [`PendingObject`] (a local
 //! root's create-only temporary file, or for stores that need one PUT a spool: memory, then
 //! an unnamed file in the staging directory) → commit (fsync + link, or the PUT from the

@@ -257,7 +257,13 @@ impl Root {
     /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge)) the moment its running size
     /// passes [`RootOptions::max_encoded_shard_bytes`]: no further record is pulled, nothing
     /// appears under the key, and no request is made. A full spool or root directory is
-    /// [`Error::DiskFull`](crate::Error::DiskFull) naming it, with no request either.    ///
+    /// [`Error::DiskFull`](crate::Error::DiskFull) naming it, with no request either.
+    ///
+    /// The records are pulled on this task (the iterator may borrow and need not be
+    /// `Send`); the encoding (CRC32C, index) and the writes run on a blocking thread
+    /// ([`RootStore::begin_create_owned`]), fed batches of about 4 MiB, under any runtime
+    /// flavour: the executor's thread only copies the records into the batches.
+    ///
     /// The reference carries the record count and the footer CRC (from the encoder, not
     /// parsed back), so `verify_record_counts` with
     /// [`FooterInspector`](crate::FooterInspector) costs one 64-byte ranged read per shard.
