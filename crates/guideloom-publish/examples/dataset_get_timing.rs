@@ -7,6 +7,7 @@
 //! ```
 //!
 //! Nothing is asserted: the numbers compare builds of the same machine.
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // timing arithmetic
 
 use std::hint::black_box;
 use std::time::Instant;

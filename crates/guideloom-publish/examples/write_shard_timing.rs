@@ -9,6 +9,7 @@
 //!
 //! Prints one line per run and the minimum and median per runtime flavour. Nothing is
 //! asserted: the numbers are for `docs/publication.md`.
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // timing arithmetic
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
