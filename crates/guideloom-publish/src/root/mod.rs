@@ -357,9 +357,11 @@ impl Root {
     /// `shards/<work_id>/<index>.array_record`, with guideloom-arrayrecord's writer and
     /// `options` (array_record's option string parsed, e.g. `"group_size:1,zstd:3"`; the
     /// default is the Python writer's): a file the `array_record` package and Grain read.
-    /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory),
-    /// refused past [`RootOptions::max_encoded_shard_bytes`] with nothing written, and
-    /// idempotent for identical bytes. The reference has format
+    /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory, the
+    /// writer and its writes on a blocking thread fed batches of about 4 MiB), refused past
+    /// [`RootOptions::max_encoded_shard_bytes`] with nothing written (the refusal comes at a
+    /// chunk's write, which the task pulling the records learns at its next batch: up to two
+    /// batches more may have been pulled), and idempotent for identical bytes. The reference has format
     /// [`ShardFormat::ArrayRecord`](crate::ShardFormat::ArrayRecord) and a SHA-256 checksum.
     pub async fn write_array_record_shard<I, R>(
         &self,
