@@ -121,9 +121,12 @@ impl Expected {
     }
 }
 
-/// A validated shard: footer, index and metadata.
+/// A validated shard's footer, index and metadata, as its open read them: what a
+/// [`SyncShard`](crate::SyncShard) or [`AsyncShard`](crate::AsyncShard) holds besides its
+/// reader. Opaque; it appears in the type of the synchronous view of an `AsyncShard`
+/// ([`AsyncShard::as_sync`](crate::AsyncShard::as_sync)), which borrows it.
 #[derive(Debug, Clone)]
-pub(crate) struct Layout {
+pub struct Layout {
     pub(crate) shard: String,
     pub(crate) footer: Footer,
     pub(crate) index: Index,

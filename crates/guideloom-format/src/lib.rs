@@ -71,7 +71,7 @@ pub use error::{Corruption, Error, Result};
 pub use footer::Footer;
 pub use format::{CborFormat, Format, RawFormat};
 pub use index::Index;
-pub use layout::{Expected, ReadOptions};
+pub use layout::{Expected, Layout, ReadOptions};
 #[cfg(any(test, feature = "testing"))]
 pub use mem::MemReader;
 pub use metadata::{ShardMetadata, Value};

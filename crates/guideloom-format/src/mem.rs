@@ -77,4 +77,8 @@ impl AsyncReader for MemReader {
     fn close_sync(&self) {
         self.closed.store(true, Ordering::Release);
     }
+    // Bytes in memory never need the executor.
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        Some(self)
+    }
 }

@@ -1,5 +1,6 @@
 //! Reading one shard through any `guideloom-io` reader, sync or async.
 
+use std::borrow::Borrow;
 use std::ops::Range;
 
 use bytes::Bytes;
@@ -17,49 +18,49 @@ macro_rules! shard_accessors {
     () => {
         /// The shard as its backend names it (used in errors).
         pub fn name(&self) -> &str {
-            &self.layout.shard
+            &self.lay().shard
         }
 
         /// Number of records.
         pub fn len(&self) -> u64 {
-            self.layout.len()
+            self.lay().len()
         }
 
         /// `true` when the shard has no records.
         pub fn is_empty(&self) -> bool {
-            self.layout.len() == 0
+            self.lay().len() == 0
         }
 
         /// The decoded metadata block.
         pub fn metadata(&self) -> &ShardMetadata {
-            &self.layout.metadata
+            &self.lay().metadata
         }
 
         /// The decoded footer.
         pub fn footer(&self) -> &Footer {
-            &self.layout.footer
+            &self.lay().footer
         }
 
         /// The record index (record byte ranges and checksums), e.g. to plan in-order reads
         /// with [`plan_runs`](crate::plan_runs).
         pub fn index(&self) -> &Index {
-            &self.layout.index
+            &self.lay().index
         }
 
         /// Bytes in the data region (all record payloads).
         pub fn data_len(&self) -> u64 {
-            self.layout.footer.data_len()
+            self.lay().footer.data_len()
         }
 
         /// Absolute byte range of record `i`, or [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange).
         pub fn record_range(&self, i: u64) -> Result<Range<u64>> {
-            self.layout.record_range(i)
+            self.lay().record_range(i)
         }
 
         /// Refuses the shard with [`Error::FormatMismatch`](crate::Error::FormatMismatch) unless
         /// it holds what `expected` describes.
         pub fn expect(&self, expected: &Expected) -> Result<()> {
-            self.layout.expect(expected)
+            self.lay().expect(expected)
         }
 
         /// The underlying reader.
@@ -93,10 +94,14 @@ macro_rules! shard_accessors {
 /// assert!(shard.read(1)?.is_empty());
 /// # Ok(()) }
 /// ```
+///
+/// The layout holder `L` is the [`Layout`] itself for a shard opened here, or a borrow of
+/// another shard's for the synchronous view of an [`AsyncShard`]
+/// ([`AsyncShard::as_sync`]): one copy of the read path for both.
 #[derive(Debug)]
-pub struct SyncShard<R = Box<dyn SyncReader>> {
+pub struct SyncShard<R = Box<dyn SyncReader>, L = Layout> {
     reader: R,
-    layout: Layout,
+    layout: L,
     options: ReadOptions,
 }
 
@@ -122,18 +127,25 @@ impl<R: SyncReader> SyncShard<R> {
             options: *options,
         })
     }
+}
+
+impl<R: SyncReader, L: Borrow<Layout>> SyncShard<R, L> {
+    #[inline]
+    fn lay(&self) -> &Layout {
+        self.layout.borrow()
+    }
 
     shard_accessors!();
 
     /// Reads record `i` (one ranged read), checking its CRC32C unless disabled.
     pub fn read(&self, i: u64) -> Result<Bytes> {
-        let r = self.layout.record_range(i)?;
+        let r = self.lay().record_range(i)?;
         let bytes = if r.is_empty() {
             Bytes::new() // no request for an empty record
         } else {
             self.reader.read(r.start, r.end - r.start)?
         };
-        self.layout
+        self.lay()
             .check_read(i, r, &bytes, self.options.verifies_records())?;
         Ok(bytes)
     }
@@ -142,33 +154,33 @@ impl<R: SyncReader> SyncShard<R> {
     /// merges neighbours; results are in the order asked.
     pub fn read_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
         let plan = self
-            .layout
+            .lay()
             .plan_many(indices, self.options.format_coalesce())?;
         let bufs = if plan.reads.is_empty() {
             Vec::new() // nothing asked, or only empty records: no request
         } else {
             self.reader.read_ranges(&plan.reads)?
         };
-        self.layout
+        self.lay()
             .finish_many(indices, plan, bufs, self.options.verifies_records())
     }
 
     /// Reads the consecutive records `first .. first + count` with one read; the records
     /// are zero-copy slices of it (they share, and keep alive, one buffer).
     pub fn read_run(&self, first: u64, count: u64) -> Result<Vec<Bytes>> {
-        let range = self.layout.run_range(first, count)?;
+        let range = self.lay().run_range(first, count)?;
         let buf = if range.is_empty() {
             Bytes::new() // only empty records: no request
         } else {
             self.reader.read(range.start, range.end - range.start)?
         };
-        self.layout
+        self.lay()
             .finish_run(first, count, range, buf, self.options.verifies_records())
     }
 
     /// Checks record `i`'s bytes: length, and checksum when verifying.
     pub fn check_record(&self, i: u64, bytes: &Bytes) -> Result<()> {
-        self.layout
+        self.lay()
             .check_record(i, bytes, self.options.verifies_records())
     }
 
@@ -177,7 +189,7 @@ impl<R: SyncReader> SyncShard<R> {
     /// Returns the byte range read (absolute in the shard) and its bytes. guideloom-storage's
     /// in-order document iterator hands records out of one span as zero-copy slices.
     pub fn read_span(&self, first: u64, count: u64) -> Result<(Range<u64>, Bytes)> {
-        let range = self.layout.run_range(first, count)?;
+        let range = self.lay().run_range(first, count)?;
         let buf = if range.is_empty() {
             Bytes::new() // only empty records: no request
         } else {
@@ -196,7 +208,7 @@ impl<R: SyncReader> SyncShard<R> {
     /// read is widened to the records it touches and each is checked.
     pub fn read_data(&self, offset: u64, len: u64) -> Result<Bytes> {
         let plan = self
-            .layout
+            .lay()
             .plan_data(offset, len, self.options.verifies_records())?;
         if len == 0 {
             return Ok(Bytes::new());
@@ -204,7 +216,7 @@ impl<R: SyncReader> SyncShard<R> {
         let buf = self
             .reader
             .read(plan.read.start, plan.read.end - plan.read.start)?;
-        self.layout.finish_data(&plan, buf)
+        self.lay().finish_data(&plan, buf)
     }
 }
 
@@ -241,7 +253,44 @@ impl<R: AsyncReader> AsyncShard<R> {
         })
     }
 
+    #[inline]
+    fn lay(&self) -> &Layout {
+        &self.layout
+    }
+
     shard_accessors!();
+
+    /// The shard as a [`SyncShard`] reading on the calling thread, for a caller that may
+    /// block it (a synchronous API, never an executor's worker): `Some` when the reader has
+    /// a synchronous view ([`AsyncReader::as_sync`]: a mapping, a local file), `None`
+    /// otherwise (then await the async reads). The view borrows this shard's reader and
+    /// layout (no copy, no allocation) and reads with its options: the same bytes, errors
+    /// and requests as the async reads.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use guideloom_format::{AsyncShard, ReadOptions, ShardMetadata, ShardWriter};
+    /// use guideloom_io::{Backend, PreadIo};
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("one.glm");
+    /// let mut w = ShardWriter::create(&path, ShardMetadata::new("raw", "documents"))?;
+    /// w.append(b"hello")?;
+    /// w.finish()?;
+    ///
+    /// let shard = AsyncShard::open(PreadIo::new().open_async(&path).await?, &ReadOptions::default()).await?;
+    /// let here = shard.as_sync().expect("a local file reads on the calling thread");
+    /// assert_eq!(&here.read(0)?[..], b"hello");
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn as_sync(&self) -> Option<SyncShard<&dyn SyncReader, &Layout>> {
+        Some(SyncShard {
+            reader: self.reader.as_sync()?,
+            layout: &self.layout,
+            options: self.options,
+        })
+    }
 
     /// Reads record `i` (one ranged read), checking its CRC32C unless disabled.
     pub async fn read(&self, i: u64) -> Result<Bytes> {
@@ -254,55 +303,6 @@ impl<R: AsyncReader> AsyncShard<R> {
         self.layout
             .check_read(i, r, &bytes, self.options.verifies_records())?;
         Ok(bytes)
-    }
-
-    /// [`read`](Self::read) on the calling thread, for a caller that may block it: `Some`
-    /// with the same bytes or error when the reader can read without its executor
-    /// ([`AsyncReader::read_blocking`]: a mapping, a local file), `None` otherwise (then
-    /// await `read`). The synchronous facade takes this path for local roots.
-    #[inline]
-    pub fn read_blocking(&self, i: u64) -> Option<Result<Bytes>> {
-        let r = match self.layout.record_range(i) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        let bytes = if r.is_empty() {
-            Bytes::new()
-        } else {
-            match self.reader.read_blocking(r.start, r.end - r.start)? {
-                Ok(bytes) => bytes,
-                Err(e) => return Some(Err(e.into())),
-            }
-        };
-        Some(
-            self.layout
-                .check_read(i, r, &bytes, self.options.verifies_records())
-                .map(|()| bytes),
-        )
-    }
-
-    /// [`read_many`](Self::read_many) on the calling thread, as
-    /// [`read_blocking`](Self::read_blocking).
-    pub fn read_many_blocking(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
-        let plan = match self
-            .layout
-            .plan_many(indices, self.options.format_coalesce())
-        {
-            Ok(plan) => plan,
-            Err(e) => return Some(Err(e)),
-        };
-        let bufs = if plan.reads.is_empty() {
-            Vec::new()
-        } else {
-            match self.reader.read_ranges_blocking(&plan.reads)? {
-                Ok(bufs) => bufs,
-                Err(e) => return Some(Err(e.into())),
-            }
-        };
-        Some(
-            self.layout
-                .finish_many(indices, plan, bufs, self.options.verifies_records()),
-        )
     }
 
     /// Reads many records with one `read_ranges` call; results in the order asked.
@@ -431,5 +431,78 @@ mod tests {
         // One merged range from record 1 to record 9.
         let want = shard.record_range(1).unwrap().start..shard.record_range(9).unwrap().end;
         assert_eq!(*shard.reader().asked.lock().unwrap(), vec![vec![want]]);
+    }
+
+    /// An async reader without a synchronous view (as a network reader), over bytes.
+    #[derive(Debug)]
+    struct Remote(MemReader);
+
+    #[async_trait::async_trait]
+    impl AsyncReader for Remote {
+        fn location(&self) -> &str {
+            AsyncReader::location(&self.0)
+        }
+        async fn size(&self) -> guideloom_io::Result<u64> {
+            AsyncReader::size(&self.0).await
+        }
+        async fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+            AsyncReader::read(&self.0, offset, len).await
+        }
+        async fn close(&self) -> guideloom_io::Result<()> {
+            AsyncReader::close(&self.0).await
+        }
+        fn close_sync(&self) {
+            self.0.close_sync();
+        }
+    }
+
+    /// The synchronous view of an async shard reads with the same bytes, errors and
+    /// requests as its async reads; a reader without a view gives none.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_sync_view_of_an_async_shard_reads_as_it_does() {
+        let (recs, sync) = shard(&ReadOptions::default());
+        let bytes = guideloom_io::SyncReaderExt::read_all(&sync.reader().inner).unwrap();
+        let counting = guideloom_io::CountingReader::new(MemReader::new("s", bytes.to_vec()));
+        let shard = AsyncShard::open(counting, &ReadOptions::default())
+            .await
+            .unwrap();
+        let here = shard.as_sync().expect("bytes in memory have a view");
+        assert_eq!(here.len(), shard.len());
+        assert_eq!(here.name(), shard.name());
+        let stats = shard.reader().stats();
+        stats.reset();
+        let asked = [5, 4, 1, 5, 8, 9];
+        for &i in &asked {
+            assert_eq!(
+                &here.read(i).unwrap()[..],
+                &recs[usize::try_from(i).unwrap()][..]
+            );
+        }
+        let many = here.read_many(&asked).unwrap();
+        let sync_reads = stats.reset();
+        for &i in &asked {
+            shard.read(i).await.unwrap();
+        }
+        assert_eq!(shard.read_many(&asked).await.unwrap(), many);
+        assert_eq!(
+            sync_reads,
+            stats.snapshot(),
+            "the same requests on both paths"
+        );
+        // Errors: the same typed error, past the end.
+        let (a, b) = (
+            here.read(20).unwrap_err(),
+            shard.read(20).await.unwrap_err(),
+        );
+        assert_eq!(a.to_string(), b.to_string());
+        assert!(matches!(a, crate::Error::IndexOutOfRange { .. }), "{a:?}");
+
+        let remote = AsyncShard::open(
+            Remote(MemReader::new("s", bytes.to_vec())),
+            &ReadOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(remote.as_sync().is_none());
     }
 }

@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 use crate::footer::Footer;
 use crate::index::encode_entry;
 use crate::metadata::ShardMetadata;
-use crate::spec::{HEADER_LEN, INDEX_ENTRY_LEN, MAX_RECORDS, crc32c, header_bytes};
+use crate::spec::{
+    HEADER_LEN, INDEX_ENTRY_LEN, INDEX_ENTRY_USIZE, MAX_RECORDS, crc32c, header_bytes,
+};
 
 /// Buffer size of the writer's `BufWriter`.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -116,6 +118,65 @@ impl<W: Write> ShardEncoder<W> {
             .extend_from_slice(&encode_entry(self.pos, crc32c(payload)));
         self.count += 1;
         Ok(self.count - 1)
+    }
+
+    /// Appends the records packed back to back in `data`, record `k` being
+    /// `data[ends[k - 1]..ends[k]]` (the first starts at 0), with **one** write of their
+    /// bytes: the same shard, byte for byte, as [`append`](Self::append) of each in turn,
+    /// for a caller that gathered records in one buffer (a batch handed to another thread).
+    /// Returns the local number of the first record (the next one's, when `ends` is empty).
+    ///
+    /// `ends` must not decrease and must end at `data.len()`, else
+    /// [`Error::InvalidArgument`] before anything is written. Past the shard's record limit
+    /// the records that fit are written and the rest refused, as one by one.
+    ///
+    /// ```
+    /// use guideloom_format::{ShardEncoder, ShardMetadata};
+    ///
+    /// let meta = ShardMetadata::new("raw", "documents");
+    /// let mut one_by_one = ShardEncoder::new(Vec::new(), meta.clone())?;
+    /// one_by_one.append(b"ab")?;
+    /// one_by_one.append(b"")?;
+    /// one_by_one.append(b"cde")?;
+    /// let mut packed = ShardEncoder::new(Vec::new(), meta)?;
+    /// packed.append_packed(b"abcde", &[2, 2, 5])?;
+    /// assert_eq!(one_by_one.finish()?.0, packed.finish()?.0);
+    /// # Ok::<(), guideloom_format::Error>(())
+    /// ```
+    pub fn append_packed(&mut self, data: &[u8], ends: &[usize]) -> Result<u64> {
+        let first = self.count;
+        if ends.windows(2).any(|w| w[0] > w[1]) || ends.last().copied().unwrap_or(0) != data.len() {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "packed records: {} record ends must not decrease and must end at the \
+                     data's {} bytes",
+                    ends.len(),
+                    data.len()
+                ),
+            });
+        }
+        let room = usize::try_from(MAX_RECORDS - self.count).unwrap_or(usize::MAX);
+        let fit = &ends[..ends.len().min(room)];
+        let len = fit.last().copied().unwrap_or(0);
+        self.out
+            .write_all(&data[..len])
+            .map_err(|e| Error::write("write", &self.label, e))?;
+        let base = self.pos;
+        self.index.reserve(fit.len() * INDEX_ENTRY_USIZE);
+        let mut start = 0;
+        for &end in fit {
+            self.index
+                .extend_from_slice(&encode_entry(base + end as u64, crc32c(&data[start..end])));
+            start = end;
+        }
+        self.pos = base + len as u64;
+        self.count += fit.len() as u64;
+        if fit.len() < ends.len() {
+            return Err(Error::InvalidArgument {
+                message: format!("a shard holds at most {MAX_RECORDS} records"),
+            });
+        }
+        Ok(first)
     }
 
     /// Records appended so far.
@@ -312,6 +373,76 @@ mod tests {
             );
             prop_assert_eq!(std::fs::read(&path).unwrap(), bytes);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Packed batches (cut anywhere) and one record at a time encode the same bytes.
+        #[test]
+        fn packed_batches_encode_the_bytes_of_one_record_at_a_time(
+            records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..60),
+            cuts in proptest::collection::vec(0usize..60, 0..6),
+        ) {
+            let mut one = ShardEncoder::new(Vec::new(), meta()).unwrap();
+            for r in &records {
+                one.append(r).unwrap();
+            }
+            let mut packed = ShardEncoder::new(Vec::new(), meta()).unwrap();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(records.len())).collect();
+            cuts.push(records.len());
+            cuts.sort_unstable();
+            let mut from = 0;
+            for cut in cuts {
+                let batch = &records[from..cut];
+                let data: Vec<u8> = batch.concat();
+                let ends: Vec<usize> = batch
+                    .iter()
+                    .scan(0, |end, r| {
+                        *end += r.len();
+                        Some(*end)
+                    })
+                    .collect();
+                prop_assert_eq!(packed.append_packed(&data, &ends).unwrap(), from as u64);
+                from = cut;
+            }
+            prop_assert_eq!(packed.records(), one.records());
+            prop_assert_eq!(packed.approx_size(), one.approx_size());
+            let (a, ea) = one.finish().unwrap();
+            let (b, eb) = packed.finish().unwrap();
+            prop_assert_eq!(ea, eb);
+            prop_assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn packed_records_need_ends_that_cover_the_data() {
+        let mut encoder = ShardEncoder::new(Vec::new(), meta()).unwrap();
+        for (data, ends) in [
+            (&b"abc"[..], &[2usize, 1, 3][..]),
+            (b"abc", &[1, 2]),
+            (b"abc", &[]),
+            (b"", &[1]),
+        ] {
+            assert!(
+                matches!(
+                    encoder.append_packed(data, ends),
+                    Err(Error::InvalidArgument { .. })
+                ),
+                "{ends:?}"
+            );
+        }
+        // Nothing was written: the header alone.
+        assert_eq!((encoder.records(), encoder.data_len()), (0, 0));
+        assert_eq!(encoder.append_packed(b"", &[]).unwrap(), 0);
+        assert_eq!(encoder.append_packed(b"xy", &[0, 2]).unwrap(), 0);
+        assert_eq!(encoder.append_packed(b"z", &[1]).unwrap(), 2);
+        let (bytes, _) = encoder.finish().unwrap();
+        let shard =
+            crate::SyncShard::open(crate::MemReader::new("p", bytes), &Default::default()).unwrap();
+        assert_eq!(
+            shard.read_many(&[0, 1, 2]).unwrap(),
+            [&b""[..], b"xy", b"z"]
+        );
     }
 
     /// A sink that fails after `budget` bytes, like a full disk.

@@ -123,19 +123,32 @@ pub trait AsyncReader: Send + Sync + Debug {
     /// Synchronous, best-effort close for cleanup from `Drop`. Idempotent.
     fn close_sync(&self);
 
-    /// [`read`](Self::read) on the calling thread, for a caller that may block it (a
-    /// synchronous API, never an executor's worker): `Some` with the same bytes or error as
-    /// `read` when this reader can read without its executor (a mapping, a local file), `None`
-    /// when it cannot (network IO), and the caller then awaits `read`. Default: `None`.
-    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
-        let _ = (offset, len);
-        None
-    }
-
-    /// [`read_ranges`](Self::read_ranges) on the calling thread, as
-    /// [`read_blocking`](Self::read_blocking). Default: `None`.
-    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
-        let _ = ranges;
+    /// A view of this reader that reads **on the calling thread**, for a caller that may
+    /// block it (a synchronous API, never an executor's worker): `Some` when this reader can
+    /// read without its executor (a mapping's slice, a local file's `pread`), `None` when it
+    /// cannot (network IO); the caller then awaits the async methods. Default: `None`.
+    ///
+    /// The view is this reader, not a copy: its reads return the same bytes and errors as
+    /// the async ones, and a wrapper (a counter, a checker) answers with a view of itself
+    /// that still counts or checks, `Some` exactly when its inner reader's is. A reader's
+    /// answer does not change over its life (closing it makes the view's reads fail with
+    /// [`Error::Closed`](crate::Error::Closed), as the async reads do); wrappers rely on that,
+    /// see [`AsyncReaderExt::sync_view`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> guideloom_io::Result<()> {
+    /// use guideloom_io::{AsyncReader, Backend, PreadIo};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("f");
+    /// # std::fs::write(&path, b"hello world").unwrap();
+    /// let reader = PreadIo::new().open_async(&path).await?;
+    /// // A local file reads on this thread, no trip to the blocking pool.
+    /// let view = reader.as_sync().expect("a local reader has a synchronous view");
+    /// assert_eq!(&view.read(6, 5)?[..], b"world");
+    /// # Ok(()) }
+    /// ```
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
         None
     }
 }
@@ -171,12 +184,7 @@ macro_rules! forward_async {
             async fn read_tail(&self, len: u64) -> Result<Tail> { (**self).read_tail(len).await }
             async fn close(&self) -> Result<()> { (**self).close().await }
             fn close_sync(&self) { (**self).close_sync() }
-            fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
-                (**self).read_blocking(offset, len)
-            }
-            fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
-                (**self).read_ranges_blocking(ranges)
-            }
+            fn as_sync(&self) -> Option<&dyn SyncReader> { (**self).as_sync() }
         }
     )*};
 }
@@ -215,6 +223,19 @@ pub trait AsyncReaderExt: AsyncReader {
     async fn read_all(&self) -> Result<Bytes> {
         let size = self.size().await?;
         self.read(0, size).await
+    }
+
+    /// [`as_sync`](AsyncReader::as_sync), or [`Error::Unsupported`](crate::Error::Unsupported)
+    /// when the reader has none: for a wrapper's own synchronous view, whose reads go through
+    /// its inner reader's view (which exists, as the wrapper offered its view only then).
+    fn sync_view(&self) -> Result<&dyn SyncReader> {
+        self.as_sync().ok_or_else(|| {
+            crate::Error::unsupported(
+                "AsyncReader",
+                "sync view",
+                format!("{} has no synchronous view", self.location()),
+            )
+        })
     }
 }
 impl<T: AsyncReader + ?Sized> AsyncReaderExt for T {}

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::error::Result;
-use crate::reader::{AsyncReader, SyncReader, Tail};
+use crate::reader::{AsyncReader, AsyncReaderExt, SyncReader, Tail};
 
 /// Thread-safe counters of requests made, bytes received and sent, and retries: the one
 /// counter vocabulary of guideloom.
@@ -155,11 +155,26 @@ impl RequestStats {
 /// `read_tail` and `size` call, with the bytes returned.
 ///
 /// Used by tests and benchmarks to prove request economy of the layers above
-/// (e.g. "a shard opens with one tail read").
+/// (e.g. "a shard opens with one tail read"). Wrapping an [`AsyncReader`] with a
+/// synchronous view ([`AsyncReader::as_sync`]), it offers a view of its own that counts
+/// the same way.
+pub struct CountingReader<R>(Counted<R>);
+
+/// The fields of a [`CountingReader`]: the counting reader itself, and, when `R` is an
+/// [`AsyncReader`], its synchronous view (a [`SyncReader`] reading through the inner's).
 #[derive(Debug)]
-pub struct CountingReader<R> {
+struct Counted<R> {
     inner: R,
     stats: Arc<RequestStats>,
+}
+
+impl<R: std::fmt::Debug> std::fmt::Debug for CountingReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountingReader")
+            .field("inner", &self.0.inner)
+            .field("stats", &self.0.stats)
+            .finish()
+    }
 }
 
 impl<R> CountingReader<R> {
@@ -170,17 +185,17 @@ impl<R> CountingReader<R> {
 
     /// Wraps `inner`, counting into `stats` (which may be shared by several readers).
     pub fn with_stats(inner: R, stats: Arc<RequestStats>) -> Self {
-        CountingReader { inner, stats }
+        CountingReader(Counted { inner, stats })
     }
 
     /// The counters.
     pub fn stats(&self) -> &Arc<RequestStats> {
-        &self.stats
+        &self.0.stats
     }
 
     /// The wrapped reader.
     pub fn into_inner(self) -> R {
-        self.inner
+        self.0.inner
     }
 }
 
@@ -188,77 +203,111 @@ fn total(bufs: &[Bytes]) -> u64 {
     bufs.iter().map(|b| b.len() as u64).sum()
 }
 
+/// The counting, over whichever sync reader reads: `R` itself ([`CountingReader`] over a
+/// [`SyncReader`]), or the synchronous view of an [`AsyncReader`] `R`.
+impl<R> Counted<R> {
+    fn size_of<S: SyncReader + ?Sized>(&self, r: &S) -> Result<u64> {
+        self.stats.add_request();
+        r.size()
+    }
+    fn read_of<S: SyncReader + ?Sized>(&self, r: &S, offset: u64, len: u64) -> Result<Bytes> {
+        let b = r.read(offset, len)?;
+        self.stats.record(b.len() as u64);
+        Ok(b)
+    }
+    fn read_ranges_of<S: SyncReader + ?Sized>(
+        &self,
+        r: &S,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>> {
+        let b = r.read_ranges(ranges)?;
+        self.stats.record(total(&b));
+        Ok(b)
+    }
+    fn read_tail_of<S: SyncReader + ?Sized>(&self, r: &S, len: u64) -> Result<Tail> {
+        let t = r.read_tail(len)?;
+        self.stats.record(t.bytes.len() as u64);
+        Ok(t)
+    }
+}
+
 impl<R: SyncReader> SyncReader for CountingReader<R> {
+    fn location(&self) -> &str {
+        self.0.inner.location()
+    }
+    fn size(&self) -> Result<u64> {
+        self.0.size_of(&self.0.inner)
+    }
+    fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        self.0.read_of(&self.0.inner, offset, len)
+    }
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.0.read_ranges_of(&self.0.inner, ranges)
+    }
+    fn read_tail(&self, len: u64) -> Result<Tail> {
+        self.0.read_tail_of(&self.0.inner, len)
+    }
+    fn close(&self) -> Result<()> {
+        self.0.inner.close()
+    }
+}
+
+/// The synchronous view of a [`CountingReader`] over an [`AsyncReader`]: every call goes
+/// to the inner reader's view, counted as the async calls are.
+impl<R: AsyncReader> SyncReader for Counted<R> {
     fn location(&self) -> &str {
         self.inner.location()
     }
     fn size(&self) -> Result<u64> {
-        self.stats.add_request();
-        self.inner.size()
+        self.size_of(self.inner.sync_view()?)
     }
     fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
-        let b = self.inner.read(offset, len)?;
-        self.stats.record(b.len() as u64);
-        Ok(b)
+        self.read_of(self.inner.sync_view()?, offset, len)
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let b = self.inner.read_ranges(ranges)?;
-        self.stats.record(total(&b));
-        Ok(b)
+        self.read_ranges_of(self.inner.sync_view()?, ranges)
     }
     fn read_tail(&self, len: u64) -> Result<Tail> {
-        let t = self.inner.read_tail(len)?;
-        self.stats.record(t.bytes.len() as u64);
-        Ok(t)
+        self.read_tail_of(self.inner.sync_view()?, len)
     }
     fn close(&self) -> Result<()> {
-        self.inner.close()
+        self.inner.sync_view()?.close()
     }
 }
 
 #[async_trait]
 impl<R: AsyncReader> AsyncReader for CountingReader<R> {
     fn location(&self) -> &str {
-        self.inner.location()
+        self.0.inner.location()
     }
     async fn size(&self) -> Result<u64> {
-        self.stats.add_request();
-        self.inner.size().await
+        self.0.stats.add_request();
+        self.0.inner.size().await
     }
     async fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
-        let b = self.inner.read(offset, len).await?;
-        self.stats.record(b.len() as u64);
+        let b = self.0.inner.read(offset, len).await?;
+        self.0.stats.record(b.len() as u64);
         Ok(b)
     }
     async fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let b = self.inner.read_ranges(ranges).await?;
-        self.stats.record(total(&b));
+        let b = self.0.inner.read_ranges(ranges).await?;
+        self.0.stats.record(total(&b));
         Ok(b)
     }
     async fn read_tail(&self, len: u64) -> Result<Tail> {
-        let t = self.inner.read_tail(len).await?;
-        self.stats.record(t.bytes.len() as u64);
+        let t = self.0.inner.read_tail(len).await?;
+        self.0.stats.record(t.bytes.len() as u64);
         Ok(t)
     }
     async fn close(&self) -> Result<()> {
-        self.inner.close().await
+        self.0.inner.close().await
     }
     fn close_sync(&self) {
-        self.inner.close_sync()
+        self.0.inner.close_sync()
     }
-    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
-        let read = self.inner.read_blocking(offset, len)?;
-        if let Ok(b) = &read {
-            self.stats.record(b.len() as u64);
-        }
-        Some(read)
-    }
-    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
-        let read = self.inner.read_ranges_blocking(ranges)?;
-        if let Ok(b) = &read {
-            self.stats.record(total(b));
-        }
-        Some(read)
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        self.0.inner.as_sync()?;
+        Some(&self.0)
     }
 }
 
@@ -288,5 +337,64 @@ mod tests {
         assert_eq!(a - b, StatsSnapshot::default(), "saturates after a reset");
         assert_eq!(stats.reset(), b);
         assert_eq!(stats.snapshot(), StatsSnapshot::default());
+    }
+
+    /// An async reader without a synchronous view (as a network reader).
+    #[derive(Debug)]
+    struct Remote;
+
+    #[async_trait]
+    impl AsyncReader for Remote {
+        fn location(&self) -> &str {
+            "remote"
+        }
+        async fn size(&self) -> Result<u64> {
+            Ok(0)
+        }
+        async fn read(&self, _: u64, _: u64) -> Result<Bytes> {
+            Ok(Bytes::new())
+        }
+        async fn close(&self) -> Result<()> {
+            Ok(())
+        }
+        fn close_sync(&self) {}
+    }
+
+    /// Counting an async reader, the sync view exists exactly when the inner's does, and
+    /// counts its calls as the async ones are counted.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_sync_view_of_a_counting_async_reader_counts_the_same() {
+        assert!(CountingReader::new(Remote).as_sync().is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let inner = crate::Backend::open_async(&crate::SeekIo::new(), &path)
+            .await
+            .unwrap();
+        let counting = CountingReader::new(inner);
+        let view = counting.as_sync().expect("a local reader has a view");
+        assert_eq!(&view.read(1, 2).unwrap()[..], b"12");
+        assert_eq!(view.read_ranges(&[0..1, 5..7]).unwrap().len(), 2);
+        assert_eq!(view.read_tail(4).unwrap().size, 10);
+        assert_eq!(view.size().unwrap(), 10);
+        let sync_counts = counting.stats().reset();
+        counting.read(1, 2).await.unwrap();
+        counting.read_ranges(&[0..1, 5..7]).await.unwrap();
+        counting.read_tail(4).await.unwrap();
+        counting.size().await.unwrap();
+        let async_counts = counting.stats().snapshot();
+        assert_eq!(
+            sync_counts,
+            StatsSnapshot {
+                requests: 4,
+                bytes_received: 2 + 3 + 4,
+                bytes_sent: 0,
+                retries: 0
+            }
+        );
+        assert_eq!(sync_counts, async_counts);
+        // A failed call is not a request, on either side.
+        assert!(view.read(9, 5).is_err());
+        assert_eq!(counting.stats().snapshot(), async_counts);
     }
 }

@@ -61,6 +61,7 @@ mod opened;
 mod publication;
 mod registry;
 mod root;
+mod shard_pipe;
 mod shards;
 mod snapshot_log;
 mod staging;

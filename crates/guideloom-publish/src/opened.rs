@@ -19,8 +19,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_arrayrecord::{AsyncArrayRecordReader, Layout};
 use guideloom_format::spec::{FOOTER_LEN, INDEX_ENTRY_LEN};
-use guideloom_format::{AsyncShard, Footer, ReadOptions, Run, RunBudget, ShardMetadata, plan_runs};
-use guideloom_io::{AsyncReader, Tail};
+use guideloom_format::{
+    AsyncShard, Footer, Layout as FormatLayout, ReadOptions, Run, RunBudget, ShardMetadata,
+    SyncShard, plan_runs,
+};
+use guideloom_io::{AsyncReader, AsyncReaderExt, SyncReader, Tail};
 
 use crate::error::{Error, Result};
 use crate::manifest::{
@@ -99,31 +102,16 @@ impl OpenedShard {
         }
     }
 
-    /// [`read`](Self::read) on the calling thread, for a caller that may block it: `Some` for
-    /// a native shard whose reader reads without its executor (local files and mappings),
-    /// `None` otherwise (then await `read`).
+    /// The shard as a [`SyncShard`] reading on the calling thread, for a caller that may
+    /// block it (a synchronous API): `Some` for a native shard whose reader reads without its
+    /// executor (local files and mappings, [`AsyncShard::as_sync`]), `None` otherwise (an
+    /// ArrayRecord file, a remote reader: then await the async reads). Borrows the shard:
+    /// no copy, no allocation. Its errors are guideloom-format's; [`Error::shard`] names the
+    /// key.
     #[inline]
-    pub(crate) fn read_blocking(&self, key: &str, local: u64) -> Option<Result<Bytes>> {
+    pub(crate) fn as_sync(&self) -> Option<SyncShard<&dyn SyncReader, &FormatLayout>> {
         match self {
-            OpenedShard::Native(s) => {
-                Some(s.read_blocking(local)?.map_err(|e| Error::shard(key, e)))
-            }
-            OpenedShard::ArrayRecord(_) => None,
-        }
-    }
-
-    /// [`read_many`](Self::read_many) on the calling thread, as
-    /// [`read_blocking`](Self::read_blocking).
-    pub(crate) fn read_many_blocking(
-        &self,
-        key: &str,
-        locals: &[u64],
-    ) -> Option<Result<Vec<Bytes>>> {
-        match self {
-            OpenedShard::Native(s) => Some(
-                s.read_many_blocking(locals)?
-                    .map_err(|e| Error::shard(key, e)),
-            ),
+            OpenedShard::Native(s) => s.as_sync(),
             OpenedShard::ArrayRecord(_) => None,
         }
     }
@@ -464,6 +452,16 @@ struct TailCapture {
     slot: Arc<Mutex<Capture>>,
 }
 
+impl TailCapture {
+    /// Keeps `tail` if it is the first tail read.
+    fn keep(&self, tail: &Tail) {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*slot, Capture::Waiting) {
+            *slot = Capture::Got(tail.clone());
+        }
+    }
+}
+
 #[async_trait]
 impl AsyncReader for TailCapture {
     fn location(&self) -> &str {
@@ -480,10 +478,7 @@ impl AsyncReader for TailCapture {
     }
     async fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
         let tail = self.inner.read_tail(len).await?;
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if matches!(*slot, Capture::Waiting) {
-            *slot = Capture::Got(tail.clone());
-        }
+        self.keep(&tail);
         Ok(tail)
     }
     async fn close(&self) -> guideloom_io::Result<()> {
@@ -492,14 +487,34 @@ impl AsyncReader for TailCapture {
     fn close_sync(&self) {
         self.inner.close_sync();
     }
-    fn read_blocking(&self, offset: u64, len: u64) -> Option<guideloom_io::Result<Bytes>> {
-        self.inner.read_blocking(offset, len)
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        self.inner.as_sync()?;
+        Some(self)
     }
-    fn read_ranges_blocking(
-        &self,
-        ranges: &[Range<u64>],
-    ) -> Option<guideloom_io::Result<Vec<Bytes>>> {
-        self.inner.read_ranges_blocking(ranges)
+}
+
+/// The synchronous view of a [`TailCapture`] (when its inner reader has one): the inner's
+/// calls, the first tail read kept as the async one is.
+impl SyncReader for TailCapture {
+    fn location(&self) -> &str {
+        self.inner.location()
+    }
+    fn size(&self) -> guideloom_io::Result<u64> {
+        self.inner.sync_view()?.size()
+    }
+    fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+        self.inner.sync_view()?.read(offset, len)
+    }
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> guideloom_io::Result<Vec<Bytes>> {
+        self.inner.sync_view()?.read_ranges(ranges)
+    }
+    fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
+        let tail = self.inner.sync_view()?.read_tail(len)?;
+        self.keep(&tail);
+        Ok(tail)
+    }
+    fn close(&self) -> guideloom_io::Result<()> {
+        self.inner.sync_view()?.close()
     }
 }
 

@@ -3,7 +3,9 @@
 //! published shards (by their footers, or whole). Free functions over the store trait;
 //! [`Root`](crate::Root) delegates to them.
 //!
-//! How a shard is written ([`write`]): records → [`ShardEncoder`] → [`Tally`] (size limit:
+//! How a shard is written ([`write`]): records, pulled on the writing task and handed in
+//! batches to a blocking thread ([`crate::shard_pipe`], when the store makes a pending object
+//! that borrows nothing, [`RootStore::begin_create_owned`]) → [`ShardEncoder`] → [`Tally`] (size limit:
 //! the write that passes it stops the encoder) → the store's [`PendingObject`] (a local
 //! root's create-only temporary file, or for stores that need one PUT a spool: memory, then
 //! an unnamed file in the staging directory) → commit (fsync + link, or the PUT from the
@@ -20,7 +22,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_arrayrecord::{ArrayRecordWriter, ArrayRecordWriterOptions};
 use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
-use guideloom_format::spec::FOOTER_LEN;
+use guideloom_format::spec::{FOOTER_LEN, HEADER_LEN};
 use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata, ShardProbe, element_width};
 use tracing::{Instrument, info_span};
 
@@ -31,6 +33,7 @@ use crate::manifest::{
     array_record_shard_key, shard_key,
 };
 use crate::opened::{open_array_record, open_array_record_tail};
+use crate::shard_pipe::{Feed, Next, Piped, can_pipe, pipe};
 use crate::store::{Digest256, PendingObject, RootStore, create_object, create_streamed};
 
 /// What a [`ShardInspector`] found in a shard.
@@ -265,6 +268,14 @@ where
 {
     store.check_writable()?;
     let limit = options.max_bytes;
+    if limit >= HEADER_LEN
+        && can_pipe()
+        && let Some(pending) = store.begin_create_owned(&key, &options.spool_dir)?
+    {
+        return write_piped(store, limit, key, metadata, records, pending).await;
+    }
+    // A store without an owned pending object (or no tokio runtime): encoded and written
+    // on this task.
     let mut pending = store.begin_create(&key, &options.spool_dir)?;
     let mut tally = Tally::new(&mut *pending, limit, false);
     let encoded = {
@@ -288,6 +299,70 @@ where
     debug_assert_eq!(tally.len, encoded.size);
     let body = Body::Streamed { pending, encoded };
     create(store, limit, key, body).await.map(Ok)
+}
+
+/// [`try_write_key`] with the encoder and the writes into `pending` on a blocking thread,
+/// the records pulled here ([`pipe`]): the same bytes, reference and errors.
+async fn write_piped<I, R, E>(
+    store: &dyn RootStore,
+    limit: u64,
+    key: String,
+    metadata: ShardMetadata,
+    records: I,
+    pending: Box<dyn PendingObject>,
+) -> Result<std::result::Result<ShardRef, E>>
+where
+    I: IntoIterator<Item = std::result::Result<R, E>>,
+    R: AsRef<[u8]>,
+{
+    // The header, then each payload, reach the sink as they are appended: the running
+    // size that passes `limit` is the one the encoder's `Tally` refuses.
+    let mut running = HEADER_LEN;
+    let passes = |len: usize| {
+        running += len as u64;
+        running > limit
+    };
+    let thread_key = key.clone();
+    let encode = move |mut feed: Feed| {
+        let mut pending = pending;
+        let encoded = {
+            let mut tally = Tally::new(&mut *pending, limit, false);
+            let run = |tally: &mut Tally<'_, '_>| {
+                let mut encoder = ShardEncoder::new(tally, metadata)?;
+                loop {
+                    match feed.next() {
+                        Next::Records(batch) => {
+                            encoder.append_packed(&batch.data, &batch.ends)?;
+                            feed.recycle(batch);
+                        }
+                        Next::Finish => return encoder.finish().map(|(_, e)| Some(e)),
+                        Next::Stopped => return Ok(None),
+                    }
+                }
+            };
+            match run(&mut tally) {
+                Ok(encoded) => encoded.map(Ok),
+                Err(e) => Some(Err(
+                    tally.failure(&thread_key, || Error::shard(&thread_key, e))
+                )),
+            }
+        };
+        // Dropping `pending` here, on a failure or a stop, discards what reached it.
+        encoded.map(|r| r.map(|encoded| (pending, encoded)))
+    };
+    match pipe(&key, records, passes, encode).await? {
+        Piped::Record(e) => Ok(Err(e)),
+        Piped::Done(Err(e)) => Err(e),
+        Piped::Done(Ok((pending, encoded))) => {
+            let body = Body::Streamed { pending, encoded };
+            create(store, limit, key, body).await.map(Ok)
+        }
+        Piped::Passed => Err(Error::ShardTooLarge {
+            key,
+            size: running,
+            limit,
+        }),
+    }
 }
 
 /// Uploads an encoded shard as shard `index` of worker `work_id` (see
@@ -536,6 +611,12 @@ where
     check_name("work id", work_id)?;
     store.check_writable()?;
     let key = array_record_shard_key(work_id, index);
+    if can_pipe()
+        && let Some(pending) = store.begin_create_owned(&key, &options.spool_dir)?
+    {
+        let limit = options.max_bytes;
+        return write_array_record_piped(store, limit, key, writer_options, records, pending).await;
+    }
     let mut pending = store.begin_create(&key, &options.spool_dir)?;
     let mut tally = Tally::new(&mut *pending, options.max_bytes, true);
     // The outer `Err` is the write's failure; `Ok(Err)` the first record that failed to be
@@ -574,6 +655,111 @@ where
         record_count,
         checksum: Some(Checksum::Sha256(hex(&digest))),
         tail,
+        format: ShardFormat::ArrayRecord,
+        stream: None,
+    }))
+}
+
+/// What the encoder's thread of an ArrayRecord shard returns: the pending object and the
+/// reference's facts.
+struct ArrayRecordFacts {
+    pending: Box<dyn PendingObject>,
+    record_count: u64,
+    size: u64,
+    tail: Option<TailChecksum>,
+    digest: [u8; 32],
+}
+
+/// [`try_write_array_record`] with the writer and the writes into `pending` on a blocking
+/// thread, the records pulled here ([`pipe`]). The writer meets the size cap at a chunk's
+/// write, which the task cannot foresee: it learns of the refusal at its next batch, so up
+/// to two batches of records more may have been pulled than one at a time (none is
+/// written).
+async fn write_array_record_piped<I, R, E>(
+    store: &dyn RootStore,
+    limit: u64,
+    key: String,
+    writer_options: ArrayRecordWriterOptions,
+    records: I,
+    pending: Box<dyn PendingObject>,
+) -> Result<std::result::Result<ShardRef, E>>
+where
+    I: IntoIterator<Item = std::result::Result<R, E>>,
+    R: AsRef<[u8]>,
+{
+    let thread_key = key.clone();
+    let encode =
+        move |mut feed: Feed| {
+            let mut pending = pending;
+            let facts =
+                {
+                    let mut tally = Tally::new(&mut *pending, limit, true);
+                    let written = {
+                        let mut writer = ArrayRecordWriter::new(&mut tally, writer_options)
+                            .named(thread_key.clone());
+                        (|| loop {
+                            match feed.next() {
+                                Next::Records(batch) => {
+                                    for record in batch.records() {
+                                        writer.write(record)?;
+                                    }
+                                    feed.recycle(batch);
+                                }
+                                Next::Finish => {
+                                    let record_count = writer.len();
+                                    return writer.finish().map(|_| Some(record_count));
+                                }
+                                Next::Stopped => return Ok(None),
+                            }
+                        })()
+                    };
+                    match written {
+                        Ok(None) => None,
+                        Ok(Some(record_count)) => Some(Ok((
+                            record_count,
+                            tally.len,
+                            tally.tail_checksum(ShardFormat::ArrayRecord),
+                            tally
+                                .digest
+                                .take()
+                                .map(Digest256::finish)
+                                .unwrap_or_default(),
+                        ))),
+                        Err(e) => Some(Err(tally
+                            .failure(&thread_key, || Error::array_record_shard(&thread_key, e)))),
+                    }
+                };
+            facts.map(|r| {
+                r.map(|(record_count, size, tail, digest)| ArrayRecordFacts {
+                    pending,
+                    record_count,
+                    size,
+                    tail,
+                    digest,
+                })
+            })
+        };
+    let facts = match pipe(&key, records, |_| false, encode).await? {
+        Piped::Record(e) => return Ok(Err(e)),
+        Piped::Done(facts) => facts?,
+        // `passes` never answers `true` here, so the records always end with a finish or a
+        // failure; were the writer to stop otherwise, nothing was written.
+        Piped::Passed => {
+            return Err(Error::Io {
+                path: key.into(),
+                source: std::io::Error::other("the ArrayRecord writer stopped before the end"),
+            });
+        }
+    };
+    create_streamed(store, &key, facts.pending, facts.size)
+        .instrument(info_span!("upload_shard", key, size = facts.size))
+        .await?;
+    Ok(Ok(ShardRef {
+        key,
+        size: facts.size,
+        record_count: facts.record_count,
+        checksum: Some(Checksum::Sha256(hex(&facts.digest))),
+        tail: facts.tail,
         format: ShardFormat::ArrayRecord,
         stream: None,
     }))

@@ -183,8 +183,11 @@ fn spooled_writes_stay_create_only_and_idempotent() {
         let spool = tempfile::tempdir().unwrap();
         let root = spooling(Arc::clone(fx.root.store()), spool.path(), None);
         block_on(async {
-            // 48 records of 64 KiB: 3 MiB, spooled past the first MiB. While the records are
-            // pulled, the spool file is open in the staging directory, with no name there.
+            // 200 records of 64 KiB: 12.5 MiB, spooled past the first MiB. While the records
+            // are pulled, the spool file is open in the staging directory, with no name
+            // there. The records reach the spool on the encoder's thread in 4 MiB batches
+            // (64 records) over a one-deep channel: once the third batch is handed over (at
+            // record 192) the first is written, so the file is certain to exist by the last.
             let seen = std::sync::atomic::AtomicUsize::new(0);
             let records = |seed: u8, count: usize| {
                 let seen = &seen;
@@ -201,7 +204,7 @@ fn spooled_writes_stay_create_only_and_idempotent() {
                 })
             };
             let shard = root
-                .write_shard("w", 0, meta(), records(1, 48))
+                .write_shard("w", 0, meta(), records(1, 200))
                 .await
                 .unwrap();
             assert_eq!(
@@ -216,11 +219,11 @@ fn spooled_writes_stay_create_only_and_idempotent() {
             // The same bytes again: the same reference. Other bytes of the same size, and
             // of another size: collisions, the object untouched.
             let again = root
-                .write_shard("w", 0, meta(), records(1, 48))
+                .write_shard("w", 0, meta(), records(1, 200))
                 .await
                 .unwrap();
             assert_eq!(again, shard, "{}", fx.name);
-            for (seed, count) in [(2, 48), (1, 47)] {
+            for (seed, count) in [(2, 200), (1, 199)] {
                 let err = root
                     .write_shard("w", 0, meta(), records(seed, count))
                     .await

@@ -337,11 +337,8 @@ impl AsyncReader for MmapReader {
     fn close_sync(&self) {
         drop(self.inner.take());
     }
-    // A slice never needs the executor.
-    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
-        Some(self.inner.read(offset, len))
-    }
-    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
-        Some(self.inner.read_ranges(ranges))
+    // A slice never needs the executor: the reader is its own synchronous view.
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        Some(self)
     }
 }

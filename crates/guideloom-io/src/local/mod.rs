@@ -309,13 +309,9 @@ impl<R: LocalReader> AsyncReader for BlockingAsync<R> {
         let _ = self.inner.close();
     }
 
-    // The caller may block: the system call runs on its thread, no trip to the pool.
-    fn read_blocking(&self, offset: u64, len: u64) -> Option<Result<Bytes>> {
-        Some(self.inner.read(offset, len))
-    }
-
-    fn read_ranges_blocking(&self, ranges: &[Range<u64>]) -> Option<Result<Vec<Bytes>>> {
-        Some(self.inner.read_ranges(ranges))
+    // The caller may block: the system calls run on its thread, no trip to the pool.
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        Some(&*self.inner)
     }
 }
 

@@ -278,6 +278,37 @@ async fn async_readers_answer_the_same_edge_cases() {
     }
 }
 
+/// The sync view of a local async reader (`AsyncReader::as_sync`) reads on the calling
+/// thread with the async reader's bytes and errors, and sees its close.
+#[tokio::test(flavor = "current_thread")]
+async fn local_async_readers_are_their_own_sync_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "ten", b"0123456789");
+    let mut local: Vec<Box<dyn Backend<Location = PathBuf>>> = vec![Box::new(SeekIo::new())];
+    if cfg!(unix) {
+        local.push(Box::new(PreadIo::new()));
+    }
+    #[cfg(feature = "mmap")]
+    local.push(Box::new(crate::MmapIo::new()));
+    for b in local {
+        let r: Box<dyn AsyncReader> = b.open_async(&path).await.unwrap();
+        let view = r
+            .as_sync()
+            .expect("a local reader reads on the calling thread");
+        assert_eq!(view.location(), r.location());
+        assert_eq!(view.size().unwrap(), 10);
+        assert_eq!(view.read(2, 3).unwrap(), r.read(2, 3).await.unwrap());
+        assert_eq!(
+            view.read_ranges(&[0..2, 8..10]).unwrap(),
+            r.read_ranges(&[0..2, 8..10]).await.unwrap()
+        );
+        assert_eq!(&view.read_tail(3).unwrap().bytes[..], b"789");
+        assert!(matches!(view.read(10, 1), Err(Error::OutOfRange { .. })));
+        r.close().await.unwrap();
+        assert!(matches!(view.read(0, 1), Err(Error::Closed { .. })));
+    }
+}
+
 #[test]
 fn capabilities_are_honest() {
     let seek = SeekIo::new().capabilities();

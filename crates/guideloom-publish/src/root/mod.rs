@@ -40,7 +40,7 @@ use crate::store::{RootStore, Sweep};
 #[cfg(test)]
 mod adopt_tests;
 #[cfg(test)]
-mod blocking_tests;
+mod here_tests;
 #[cfg(test)]
 mod prefetch_tests;
 mod reader;
@@ -48,6 +48,8 @@ mod stream_read;
 mod stream_write;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;
 
 pub use reader::{Dataset, DatasetOptions, InOrder, RecordRun, Records, resolve_root};
 
@@ -272,7 +274,13 @@ impl Root {
     /// ([`Error::ShardTooLarge`](crate::Error::ShardTooLarge)) the moment its running size
     /// passes [`RootOptions::max_encoded_shard_bytes`]: no further record is pulled, nothing
     /// appears under the key, and no request is made. A full spool or root directory is
-    /// [`Error::DiskFull`](crate::Error::DiskFull) naming it, with no request either.    ///
+    /// [`Error::DiskFull`](crate::Error::DiskFull) naming it, with no request either.
+    ///
+    /// The records are pulled on this task (the iterator may borrow and need not be
+    /// `Send`); the encoding (CRC32C, index) and the writes run on a blocking thread
+    /// ([`RootStore::begin_create_owned`]), fed batches of about 4 MiB, under any runtime
+    /// flavour: the executor's thread only copies the records into the batches.
+    ///
     /// The reference carries the record count and the footer CRC (from the encoder, not
     /// parsed back), so `verify_record_counts` with
     /// [`FooterInspector`](crate::FooterInspector) costs one 64-byte ranged read per shard.
@@ -366,9 +374,11 @@ impl Root {
     /// `shards/<work_id>/<index>.array_record`, with guideloom-arrayrecord's writer and
     /// `options` (array_record's option string parsed, e.g. `"group_size:1,zstd:3"`; the
     /// default is the Python writer's): a file the `array_record` package and Grain read.
-    /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory),
-    /// refused past [`RootOptions::max_encoded_shard_bytes`] with nothing written, and
-    /// idempotent for identical bytes. The reference has format
+    /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory, the
+    /// writer and its writes on a blocking thread fed batches of about 4 MiB), refused past
+    /// [`RootOptions::max_encoded_shard_bytes`] with nothing written (the refusal comes at a
+    /// chunk's write, which the task pulling the records learns at its next batch: up to two
+    /// batches more may have been pulled), and idempotent for identical bytes. The reference has format
     /// [`ShardFormat::ArrayRecord`](crate::ShardFormat::ArrayRecord) and a SHA-256 checksum.
     pub async fn write_array_record_shard<I, R>(
         &self,

@@ -202,46 +202,46 @@ impl Dataset {
 
     /// [`get`](Self::get) on the calling thread, for a caller that may block it (a
     /// synchronous API): `Some` with the same bytes or error when the record's shard is
-    /// already open and reads without the executor (a local file or mapping), `None` when
-    /// the read needs the executor (the shard's first open, a remote or ArrayRecord shard);
-    /// then await `get`. No future, no runtime: the per-call cost of a local read is the
-    /// look-up and the read.
+    /// already open and has a synchronous view ([`OpenedShard::as_sync`]: a local file or
+    /// mapping), `None` when the read needs the executor (the shard's first open, a remote or
+    /// ArrayRecord shard); then await `get`. No future, no runtime, no allocation: the
+    /// per-call cost of a local read is the look-up and the read.
     #[inline]
-    pub(crate) fn get_blocking(&self, index: u64) -> Option<Result<Bytes>> {
+    pub(crate) fn try_get_here(&self, index: u64) -> Option<Result<Bytes>> {
         let (i, local) = match self.locate(index) {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
-        self.inner.shards[i]
-            .get()?
-            .read_blocking(&self.inner.snapshot.shards()[i].key, local)
+        let shard = self.inner.shards[i].get()?.as_sync()?;
+        Some(
+            shard
+                .read(local)
+                .map_err(|e| Error::shard(&self.inner.snapshot.shards()[i].key, e)),
+        )
     }
 
     /// [`get_many`](Self::get_many) on the calling thread, as
-    /// [`get_blocking`](Self::get_blocking): `Some` only when every shard touched is open
-    /// and reads without the executor (one batched read per shard, one after another).
-    pub(crate) fn get_many_blocking(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
+    /// [`try_get_here`](Self::try_get_here): `Some` only when every shard touched is open
+    /// and has a synchronous view (one batched read per shard, one after another). Every
+    /// view is taken before the first read, so a `None` has read nothing and the async path
+    /// that follows repeats no read.
+    pub(crate) fn try_get_many_here(&self, indices: &[u64]) -> Option<Result<Vec<Bytes>>> {
         let groups = match self.inner.table.group(indices) {
             Ok(groups) => groups,
             Err(index) => return Some(Err(self.out_of_range(index))),
         };
-        // Shards not yet open, or not native, give `None` before any read. A reader that needs
-        // its executor gives `None` at the first group (the readers of one root are of one
-        // kind), so the async path that follows repeats no read.
-        let mut shards: Vec<&OpenedShard> = Vec::with_capacity(groups.len());
+        let mut shards = Vec::with_capacity(groups.len());
         for group in &groups {
-            shards.push(
-                self.inner.shards[group.shard]
-                    .get()
-                    .filter(|s| s.native().is_some())?,
-            );
+            shards.push(self.inner.shards[group.shard].get()?.as_sync()?);
         }
         let mut out = vec![Bytes::new(); indices.len()];
         for (group, shard) in groups.iter().zip(shards) {
-            let key = &self.inner.snapshot.shards()[group.shard].key;
-            let got = match shard.read_many_blocking(key, &group.locals)? {
+            let got = match shard.read_many(&group.locals) {
                 Ok(got) => got,
-                Err(e) => return Some(Err(e)),
+                Err(e) => {
+                    let key = &self.inner.snapshot.shards()[group.shard].key;
+                    return Some(Err(Error::shard(key, e)));
+                }
             };
             for (&pos, bytes) in group.positions.iter().zip(got) {
                 out[pos] = bytes;

@@ -210,7 +210,7 @@ impl Root {
             Err(Stop::Root(e)) => return Err(e),
         };
         let key = stream_meta_key(work_id, index);
-        let meta_records = metas.iter().map(Ok::<_, Infallible>);
+        let meta_records = metas.into_iter().map(Ok::<Vec<u8>, Infallible>);
         let companion = shards::try_write_key(
             &**self.store(),
             &self.shard_write(),

@@ -37,6 +37,12 @@ fn public_futures_are_send() {
     assert_send(&root.snapshots());
     assert_send(&root.init("d"));
     assert_send(&root.upload_shard("w", 0, Bytes::new(), 0));
+    // Records pulled on the task, across the hand-overs to the encoder's thread.
+    let records = vec![vec![1u8; 3]];
+    assert_send(&root.write_shard("w", 0, ShardMetadata::new("raw", "documents"), &records));
+    let fallible = records.iter().map(Ok::<_, String>);
+    assert_send(&root.try_write_shard("w", 0, ShardMetadata::new("raw", "documents"), fallible));
+    assert_send(&root.write_array_record_shard("w", 0, Default::default(), &records));
     assert_send(&root.catalog());
     assert_send(&root.audit_log());
     assert_send(&root.annotations("a", None, &snapshot_of_nothing(), false));

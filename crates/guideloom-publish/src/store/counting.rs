@@ -44,7 +44,7 @@ use super::{
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_io::{AsyncReader, RequestStats, StatsSnapshot, Tail};
+use guideloom_io::{AsyncReader, AsyncReaderExt, RequestStats, StatsSnapshot, SyncReader, Tail};
 
 /// Operation counts and bytes per kind of store operation, as a plain copy (see
 /// [`CountingStore::counts`]). Each kind is a guideloom-io [`StatsSnapshot`]: its
@@ -197,6 +197,21 @@ impl RootStore for CountingStore {
         }))
     }
 
+    fn begin_create_owned(
+        &self,
+        key: &str,
+        spool_dir: &Path,
+    ) -> Result<Option<Box<dyn PendingObject>>> {
+        let Some(inner) = self.inner.begin_create_owned(key, spool_dir)? else {
+            return Ok(None);
+        };
+        Ok(Some(Box::new(CountingPending {
+            inner,
+            counters: Arc::clone(&self.counters),
+            written: 0,
+        })))
+    }
+
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         self.counters.put_cas.add_request();
         self.counters.put_cas.add_bytes_sent(body.len() as u64);
@@ -341,28 +356,54 @@ impl AsyncReader for CountingReader {
         self.inner.close_sync();
     }
 
-    fn read_blocking(&self, offset: u64, len: u64) -> Option<guideloom_io::Result<Bytes>> {
-        let read = self.inner.read_blocking(offset, len)?;
-        self.counters.reader_reads.add_request();
-        if let Ok(bytes) = &read {
-            self.counters
-                .reader_reads
-                .add_bytes_received(bytes.len() as u64);
-        }
-        Some(read)
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        self.inner.as_sync()?;
+        Some(self)
+    }
+}
+
+/// The synchronous view of a [`CountingReader`] (when its inner reader has one): the inner's
+/// calls, counted as the async ones are.
+impl SyncReader for CountingReader {
+    fn location(&self) -> &str {
+        self.inner.location()
     }
 
-    fn read_ranges_blocking(
-        &self,
-        ranges: &[Range<u64>],
-    ) -> Option<guideloom_io::Result<Vec<Bytes>>> {
-        let read = self.inner.read_ranges_blocking(ranges)?;
+    fn size(&self) -> guideloom_io::Result<u64> {
+        self.inner.sync_view()?.size()
+    }
+
+    fn read(&self, offset: u64, len: u64) -> guideloom_io::Result<Bytes> {
+        let view = self.inner.sync_view()?;
+        self.counters.reader_reads.add_request();
+        let bytes = view.read(offset, len)?;
+        self.counters
+            .reader_reads
+            .add_bytes_received(bytes.len() as u64);
+        Ok(bytes)
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> guideloom_io::Result<Vec<Bytes>> {
+        let view = self.inner.sync_view()?;
         self.counters.reader_reads.add_requests(ranges.len() as u64);
-        if let Ok(got) = &read {
-            let n: u64 = got.iter().map(|b| b.len() as u64).sum();
-            self.counters.reader_reads.add_bytes_received(n);
-        }
-        Some(read)
+        let got = view.read_ranges(ranges)?;
+        let n: u64 = got.iter().map(|b| b.len() as u64).sum();
+        self.counters.reader_reads.add_bytes_received(n);
+        Ok(got)
+    }
+
+    fn read_tail(&self, len: u64) -> guideloom_io::Result<Tail> {
+        let view = self.inner.sync_view()?;
+        self.counters.reader_reads.add_request();
+        let tail = view.read_tail(len)?;
+        self.counters
+            .reader_reads
+            .add_bytes_received(tail.bytes.len() as u64);
+        Ok(tail)
+    }
+
+    fn close(&self) -> guideloom_io::Result<()> {
+        self.inner.sync_view()?.close()
     }
 }
 

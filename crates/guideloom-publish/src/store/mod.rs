@@ -178,6 +178,26 @@ pub trait RootStore: Send + Sync + Debug + 'static {
         Ok(Box::new(Spooled::new(self, key, spool_dir)))
     }
 
+    /// [`begin_create`](RootStore::begin_create)'s write as an object that borrows nothing
+    /// from the store (`'static`), when the store can make one: a root's shard writer then
+    /// hands it, with the encoder, to a blocking thread, so the encoding and the writes
+    /// (a local root's temporary file, a spool's file) run off the async executor while
+    /// the records are pulled on the writing task. It must write and commit exactly as
+    /// `begin_create`'s would.
+    ///
+    /// The default, `None`, keeps the writes on the writing task (`begin_create`'s object):
+    /// a store that overrides `begin_create` overrides this too to gain the blocking thread.
+    /// The built-in stores all answer `Some` (a shared [`Spooled`] for those that need one
+    /// PUT, [`Spooled::shared`]).
+    fn begin_create_owned(
+        &self,
+        key: &str,
+        spool_dir: &Path,
+    ) -> Result<Option<Box<dyn PendingObject>>> {
+        let _ = (key, spool_dir);
+        Ok(None)
+    }
+
     /// Writes `body` under `key` only if the current version is `expected` (`None`: only if
     /// the object does not exist).
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome>;
@@ -248,6 +268,13 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
     fn begin_create(&self, key: &str, spool_dir: &Path) -> Result<Box<dyn PendingObject + '_>> {
         (**self).begin_create(key, spool_dir)
+    }
+    fn begin_create_owned(
+        &self,
+        key: &str,
+        spool_dir: &Path,
+    ) -> Result<Option<Box<dyn PendingObject>>> {
+        (**self).begin_create_owned(key, spool_dir)
     }
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         (**self).put_cas(key, body, expected).await

@@ -374,6 +374,18 @@ impl RootStore for ObjectStoreRoot {
         }
     }
 
+    // The default spool, over a shared copy of this root (an `Arc` and a prefix).
+    fn begin_create_owned(
+        &self,
+        key: &str,
+        spool_dir: &std::path::Path,
+    ) -> Result<Option<Box<dyn super::PendingObject>>> {
+        let store = Arc::new(self.clone());
+        Ok(Some(Box::new(super::Spooled::shared(
+            store, key, spool_dir,
+        ))))
+    }
+
     async fn put_create(&self, key: &str, body: Bytes) -> Result<CreateOutcome> {
         self.bucket.probe(&self.prefix).await?;
         let path = self.path(key)?;

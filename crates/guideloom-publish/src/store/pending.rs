@@ -23,7 +23,9 @@ pub(crate) const READ_BACK_CHUNK: u64 = 8 << 20;
 /// the commit; dropping it uncommitted leaves nothing (a local root removes its temporary
 /// file; a declared mount removes the partial object, best effort).
 ///
-/// Writes may block (a local root writes its temporary file as they come).
+/// Writes may block (a local root writes its temporary file as they come): a root's shard
+/// writer makes them on a blocking thread when the store hands out an object that borrows
+/// nothing ([`RootStore::begin_create_owned`]).
 #[async_trait]
 pub trait PendingObject: Write + Send + Debug {
     /// Makes the object appear under its key if no object is there, as

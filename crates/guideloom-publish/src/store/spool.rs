@@ -15,6 +15,7 @@ use std::fmt::Debug;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -41,7 +42,7 @@ pub const SPOOL_MEMORY_BYTES: usize = 1 << 20;
 /// ([`take_write_error`](PendingObject::take_write_error)); the write that met it, and every
 /// later one, fails, and nothing is sent.
 pub struct Spooled<'a, S: ?Sized> {
-    store: &'a S,
+    store: Handle<'a, S>,
     key: String,
     dir: PathBuf,
     /// Bytes not in the file yet (all of them until the object outgrows the buffer).
@@ -55,10 +56,32 @@ pub struct Spooled<'a, S: ?Sized> {
     broken: bool,
 }
 
+/// The store a [`Spooled`] object commits to: borrowed, or shared by an object that borrows
+/// nothing ([`Spooled::shared`]).
+enum Handle<'a, S: ?Sized> {
+    Borrowed(&'a S),
+    Shared(Arc<S>),
+}
+
+impl<S: ?Sized> std::ops::Deref for Handle<'_, S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        match self {
+            Handle::Borrowed(s) => s,
+            Handle::Shared(s) => s,
+        }
+    }
+}
+
 impl<'a, S: RootStore + ?Sized> Spooled<'a, S> {
     /// A spooled write of `key` in `store` whose file, if it needs one, goes in `dir`
     /// (typically [`StagingOptions::directory`](crate::StagingOptions::directory)).
     pub fn new(store: &'a S, key: &str, dir: &Path) -> Self {
+        Self::with_handle(Handle::Borrowed(store), key, dir)
+    }
+
+    fn with_handle(store: Handle<'a, S>, key: &str, dir: &Path) -> Self {
         Spooled {
             store,
             key: key.to_owned(),
@@ -69,6 +92,14 @@ impl<'a, S: RootStore + ?Sized> Spooled<'a, S> {
             failure: None,
             broken: false,
         }
+    }
+}
+
+impl<S: RootStore + ?Sized> Spooled<'static, S> {
+    /// [`new`](Self::new) over a shared `store`: an object that borrows nothing, for
+    /// [`RootStore::begin_create_owned`] (its bytes can then be written on a blocking thread).
+    pub fn shared(store: Arc<S>, key: &str, dir: &Path) -> Self {
+        Self::with_handle(Handle::Shared(store), key, dir)
     }
 }
 

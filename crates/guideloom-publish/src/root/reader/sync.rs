@@ -184,7 +184,7 @@ impl Dataset {
     /// executor. See [`get_async`](Self::get_async).
     #[inline]
     pub fn get(&self, index: u64) -> Result<Bytes> {
-        if let Some(read) = self.get_blocking(index) {
+        if let Some(read) = self.try_get_here(index) {
             return read;
         }
         block_on(self.get_async(index))?
@@ -193,7 +193,7 @@ impl Dataset {
     /// The bytes of records `indices`, in that order: one batched (coalescing) read per
     /// shard touched. See [`get_many_async`](Self::get_many_async).
     pub fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        if let Some(read) = self.get_many_blocking(indices) {
+        if let Some(read) = self.try_get_many_here(indices) {
             return read;
         }
         block_on(self.get_many_async(indices))?

@@ -222,6 +222,18 @@ impl RootStore for LocalStore {
         )))
     }
 
+    fn begin_create_owned(
+        &self,
+        key: &str,
+        _spool_dir: &Path,
+    ) -> Result<Option<Box<dyn super::PendingObject>>> {
+        crate::key::check_key(key)?;
+        Ok(Some(Box::new(pending::PendingFile::new(
+            self.at(key),
+            self.mounted,
+        ))))
+    }
+
     async fn put_cas(&self, key: &str, body: Bytes, expected: Option<&Etag>) -> Result<CasOutcome> {
         self.check_cas()?;
         let at = self.at(key);
