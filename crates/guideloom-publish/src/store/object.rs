@@ -669,3 +669,49 @@ impl ObjectStoreRoot {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The spool over an object-store root (here, not in `spool`: the spool is this
+    //! module's, and a test there importing the bucket would make the two import each other).
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use object_store::memory::InMemory;
+
+    use super::ObjectStoreBucket;
+    use crate::error::Error;
+    use crate::store::spool::{SPOOL_MEMORY_BYTES, Spooled};
+    use crate::store::{PendingObject, RootStore};
+
+    /// A spool directory that cannot hold the file: the write that needs it fails, the typed
+    /// error names the directory, and a commit afterwards (even once the error was taken)
+    /// sends nothing.
+    #[tokio::test]
+    async fn a_failed_spool_refuses_to_commit_and_sends_nothing() {
+        let store = ObjectStoreBucket::new(Arc::new(InMemory::new()), "memory://spool-unit")
+            .root("")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let mut pending = Box::new(Spooled::new(&store, "shards/w/0.glm", &missing));
+        pending.write_all(&[7; SPOOL_MEMORY_BYTES]).unwrap();
+        assert!(!pending.is_spilled());
+        let err = pending.write_all(&[7; 10]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        let typed = pending.take_write_error().unwrap();
+        assert!(
+            matches!(&typed, Error::Io { path, .. } if *path == missing),
+            "{typed}"
+        );
+        assert!(pending.write_all(&[7; 10]).is_err());
+        assert!(pending.commit().await.is_err());
+        assert!(
+            store
+                .head("shards/w/0.glm")
+                .await
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
+}
