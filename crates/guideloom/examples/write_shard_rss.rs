@@ -21,7 +21,7 @@
 //!
 //! Two shapes of a `MIB`-MiB shard: 1 Ki x 1 KiB and 4 x 256 KiB records per MiB. The
 //! defaults (64 MiB, one run) keep `cargo xtask ci`'s run of every example short; the
-//! measurements in `docs/ARCHITECTURE.md` and `docs/publication.md` are `-- DIR 1024 5` and
+//! measurements in `docs/publication.md` ("Writing a shard") are `-- DIR 1024 5` and
 //! `-- s3://BUCKET/PREFIX 512 3`. The records are slices of one pool of pseudo-random bytes,
 //! so producing them costs nothing in either case. Linux only (it reads `/proc`).
 

@@ -1,4 +1,6 @@
-//! A dataset root: [`Root`], a store plus [`RootOptions`], and its whole public surface.
+//! A dataset root: [`Root`], a store plus [`RootOptions`], and its public surface but for
+//! the token-stream writers (`write_stream_shard[_with_meta]` and their `try_` twins, an
+//! `impl Root` in `stream_write.rs`).
 //!
 //! Each method is a short delegation to the module of one protocol, written as free
 //! functions over the store trait (`&dyn RootStore`), the way
@@ -286,7 +288,10 @@ impl Root {
     /// [`FooterInspector`](crate::FooterInspector) costs one 64-byte ranged read per shard.
     /// Re-running a worker collides
     /// ([`Error::PublicationCollision`](crate::Error::PublicationCollision)) unless the
-    /// bytes are identical, told apart by the SHA-256 computed while writing.
+    /// bytes are identical. Nothing is hashed while writing: only when the key is already
+    /// taken are the bytes compared with the object there (a local root compares its
+    /// temporary file with the final file; a spool's bytes are compared with the object
+    /// read back in 8 MiB ranges), see [`create_streamed`](crate::create_streamed).
     pub async fn write_shard<I, R>(
         &self,
         work_id: &str,
