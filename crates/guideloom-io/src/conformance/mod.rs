@@ -428,24 +428,56 @@ where
     // The reference bytes are drawn once for both halves.
     let contents = oracle::contents(options.seed, options.large_size);
     let mut report = synchronous::run(backend, fixture, options, &contents)?;
-    // The async half runs on the process's one runtime (the same rule for blocking on it
-    // wherever the kit is called from: a test thread, a `#[tokio::test]`, a runtime worker).
-    let bridge = crate::bridge::Bridge::shared().map_err(|e| ConformanceError {
-        backend: backend.name(),
-        flavour: Flavour::Async,
-        check: "fixture",
-        message: format!("cannot start the runtime: {e}"),
-        seed: options.seed,
-    })?;
-    let async_report = bridge.block_on(asynchronous::run(backend, fixture, options, &contents))?;
+    let run = || -> Result<ConformanceReport, ConformanceError> {
+        let rt = multi_thread_runtime().map_err(|e| ConformanceError {
+            backend: backend.name(),
+            flavour: Flavour::Async,
+            check: "fixture",
+            message: format!("cannot build a tokio runtime: {e}"),
+            seed: options.seed,
+        })?;
+        rt.block_on(asynchronous::run(backend, fixture, options, &contents))
+    };
+    let async_report = if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| s.spawn(run).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+    } else {
+        run()
+    }?;
     report.merge(async_report);
     Ok(report)
 }
 
-/// Drives a fixture future to completion from synchronous code, wherever it is called: on
-/// the process's one [`Bridge`](crate::bridge::Bridge).
-fn block_on<T>(fut: impl std::future::Future<Output = T>) -> std::io::Result<T> {
-    Ok(crate::bridge::Bridge::shared()?.block_on(fut))
+fn multi_thread_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+}
+
+/// Drives a fixture future to completion from synchronous code, wherever it is called.
+fn block_on<T: Send>(fut: impl std::future::Future<Output = T> + Send) -> std::io::Result<T> {
+    use tokio::runtime::{Builder, Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            Ok(tokio::task::block_in_place(|| h.block_on(fut)))
+        }
+        // Inside a current-thread runtime we may not block it: use a runtime of our own on
+        // a thread outside any runtime context.
+        Ok(_) => std::thread::scope(|s| {
+            s.spawn(|| {
+                Ok(Builder::new_current_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(fut))
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        }),
+        Err(_) => Ok(Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(fut)),
+    }
 }
 
 /// Creates the reference objects for one flavour through the fixture.
