@@ -54,17 +54,20 @@
 
 pub mod convert;
 pub mod discovery;
-pub mod document;
-pub mod options;
+mod document;
+mod options;
 mod source;
-pub mod stream;
-pub mod stream_meta;
+mod stream;
+mod stream_meta;
 
 pub use discovery::{FileSystemDocument, FileSystemStream, LocalShard, shard_name};
 pub use document::{
     AsyncDocumentReader, DocumentIter, DocumentReader, DocumentStorage, DocumentWriter,
+    ITER_BATCH_BYTES, ITER_BATCH_RECORDS,
 };
-pub use options::WriterOptions;
+pub use options::{
+    DEFAULT_MAX_SHARD_BYTES, DEFAULT_MAX_SHARD_RECORDS, DEFAULT_STREAM_CHUNK_BYTES, WriterOptions,
+};
 pub use stream::{AsyncStreamReader, StreamReader, StreamStorage, StreamWriter};
 pub use stream_meta::{
     AsyncStreamWithMetaReader, StreamWithMetaReader, StreamWithMetaStorage, StreamWithMetaWriter,

@@ -210,7 +210,7 @@ where
 
 /// Appends documents (elements + metadata) to a [`StreamWithMetaStorage`].
 ///
-/// Finish/drop semantics are those of [`StreamWriter`](crate::stream::StreamWriter):
+/// Finish/drop semantics are those of [`StreamWriter`](crate::StreamWriter):
 /// dropping without [`finish`](StreamWithMetaWriter::finish) discards the unfinished pair.
 #[derive(Debug)]
 pub struct StreamWithMetaWriter<E: Element, M> {
