@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use crate::error::{Error, Result};
 
 /// Payload bytes a [`Batch`] gathers before it goes to the encoder's thread.
-pub(crate) const BATCH_BYTES: usize = 4 << 20;
+pub(crate) const BATCH_BYTES: usize = 1 << 20;
 
 /// Records a [`Batch`] gathers at most (tiny records: the record ends stay small too).
 const BATCH_RECORDS: usize = 1 << 16;

@@ -280,7 +280,7 @@ impl Root {
     ///
     /// The records are pulled on this task (the iterator may borrow and need not be
     /// `Send`); the encoding (CRC32C, index) and the writes run on a blocking thread
-    /// ([`RootStore::begin_create_owned`]), fed batches of about 4 MiB, under any runtime
+    /// ([`RootStore::begin_create_owned`]), fed batches of about 1 MiB, under any runtime
     /// flavour: the executor's thread only copies the records into the batches.
     ///
     /// The reference carries the record count and the footer CRC (from the encoder, not
@@ -380,7 +380,7 @@ impl Root {
     /// `options` (array_record's option string parsed, e.g. `"group_size:1,zstd:3"`; the
     /// default is the Python writer's): a file the `array_record` package and Grain read.
     /// Streamed like [`write_shard`](Self::write_shard) (one group of records in memory, the
-    /// writer and its writes on a blocking thread fed batches of about 4 MiB), refused past
+    /// writer and its writes on a blocking thread fed batches of about 1 MiB), refused past
     /// [`RootOptions::max_encoded_shard_bytes`] with nothing written (the refusal comes at a
     /// chunk's write, which the task pulling the records learns at its next batch: up to two
     /// batches more may have been pulled), and idempotent for identical bytes. The reference has format
