@@ -45,6 +45,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+use std::cell::Cell;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -130,6 +131,7 @@ impl Bridge {
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let runtime = self.runtime();
         let outside = Handle::try_current().is_err();
+        let _here = BlockingCaller::enter();
         let mut future = std::pin::pin!(future);
         {
             // Most calls on a local root finish at their first poll: poll once with the
@@ -145,6 +147,49 @@ impl Bridge {
         }
         runtime.block_on(future)
     }
+}
+
+thread_local! {
+    /// Set while this thread polls a future in [`Bridge::block_on`].
+    static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as a [`Bridge::block_on`] caller until dropped (restoring the
+/// mark it found: block_on calls nest).
+struct BlockingCaller(bool);
+
+impl BlockingCaller {
+    fn enter() -> BlockingCaller {
+        BlockingCaller(BLOCKING_CALLER.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for BlockingCaller {
+    fn drop(&mut self) {
+        BLOCKING_CALLER.with(|c| c.set(self.0));
+    }
+}
+
+/// `true` on a thread that is polling a future inside [`Bridge::block_on`]: a synchronous
+/// caller that blocks anyway, never an executor's worker. Such a future may do blocking
+/// work (encode and write a shard) in place instead of handing it to the blocking pool;
+/// a task it spawns runs on a worker and sees `false`.
+///
+/// ```
+/// use guideloom_io::bridge::{Bridge, on_blocking_caller};
+///
+/// assert!(!on_blocking_caller());
+/// let bridge = Bridge::shared()?;
+/// assert!(bridge.block_on(async { on_blocking_caller() }));
+/// let spawned = bridge.block_on(async {
+///     tokio::spawn(async { on_blocking_caller() }).await.unwrap()
+/// });
+/// assert!(!spawned);
+/// assert!(!on_blocking_caller());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn on_blocking_caller() -> bool {
+    BLOCKING_CALLER.with(Cell::get)
 }
 
 impl Drop for Bridge {

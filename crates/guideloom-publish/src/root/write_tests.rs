@@ -249,6 +249,54 @@ fn shard_encoding_and_writes_run_off_the_executor_thread() {
     }
 }
 
+/// A synchronous caller blocked in `Bridge::block_on` (the facade's `Publisher`, the CLI,
+/// Python) is no executor's worker: it pulls, encodes and writes on its own thread, with
+/// the bytes of the piped write; a task spawned on the bridge's runtime still pipes.
+#[test]
+fn a_blocking_caller_encodes_in_place_and_a_task_pipes() {
+    let recs = records(6 * 1024, 1024);
+    let want = encoded(&recs);
+    let bridge = guideloom_io::bridge::Bridge::shared().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let writers = Threads::default();
+    let local = Registry::new()
+        .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
+        .unwrap();
+    let store = Arc::new(Watched {
+        inner: Arc::clone(&local),
+        writers: Arc::clone(&writers),
+    });
+    let root = Arc::new(Root::new(store, RootOptions::default()));
+    let here = bridge
+        .block_on(root.write_shard("w", 0, meta(), &recs))
+        .unwrap();
+    let got = bridge
+        .block_on(local.get(&here.key, u64::MAX))
+        .unwrap()
+        .body;
+    assert!(got[..] == want[..]);
+    let in_place = std::mem::take(&mut *writers.lock().unwrap());
+    assert_eq!(in_place, HashSet::from([std::thread::current().id()]));
+
+    let task_root = Arc::clone(&root);
+    let task_recs = recs.clone();
+    let (piped, puller) = bridge.block_on(async move {
+        tokio::spawn(async move {
+            let shard = task_root.write_shard("w", 1, meta(), task_recs).await;
+            (shard, std::thread::current().id())
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(piped.unwrap().size, here.size);
+    let piped_writers = writers.lock().unwrap().clone();
+    assert!(!piped_writers.is_empty());
+    assert!(
+        !piped_writers.contains(&puller) && !piped_writers.contains(&std::thread::current().id()),
+        "pulled on {puller:?}, written on {piped_writers:?}"
+    );
+}
+
 /// The records of a fallible write pulled on the task stop at the first `Err`: nothing
 /// appears and the temporary file is gone when the write returns, on either runtime.
 #[test]
