@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use guideloom_format::KIND_DOCUMENTS;
 use guideloom_format::ShardMetadata;
-use guideloom_format::metadata::KIND_DOCUMENTS;
 use guideloom_publish::{Dataset, Registry, Root, RootOptions, StoreOptions};
 use publish_common::*;
 

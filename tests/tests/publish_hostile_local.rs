@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use guideloom_format::KIND_DOCUMENTS;
 use guideloom_format::ShardMetadata;
-use guideloom_format::metadata::KIND_DOCUMENTS;
 use guideloom_publish::fuzzing::{CATALOG_KEY, DATASET_KEY, log_key, pointer_key};
 use guideloom_publish::{Error, Registry, RetryPolicy, Root, RootOptions, Snapshot, StoreOptions};
 use publish_common::*;

@@ -10,7 +10,7 @@
 //!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
 //! cargo xtask tidy                      layering, manifest and module-cycle checks (also a #[test])
 //! cargo xtask features                  each feature set compiles, lint-clean; feature-off tests
-//! cargo xtask metrics [--root DIR]      lines, public items, two-path items, cycles per crate
+//! cargo xtask metrics [--root DIR] [--paths]  lines, public items, two-path items, cycles
 //! cargo xtask servers up|down|status    nginx + moto (+ opt-in Ceph RGW, rclone mount) for tests
 //! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
@@ -50,8 +50,9 @@ commands:
                                  with no default features, the defaults and each feature
                                  alone; clippy -D warnings (all targets) with no default
                                  features and the defaults; tests with --no-default-features
-  metrics [--root DIR]           per crate: lines of Rust, public items, items at two or more
-                                 public paths, module import cycles (markdown; nightly rustdoc)
+  metrics [--root DIR] [--paths] per crate: lines of Rust, public items, items at two or more
+                                 public paths, module import cycles (markdown; nightly rustdoc);
+                                 --paths also lists every item at two or more paths
   servers up|down|status [S]...  start / stop / show the test servers: nginx, moto
                                  (and ceph, opt-in here: named, or GUIDELOOM_XTASK_CEPH=1;
                                  rclone, a FUSE mount of ceph's or moto's bucket: named,
@@ -90,7 +91,7 @@ fn run(args: &[String]) -> Result<()> {
             Ok(())
         }
         Command::Features => features::run(&root),
-        Command::Metrics { dir } => metrics::run(dir.as_deref().unwrap_or(&root)),
+        Command::Metrics { dir, paths } => metrics::run(dir.as_deref().unwrap_or(&root), paths),
         Command::Servers { action, kinds } => servers::cli(&root, action, &kinds),
         Command::Bench { passthrough } => bench::run(&root, &passthrough),
         Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
@@ -110,6 +111,8 @@ enum Command {
     Features,
     Metrics {
         dir: Option<std::path::PathBuf>,
+        /// List every item reachable by two or more paths.
+        paths: bool,
     },
     Servers {
         action: servers::Action,
@@ -166,13 +169,21 @@ impl Command {
                 [] => Ok(Command::Features),
                 _ => Err(usage("features takes no arguments".into())),
             },
-            "metrics" => match rest {
-                [] => Ok(Command::Metrics { dir: None }),
-                [flag, dir] if flag == "--root" => Ok(Command::Metrics {
-                    dir: Some(dir.into()),
-                }),
-                _ => Err(usage("usage: cargo xtask metrics [--root DIR]".into())),
-            },
+            "metrics" => {
+                let bad = || usage("usage: cargo xtask metrics [--root DIR] [--paths]".into());
+                let (mut dir, mut paths) = (None, false);
+                let mut args = rest.iter();
+                while let Some(arg) = args.next() {
+                    match arg.as_str() {
+                        "--root" if dir.is_none() => {
+                            dir = Some(args.next().ok_or_else(bad)?.into());
+                        }
+                        "--paths" if !paths => paths = true,
+                        _ => return Err(bad()),
+                    }
+                }
+                Ok(Command::Metrics { dir, paths })
+            }
             "servers" => {
                 let Some((action, names)) = rest.split_first() else {
                     return Err(usage(
@@ -245,11 +256,25 @@ mod tests {
         );
         assert_eq!(parse(&["tidy"]).unwrap(), Command::Tidy);
         assert_eq!(parse(&["features"]).unwrap(), Command::Features);
-        assert_eq!(parse(&["metrics"]).unwrap(), Command::Metrics { dir: None });
+        assert_eq!(
+            parse(&["metrics"]).unwrap(),
+            Command::Metrics {
+                dir: None,
+                paths: false
+            }
+        );
         assert_eq!(
             parse(&["metrics", "--root", "/tmp/before"]).unwrap(),
             Command::Metrics {
-                dir: Some("/tmp/before".into())
+                dir: Some("/tmp/before".into()),
+                paths: false
+            }
+        );
+        assert_eq!(
+            parse(&["metrics", "--paths", "--root", "/tmp/b"]).unwrap(),
+            Command::Metrics {
+                dir: Some("/tmp/b".into()),
+                paths: true
             }
         );
         assert_eq!(
@@ -298,6 +323,7 @@ mod tests {
             &["features", "--all"],
             &["metrics", "--root"],
             &["metrics", "/tmp"],
+            &["metrics", "--paths", "--paths"],
             &["servers"],
             &["servers", "restart"],
             &["servers", "up", "minio"],

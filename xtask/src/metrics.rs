@@ -1,4 +1,5 @@
-//! `cargo xtask metrics [--root DIR]`: the size and shape of each crate, as a markdown table.
+//! `cargo xtask metrics [--root DIR] [--paths]`: the size and shape of each crate, as a
+//! markdown table (`--paths`: then every item reachable by two or more paths, with them).
 //!
 //! Per crate under `DIR/crates/` (default: this checkout; `--root` measures another checkout,
 //! e.g. a `git worktree` of an older commit):
@@ -41,10 +42,12 @@ pub(crate) struct Row {
     pub(crate) cycles: usize,
     /// The items with the most paths, for the reader: `(paths, one path)`.
     pub(crate) most_paths: Vec<(usize, String)>,
+    /// Every item with two or more paths: its paths, sorted.
+    pub(crate) multi: Vec<Vec<String>>,
 }
 
 /// Measures the checkout at `root` and prints the table.
-pub(crate) fn run(root: &Path) -> Result<()> {
+pub(crate) fn run(root: &Path, list_paths: bool) -> Result<()> {
     let root = root
         .canonicalize()
         .map_err(|e| Error::io("cannot open", root, e))?;
@@ -59,6 +62,13 @@ pub(crate) fn run(root: &Path) -> Result<()> {
                 .map(|(n, p)| format!("`{p}` ({n})"))
                 .collect();
             println!("- {}: most paths: {}", row.name, top.join(", "));
+        }
+    }
+    if list_paths {
+        for row in &rows {
+            for paths in &row.multi {
+                println!("{}: {}", row.name, paths.join(" = "));
+            }
         }
     }
     Ok(())
@@ -108,6 +118,8 @@ fn measure(root: &Path) -> Result<Vec<Row>> {
             most.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
             most.truncate(3);
             row.most_paths = most;
+            row.multi = paths.into_values().filter(|p| p.len() >= 2).collect();
+            row.multi.sort();
         }
         rows.push(row);
     }
@@ -403,6 +415,7 @@ mod tests {
                 two_paths: Some(1),
                 cycles: 1,
                 most_paths: vec![],
+                multi: vec![],
             },
             Row {
                 name: "xtask".into(),

@@ -436,7 +436,7 @@ pub(crate) fn complete(
     missing: Bytes,
     options: &ArrayRecordReadOptions,
 ) -> Result<Layout> {
-    guideloom_io::error::check_len(
+    guideloom_io::check_len(
         location,
         range.start,
         range.end - range.start,

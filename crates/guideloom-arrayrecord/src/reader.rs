@@ -61,7 +61,7 @@ impl Core {
     }
 
     fn check_len(&self, range: &Range<u64>, buf: &Bytes) -> Result<()> {
-        guideloom_io::error::check_len(
+        guideloom_io::check_len(
             &self.location,
             range.start,
             range.end - range.start,

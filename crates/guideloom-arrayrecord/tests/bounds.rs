@@ -13,7 +13,7 @@ use guideloom_arrayrecord::hostile::{
     HostileFile, compressed, footer_records, simple_data, varints,
 };
 use guideloom_arrayrecord::{ArrayRecordReadOptions, ArrayRecordReader, Error};
-use guideloom_io::error::check_range;
+use guideloom_io::check_range;
 use guideloom_io::{Result as IoResult, SyncReader};
 use proptest::prelude::*;
 

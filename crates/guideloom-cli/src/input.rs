@@ -210,7 +210,7 @@ pub(crate) const INPUT_NAMES_KEY: &str = "input_names";
 /// The input file name of record `local` of `shard`, when `write --format raw` kept it (see
 /// [`INPUT_NAMES_KEY`]; a name that is not UTF-8 is given with U+FFFD replacements).
 pub(crate) fn input_name(shard: &guideloom_publish::OpenedShard, local: u64) -> Option<String> {
-    use guideloom_format::metadata::Value;
+    use guideloom_format::Value;
     let names = shard.native()?.metadata().user.get(INPUT_NAMES_KEY)?;
     let Value::Array(names) = names else {
         return None;
@@ -340,8 +340,8 @@ impl RawDir {
 
     /// The name `write` keeps for the file at `path` (its file name; bytes when it is not
     /// UTF-8).
-    pub(crate) fn name_of(path: &Path) -> Option<guideloom_format::metadata::Value> {
-        use guideloom_format::metadata::Value;
+    pub(crate) fn name_of(path: &Path) -> Option<guideloom_format::Value> {
+        use guideloom_format::Value;
         path.file_name().map(|n| match n.to_str() {
             Some(t) => Value::Text(t.to_owned()),
             #[cfg(unix)]

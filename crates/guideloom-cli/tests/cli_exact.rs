@@ -217,8 +217,8 @@ fn annotation_values_are_published_exactly() {
 #[test]
 fn records_json_cannot_carry_are_refused_by_cat() {
     use ciborium::Value;
+    use guideloom_format::KIND_DOCUMENTS;
     use guideloom_format::ShardMetadata;
-    use guideloom_format::metadata::KIND_DOCUMENTS;
     use guideloom_publish::{Root, RootOptions, StoreOptions};
 
     let tmp = tempfile::tempdir().unwrap();

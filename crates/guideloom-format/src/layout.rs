@@ -304,7 +304,7 @@ impl Layout {
         bytes: &[u8],
         verify: bool,
     ) -> Result<()> {
-        guideloom_io::error::check_len(&self.shard, r.start, r.end - r.start, bytes.len())?;
+        guideloom_io::check_len(&self.shard, r.start, r.end - r.start, bytes.len())?;
         if verify && crc32c(bytes) != self.index.crc(i) {
             return Err(self.record_checksum(i));
         }
@@ -393,7 +393,7 @@ impl Layout {
                 let mut out = vec![None; plan.ranges.len()];
                 for (m, buf) in merged.iter().zip(bufs) {
                     let want = m.range.end - m.range.start;
-                    guideloom_io::error::check_len(&self.shard, m.range.start, want, buf.len())?;
+                    guideloom_io::check_len(&self.shard, m.range.start, want, buf.len())?;
                     coalesce::split_owned(m, buf, &plan.ranges, &mut out);
                 }
                 for (&i, b) in indices.iter().zip(out) {
@@ -430,7 +430,7 @@ impl Layout {
         buf: Bytes,
         verify: bool,
     ) -> Result<Vec<Bytes>> {
-        guideloom_io::error::check_len(&self.shard, read.start, read.end - read.start, buf.len())?;
+        guideloom_io::check_len(&self.shard, read.start, read.end - read.start, buf.len())?;
         let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
         for i in first..first + count {
             let r = self.index.range(i);
@@ -479,7 +479,7 @@ impl Layout {
             want,
             records,
         } = plan;
-        guideloom_io::error::check_len(&self.shard, read.start, read.end - read.start, buf.len())?;
+        guideloom_io::check_len(&self.shard, read.start, read.end - read.start, buf.len())?;
         for i in records.clone() {
             let r = self.index.range(i);
             let rel = |x: u64| usize::try_from(x - read.start).unwrap_or(usize::MAX);

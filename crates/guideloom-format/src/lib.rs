@@ -47,24 +47,67 @@
 //! assert_eq!(format.decode(record)?.text, "sample 42");
 //! # Ok(()) }
 //! ```
+//!
+//! # Where a record lives
+//!
+//! Every reader of a sharded collection (guideloom-storage's storages, a published snapshot, the
+//! CLI, the loader's sources) asks the same three questions: which shard holds record `i`
+//! ([`ShardTable::locate`]), how a batch of indices splits by shard ([`ShardTable::group`]),
+//! and how a range read in order splits into reads ([`ShardTable::runs`], then
+//! [`plan_runs`] inside one open shard). They are answered here, once.
+//!
+//! ## Example: read a range in order
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use guideloom_format::{
+//!     ReadOptions, RunBudget, ShardMetadata, ShardTable, ShardWriter, SyncShard, plan_runs,
+//! };
+//! use guideloom_io::{Backend, SeekIo};
+//! # let tmp = tempfile::tempdir()?;
+//! // Three shards of 10, 10 and 5 records (guideloom-storage's `DocumentStorage` writes
+//! // and discovers such numbered shards for you).
+//! let mut shards = Vec::new();
+//! for s in 0..3u64 {
+//!     let path = tmp.path().join(format!("shard-{s}.glm"));
+//!     let mut w = ShardWriter::create(&path, ShardMetadata::new("raw", "documents"))?;
+//!     for i in s * 10..(s * 10 + 10).min(25) {
+//!         w.append(format!("record {i}").as_bytes())?;
+//!     }
+//!     w.finish()?;
+//!     shards.push(SyncShard::open(SeekIo::new().open(&path)?, &ReadOptions::default())?);
+//! }
+//!
+//! let table = ShardTable::from_counts(shards.iter().map(|s| s.len()))?;
+//! let budget = RunBudget::new(64, 1000); // at most 64 bytes per read
+//! let mut got = Vec::new();
+//! for piece in table.runs(5..22) {
+//!     let shard = &shards[piece.shard];
+//!     for run in plan_runs(shard.index(), piece, budget) {
+//!         got.extend(shard.read_run(run.first, run.count)?); // one read each
+//!     }
+//! }
+//! assert_eq!(got.len(), 17);
+//! assert_eq!(&got[0][..], b"record 5");
+//! # Ok(()) }
+//! ```
 #![deny(missing_docs)]
 
 pub mod cbor;
-pub mod element;
-pub mod error;
-pub mod footer;
-pub mod format;
-pub mod index;
+mod element;
+mod error;
+mod footer;
+mod format;
+mod index;
 mod layout;
 #[cfg(any(test, feature = "testing"))]
-pub mod mem;
-pub mod metadata;
-pub mod point;
-pub mod reader;
-pub mod source;
+mod mem;
+mod metadata;
+mod point;
+mod reader;
+mod source;
 pub mod spec;
-pub mod table;
-pub mod writer;
+mod table;
+mod writer;
 
 pub use element::{ELEMENT_TYPES, Element, Elements, element_width};
 pub use error::{Corruption, Error, Result};
@@ -74,9 +117,12 @@ pub use index::Index;
 pub use layout::{Expected, Layout, ReadOptions};
 #[cfg(any(test, feature = "testing"))]
 pub use mem::MemReader;
-pub use metadata::{ShardMetadata, Value};
-pub use point::ShardProbe;
+pub use metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata, Value, WRITER};
+pub use point::{PROBE_METADATA_ALLOWANCE, ShardProbe};
 pub use reader::{AsyncShard, SyncShard};
 pub use source::RecordSource;
-pub use table::{Located, PlannedRuns, Run, RunBudget, Runs, ShardGroup, ShardTable, plan_runs};
+pub use table::{
+    Located, PlannedRuns, RUN_BYTES, RUN_RECORDS, Run, RunBudget, Runs, ShardGroup, ShardTable,
+    plan_runs,
+};
 pub use writer::{Encoded, ShardEncoder, ShardInfo, ShardWriter};

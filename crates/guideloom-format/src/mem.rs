@@ -7,11 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use guideloom_io::error::check_range;
+use guideloom_io::check_range;
 use guideloom_io::{AsyncReader, Error as IoError, Result as IoResult, SyncReader};
 
-/// A reader over bytes in memory; implements both [`SyncReader`] and [`AsyncReader`].
-/// Reads are zero-copy slices of the buffer.
+/// A reader over bytes in memory (tests, fuzzing, data embedded in a binary); implements
+/// both [`SyncReader`] and [`AsyncReader`]. Reads are zero-copy slices of the buffer.
+///
+/// Built with the `testing` feature only (outside semver): a test or fuzz target enables it
+/// in its dev-dependencies.
 #[derive(Debug)]
 pub struct MemReader {
     name: String,

@@ -133,7 +133,7 @@ impl ShardMetadata {
     /// shard's kind without its index.
     ///
     /// ```
-    /// use guideloom_format::metadata::KIND_DOCUMENTS;
+    /// use guideloom_format::KIND_DOCUMENTS;
     /// use guideloom_format::{Footer, ShardEncoder, ShardMetadata};
     ///
     /// let mut encoder = ShardEncoder::new(Vec::new(), ShardMetadata::new("raw", KIND_DOCUMENTS))?;

@@ -1,19 +1,4 @@
-//! Point reads: one record of a shard without its whole index ([`ShardProbe`]).
-//!
-//! Opening a shard reads its whole index (12 bytes per record: 120 KB for 10 000 records)
-//! so that every later read is one request. A reader that wants one record of a remote
-//! shard — a fresh `guideloom get` — pays for the whole index to use 24 bytes of it. A
-//! probe instead reads, in one call to [`AsyncReader::read_ranges`] (one multi-range
-//! request over HTTP), the footer with a metadata allowance and the window of the index
-//! where record `i`'s entries lie whatever the metadata's length up to that allowance; then
-//! the record.
-//!
-//! What a probe checks: the footer (magic, version, CRC, layout), the metadata (its CRC and
-//! its count), the two entries it uses (inside the data region and in order, the last one
-//! ending at the index), and the record's CRC32C, **always** (the index CRC covers the whole
-//! index, which a probe does not read, so the record's own CRC is what catches a damaged
-//! entry). It does not check the rest of the index: damage there is found when the shard is
-//! opened whole ([`AsyncShard::open`](crate::AsyncShard::open)).
+//! Point reads; documented on [`ShardProbe`].
 
 use std::ops::Range;
 
@@ -73,12 +58,28 @@ async fn read_exact<R: AsyncReader + ?Sized>(
 ) -> Result<Bytes> {
     let len = range.end - range.start;
     let bytes = reader.read(range.start, len).await?;
-    guideloom_io::error::check_len(shard, range.start, len, bytes.len())?;
+    guideloom_io::check_len(shard, range.start, len, bytes.len())?;
     Ok(bytes)
 }
 
-/// A shard's footer and metadata, checked, with the index entries near one record: enough
-/// to read records one at a time without the whole index (see the module documentation).
+/// A point read: one record of a shard without its whole index. A probe holds the shard's
+/// footer and metadata, checked, with the index entries near one record.
+///
+/// Opening a shard reads its whole index (12 bytes per record: 120 KB for 10 000 records)
+/// so that every later read is one request. A reader that wants one record of a remote
+/// shard — a fresh `guideloom get` — pays for the whole index to use 24 bytes of it. A
+/// probe instead reads, in one call to [`AsyncReader::read_ranges`] (one multi-range
+/// request over HTTP), the footer with a metadata allowance and the window of the index
+/// where record `i`'s entries lie whatever the metadata's length up to that allowance; then
+/// the record.
+///
+/// What a probe checks: the footer (magic, version, CRC, layout), the metadata (its CRC and
+/// its count), the two entries it uses (inside the data region and in order, the last one
+/// ending at the index), and the record's CRC32C, **always** (the index CRC covers the whole
+/// index, which a probe does not read, so the record's own CRC is what catches a damaged
+/// entry). It does not check the rest of the index: damage there is found when the shard is
+/// opened whole ([`AsyncShard::open`](crate::AsyncShard::open)).
+///
 /// (The example reads from memory through `MemReader`, built with the `testing` feature.)
 ///
 /// ```

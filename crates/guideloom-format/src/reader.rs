@@ -202,12 +202,7 @@ impl<R: SyncReader, L: Borrow<Layout>> SyncShard<R, L> {
         } else {
             self.reader.read(range.start, range.end - range.start)?
         };
-        guideloom_io::error::check_len(
-            self.name(),
-            range.start,
-            range.end - range.start,
-            buf.len(),
-        )?;
+        guideloom_io::check_len(self.name(), range.start, range.end - range.start, buf.len())?;
         Ok((range, buf))
     }
 

@@ -1,17 +1,18 @@
-//! [`RecordSource`]: anything whose records can be fetched by global index, in batches.
-//!
-//! The trait the facade's loader (`guideloom::Loader`) reads from. It lives here, in the
-//! codec crate below every reader, so that every layer's readers implement it: a published
-//! snapshot (`guideloom::Dataset`, guideloom-publish), the storages' sync readers
-//! (`DocumentReader`, `StreamReader`, `StreamWithMetaReader`, in guideloom-storage),
-//! in-memory sources in tests. The loader then reads a plain storage directory as well as a
-//! published root.
+//! The loader's source trait; documented on [`RecordSource`].
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// Anything records can be read from by index: a source for the loader.
+/// Anything whose records can be fetched by global index, in batches: a source for the
+/// loader.
+///
+/// The trait the facade's loader (`guideloom::Loader`) reads from. It lives here, in the
+/// codec crate below every reader, so that every layer's readers implement it: a published
+/// snapshot (`guideloom::Dataset`, guideloom-publish), the storages' sync readers
+/// (`DocumentReader`, `StreamReader`, `StreamWithMetaReader`, in guideloom-storage),
+/// in-memory sources in tests. The loader then reads a plain storage directory as well as a
+/// published root.
 ///
 /// Record indices are global, `0 .. len()`. Implementations are called from the loader's
 /// worker threads, one [`get_many`](Self::get_many) per batch.

@@ -1,46 +1,4 @@
-//! The shard table — where a global record index lives in an ordered list of shards — and
-//! the in-order run planner.
-//!
-//! Every reader of a sharded collection (guideloom-storage's storages, a published snapshot, the
-//! CLI, the loader's sources) asks the same three questions: which shard holds record `i`
-//! ([`ShardTable::locate`]), how a batch of indices splits by shard ([`ShardTable::group`]),
-//! and how a range read in order splits into reads ([`ShardTable::runs`], then
-//! [`plan_runs`] inside one open shard). They are answered here, once.
-//!
-//! # Example: read a range in order
-//! ```
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use guideloom_format::{
-//!     ReadOptions, RunBudget, ShardMetadata, ShardTable, ShardWriter, SyncShard, plan_runs,
-//! };
-//! use guideloom_io::{Backend, SeekIo};
-//! # let tmp = tempfile::tempdir()?;
-//! // Three shards of 10, 10 and 5 records (guideloom-storage's `DocumentStorage` writes
-//! // and discovers such numbered shards for you).
-//! let mut shards = Vec::new();
-//! for s in 0..3u64 {
-//!     let path = tmp.path().join(format!("shard-{s}.glm"));
-//!     let mut w = ShardWriter::create(&path, ShardMetadata::new("raw", "documents"))?;
-//!     for i in s * 10..(s * 10 + 10).min(25) {
-//!         w.append(format!("record {i}").as_bytes())?;
-//!     }
-//!     w.finish()?;
-//!     shards.push(SyncShard::open(SeekIo::new().open(&path)?, &ReadOptions::default())?);
-//! }
-//!
-//! let table = ShardTable::from_counts(shards.iter().map(|s| s.len()))?;
-//! let budget = RunBudget::new(64, 1000); // at most 64 bytes per read
-//! let mut got = Vec::new();
-//! for piece in table.runs(5..22) {
-//!     let shard = &shards[piece.shard];
-//!     for run in plan_runs(shard.index(), piece, budget) {
-//!         got.extend(shard.read_run(run.first, run.count)?); // one read each
-//!     }
-//! }
-//! assert_eq!(got.len(), 17);
-//! assert_eq!(&got[0][..], b"record 5");
-//! # Ok(()) }
-//! ```
+//! The shard table and the run planner; documented in the crate root's "Where a record lives" section.
 
 use std::collections::HashMap;
 use std::ops::Range;

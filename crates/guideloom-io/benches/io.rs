@@ -62,8 +62,8 @@ mod unix {
         BenchDir, Clock, env_u64, pread, random_records, touch, touch_all, us, warm_file,
         write_random_file,
     };
-    use guideloom_io::local::{PreadIo, SeekIo};
     use guideloom_io::{AsyncReader, Backend, SyncReader};
+    use guideloom_io::{PreadIo, SeekIo};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
     use tokio::runtime::Runtime;
@@ -187,7 +187,7 @@ mod unix {
         #[cfg(feature = "mmap")]
         all.push(Subject {
             name: "mmap",
-            backend: Box::new(guideloom_io::local::MmapIo::new()),
+            backend: Box::new(guideloom_io::MmapIo::new()),
         });
         all.into_iter()
             .filter(|s| s.backend.is_supported())

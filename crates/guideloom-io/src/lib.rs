@@ -4,8 +4,8 @@
 //! - the reader traits, [`SyncReader`] and [`AsyncReader`], whose contract is exact-length
 //!   reads of `(offset, len)` returning [`bytes::Bytes`];
 //! - the [`Backend`] trait, which opens readers for locations of its own type;
-//! - range [coalescing](coalesce), [request accounting](stats) and the [retry policy](retry)
-//!   shared by backends and by every remote client above them;
+//! - range [coalescing](coalesce), [request accounting](RequestStats) and the
+//!   [retry policy](RetryPolicy) shared by backends and by every remote client above them;
 //! - the local backends (see the `backends` section below) and, behind the `conformance`
 //!   feature, a conformance kit for backend authors.
 //!
@@ -23,8 +23,8 @@
 //! | `ObjectStoreIo`: S3, GCS, Azure, any `ObjectStore` | `object-store`, `s3`, … | via `BlockingIo` | yes | no | all |
 //!
 //! The local backends open a [`PathBuf`](std::path::PathBuf); their async readers run file
-//! system calls on tokio's blocking pool. See [`local`] for the details and the `MmapIo`
-//! truncation risk.
+//! system calls on tokio's blocking pool. See [Local backends](#local-backends) for the
+//! details and `MmapIo` for its truncation risk.
 //!
 //! `SeekIo`, the portable default:
 //! ```
@@ -89,9 +89,61 @@
 //!     if cfg!(unix) { std::sync::Arc::new(PreadIo::new()) } else { std::sync::Arc::new(SeekIo::new()) };
 //! assert!(backend.is_supported());
 //! ```
+//!
+//! # Local backends
+//!
+//! `SeekIo`, `PreadIo` and `MmapIo` open readers for a [`PathBuf`](std::path::PathBuf), learn the file's size once at
+//! open (files are immutable objects under the IO contract), and check every range against
+//! it: a range past the end is [`Error::OutOfRange`]; a file that shrank under an open reader
+//! gives [`Error::ShortRead`] (or, for `MmapIo`, see its `# Risks` section).
+//!
+//! | backend     | read path                                | concurrent reads            | zero-copy | platform |
+//! |-------------|------------------------------------------|-----------------------------|-----------|----------|
+//! | [`SeekIo`]  | `seek` + `read` under a `Mutex<File>`    | serialised per reader       | no        | all      |
+//! | [`PreadIo`] | `pread(2)` (`FileExt::read_at`)          | parallel, no lock per read  | no        | unix     |
+//! | `MmapIo`    | slice of a shared mapping                | parallel, no syscall        | yes       | unix, windows |
+//!
+//! ## Async readers
+//!
+//! The async readers of `SeekIo` and `PreadIo` run file system calls (open, read, close)
+//! under [`tokio::task::spawn_blocking`], so they never block an executor thread; `size` is
+//! answered from the value cached at open. One exception: `PreadIo` first tries a small read
+//! (at most [`PreadIo::inline_reads`] bytes) on the calling thread with Linux's
+//! `preadv2(RWF_NOWAIT)`, which copies from the page cache or refuses at once rather than wait
+//! for I/O; only a refusal goes to the blocking pool. `MmapIo` opens under `spawn_blocking` and then
+//! answers reads inline: a read only bumps a reference count and slices, it touches no page
+//! (see `MmapIo` for where page faults happen instead).
+//!
+//! # Why a request failed
+//!
+//! In words: the cause an error message of a failed remote request leads with.
+//!
+//! A failed request's own error (object_store's, hyper's) says what happened in the order it
+//! was built: the request, the URL, the timing, the status, and last the server's reason (an
+//! S3 error document, as raw XML). An error message of the layers above reads the other way
+//! round — `<cause>: <what>: <details>`, on one line, each name once:
+//!
+//! ```text
+//! bucket does not exist (NoSuchBucket): s3://bkt/data: get dataset.json: GET http://127.0.0.1:9000/bkt/data/dataset.json: 404 Not Found
+//! connection refused: s3://bkt/data: list log: GET http://127.0.0.1:9/bkt?list-type=2&prefix=data%2Flog%2F, after 4 retries in 1.1 s
+//! ```
+//!
+//! - [`cause_of`] finds the reason in an error's source chain, as a typed [`CauseKind`]:
+//!   from the types where they say it (object_store's `PermissionDenied`, a transport
+//!   error's kind, an OS error's kind), else from the error document's `<Code>` (the S3
+//!   protocol's machine-readable reason), else from the HTTP status. Callers match the kind,
+//!   never the text.
+//! - [`request_of`] finds the failed request ([`Request`]: method, URL, status, retries and
+//!   time) in object_store's error, and [`brief`] is the short text of a remote failure for a
+//!   message: that request, never the server's raw response body.
+//! - [`mentions`] tells whether a message already names an object, so that a context leaves
+//!   its own prefix out and each name appears once.
+//!
+//! [`Error::Remote`] displays itself this way; guideloom-publish's
+//! storage errors and the command line's one-line messages build on the same functions.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod backend;
+mod backend;
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
@@ -100,20 +152,19 @@ pub mod coalesce;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
-pub mod error;
-pub use error::cause;
+mod error;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
-pub mod local;
+mod local;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub mod objstore;
 #[cfg(any(feature = "http", feature = "object-store"))]
 mod pin;
-pub mod reader;
-pub mod retry;
-pub mod stats;
+mod reader;
+mod retry;
+mod stats;
 #[cfg(feature = "cloud-tls")]
 #[cfg_attr(
     docsrs,
@@ -122,14 +173,24 @@ pub mod stats;
 pub mod tls;
 
 pub use backend::{Backend, Capabilities, DynBackend, Location};
-pub use cause::{Cause, CauseKind, Request, brief, cause_of, mentions, request_of};
+// The policy is everyday API (set on a backend's options); its module holds the planner for
+// backend authors.
 pub use coalesce::CoalescePolicy;
-pub use error::{BoxError, Error, ErrorKind, Result, TimeoutError, TimeoutKind};
+pub use error::cause::{Cause, CauseKind, Request, brief, cause_of, mentions, request_of};
+pub use error::{
+    BoxError, Error, ErrorKind, Result, TimeoutError, TimeoutKind, check_len, check_range,
+};
 #[cfg(feature = "mmap")]
 pub use local::MmapIo;
+pub use local::{
+    DEFAULT_BATCH_ARENA, DEFAULT_INLINE_READS, LOCAL_COALESCE, LOCAL_MAX_GAP, LOCAL_MAX_SPAN,
+    PreadIo, SeekIo,
+};
 #[cfg(all(feature = "uring", target_os = "linux"))]
-pub use local::UringIo;
-pub use local::{PreadIo, SeekIo};
+pub use local::{DEFAULT_QUEUE_DEPTH, UringIo};
 pub use reader::{AsyncReader, AsyncReaderExt, SyncReader, SyncReaderExt, Tail};
-pub use retry::RetryPolicy;
+pub use retry::{
+    REMOTE_REQUEST_ATTEMPTS, REMOTE_REQUEST_INITIAL_BACKOFF, REMOTE_REQUEST_MAX_BACKOFF,
+    RetryPolicy,
+};
 pub use stats::{CountingReader, RequestStats, StatsSnapshot};

@@ -1,26 +1,4 @@
-//! The one retry policy of the workspace: bounded attempts with exponential backoff and full
-//! jitter.
-//!
-//! Every remote client of guideloom retries with a [`RetryPolicy`]: the HTTP backend
-//! (`HttpOptions::with_retry`), the object-store clients of `guideloom-publish` (converted
-//! into object_store's own `RetryConfig` by [`RetryPolicy::object_store_config`]), and the
-//! optimistic-concurrency loops of `guideloom-publish` (annotation compare-and-swap, the
-//! snapshot log's commit, re-reads of broken-off GETs and listings). Each user picks its
-//! bounds from a named constructor; there is deliberately no `Default`, because the right
-//! bounds for a request to a server ([`RetryPolicy::remote_request`]) and for a write racing
-//! other writers ([`RetryPolicy::contended_update`]) differ by an order of magnitude.
-//!
-//! ```
-//! use std::time::Duration;
-//! use guideloom_io::RetryPolicy;
-//!
-//! let policy = RetryPolicy::new(5, Duration::from_millis(10), Duration::from_millis(100));
-//! // The wait after failed attempt 3 is at most 10 ms × 2² = 40 ms (full jitter: 0..=40 ms).
-//! assert!(policy.backoff(3) <= Duration::from_millis(40));
-//! // Without jitter the wait is the bound itself.
-//! assert_eq!(policy.with_jitter(false).backoff(3), Duration::from_millis(40));
-//! assert!(policy.backoff(10) <= Duration::from_millis(100)); // capped by max_backoff
-//! ```
+//! The one retry policy of the workspace; documented on [`RetryPolicy`].
 
 use std::time::Duration;
 
@@ -31,6 +9,32 @@ pub const REMOTE_REQUEST_INITIAL_BACKOFF: Duration = Duration::from_millis(100);
 /// Default [`RetryPolicy::remote_request`] bound of any wait: 5 s.
 pub const REMOTE_REQUEST_MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// The one retry policy of the workspace: bounded attempts with exponential backoff and full
+/// jitter.
+///
+/// Every remote client of guideloom retries with a [`RetryPolicy`]: the HTTP backend
+/// (`HttpOptions::with_retry`), the object-store clients of `guideloom-publish` (converted
+/// into object_store's own `RetryConfig` by [`RetryPolicy::object_store_config`]), and the
+/// optimistic-concurrency loops of `guideloom-publish` (annotation compare-and-swap, the
+/// snapshot log's commit, re-reads of broken-off GETs and listings). Each user picks its
+/// bounds from a named constructor; there is deliberately no `Default`, because the right
+/// bounds for a request to a server ([`RetryPolicy::remote_request`]) and for a write racing
+/// other writers ([`RetryPolicy::contended_update`]) differ by an order of magnitude.
+///
+/// ```
+/// use std::time::Duration;
+/// use guideloom_io::RetryPolicy;
+///
+/// let policy = RetryPolicy::new(5, Duration::from_millis(10), Duration::from_millis(100));
+/// // The wait after failed attempt 3 is at most 10 ms × 2² = 40 ms (full jitter: 0..=40 ms).
+/// assert!(policy.backoff(3) <= Duration::from_millis(40));
+/// // Without jitter the wait is the bound itself.
+/// assert_eq!(policy.with_jitter(false).backoff(3), Duration::from_millis(40));
+/// assert!(policy.backoff(10) <= Duration::from_millis(100)); // capped by max_backoff
+/// ```
+///
+/// # The policy
+///
 /// Bounded retries with exponential backoff and (by default) full jitter.
 ///
 /// Attempt `n` (1-based) that failed is followed by a wait drawn uniformly from

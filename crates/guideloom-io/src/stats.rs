@@ -1,5 +1,5 @@
 //! Request accounting: counters of requests, bytes and retries ([`RequestStats`], read as a
-//! [`StatsSnapshot`]), and a counting reader wrapper.
+//! [`StatsSnapshot`]), and a counting reader wrapper ([`CountingReader`]).
 
 use std::ops::Range;
 use std::sync::Arc;

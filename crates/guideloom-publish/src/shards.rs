@@ -21,9 +21,9 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use bytes::Bytes;
 use guideloom_arrayrecord::{ArrayRecordWriter, ArrayRecordWriterOptions};
-use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
 use guideloom_format::spec::{FOOTER_LEN, HEADER_LEN};
 use guideloom_format::{Encoded, Footer, ShardEncoder, ShardMetadata, ShardProbe, element_width};
+use guideloom_format::{KIND_DOCUMENTS, KIND_STREAM};
 use tracing::{Instrument, info_span};
 
 use crate::error::{Error, Result};

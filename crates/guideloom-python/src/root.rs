@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use guideloom::DatasetOptions;
 use guideloom::arrayrecord::ArrayRecordWriterOptions;
-use guideloom::format::metadata::KIND_STREAM;
+use guideloom::format::KIND_STREAM;
 use guideloom::format::{ShardMetadata, Value};
 use guideloom::publish::{Root as Resolved, StreamRef};
 use guideloom::storage::convert::{ConvertError, ConvertRequest, stream_to_root};

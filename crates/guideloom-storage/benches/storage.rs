@@ -64,7 +64,7 @@ mod unix {
         touch, touch_all, us, warm_dir as warm, write_counts,
     };
     use guideloom_format::{RawFormat, ReadOptions};
-    use guideloom_io::local::{MmapIo, PreadIo};
+    use guideloom_io::{MmapIo, PreadIo};
     use guideloom_storage::{
         DocumentReader, DocumentStorage, StreamReader, StreamStorage, WriterOptions,
     };

@@ -54,7 +54,7 @@
 
 use std::path::{Path, PathBuf};
 
-use guideloom_format::metadata::KIND_STREAM;
+use guideloom_format::KIND_STREAM;
 use guideloom_format::{
     Element, Elements, ReadOptions, Run, RunBudget, ShardMetadata, SyncShard, plan_runs,
 };

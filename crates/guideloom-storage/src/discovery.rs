@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use guideloom_io::{Backend, Location, SeekIo};
 
-use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata};
 use guideloom_format::spec::SHARD_EXTENSION;
 use guideloom_format::{
     AsyncShard, Element, Error, Expected, ReadOptions, Result, ShardWriter, SyncShard,
 };
+use guideloom_format::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata};
 
 /// Prefix of record shards: `shard-000000.glm`.
 pub const SHARD_PREFIX: &str = "shard";

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use guideloom_io::{Backend, Location, SeekIo};
 
-use guideloom_format::table::{RUN_BYTES, RUN_RECORDS};
 use guideloom_format::{
     AsyncShard, Error, Expected, Format, ReadOptions, Result, RunBudget, ShardGroup, ShardInfo,
     ShardTable, ShardWriter, SyncShard,
 };
+use guideloom_format::{RUN_BYTES, RUN_RECORDS};
 
 use crate::discovery::{FileSystemDocument, SHARD_PREFIX, discover_async, discover_sync};
 use crate::options::{WriterOptions, locate, out_of_range};

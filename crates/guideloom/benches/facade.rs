@@ -19,7 +19,7 @@ mod unix {
 
     use criterion::{Criterion, Throughput};
     use guideloom::format::SyncShard;
-    use guideloom::io::local::MmapIo;
+    use guideloom::io::MmapIo;
     use guideloom::io::{Backend, SyncReader};
     use guideloom::{
         Bytes, Dataset, DatasetOptions, Loader, LoaderOptions, LocalReads, PublishMode, Publisher,

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use guideloom::io::check_range;
 use guideloom::io::conformance::{FnFixture, run_all};
-use guideloom::io::error::check_range;
 use guideloom::io::{BoxError, Capabilities, Error, Result};
 use guideloom::{
     AsyncReader, Backend, Bytes, CborFormat, DocumentStorage, Location, SyncReader, WriterOptions,

@@ -17,10 +17,10 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use guideloom_io::check_range;
 use guideloom_io::conformance::{
     self, ConformanceError, ConformanceOptions, DirFixture, Flavour, FnFixture,
 };
-use guideloom_io::error::check_range;
 use guideloom_io::{
     AsyncReader, Backend, BoxError, Capabilities, Error, Location, Result, SyncReader,
 };

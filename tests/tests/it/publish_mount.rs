@@ -16,8 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::TryStreamExt;
+use guideloom_format::KIND_DOCUMENTS;
 use guideloom_format::ShardMetadata;
-use guideloom_format::metadata::KIND_DOCUMENTS;
 use guideloom_publish::{
     Error, LocalStore, PublicationOptions, PublishMode, Registry, RetryPolicy, Root, RootOptions,
     ShardRef, Snapshot, StoreOptions,

@@ -7,7 +7,7 @@ use guideloom_arrayrecord::{
     ArrayRecordReadOptions, ArrayRecordReader, ArrayRecordWriter, ArrayRecordWriterOptions,
     Compression, Error,
 };
-use guideloom_io::error::check_range;
+use guideloom_io::check_range;
 use guideloom_io::{Result as IoResult, SyncReader};
 use proptest::prelude::*;
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 use std::collections::BTreeMap;
 
 use guideloom_format::ShardMetadata;
-use guideloom_format::metadata::{KIND_DOCUMENTS, Value};
+use guideloom_format::{KIND_DOCUMENTS, Value};
 use guideloom_publish::ShardRef;
 use indicatif::ProgressBar;
 use serde_json::json;

@@ -143,8 +143,8 @@ fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {
 
 #[test]
 fn stream_shards_outside_the_spec_are_refused_whoever_opens_them() {
-    use guideloom_format::metadata::{KIND_STREAM, ShardMetadata};
     use guideloom_format::{Expected, ShardEncoder};
+    use guideloom_format::{KIND_STREAM, ShardMetadata};
     let encode = |records: &[Vec<u8>]| {
         let mut out = Vec::new();
         let mut enc = ShardEncoder::new(

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use guideloom_format::metadata::Value;
+use guideloom_format::Value;
 use guideloom_format::spec::{HEADER_LEN, crc32c};
 use guideloom_format::{
     Corruption, Error, Expected, Footer, MemReader, ReadOptions, ShardMetadata, ShardWriter,

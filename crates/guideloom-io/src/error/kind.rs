@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::Error;
-use crate::cause::{CauseKind, cause_of};
+use crate::{CauseKind, cause_of};
 
 /// What went wrong, in one word: the kind of every error of the workspace.
 ///

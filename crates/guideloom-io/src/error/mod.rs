@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-pub mod cause;
+pub(crate) mod cause;
 mod kind;
 
 pub use kind::ErrorKind;

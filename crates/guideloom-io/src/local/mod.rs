@@ -1,25 +1,4 @@
-//! Local-file backends: [`SeekIo`], [`PreadIo`] and (feature `mmap`) `MmapIo`.
-//!
-//! All three open readers for a [`PathBuf`](std::path::PathBuf), learn the file's size once at
-//! open (files are immutable objects under the IO contract), and check every range against
-//! it: a range past the end is [`Error::OutOfRange`]; a file that shrank under an open reader
-//! gives [`Error::ShortRead`] (or, for `MmapIo`, see its `# Risks` section).
-//!
-//! | backend     | read path                                | concurrent reads            | zero-copy | platform |
-//! |-------------|------------------------------------------|-----------------------------|-----------|----------|
-//! | [`SeekIo`]  | `seek` + `read` under a `Mutex<File>`    | serialised per reader       | no        | all      |
-//! | [`PreadIo`] | `pread(2)` (`FileExt::read_at`)          | parallel, no lock per read  | no        | unix     |
-//! | `MmapIo`    | slice of a shared mapping                | parallel, no syscall        | yes       | unix, windows |
-//!
-//! # Async readers
-//! The async readers of `SeekIo` and `PreadIo` run file system calls (open, read, close)
-//! under [`tokio::task::spawn_blocking`], so they never block an executor thread; `size` is
-//! answered from the value cached at open. One exception: `PreadIo` first tries a small read
-//! (at most [`PreadIo::inline_reads`] bytes) on the calling thread with Linux's
-//! `preadv2(RWF_NOWAIT)`, which copies from the page cache or refuses at once rather than wait
-//! for I/O; only a refusal goes to the blocking pool. `MmapIo` opens under `spawn_blocking` and then
-//! answers reads inline: a read only bumps a reference count and slices, it touches no page
-//! (see `MmapIo` for where page faults happen instead).
+//! Local-file backends; their documentation is the crate root's "Local backends" section.
 
 use std::io;
 use std::ops::Range;

@@ -336,7 +336,7 @@ fn map_error(location: &str, op: &str, started: Instant, e: object_store::Error)
             let remote = Error::Remote {
                 location: location.to_owned(),
                 // The failed request in short, never the server's raw response document.
-                message: format!("{op} failed: {}", crate::cause::brief(&other)),
+                message: format!("{op} failed: {}", crate::brief(&other)),
                 retryable,
                 source: Some(Box::new(other)),
             };

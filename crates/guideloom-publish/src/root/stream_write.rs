@@ -3,8 +3,8 @@
 
 use std::convert::Infallible;
 
-use guideloom_format::metadata::{KIND_DOCUMENTS, KIND_STREAM};
 use guideloom_format::{Element, ShardMetadata};
+use guideloom_format::{KIND_DOCUMENTS, KIND_STREAM};
 use serde::Serialize;
 
 use super::Root;

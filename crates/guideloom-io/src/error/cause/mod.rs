@@ -1,28 +1,4 @@
-//! Why a remote request failed, in words: the cause an error message leads with.
-//!
-//! A failed request's own error (object_store's, hyper's) says what happened in the order it
-//! was built: the request, the URL, the timing, the status, and last the server's reason (an
-//! S3 error document, as raw XML). An error message of the layers above reads the other way
-//! round — `<cause>: <what>: <details>`, on one line, each name once:
-//!
-//! ```text
-//! bucket does not exist (NoSuchBucket): s3://bkt/data: get dataset.json: GET http://127.0.0.1:9000/bkt/data/dataset.json: 404 Not Found
-//! connection refused: s3://bkt/data: list log: GET http://127.0.0.1:9/bkt?list-type=2&prefix=data%2Flog%2F, after 4 retries in 1.1 s
-//! ```
-//!
-//! - [`cause_of`] finds the reason in an error's source chain, as a typed [`CauseKind`]:
-//!   from the types where they say it (object_store's `PermissionDenied`, a transport
-//!   error's kind, an OS error's kind), else from the error document's `<Code>` (the S3
-//!   protocol's machine-readable reason), else from the HTTP status. Callers match the kind,
-//!   never the text.
-//! - [`request_of`] finds the failed request ([`Request`]: method, URL, status, retries and
-//!   time) in object_store's error, and [`brief`] is the short text of a remote failure for a
-//!   message: that request, never the server's raw response body.
-//! - [`mentions`] tells whether a message already names an object, so that a context leaves
-//!   its own prefix out and each name appears once.
-//!
-//! [`Error::Remote`](crate::Error::Remote) displays itself this way; guideloom-publish's
-//! storage errors and the command line's one-line messages build on the same functions.
+//! Why a remote request failed; documented in the crate root's "Why a request failed" section.
 
 use std::error::Error as StdError;
 use std::fmt;
