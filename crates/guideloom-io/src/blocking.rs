@@ -10,7 +10,9 @@
 //!
 //! Blocking inside an async task would stall (or, in tokio, panic), so a sync call made from
 //! a thread that is already inside a tokio runtime fails with [`Error::Unsupported`] instead:
-//! use `open_async` there, or `tokio::task::spawn_blocking`.
+//! use `open_async` there, or `tokio::task::spawn_blocking`. A reader with a synchronous
+//! view of its own ([`AsyncReader::as_sync`]: a local file or mapping) is read through it,
+//! on the calling thread and from anywhere.
 //!
 //! ```no_run
 //! # #[cfg(feature = "http")] {
@@ -196,36 +198,82 @@ impl fmt::Debug for BlockingReader {
     }
 }
 
+/// Each call reads through the inner reader's own synchronous view when it has one
+/// ([`AsyncReader::as_sync`]: a local file or mapping wrapped for uniformity), without a
+/// trip through the runtime and from any thread; otherwise it blocks on the runtime.
 impl SyncReader for BlockingReader {
     fn location(&self) -> &str {
         &self.location
     }
 
     fn size(&self) -> Result<u64> {
+        if let Some(here) = self.inner.as_sync() {
+            return here.size();
+        }
         self.driver.block_on("sync size", self.inner.size())?
     }
 
     fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        if let Some(here) = self.inner.as_sync() {
+            return here.read(offset, len);
+        }
         self.driver
             .block_on("sync read", self.inner.read(offset, len))?
     }
 
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if let Some(here) = self.inner.as_sync() {
+            return here.read_ranges(ranges);
+        }
         self.driver
             .block_on("sync read_ranges", self.inner.read_ranges(ranges))?
     }
 
     fn read_tail(&self, len: u64) -> Result<Tail> {
+        if let Some(here) = self.inner.as_sync() {
+            return here.read_tail(len);
+        }
         self.driver
             .block_on("sync read_tail", self.inner.read_tail(len))?
     }
 
     fn close(&self) -> Result<()> {
+        if let Some(here) = self.inner.as_sync() {
+            return here.close();
+        }
         if Handle::try_current().is_ok() {
             // Closing must work anywhere (e.g. from Drop inside a task).
             self.inner.close_sync();
             return Ok(());
         }
         self.driver.block_on("sync close", self.inner.close())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PreadIo;
+
+    /// A reader with a synchronous view reads through it: no runtime hop, so even a call
+    /// from inside a runtime (refused for a remote reader) answers.
+    #[test]
+    fn a_reader_with_a_sync_view_reads_on_the_calling_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"hello world").unwrap();
+        let io = BlockingIo::new(PreadIo::new()).unwrap();
+        let reader = io.open(&path).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert_eq!(&reader.read(6, 5).unwrap()[..], b"world");
+            assert_eq!(reader.read_ranges(&[0..5]).unwrap()[0], &b"hello"[..]);
+            assert_eq!(reader.read_tail(5).unwrap().bytes, &b"world"[..]);
+            assert_eq!(reader.size().unwrap(), 11);
+            reader.close().unwrap();
+            assert!(matches!(reader.read(0, 1), Err(Error::Closed { .. })));
+        });
     }
 }

@@ -209,6 +209,19 @@ fn write_shard_works_in_current_thread_and_multi_thread_runtimes() {
     }
 }
 
+/// A root in `dir` whose pending objects note their writers' threads, and its inner store.
+fn watched_root(dir: &Path) -> (Root, Arc<dyn RootStore>, Threads) {
+    let writers = Threads::default();
+    let local = Registry::new()
+        .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+        .unwrap();
+    let store = Arc::new(Watched {
+        inner: Arc::clone(&local),
+        writers: Arc::clone(&writers),
+    });
+    (Root::new(store, RootOptions::default()), local, writers)
+}
+
 /// On a `current_thread` runtime, whose one thread runs the writing task, the records are
 /// pulled on that thread and every write of the encoder is made on another (the blocking
 /// pool's): the executor's thread encodes and writes nothing.
@@ -217,15 +230,7 @@ fn shard_encoding_and_writes_run_off_the_executor_thread() {
     let recs = records(6 * 1024, 1024);
     for (flavour, rt) in runtimes() {
         let dir = tempfile::tempdir().unwrap();
-        let writers = Threads::default();
-        let local = Registry::new()
-            .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
-            .unwrap();
-        let store = Arc::new(Watched {
-            inner: local,
-            writers: Arc::clone(&writers),
-        });
-        let root = Root::new(store, RootOptions::default());
+        let (root, _, writers) = watched_root(dir.path());
         let pullers = Mutex::new(HashSet::new());
         let pulled = recs.iter().inspect(|_| {
             pullers.lock().unwrap().insert(std::thread::current().id());
@@ -258,15 +263,8 @@ fn a_blocking_caller_encodes_in_place_and_a_task_pipes() {
     let want = encoded(&recs);
     let bridge = guideloom_io::bridge::Bridge::shared().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let writers = Threads::default();
-    let local = Registry::new()
-        .resolve(dir.path().to_str().unwrap(), &StoreOptions::default())
-        .unwrap();
-    let store = Arc::new(Watched {
-        inner: Arc::clone(&local),
-        writers: Arc::clone(&writers),
-    });
-    let root = Arc::new(Root::new(store, RootOptions::default()));
+    let (root, local, writers) = watched_root(dir.path());
+    let root = Arc::new(root);
     let here = bridge
         .block_on(root.write_shard("w", 0, meta(), &recs))
         .unwrap();
