@@ -525,3 +525,111 @@ fn async_only_backends_are_skipped_for_sync_and_pass_async() {
         "{report}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A reader whose synchronous view is not a view: a copy that outlives `close`.
+
+/// `MemIo`'s objects, through readers whose `as_sync` answers with a copy of the bytes.
+#[derive(Debug)]
+struct CopyViewIo {
+    inner: MemIo,
+}
+
+#[derive(Debug)]
+struct CopyViewReader {
+    inner: MemReader,
+    copy: CopyView,
+}
+
+/// A `SyncReader` over its own copy of the bytes: right until the reader is closed.
+#[derive(Debug)]
+struct CopyView {
+    location: String,
+    bytes: Bytes,
+}
+
+impl SyncReader for CopyView {
+    fn location(&self) -> &str {
+        &self.location
+    }
+    fn size(&self) -> Result<u64> {
+        Ok(self.bytes.len() as u64)
+    }
+    fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        check_range(&self.location, offset, len, self.bytes.len() as u64)?;
+        let start = usize::try_from(offset).expect("in range");
+        Ok(self
+            .bytes
+            .slice(start..start + usize::try_from(len).expect("in range")))
+    }
+    fn close(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Backend for CopyViewIo {
+    type Location = MemKey;
+
+    fn name(&self) -> &'static str {
+        "CopyViewIo"
+    }
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::default();
+        caps.r#async = true;
+        caps
+    }
+    fn open(&self, _: &MemKey) -> Result<Box<dyn SyncReader>> {
+        Err(Error::unsupported("CopyViewIo", "sync open", "async only"))
+    }
+    async fn open_async(&self, key: &MemKey) -> Result<Box<dyn AsyncReader>> {
+        let inner = self.inner.reader(key)?;
+        let copy = CopyView {
+            location: inner.location.clone(),
+            bytes: inner.data()?,
+        };
+        Ok(Box::new(CopyViewReader { inner, copy }))
+    }
+}
+
+#[async_trait]
+impl AsyncReader for CopyViewReader {
+    fn location(&self) -> &str {
+        &self.inner.location
+    }
+    async fn size(&self) -> Result<u64> {
+        SyncReader::size(&self.inner)
+    }
+    async fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        SyncReader::read(&self.inner, offset, len)
+    }
+    async fn close(&self) -> Result<()> {
+        SyncReader::close(&self.inner)
+    }
+    fn close_sync(&self) {
+        let _ = SyncReader::close(&self.inner);
+    }
+    fn as_sync(&self) -> Option<&dyn SyncReader> {
+        Some(&self.copy)
+    }
+}
+
+/// The kit checks an async reader's synchronous view beside it: every read agrees here, but
+/// the view still reads once the reader is closed, and the kit says so at `close`.
+#[test]
+fn a_sync_view_that_outlives_close_fails_close() {
+    let inner = MemIo::default();
+    let io = CopyViewIo {
+        inner: inner.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let err = expect_failure(rt.block_on(conformance::run_async(&io, &mem_fixture(&inner))));
+    assert_eq!(
+        (err.check, err.flavour, err.backend),
+        ("close", Flavour::Async, "CopyViewIo")
+    );
+    assert!(err.message.contains("as_sync().read(0, 1)"), "{err}");
+}

@@ -118,6 +118,19 @@ where
             if r.location().is_empty() {
                 return Err(format!("location() of `{}` is empty", o.name));
             }
+            if let Some(here) = r.as_sync() {
+                let got = here
+                    .size()
+                    .map_err(|e| format!("size() of `{}` through as_sync() failed: {e}", o.name))?;
+                if got != size || here.location() != r.location() {
+                    return Err(format!(
+                        "as_sync() of `{}` answers size {got} at `{}`, its reader {size} at `{}`",
+                        o.name,
+                        here.location(),
+                        r.location()
+                    ));
+                }
+            }
             let _ = r.close().await;
         }
         Ok(())
@@ -205,6 +218,14 @@ where
                     o.slice(offset, len),
                     offset,
                 )?;
+                if let Some(here) = r.as_sync() {
+                    oracle::check_bytes(
+                        &format!("as_sync().read({offset}, {len}) of `{}`", o.name),
+                        here.read(offset, len),
+                        o.slice(offset, len),
+                        offset,
+                    )?;
+                }
             }
         }
         Ok(())
@@ -220,6 +241,16 @@ where
                     &format!("read({offset}, {len}) of `{}` (size {})", o.name, o.size()),
                     r.read(offset, len).await,
                 )?;
+                if let Some(here) = r.as_sync() {
+                    oracle::expect_out_of_range(
+                        &format!(
+                            "as_sync().read({offset}, {len}) of `{}` (size {})",
+                            o.name,
+                            o.size()
+                        ),
+                        here.read(offset, len),
+                    )?;
+                }
             }
         }
         Ok(())
@@ -233,6 +264,10 @@ where
             let r = open(backend, o).await?;
             for ranges in oracle::range_lists(&mut rng, o.size()) {
                 oracle::check_batch(&ranges, r.read_ranges(&ranges).await, &o.bytes)?;
+                if let Some(here) = r.as_sync() {
+                    oracle::check_batch(&ranges, here.read_ranges(&ranges), &o.bytes)
+                        .map_err(|m| format!("as_sync(): {m}"))?;
+                }
             }
             let bad = [0..o.size().min(1), o.size()..o.size() + 1];
             oracle::expect_out_of_range(
@@ -251,6 +286,10 @@ where
             for len in oracle::tail_lens(o.size()) {
                 oracle::check_tail(len, r.read_tail(len).await, &o.bytes)
                     .map_err(|m| format!("`{}`: {m}", o.name))?;
+                if let Some(here) = r.as_sync() {
+                    oracle::check_tail(len, here.read_tail(len), &o.bytes)
+                        .map_err(|m| format!("`{}` as_sync(): {m}", o.name))?;
+                }
             }
         }
         Ok(())
@@ -279,6 +318,10 @@ where
             .map_err(|e| format!("second close() failed: {e}"))?;
         r.close_sync();
         oracle::expect_closed("read(0, 1)", r.read(0, 1).await)?;
+        if let Some(here) = r.as_sync() {
+            oracle::expect_closed("as_sync().read(0, 1)", here.read(0, 1))?;
+            oracle::expect_closed("as_sync().read_tail(1)", here.read_tail(1))?;
+        }
         oracle::expect_closed("read(0, 0)", r.read(0, 0).await)?;
         oracle::expect_closed(
             "read_ranges([0..1, 1..1])",
