@@ -269,7 +269,11 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             assert_eq!(&reader.read(6, 5).unwrap()[..], b"world");
-            assert_eq!(reader.read_ranges(&[0..5]).unwrap()[0], &b"hello"[..]);
+            let parts = reader.read_ranges(&[0..5, 6..11]).unwrap();
+            assert_eq!(
+                (&parts[0][..], &parts[1][..]),
+                (&b"hello"[..], &b"world"[..])
+            );
             assert_eq!(reader.read_tail(5).unwrap().bytes, &b"world"[..]);
             assert_eq!(reader.size().unwrap(), 11);
             reader.close().unwrap();
