@@ -54,7 +54,7 @@
 //! | `close` | close twice is fine (also on a reader that never read); `read`, `read_ranges`, `read_tail` afterwards fail with `Closed`; for async, `close_sync` too |
 //! | `buffers_outlive_close` | buffers read before `close` keep their bytes after it |
 //!
-//! An async reader that offers a synchronous view of itself ([`AsyncReader::as_sync`]) has
+//! An async reader that offers a synchronous view of itself ([`AsyncReader::as_sync`](crate::AsyncReader::as_sync)) has
 //! it checked beside its async reads: in `size` (the same size and location), `random_ranges`,
 //! `past_end`, `read_ranges`, `read_tail` (the same bytes and errors) and `close` (its reads
 //! fail with `Closed` once the reader is closed).
