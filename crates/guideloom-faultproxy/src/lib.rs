@@ -17,6 +17,10 @@
 //! forwarding; truncate the body after K bytes. [`BlackHole`] is a listener that never
 //! accepts: connects succeed (the kernel's backlog), nothing is ever read or answered.
 //!
+//! A far store: [`FaultProxy::start_with`] puts a [`Link`] between the proxy and its upstream,
+//! a one-way delay each way and a rate cap per direction shared by all connections (this
+//! kernel has no netem), changeable while the proxy runs.
+//!
 //! The proxy runs on a thread of its own with a current-thread tokio runtime, so it works
 //! under any test (sync, `#[tokio::test]`, or driving a child process). Dropping the handle
 //! stops it: the accept loop and every connection task end and their sockets close before
@@ -55,6 +59,7 @@
 
 mod conn;
 mod framing;
+mod link;
 mod script;
 
 use std::io;
@@ -67,7 +72,10 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use conn::{Shared, lock};
+pub use link::Link;
 pub use script::{Applied, Exchange, Fault, Script};
+
+use link::Relay;
 
 /// Counters of a [`FaultProxy`] since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,7 +98,10 @@ pub struct ProxyStats {
 #[derive(Debug)]
 pub struct FaultProxy {
     addr: SocketAddr,
+    upstream: SocketAddr,
     shared: Arc<Shared>,
+    /// The link to the upstream, when started with one ([`FaultProxy::start_with`]).
+    relay: Option<Arc<Relay>>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -117,10 +128,59 @@ fn upstream_of(url: &str) -> io::Result<SocketAddr> {
 impl FaultProxy {
     /// Starts a proxy on `127.0.0.1:0` in front of `upstream`, with `script`.
     pub fn start(upstream: SocketAddr, script: Script) -> io::Result<Self> {
+        Self::launch(upstream, script, None)
+    }
+
+    /// Starts a proxy on `127.0.0.1:0` in front of `upstream`, with `script`, reaching the
+    /// upstream over `link` (a delay each way and a rate cap: a far store on loopback; see
+    /// [`Link`]). The link can be changed later ([`set_link`](Self::set_link)).
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::time::{Duration, Instant};
+    /// use guideloom_faultproxy::{FaultProxy, Link, Script};
+    ///
+    /// let upstream = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = upstream.local_addr()?;
+    /// std::thread::spawn(move || {
+    ///     for mut s in upstream.incoming().flatten() {
+    ///         let mut buf = [0u8; 1024];
+    ///         let _ = s.read(&mut buf);
+    ///         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
+    ///     }
+    /// });
+    /// let rtt = Duration::from_millis(30);
+    /// let proxy = FaultProxy::start_with(addr, Script::pass(), Link::round_trip(rtt))?;
+    /// let started = Instant::now();
+    /// let mut c = std::net::TcpStream::connect(proxy.addr())?;
+    /// c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")?;
+    /// let mut out = String::new();
+    /// c.read_to_string(&mut out)?;
+    /// assert!(out.ends_with("hi"));
+    /// assert!(started.elapsed() >= rtt); // at least one round trip, however fast the machine
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_with(upstream: SocketAddr, script: Script, link: Link) -> io::Result<Self> {
+        Self::launch(upstream, script, Some(link))
+    }
+
+    fn launch(upstream: SocketAddr, script: Script, link: Option<Link>) -> io::Result<Self> {
         let listener = StdListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new(upstream, script));
+        // With a link, connections reach the upstream through the relay's own listener.
+        let hop = match link {
+            Some(link) => {
+                let hop = StdListener::bind("127.0.0.1:0")?;
+                hop.set_nonblocking(true)?;
+                let relay = Arc::new(Relay::new(upstream, link));
+                Some((hop.local_addr()?, hop, relay))
+            }
+            None => None,
+        };
+        let connect_to = hop.as_ref().map_or(upstream, |(at, _, _)| *at);
+        let relay = hop.as_ref().map(|(_, _, relay)| Arc::clone(relay));
+        let shared = Arc::new(Shared::new(connect_to, script));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -128,10 +188,27 @@ impl FaultProxy {
         let loop_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name(format!("faultproxy-{}", addr.port()))
-            .spawn(move || runtime.block_on(accept_loop(listener, loop_shared, stopped)))?;
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let proxy = accept_loop(listener, loop_shared, stopped);
+                    let Some((_, hop, relay)) = hop else {
+                        return proxy.await;
+                    };
+                    let Ok(hop) = TcpListener::from_std(hop) else {
+                        return;
+                    };
+                    // The relay ends with the proxy: dropping its future drops its tasks.
+                    tokio::select! {
+                        () = proxy => {}
+                        () = link::serve(hop, relay) => {}
+                    }
+                });
+            })?;
         Ok(FaultProxy {
             addr,
+            upstream,
             shared,
+            relay,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -141,6 +218,29 @@ impl FaultProxy {
     /// moto test server's).
     pub fn for_url(url: &str, script: Script) -> io::Result<Self> {
         Self::start(upstream_of(url)?, script)
+    }
+
+    /// [`for_url`](Self::for_url) over `link` ([`start_with`](Self::start_with)).
+    pub fn for_url_with(url: &str, script: Script, link: Link) -> io::Result<Self> {
+        Self::start_with(upstream_of(url)?, script, link)
+    }
+
+    /// The link to the upstream: `None` for a proxy started without one.
+    pub fn link(&self) -> Option<Link> {
+        self.relay.as_ref().map(|r| r.link())
+    }
+
+    /// Replaces the link; bytes that arrive from now on cross the new one. Only a proxy
+    /// started with a link has one to change: otherwise `InvalidInput`.
+    pub fn set_link(&self, link: Link) -> io::Result<()> {
+        let relay = self.relay.as_ref().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "this proxy was started without a link (use FaultProxy::start_with)",
+            )
+        })?;
+        relay.set_link(link);
+        Ok(())
     }
 
     /// The address the proxy listens on.
@@ -165,7 +265,7 @@ impl FaultProxy {
 
     /// The upstream address.
     pub fn upstream(&self) -> SocketAddr {
-        self.shared.upstream
+        self.upstream
     }
 
     /// Replaces the script; requests that arrive from now on follow it.

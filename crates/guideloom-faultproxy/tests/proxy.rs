@@ -1,15 +1,16 @@
 //! The proxy against a tiny HTTP/1.1 upstream (and a raw echo server) on loopback: what each
 //! fault does to the bytes a raw client sees, what reaches the upstream, the counters, and a
-//! clean stop. Every test runs under a generous hang detector; no wall-clock assertions
-//! (a "nothing arrives within 300 ms" check is only made where the proxy would otherwise
-//! wait an hour or forever).
+//! clean stop; the link's delays and rate caps. Every test runs under a generous hang
+//! detector; no wall-clock upper bounds (a "nothing arrives within 300 ms" check is only made
+//! where the proxy would otherwise wait an hour or forever), and the link's tests assert only
+//! that it made things at least as slow as it should.
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use guideloom_faultproxy::{BlackHole, Fault, FaultProxy, Script};
+use guideloom_faultproxy::{BlackHole, Fault, FaultProxy, Link, Script};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -478,5 +479,139 @@ fn black_hole_accepts_nothing() {
         drop(hole);
         let refused = TcpStream::connect(addr).await.unwrap_err();
         assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The link: delays and rate caps. Only lower bounds are asserted (a loaded machine is slower,
+// never faster than the link allows).
+
+/// A request and its response over a link pay at least one round trip, and the bytes come
+/// through intact; keep-alive requests each pay theirs.
+#[test]
+fn a_link_delays_each_way() {
+    guard(async {
+        let (up, seen) = upstream().await;
+        let (to_up, to_client) = (Duration::from_millis(40), Duration::from_millis(60));
+        let link = Link::default().with_delay(to_up, to_client);
+        let p = FaultProxy::start_with(up, Script::pass(), link).unwrap();
+        assert_eq!(p.link(), Some(link));
+        assert_eq!(p.upstream(), up);
+        let mut c = connect(&p).await;
+        for _ in 0..3 {
+            let started = Instant::now();
+            c.write_all(&get("/len/100000")).await.unwrap();
+            let (head, body) = response(&mut c).await.unwrap();
+            assert!(head.starts_with("HTTP/1.1 200"));
+            assert_eq!(body, body_of("/len/100000"));
+            let took = started.elapsed();
+            assert!(took >= to_up + to_client, "a round trip took {took:?}");
+        }
+        assert_eq!(seen.lock().unwrap().requests.len(), 3);
+        assert_eq!(p.stats().requests, 3);
+    });
+}
+
+/// A rate cap holds one download to it, and two downloads at once share it (the link's, not
+/// each connection's).
+#[test]
+fn a_link_caps_the_rate_over_all_connections() {
+    guard(async {
+        let (up, _) = upstream().await;
+        let rate: u64 = 4 << 20;
+        let p = FaultProxy::start_with(
+            up,
+            Script::pass(),
+            Link::default().with_rate_to_client(rate),
+        )
+        .unwrap();
+        let len = 1 << 20;
+        let least = |bytes: u64| Duration::from_secs_f64(bytes as f64 / rate as f64 * 0.98);
+
+        let started = Instant::now();
+        let mut c = connect(&p).await;
+        c.write_all(&get(&format!("/len/{len}"))).await.unwrap();
+        assert_eq!(response(&mut c).await.unwrap().1.len(), len);
+        let one = started.elapsed();
+        assert!(one >= least(len as u64), "1 MiB at 4 MiB/s took {one:?}");
+
+        let started = Instant::now();
+        let (mut a, mut b) = (connect(&p).await, connect(&p).await);
+        a.write_all(&get(&format!("/len/{len}"))).await.unwrap();
+        b.write_all(&get(&format!("/len/{len}"))).await.unwrap();
+        let (ra, rb) = tokio::join!(response(&mut a), response(&mut b));
+        assert_eq!(ra.unwrap().1, body_of(&format!("/len/{len}")));
+        assert_eq!(rb.unwrap().1.len(), len);
+        let two = started.elapsed();
+        assert!(
+            two >= least(2 * len as u64),
+            "2 × 1 MiB at 4 MiB/s took {two:?}"
+        );
+    });
+}
+
+/// Uploads are capped on their own way; faults still apply in front of the link; the link can
+/// be changed on a running proxy, and a proxy without one refuses.
+#[test]
+fn uploads_faults_and_a_changed_link() {
+    guard(async {
+        let (up, seen) = upstream().await;
+        let rate: u64 = 1 << 20;
+        let link = Link::default().with_rate_to_upstream(rate);
+        let p =
+            FaultProxy::start_with(up, Script::requests([Fault::unavailable(1)]), link).unwrap();
+        let mut c = connect(&p).await;
+        c.write_all(&put("/obj", 10)).await.unwrap();
+        let (head, _) = response(&mut c).await.unwrap();
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        assert!(
+            seen.lock().unwrap().requests.is_empty(),
+            "a 503 is not forwarded"
+        );
+
+        let len = 512 << 10;
+        let started = Instant::now();
+        let mut c = connect(&p).await;
+        c.write_all(&put("/obj", len)).await.unwrap();
+        assert_eq!(response(&mut c).await.unwrap().1, b"ok");
+        let took = started.elapsed();
+        let least = Duration::from_secs_f64(len as f64 / rate as f64 * 0.98);
+        assert!(took >= least, "512 KiB up at 1 MiB/s took {took:?}");
+        assert_eq!(seen.lock().unwrap().requests[0].2, len);
+
+        let far = Link::round_trip(Duration::from_millis(80));
+        p.set_link(far).unwrap();
+        assert_eq!(p.link(), Some(far));
+        let started = Instant::now();
+        c.write_all(&get("/len/10")).await.unwrap();
+        assert_eq!(response(&mut c).await.unwrap().1, body_of("/len/10"));
+        assert!(started.elapsed() >= Duration::from_millis(80));
+
+        let plain = FaultProxy::start(up, Script::pass()).unwrap();
+        assert_eq!(plain.link(), None);
+        let refused = plain.set_link(far).unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::InvalidInput);
+    });
+}
+
+/// Dropping a proxy with a link closes the connections carried over it too.
+#[test]
+fn drop_stops_the_link_too() {
+    guard(async {
+        let (up, seen) = upstream().await;
+        let p = FaultProxy::start_with(
+            up,
+            Script::pass(),
+            Link::round_trip(Duration::from_millis(10)),
+        )
+        .unwrap();
+        let mut c = connect(&p).await;
+        c.write_all(&get("/len/1")).await.unwrap();
+        response(&mut c).await.unwrap();
+        until(&seen, |s| s.accepted == 1).await;
+        drop(p);
+        let mut rest = Vec::new();
+        let _ = c.read_to_end(&mut rest).await;
+        until(&seen, |s| s.closed == 1).await;
     });
 }
