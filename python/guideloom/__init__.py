@@ -38,6 +38,7 @@ from guideloom._records import Bytes, CborFormat, DocumentPickleFormat, RawForma
 from guideloom._roots import (
     Dataset,
     PublicationOptions,
+    ReadAheadIter,
     Root,
     ShardRef,
     Snapshot,
@@ -112,6 +113,7 @@ __all__ = [
     "PublicationCollisionError",
     "PublicationOptions",
     "RawFormat",
+    "ReadAheadIter",
     "ReadOnlyRootError",
     "RefusedFileError",
     "Root",

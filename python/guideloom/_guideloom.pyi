@@ -35,6 +35,7 @@ from guideloom._records import RawFormat as RawFormat
 from guideloom._roots import Dataset as Dataset
 from guideloom._roots import DatasetIter as DatasetIter
 from guideloom._roots import PublicationOptions as PublicationOptions
+from guideloom._roots import ReadAheadIter as ReadAheadIter
 from guideloom._roots import Root as Root
 from guideloom._roots import ShardRef as ShardRef
 from guideloom._roots import Snapshot as Snapshot
@@ -91,6 +92,7 @@ __all__ = [
     "RawStreamReader",
     "RawStreamStorage",
     "RawStreamWriter",
+    "ReadAheadIter",
     "Registry",
     "Root",
     "S3Backend",

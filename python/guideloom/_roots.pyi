@@ -58,6 +58,16 @@ class DatasetIter:
     def __next__(self) -> Any: ...
 
 @final
+class ReadAheadIter:
+    """The batches of :meth:`Dataset.read_ahead`, in order."""
+
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> list[Any]: ...
+    @property
+    def held_bytes(self) -> int: ...
+    def close(self) -> None: ...
+
+@final
 class Dataset:
     """One snapshot of a dataset root (a token stream too, if its shards are stream shards)."""
 
@@ -71,6 +81,14 @@ class Dataset:
     def get_many(self, indices: Iterable[SupportsIndex]) -> list[Any]: ...
     def get_raw(self, index: SupportsIndex) -> Bytes: ...
     def get_many_raw(self, indices: Iterable[SupportsIndex]) -> list[Bytes]: ...
+    def read_ahead(
+        self,
+        batches: Iterable[Iterable[SupportsIndex]],
+        *,
+        batches_ahead: int = ...,
+        bytes_ahead: int = ...,
+        raw: bool = False,
+    ) -> ReadAheadIter: ...
     def annotation(self, name: str, index: SupportsIndex) -> Any: ...
     def annotations(self, name: str) -> list[Any]: ...
     def stream_element(self) -> str: ...
@@ -220,6 +238,7 @@ __all__ = [
     "Dataset",
     "DatasetIter",
     "PublicationOptions",
+    "ReadAheadIter",
     "Root",
     "ShardRef",
     "Snapshot",

@@ -190,6 +190,22 @@ class _Records:
             return opened.get_many(indices)
         return list(opened.read_many(indices))
 
+    def batches(
+        self, batches: Iterator[list[int]], *, ahead: int, ahead_bytes: int
+    ) -> Iterator[list[Any]]:
+        """The records of each batch, in order; a dataset reads ``ahead`` batches ahead
+        (within ``ahead_bytes``; on a local root each batch is read when taken)."""
+        opened = self.get()
+        if isinstance(opened, gl.Dataset) and ahead > 0:
+            reader = opened.read_ahead(batches, batches_ahead=ahead, bytes_ahead=ahead_bytes)
+            try:
+                yield from reader
+            finally:
+                reader.close()
+            return
+        for batch in batches:
+            yield self.many(batch)
+
     def __getstate__(self) -> dict[str, Any]:
         if self._root is None and self._factory is None:
             raise TypeError(
@@ -413,7 +429,13 @@ class IterableDataset(_Progress, _IterStyle):
     records from the start of the order) or ``"drop"`` (cut the end) makes their batch
     counts equal, as collectives need. ``set_epoch(e)`` starts epoch ``e``;
     ``state_dict()``/``load_state_dict()`` resume mid-epoch, with any worker count or world
-    size. Other arguments as for :class:`Dataset`.
+    size.
+
+    Each worker reads its next ``read_ahead`` batches ahead of the one it yields (a remote
+    root: requests in flight while the training step runs; a local root reads each batch
+    when it is due), holding at most ``read_ahead_bytes`` of payload fetched and not yet
+    yielded; ``read_ahead=0`` reads one batch at a time. Other arguments as for
+    :class:`Dataset`.
     """
 
     def __init__(
@@ -432,8 +454,12 @@ class IterableDataset(_Progress, _IterStyle):
         snapshot: str | None = None,
         format: Literal["cbor", "pickle", "raw"] | None = None,
         s3: gl.S3Options | None = None,
+        read_ahead: int = 16,
+        read_ahead_bytes: int = 64 << 20,
     ) -> None:
         _require_torch()
+        if read_ahead < 0 or read_ahead_bytes < 0:
+            raise ValueError("read_ahead and read_ahead_bytes must not be negative")
         records = _Records(source, snapshot=snapshot, format=format, s3=s3)
         order = _Order(
             records,
@@ -446,6 +472,8 @@ class IterableDataset(_Progress, _IterStyle):
             world_size=world_size,
         )
         _Progress.__init__(self, order, batch_size, epoch)
+        self._read_ahead = read_ahead
+        self._read_ahead_bytes = read_ahead_bytes
 
     def __len__(self) -> int:
         """Records this rank yields in the next iteration (all workers together)."""
@@ -460,8 +488,13 @@ class IterableDataset(_Progress, _IterStyle):
         if info is None:
             self._delivered = 0
         records = self._order.records
-        for k in range(worker, len(plan), workers):
-            batch = records.many(plan.batch(k))
+        mine = range(worker, len(plan), workers)
+        fetched = records.batches(
+            (plan.batch(k) for k in mine),
+            ahead=self._read_ahead,
+            ahead_bytes=self._read_ahead_bytes,
+        )
+        for k, batch in zip(mine, fetched, strict=True):
             yield from batch[:-1]
             if info is None:
                 # Counted before the batch's last record goes out: once the consumer holds

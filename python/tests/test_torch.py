@@ -331,3 +331,19 @@ def test_the_map_style_sampler_resumes_too(root: Path) -> None:
         DataLoader(ds, batch_sampler=again, num_workers=2, multiprocessing_context="fork")
     )
     assert whole[:2] + rest == whole
+
+
+def test_an_http_root_read_ahead_in_forked_workers(http_root: Any) -> None:
+    shards = []
+    for n in range(3):
+        records = ({"i": i} for i in range(n * 40, n * 40 + 40))
+        shards.append(gl.write_shard(records, http_root.directory, work_id="w", shard=n))
+    gl.publish(http_root.directory, shards, dataset_id="d", snapshot_id="s")
+    ahead = IterableDataset(http_root.url, batch_size=BATCH, seed=3, read_ahead=4)
+    one_at_a_time = IterableDataset(http_root.url, batch_size=BATCH, seed=3, read_ahead=0)
+    got = load(ahead, "fork")
+    assert sorted(i for b in got for i in b) == list(range(120))
+    assert got == load(one_at_a_time, "fork")
+    assert load(ahead, None) == load(one_at_a_time, None)
+    with pytest.raises(ValueError, match="negative"):
+        IterableDataset(http_root.url, batch_size=BATCH, read_ahead=-1)

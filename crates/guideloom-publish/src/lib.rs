@@ -91,7 +91,8 @@ pub use registry::{
     StoreOptions,
 };
 pub use root::{
-    Dataset, DatasetOptions, InOrder, RecordRun, Records, Root, RootOptions, resolve_root,
+    DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
+    ReadAhead, ReadAheadOptions, RecordRun, Records, Root, RootOptions, resolve_root,
 };
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
 pub use snapshot_log::{LogAudit, Snapshot};

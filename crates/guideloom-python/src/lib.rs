@@ -52,6 +52,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::register_exit_hook(m.py())?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<dataset::DatasetIter>()?;
+    m.add_class::<dataset::ReadAheadIter>()?;
     m.add_class::<format::CborFormat>()?;
     m.add_class::<format::DocumentPickleFormat>()?;
     m.add_class::<format::RawFormat>()?;

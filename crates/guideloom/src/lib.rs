@@ -145,9 +145,9 @@ pub use guideloom_io::{
 };
 pub use guideloom_publish::{
     AnnotationEntry, AnnotationSet, Dataset, DatasetOptions, LocalReads, PublicationOptions,
-    PublishMode, PublishOutcome, PublishRequest, Published, Records, Registry, Root, RootOptions,
-    S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions, StreamLayout, StreamRef,
-    resolve_root,
+    PublishMode, PublishOutcome, PublishRequest, Published, ReadAhead, ReadAheadOptions, Records,
+    Registry, Root, RootOptions, S3Options, ShardFormat, ShardRef, Snapshot, StoreOptions,
+    StreamLayout, StreamRef, resolve_root,
 };
 pub use guideloom_storage::{DocumentStorage, StreamStorage, StreamWithMetaStorage, WriterOptions};
 

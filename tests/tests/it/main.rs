@@ -34,6 +34,7 @@ mod publish_http_root;
 mod publish_identical;
 mod publish_mount;
 mod publish_races;
+mod publish_read_ahead;
 mod publish_requests;
 mod publish_rgw;
 mod publish_roots;

@@ -53,7 +53,10 @@ mod tests;
 #[cfg(test)]
 mod write_tests;
 
-pub use reader::{Dataset, DatasetOptions, InOrder, RecordRun, Records, resolve_root};
+pub use reader::{
+    DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
+    ReadAhead, ReadAheadOptions, RecordRun, Records, resolve_root,
+};
 
 /// Default [`RootOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.
 pub(crate) const DEFAULT_MAX_ENCODED_SHARD_BYTES: u64 = 5 << 30;

@@ -57,9 +57,13 @@ use crate::snapshot_log::Snapshot;
 use crate::staging::{Prefetcher, Scan, StagedShard};
 use crate::stream::StreamState;
 
+mod ahead;
 mod probe;
 mod sync;
 
+pub use ahead::{
+    DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, ReadAhead, ReadAheadOptions,
+};
 pub use sync::{DatasetOptions, Records, resolve_root};
 pub(crate) use sync::{block_on, decode_cbor};
 
