@@ -120,7 +120,7 @@ pub use mem::MemReader;
 pub use metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata, Value, WRITER};
 pub use point::{PROBE_METADATA_ALLOWANCE, ShardProbe};
 pub use reader::{AsyncShard, SyncShard};
-pub use source::RecordSource;
+pub use source::{ReadAheadBatches, RecordSource};
 pub use table::{
     Located, PlannedRuns, RUN_BYTES, RUN_RECORDS, Run, RunBudget, Runs, ShardGroup, ShardTable,
     plan_runs,

@@ -76,7 +76,25 @@ pub trait RecordSource: Send + Sync + 'static {
     fn is_remote(&self) -> bool {
         false
     }
+
+    /// `batches` read ahead of their taker, for a source whose reads wait on a network: an
+    /// iterator of each batch's records (as [`get_many`](Self::get_many) would give them),
+    /// in order, keeping up to `depth` batches in flight or waiting and about `bytes` of
+    /// payload fetched and not yet taken. `None` (the default) when the source reads each
+    /// batch as it is asked; the loader then calls `get_many` per batch.
+    fn read_ahead(
+        &self,
+        batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<ReadAheadBatches<Self::Error>> {
+        let _ = (batches, depth, bytes);
+        None
+    }
 }
+
+/// What [`RecordSource::read_ahead`] returns: each batch's records, in order.
+pub type ReadAheadBatches<E> = Box<dyn Iterator<Item = std::result::Result<Vec<Bytes>, E>> + Send>;
 
 impl<S: RecordSource + ?Sized> RecordSource for Arc<S> {
     type Error = S::Error;
@@ -95,5 +113,13 @@ impl<S: RecordSource + ?Sized> RecordSource for Arc<S> {
     }
     fn is_remote(&self) -> bool {
         (**self).is_remote()
+    }
+    fn read_ahead(
+        &self,
+        batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<ReadAheadBatches<S::Error>> {
+        (**self).read_ahead(batches, depth, bytes)
     }
 }

@@ -1,5 +1,6 @@
 //! Read-ahead over a far store: a shuffled pass of batches through `Dataset::get_many` one
-//! batch at a time, then through `Dataset::read_ahead` at several depths, from an `http://`
+//! batch at a time, then through `Dataset::read_ahead` at several depths, and a `Loader`
+//! epoch with read-ahead off and on, from an `http://`
 //! root served by nginx behind the fault proxy's link (a round trip of `RTT` ms, and a rate
 //! cap), beside the same batches from the local root the files are in (the ceiling).
 //!
@@ -16,7 +17,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use guideloom::{Dataset, PublishMode, Publisher, ReadAheadOptions, ShardMetadata};
+use guideloom::{
+    Dataset, Loader, LoaderOptions, PublishMode, Publisher, ReadAheadOptions, ShardMetadata,
+};
 use guideloom_faultproxy::{FaultProxy, Link, Script};
 
 const RECORD: usize = 1024;
@@ -147,6 +150,31 @@ fn main() -> BoxResult<()> {
         }
         println!(
             "far root, read_ahead {depth:>2} batches             {}",
+            rate(n, started.elapsed())
+        );
+    }
+    // The loader: one shuffled epoch (its own order), 2 workers, read-ahead off and on.
+    for ahead in [0, 16] {
+        let ds = Dataset::open(&far)?;
+        let options = LoaderOptions::new(BATCH)
+            .with_seed(1)
+            .with_workers(2)
+            .with_read_ahead(ahead, 64 << 20);
+        let loader = Loader::new(ds, options, |i, b: guideloom::Bytes| {
+            if b[..8] == i.to_le_bytes() {
+                Ok(())
+            } else {
+                Err(guideloom::Error::fetch("check", format!("record {i}")))
+            }
+        })?;
+        let started = Instant::now();
+        let mut n = 0;
+        for batch in loader.epoch(0)? {
+            n += batch?.records.len() as u64;
+        }
+        assert_eq!(n, records);
+        println!(
+            "far root, Loader epoch, 2 workers, read_ahead {ahead:>2}  {}",
             rate(n, started.elapsed())
         );
     }

@@ -182,3 +182,42 @@ fn a_far_root_stops_asking_at_the_byte_bound() {
     assert_eq!(rest, firsts);
     assert_eq!(record_gets(&proxy), batches().len());
 }
+
+/// The facade's `Loader` over a far root reads ahead (the default) and delivers the same
+/// batches, records and order as without: one worker, and the caller never builds, so only
+/// the read-ahead can put two requests in flight.
+#[test]
+fn the_loader_reads_a_far_root_ahead() {
+    use guideloom::{Bytes, Loader, LoaderOptions};
+
+    let Some((_served, proxy, base)) = far_dataset("read_ahead_loader") else {
+        return;
+    };
+    let options = LoaderOptions::new(BATCH)
+        .with_seed(5)
+        .with_workers(1)
+        .with_caller_builds(false);
+    let first_bytes = |_: u64, b: Bytes| Ok::<Vec<u8>, guideloom::Error>(b[..16].to_vec());
+    let epoch = |options: LoaderOptions| -> Vec<(Vec<u64>, Vec<Vec<u8>>)> {
+        let ds = Dataset::open(&base).unwrap();
+        let loader = Loader::new(ds, options, first_bytes).unwrap();
+        loader
+            .epoch(0)
+            .unwrap()
+            .map(|b| b.map(|b| (b.indices, b.records)))
+            .collect::<guideloom::Result<_>>()
+            .unwrap()
+    };
+    let before = proxy.stats().connections;
+    let ahead = epoch(options.clone());
+    let ahead_connections = proxy.stats().connections - before;
+    let one_at_a_time = epoch(options.with_read_ahead(0, 0));
+    assert_eq!(ahead, one_at_a_time);
+    assert_eq!(ahead.len(), usize::try_from(RECORDS / BATCH).unwrap());
+    for (indices, records) in &ahead {
+        for (&i, r) in indices.iter().zip(records) {
+            assert_eq!(r[..], record(i)[..16]);
+        }
+    }
+    assert!(ahead_connections >= 2, "{ahead_connections} connections");
+}

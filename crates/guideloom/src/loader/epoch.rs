@@ -9,6 +9,9 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+use bytes::Bytes;
+use guideloom_format::ReadAheadBatches;
+
 use crate::error::{Error, Result};
 
 use super::{Batch, DecodeFn, DynSource, EpochPlan, Loader, LoaderState};
@@ -28,10 +31,29 @@ impl<T: Send + 'static> Loader<T> {
             changed: Condvar::new(),
         });
         let (tx, rx) = channel();
+        // A remote source fetches the rank's batches ahead, in order; workers take theirs.
+        let ahead = (self.options.read_ahead > 0)
+            .then(|| {
+                let order = Arc::clone(&plan);
+                self.source.read_ahead(
+                    Box::new((0..total).map(move |k| order.batch_records(k))),
+                    self.options.read_ahead,
+                    self.options.read_ahead_bytes,
+                )
+            })
+            .flatten()
+            .map(|batches| {
+                Mutex::new(Ahead {
+                    batches,
+                    next: 0,
+                    taken: BTreeMap::new(),
+                })
+            });
         let builder = Arc::new(Builder {
             plan: Arc::clone(&plan),
             source: Arc::clone(&self.source),
             decode: Arc::clone(&self.decode),
+            ahead,
         });
         let mut epoch = Epoch {
             plan: Arc::clone(&plan),
@@ -131,6 +153,39 @@ struct Builder<T> {
     plan: Arc<EpochPlan>,
     source: Arc<DynSource>,
     decode: Arc<DecodeFn<T>>,
+    /// The batches' records read ahead by the source, when it does.
+    ahead: Option<Mutex<Ahead>>,
+}
+
+/// The source's read-ahead of this rank's batches, `0..total` in order, and the batches
+/// pulled from it for other claims than the puller's (at most the prefetch window).
+struct Ahead {
+    batches: ReadAheadBatches<Error>,
+    next: u64,
+    taken: BTreeMap<u64, Result<Vec<Bytes>>>,
+}
+
+impl Ahead {
+    /// Batch `k`'s records: pulled in order until `k` comes, the others kept for their
+    /// claimers.
+    fn take(&mut self, k: u64) -> Result<Vec<Bytes>> {
+        loop {
+            if let Some(got) = self.taken.remove(&k) {
+                return got;
+            }
+            let Some(got) = self.batches.next() else {
+                return Err(Error::fetch(
+                    "read-ahead",
+                    format!(
+                        "the read-ahead ended at batch {} before batch {k}",
+                        self.next
+                    ),
+                ));
+            };
+            self.taken.insert(self.next, got);
+            self.next += 1;
+        }
+    }
 }
 
 impl<T> Builder<T> {
@@ -149,7 +204,11 @@ impl<T> Builder<T> {
 
     fn build(&self, k: u64) -> Result<Batch<T>> {
         let indices = self.plan.batch_records(k);
-        let bytes = self.source.get_many(&indices)?;
+        let bytes = match &self.ahead {
+            // Claims are in order, so what is pulled for others is within the window.
+            Some(ahead) => ahead.lock().unwrap_or_else(|p| p.into_inner()).take(k)?,
+            None => self.source.get_many(&indices)?,
+        };
         if bytes.len() != indices.len() {
             return Err(Error::fetch(
                 self.source.name(),

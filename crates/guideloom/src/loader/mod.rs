@@ -82,6 +82,18 @@ impl<S: RecordSource> RecordSource for Adapted<S> {
     fn is_remote(&self) -> bool {
         self.0.is_remote()
     }
+    fn read_ahead(
+        &self,
+        batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<guideloom_format::ReadAheadBatches<Error>> {
+        let ahead = self.0.read_ahead(batches, depth, bytes)?;
+        let name = self.0.name();
+        Some(Box::new(ahead.map(move |got| {
+            got.map_err(|e| fetch_error(|| name.clone(), e))
+        })))
+    }
 }
 
 /// The training-loop reader: shuffled, batched, multi-threaded, multi-rank and resumable.

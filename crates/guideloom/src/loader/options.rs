@@ -1,5 +1,6 @@
 //! The loader's options and the values it hands out: batches and resumable states.
 
+use guideloom_publish::{DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES};
 use serde::{Deserialize, Serialize};
 
 #[cfg(doc)]
@@ -58,10 +59,29 @@ pub struct LoaderOptions {
     /// the decoder never runs on the caller's thread.
     #[serde(default = "caller_builds_default")]
     pub caller_builds: bool,
+    /// Batches a source that reads over a network fetches ahead of the workers (default
+    /// guideloom-publish's [`DEFAULT_READ_AHEAD_BATCHES`], 16; 0: each worker fetches its
+    /// batch when it builds it). Only
+    /// sources with [`RecordSource::read_ahead`](guideloom_format::RecordSource::read_ahead)
+    /// (a remote [`Dataset`](crate::Dataset)) read ahead; others ignore it.
+    #[serde(default = "read_ahead_default")]
+    pub read_ahead: usize,
+    /// Payload bytes fetched ahead and not yet taken by a worker, about (default
+    /// [`DEFAULT_READ_AHEAD_BYTES`], 64 MiB).
+    #[serde(default = "read_ahead_bytes_default")]
+    pub read_ahead_bytes: u64,
 }
 
 fn caller_builds_default() -> bool {
     true
+}
+
+fn read_ahead_default() -> usize {
+    DEFAULT_READ_AHEAD_BATCHES
+}
+
+fn read_ahead_bytes_default() -> u64 {
+    DEFAULT_READ_AHEAD_BYTES
 }
 
 impl LoaderOptions {
@@ -81,7 +101,18 @@ impl LoaderOptions {
             ordered: true,
             equalize: Equalize::None,
             caller_builds: true,
+            read_ahead: DEFAULT_READ_AHEAD_BATCHES,
+            read_ahead_bytes: DEFAULT_READ_AHEAD_BYTES,
         }
+    }
+
+    /// Sets how far a remote source reads ahead: `batches` (0: not at all) and about `bytes`
+    /// of payload fetched and not yet taken.
+    #[must_use]
+    pub fn with_read_ahead(mut self, batches: usize, bytes: u64) -> Self {
+        self.read_ahead = batches;
+        self.read_ahead_bytes = bytes;
+        self
     }
     /// Sets the seed.
     #[must_use]

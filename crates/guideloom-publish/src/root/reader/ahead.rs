@@ -209,13 +209,14 @@ async fn drive(
         // Batches queued for the taker count against the bound as those in flight do.
         let queued = options.batches - tx.capacity();
         while more && flight.len() + queued < options.batches {
-            let room = if fetched == 0 {
-                flight.is_empty()
-            } else {
-                let mean = fetched_bytes / fetched;
-                let ahead = held.bytes() + (flight.len() as u64 + 1) * mean;
-                // Nothing held and nothing in flight: one batch goes, whatever its size.
-                ahead <= options.bytes || (flight.is_empty() && held.bytes() == 0)
+            let room = match fetched_bytes.checked_div(fetched) {
+                // Nothing fetched yet: the first batch goes alone, to learn the size.
+                None => flight.is_empty(),
+                Some(mean) => {
+                    let ahead = held.bytes() + (flight.len() as u64 + 1) * mean;
+                    // Nothing held and nothing in flight: one batch goes, whatever its size.
+                    ahead <= options.bytes || (flight.is_empty() && held.bytes() == 0)
+                }
             };
             if !room {
                 break;

@@ -314,4 +314,21 @@ impl RecordSource for Dataset {
     fn is_remote(&self) -> bool {
         Dataset::is_remote(self)
     }
+    /// A remote dataset reads ahead ([`Dataset::read_ahead`]); a local one reads each batch
+    /// when asked (`None`), as does one whose runtime cannot start.
+    fn read_ahead(
+        &self,
+        batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<guideloom_format::ReadAheadBatches<Error>> {
+        if !Dataset::is_remote(self) {
+            return None;
+        }
+        let options = crate::ReadAheadOptions::default()
+            .with_batches(depth)
+            .with_bytes(bytes);
+        let ahead = Dataset::read_ahead(self, batches, options).ok()?;
+        Some(Box::new(ahead))
+    }
 }
