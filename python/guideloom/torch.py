@@ -242,6 +242,10 @@ class _Order:
         self.drop_last = drop_last
         self.equalize = equalize
         self.rank, self.world_size = _world(rank, world_size)
+        # (batch_size, epoch, start) of the plan a BatchSampler began to hand out, set in the
+        # main process before DataLoader workers start: the map-style dataset's read-ahead
+        # follows that plan.
+        self.announced: tuple[int, int, int] | None = None
         if self.shuffle == "window" and not records.is_dataset():
             raise ValueError(
                 'shuffle="window" needs a dataset root (a storage reader does not expose its '
@@ -290,6 +294,12 @@ class Dataset(_MapStyle):
     names; ``rank``/``world_size`` default to torch.distributed's when it is initialised).
     ``snapshot``, ``format`` and ``s3`` are :func:`guideloom.open`'s, for a root URI (``s3``
     also re-opens an opened S3 dataset in a spawned worker).
+
+    Iterated through :meth:`batch_sampler`, each ``DataLoader`` worker reads its next
+    ``read_ahead`` batches ahead (within ``read_ahead_bytes``; ``read_ahead=0``: off): the
+    sampler announces its plan before the workers start, and a worker predicts the batches
+    the ``DataLoader`` will hand it and checks each one asked for. Any other sampler, or
+    ``persistent_workers=True`` past the first epoch, reads each batch when asked.
     """
 
     def __init__(
@@ -306,8 +316,17 @@ class Dataset(_MapStyle):
         snapshot: str | None = None,
         format: Literal["cbor", "pickle", "raw"] | None = None,
         s3: gl.S3Options | None = None,
+        read_ahead: int = 16,
+        read_ahead_bytes: int = 64 << 20,
     ) -> None:
         _require_torch()
+        if read_ahead < 0 or read_ahead_bytes < 0:
+            raise ValueError("read_ahead and read_ahead_bytes must not be negative")
+        self._read_ahead = read_ahead
+        self._read_ahead_bytes = read_ahead_bytes
+        self._ahead: _Ahead | None = None
+        # The announced plan this process's read-ahead was tried for (tried once each).
+        self._ahead_tried: tuple[int, int, int] | None = None
         self._records = _Records(source, snapshot=snapshot, format=format, s3=s3)
         self._order = _Order(
             self._records,
@@ -327,8 +346,53 @@ class Dataset(_MapStyle):
         return self._records.one(index)
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
-        """The records at ``indices``: one batched read, coalesced per shard."""
+        """The records at ``indices``: one batched read, coalesced per shard (or taken from
+        this worker's read-ahead, see the class documentation)."""
+        if self._ahead is not None:
+            got = self._ahead.take(indices)
+            if got is not None:
+                return got
+            self._ahead.reader.close()
+            self._ahead = None
+        started = self._start_ahead(indices)
+        if started is not None:
+            return started
         return self._records.many(indices)
+
+    def _start_ahead(self, indices: Sequence[int]) -> list[Any] | None:
+        """Starts reading ahead from the batch ``indices`` is, if the announced plan (tried
+        once per plan and process) says which one it is."""
+        announced = self._order.announced
+        if self._read_ahead == 0 or announced is None or not self._records.is_dataset():
+            return None
+        if self._ahead_tried == announced:
+            return None
+        self._ahead_tried = announced
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        batch_size, epoch, start = announced
+        plan = self._order.plan(batch_size=batch_size, epoch=epoch, start=start)
+        mine = range(worker, len(plan), workers)
+        wanted = list(indices)
+        at = next((n for n, k in enumerate(mine) if plan.batch(k) == wanted), None)
+        if at is None:
+            return None
+        ks = mine[at:]
+        opened = self._records.get()
+        reader = opened.read_ahead(
+            (plan.batch(k) for k in ks),
+            batches_ahead=self._read_ahead,
+            bytes_ahead=self._read_ahead_bytes,
+        )
+        self._ahead = _Ahead(plan, ks, reader)
+        return self._ahead.take(indices)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_ahead"] = None  # a reader belongs to the process that made it
+        return state
 
     def plan(self, batch_size: int, *, epoch: int = 0, start: int = 0) -> EpochPlan:
         """This rank's plan of ``epoch`` in batches of ``batch_size`` (the Rust loader's)."""
@@ -337,6 +401,28 @@ class Dataset(_MapStyle):
     def batch_sampler(self, batch_size: int, *, epoch: int = 0) -> BatchSampler:
         """A sampler of this rank's batches of record indices, in the Rust loader's order."""
         return BatchSampler(self._order, batch_size=batch_size, epoch=epoch)
+
+
+class _Ahead:
+    """A DataLoader worker's read-ahead for the map-style :class:`Dataset`: the batches the
+    ``DataLoader`` will hand this worker next, predicted from the announced plan (batch ``k``
+    of the sampler goes to worker ``k % num_workers``) and checked against each batch asked
+    for; a batch that is not the predicted one is read directly and ends the prediction."""
+
+    def __init__(self, plan: EpochPlan, ks: range, reader: gl.ReadAheadIter) -> None:
+        self.pid = os.getpid()
+        self.plan = plan
+        self.ks = ks
+        self.pos = 0
+        self.reader = reader
+
+    def take(self, indices: Sequence[int]) -> list[Any] | None:
+        if self.pid != os.getpid() or self.pos >= len(self.ks):
+            return None
+        if self.plan.batch(self.ks[self.pos]) != list(indices):
+            return None
+        self.pos += 1
+        return next(self.reader)
 
 
 class _Progress:
@@ -410,9 +496,11 @@ class BatchSampler(_Progress, _BatchSamplerBase):
         _Progress.__init__(self, order, batch_size, epoch)
 
     def __iter__(self) -> Iterator[list[int]]:
+        # Not a generator: the plan is announced when DataLoader calls iter(), before it
+        # starts its workers, so that the dataset they get knows what to read ahead.
         plan = self.plan()
-        for k in range(len(plan)):
-            yield plan.batch(k)
+        self._order.announced = (self._batch_size, self._epoch, self._start)
+        return (plan.batch(k) for k in range(len(plan)))
 
     def __len__(self) -> int:
         return len(self.plan())

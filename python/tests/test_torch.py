@@ -347,3 +347,24 @@ def test_an_http_root_read_ahead_in_forked_workers(http_root: Any) -> None:
     assert load(ahead, None) == load(one_at_a_time, None)
     with pytest.raises(ValueError, match="negative"):
         IterableDataset(http_root.url, batch_size=BATCH, read_ahead=-1)
+
+
+def test_an_http_root_map_style_reads_ahead(http_root: Any) -> None:
+    shards = []
+    for n in range(3):
+        records = ({"i": i} for i in range(n * 40, n * 40 + 40))
+        shards.append(gl.write_shard(records, http_root.directory, work_id="w", shard=n))
+    gl.publish(http_root.directory, shards, dataset_id="d", snapshot_id="s")
+    ahead = Dataset(http_root.url, seed=3, read_ahead=4)
+    plain = Dataset(http_root.url, seed=3, read_ahead=0)
+    got = load(ahead, "fork")
+    assert sorted(i for b in got for i in b) == list(range(120))
+    assert got == load(plain, "fork")
+    assert load(ahead, None, epoch=1) == load(plain, None, epoch=1)
+    assert ahead._ahead is not None, "in-process, the sampler's plan was read ahead"
+    assert plain._ahead is None
+    # Without the sampler there is no plan to follow: each batch is read when asked.
+    other = Dataset(http_root.url, seed=3)
+    loaded = indices(DataLoader(other, batch_size=BATCH))
+    assert loaded == [list(range(i, min(i + BATCH, 120))) for i in range(0, 120, BATCH)]
+    assert other._ahead is None
