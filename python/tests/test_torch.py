@@ -333,12 +333,17 @@ def test_the_map_style_sampler_resumes_too(root: Path) -> None:
     assert whole[:2] + rest == whole
 
 
-def test_an_http_root_read_ahead_in_forked_workers(http_root: Any) -> None:
+def publish_120(directory: Path) -> None:
+    """Records ``{"i": 0..120}`` in three shards of 40."""
     shards = []
     for n in range(3):
         records = ({"i": i} for i in range(n * 40, n * 40 + 40))
-        shards.append(gl.write_shard(records, http_root.directory, work_id="w", shard=n))
-    gl.publish(http_root.directory, shards, dataset_id="d", snapshot_id="s")
+        shards.append(gl.write_shard(records, directory, work_id="w", shard=n))
+    gl.publish(directory, shards, dataset_id="d", snapshot_id="s")
+
+
+def test_an_http_root_read_ahead_in_forked_workers(http_root: Any) -> None:
+    publish_120(http_root.directory)
     ahead = IterableDataset(http_root.url, batch_size=BATCH, seed=3, read_ahead=4)
     one_at_a_time = IterableDataset(http_root.url, batch_size=BATCH, seed=3, read_ahead=0)
     got = load(ahead, "fork")
@@ -350,11 +355,7 @@ def test_an_http_root_read_ahead_in_forked_workers(http_root: Any) -> None:
 
 
 def test_an_http_root_map_style_reads_ahead(http_root: Any) -> None:
-    shards = []
-    for n in range(3):
-        records = ({"i": i} for i in range(n * 40, n * 40 + 40))
-        shards.append(gl.write_shard(records, http_root.directory, work_id="w", shard=n))
-    gl.publish(http_root.directory, shards, dataset_id="d", snapshot_id="s")
+    publish_120(http_root.directory)
     ahead = Dataset(http_root.url, seed=3, read_ahead=4)
     plain = Dataset(http_root.url, seed=3, read_ahead=0)
     got = load(ahead, "fork")

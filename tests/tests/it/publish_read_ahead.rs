@@ -7,10 +7,7 @@ use std::time::Duration;
 
 use guideloom_faultproxy::{FaultProxy, Link, Script};
 use guideloom_format::ShardMetadata;
-use guideloom_publish::{
-    Dataset, PublicationOptions, PublishMode, PublishRequest, ReadAheadOptions, Registry, Root,
-    RootOptions, StoreOptions,
-};
+use guideloom_publish::{Dataset, ReadAheadOptions, Registry, Root, RootOptions, StoreOptions};
 
 const RECORDS: u64 = 400;
 const RECORD_LEN: usize = 1000;
@@ -44,15 +41,7 @@ fn publish(dir: &std::path::Path) {
             .write_shard("w", 0, meta, (0..RECORDS).map(record))
             .await
             .unwrap();
-        let request = PublishRequest {
-            dataset_id: "ahead".into(),
-            snapshot_id: "s".into(),
-            shards: vec![shard],
-            mode: PublishMode::Full,
-        };
-        root.publish(&request, &PublicationOptions::default())
-            .await
-            .unwrap();
+        crate::publish_common::publish(&root, "s", vec![shard]).await;
     });
 }
 
