@@ -24,8 +24,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 
 use super::Dataset;
-use super::sync::block_on;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// How far a [`ReadAhead`] reads ahead.
 ///
@@ -178,8 +177,8 @@ impl Dataset {
                 },
             });
         }
-        let bridge = guideloom_io::bridge::Bridge::shared()
-            .map_err(|source| crate::Error::Runtime { source })?;
+        let bridge =
+            guideloom_io::bridge::Bridge::shared().map_err(|source| Error::Runtime { source })?;
         let (tx, rx) = mpsc::channel(options.batches);
         let held = Arc::new(Held::default());
         let task =
@@ -291,7 +290,10 @@ impl Iterator for ReadAhead {
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.mode {
-            Mode::Ahead { .. } => block_on(self.next_async()).unwrap_or_else(|e| Some(Err(e))),
+            Mode::Ahead { .. } => match guideloom_io::bridge::Bridge::shared() {
+                Ok(bridge) => bridge.block_on(self.next_async()),
+                Err(source) => Some(Err(Error::Runtime { source })),
+            },
             Mode::Here { dataset, batches } => {
                 let batch = batches.next()?;
                 Some(dataset.get_many(&batch))
