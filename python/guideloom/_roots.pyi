@@ -7,6 +7,7 @@ from typing import Any, Literal, Self, SupportsIndex, TypeAlias, final, overload
 import numpy as np
 import numpy.typing as npt
 
+from guideloom._plan import EpochPlan
 from guideloom._records import Bytes, _FormatArg
 from guideloom.storage import (
     ArrayRecordShardStore,
@@ -83,8 +84,10 @@ class Dataset:
     def get_many_raw(self, indices: Iterable[SupportsIndex]) -> list[Bytes]: ...
     def read_ahead(
         self,
-        batches: Iterable[Iterable[SupportsIndex]],
+        batches: Iterable[Iterable[SupportsIndex]] | EpochPlan,
         *,
+        start: int = 0,
+        step: int = 1,
         batches_ahead: int = ...,
         bytes_ahead: int = ...,
         raw: bool = False,

@@ -273,20 +273,27 @@ class _Records:
         return list(opened.read_many(indices))
 
     def batches(
-        self, batches: Iterator[list[int]], *, ahead: int, ahead_bytes: int
+        self, plan: EpochPlan, mine: range, *, ahead: int, ahead_bytes: int
     ) -> Iterator[list[Any]]:
-        """The records of each batch, in order; a dataset reads ``ahead`` batches ahead
-        (within ``ahead_bytes``; on a local root each batch is read when taken)."""
+        """The records of ``plan``'s batches ``mine``, in order; a dataset reads ``ahead``
+        batches ahead (within ``ahead_bytes``; on a local root each batch is read when
+        taken), the batches computed as they are fetched."""
         opened = self.get()
-        if isinstance(opened, gl.Dataset) and ahead > 0:
-            reader = opened.read_ahead(batches, batches_ahead=ahead, bytes_ahead=ahead_bytes)
+        if isinstance(opened, gl.Dataset) and ahead > 0 and len(mine) > 0:
+            reader = opened.read_ahead(
+                plan,
+                start=mine.start,
+                step=mine.step,
+                batches_ahead=ahead,
+                bytes_ahead=ahead_bytes,
+            )
             try:
                 yield from reader
             finally:
                 reader.close()
             return
-        for batch in batches:
-            yield self.many(batch)
+        for k in mine:
+            yield self.many(plan.batch(k))
 
     def __getstate__(self) -> dict[str, Any]:
         if self._root is None and self._factory is None:
@@ -464,7 +471,9 @@ class Dataset(_MapStyle):
         ks = mine[at:]
         opened = self._records.get()
         reader = opened.read_ahead(
-            (plan.batch(k) for k in ks),
+            plan,
+            start=ks.start,
+            step=ks.step,
             batches_ahead=self._read_ahead,
             bytes_ahead=self._read_ahead_bytes,
         )
@@ -660,9 +669,7 @@ class IterableDataset(_Progress, _IterStyle):
         records = self._order.records
         mine = range(worker, len(plan), workers)
         fetched = records.batches(
-            (plan.batch(k) for k in mine),
-            ahead=self._read_ahead,
-            ahead_bytes=self._read_ahead_bytes,
+            plan, mine, ahead=self._read_ahead, ahead_bytes=self._read_ahead_bytes
         )
         for k, batch in zip(mine, fetched, strict=True):
             yield from batch[:-1]

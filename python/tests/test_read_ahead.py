@@ -91,3 +91,21 @@ def test_an_iterator_does_not_cross_a_fork(http_root: HttpRoot) -> None:
     child.join(60)
     assert "cannot cross a fork" in out.get(timeout=5)
     assert next(reader) == ds.get_many(BATCHES[0])
+
+
+def test_a_plan_reads_its_batches_as_they_are_fetched(
+    tmp_path: Path, http_root: HttpRoot
+) -> None:
+    for root, records in [
+        (str(tmp_path / "root"), publish(tmp_path / "root")),
+        (http_root.url, publish(http_root.directory)),
+    ]:
+        ds = gl.open(root)
+        plan = gl.EpochPlan(ds, batch_size=7, seed=2)
+        got = list(ds.read_ahead(plan, start=1, step=3, batches_ahead=4))
+        assert got == [[records[i] for i in plan.batch(k)] for k in range(1, len(plan), 3)]
+        assert list(ds.read_ahead(plan, start=len(plan))) == []
+    with pytest.raises(ValueError, match="EpochPlan"):
+        ds.read_ahead(BATCHES, start=1)
+    with pytest.raises(ValueError, match="step"):
+        ds.read_ahead(plan, step=0)

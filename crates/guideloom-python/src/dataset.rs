@@ -355,40 +355,60 @@ impl Dataset {
         Ok(records.into_iter().map(pyo3_bytes::PyBytes::new).collect())
     }
 
-    /// Reads `batches` (an iterable of lists of record indices) ahead of the caller: up to
-    /// `batches_ahead` batches in flight or waiting, and no new one asked for past
-    /// `bytes_ahead` bytes fetched and not taken. An iterator of the batches, in order:
-    /// lists of decoded records, or of read-only buffers with `raw=True`. On a local root
-    /// each batch is read when taken.
+    /// Reads `batches` ahead of the caller: up to `batches_ahead` batches in flight or
+    /// waiting, and no new one asked for past `bytes_ahead` bytes fetched and not taken. An
+    /// iterator of the batches, in order: lists of decoded records, or of read-only buffers
+    /// with `raw=True`. On a local root each batch is read when taken.
+    ///
+    /// `batches` is an iterable of lists of record indices (taken whole, at once), or an
+    /// `EpochPlan`, whose batches `start`, `start + step`, ... are computed as they are
+    /// fetched (a DataLoader worker's share of an epoch, in constant memory).
     #[pyo3(signature = (
         batches,
         *,
+        start = 0,
+        step = 1,
         batches_ahead = DEFAULT_READ_AHEAD_BATCHES,
         bytes_ahead = DEFAULT_READ_AHEAD_BYTES,
         raw = false
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn read_ahead(
         slf: &Bound<'_, Self>,
         batches: &Bound<'_, PyAny>,
+        start: u64,
+        step: u64,
         batches_ahead: usize,
         bytes_ahead: u64,
         raw: bool,
     ) -> PyResult<ReadAheadIter> {
-        if batches_ahead == 0 {
+        if batches_ahead == 0 || step == 0 {
             return Err(pyo3::exceptions::PyValueError::new_err(
-                "batches_ahead must be at least 1",
+                "batches_ahead and step must be at least 1",
             ));
         }
         let this = slf.get();
-        let mut all = Vec::new();
-        for batch in batches.try_iter()? {
-            all.push(this.indices(&batch?)?);
-        }
+        let batches: Box<dyn Iterator<Item = Vec<u64>> + Send> =
+            if let Ok(plan) = batches.cast::<crate::order::EpochPlan>() {
+                plan.get().batches(start, step)
+            } else if start != 0 || step != 1 {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "start= and step= choose batches of an EpochPlan; give the batches themselves \
+                     otherwise",
+                ));
+            } else {
+                let mut all = Vec::new();
+                for batch in batches.try_iter()? {
+                    all.push(this.indices(&batch?)?);
+                }
+                Box::new(all.into_iter())
+            };
         let dataset = this.current(slf.py())?;
         let options = ReadAheadOptions::default()
             .with_batches(batches_ahead)
             .with_bytes(bytes_ahead);
-        let ahead = runtime::detached(slf.py(), move || Ok(dataset.read_ahead(all, options)?))?;
+        let ahead =
+            runtime::detached(slf.py(), move || Ok(dataset.read_ahead(batches, options)?))?;
         Ok(ReadAheadIter {
             dataset: slf.clone().unbind(),
             ahead: Mutex::new(Some(ahead)),

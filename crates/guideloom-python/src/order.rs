@@ -86,6 +86,24 @@ pub(crate) struct EpochPlan {
     batches: u64,
 }
 
+impl EpochPlan {
+    /// Batches `start`, `start + step`, ... of this rank's plan, computed as they are asked
+    /// for (an epoch's indices are never all held at once).
+    pub(crate) fn batches(
+        &self,
+        start: u64,
+        step: u64,
+    ) -> Box<dyn Iterator<Item = Vec<u64>> + Send> {
+        let plan = self.plan.clone();
+        let step = usize::try_from(step.max(1)).unwrap_or(usize::MAX);
+        Box::new(
+            (start..self.batches)
+                .step_by(step)
+                .map(move |k| plan.batch_records(k)),
+        )
+    }
+}
+
 #[pymethods]
 impl EpochPlan {
     /// `source` is a record count or a `guideloom.Dataset` (whose shard bounds and

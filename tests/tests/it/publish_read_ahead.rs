@@ -210,3 +210,49 @@ fn the_loader_reads_a_far_root_ahead() {
     }
     assert!(ahead_connections >= 2, "{ahead_connections} connections");
 }
+
+/// An `s3://` root on moto behind the far link reads ahead too: in order, exact, one ranged
+/// GET per batch, requests overlapped.
+#[test]
+fn an_s3_root_on_moto_reads_ahead() {
+    use crate::faults_common::{s3_root, s3_server};
+
+    let Some((endpoint, bucket)) = s3_server("read_ahead_s3_moto", "moto") else {
+        return;
+    };
+    let prefix = guideloom_tests::unique("read-ahead");
+    let bridge = guideloom_io::bridge::Bridge::shared().unwrap();
+    bridge.block_on(async {
+        let root = s3_root(&endpoint, &bucket, &prefix);
+        let meta = ShardMetadata::new("raw", "documents");
+        let shard = root
+            .write_shard("w", 0, meta, (0..RECORDS).map(record))
+            .await
+            .unwrap();
+        crate::publish_common::publish(&root, "s", vec![shard]).await;
+    });
+    let link = Link::round_trip(Duration::from_millis(20));
+    let proxy = FaultProxy::for_url_with(&endpoint, Script::pass(), link).unwrap();
+    let ds = bridge
+        .block_on(s3_root(&proxy.url(), &bucket, &prefix).open_latest())
+        .unwrap();
+    assert!(ds.is_remote());
+    let options = ReadAheadOptions::default().with_batches(8);
+    let got: Vec<Vec<Vec<u8>>> = ds
+        .read_ahead(batches(), options)
+        .unwrap()
+        .map(|b| b.unwrap().into_iter().map(|r| r.to_vec()).collect())
+        .collect();
+    let expected: Vec<Vec<Vec<u8>>> = batches().iter().map(|b| want(b)).collect();
+    assert_eq!(got, expected);
+    let ranged = proxy.count(|a| {
+        a.exchange.method == "GET" && a.exchange.target.contains(".glm") && a.exchange.range.is_some()
+    });
+    // Each batch's one ranged GET, and the shard's open (its tail).
+    assert!(
+        (batches().len()..=batches().len() + 2).contains(&ranged),
+        "{ranged} ranged GETs for {} batches",
+        batches().len()
+    );
+    assert!(proxy.stats().connections >= 2, "{:?}", proxy.stats());
+}
