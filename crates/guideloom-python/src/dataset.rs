@@ -407,8 +407,7 @@ impl Dataset {
         let options = ReadAheadOptions::default()
             .with_batches(batches_ahead)
             .with_bytes(bytes_ahead);
-        let ahead =
-            runtime::detached(slf.py(), move || Ok(dataset.read_ahead(batches, options)?))?;
+        let ahead = runtime::detached(slf.py(), move || Ok(dataset.read_ahead(batches, options)?))?;
         Ok(ReadAheadIter {
             dataset: slf.clone().unbind(),
             ahead: Mutex::new(Some(ahead)),

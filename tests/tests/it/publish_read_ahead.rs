@@ -246,7 +246,9 @@ fn an_s3_root_on_moto_reads_ahead() {
     let expected: Vec<Vec<Vec<u8>>> = batches().iter().map(|b| want(b)).collect();
     assert_eq!(got, expected);
     let ranged = proxy.count(|a| {
-        a.exchange.method == "GET" && a.exchange.target.contains(".glm") && a.exchange.range.is_some()
+        a.exchange.method == "GET"
+            && a.exchange.target.contains(".glm")
+            && a.exchange.range.is_some()
     });
     // Each batch's one ranged GET, and the shard's open (its tail).
     assert!(
