@@ -88,9 +88,7 @@ def main() -> None:
         proxy = link.stdout.readline().strip()
         publish(directory, args.records)
         far = f"{proxy}/{name}/"
-        print(
-            f"{args.records} records of {RECORD} B, batches of {BATCH}, round trip {args.rtt} ms"
-        )
+        print(f"{args.records} records of {RECORD} B, batches of {BATCH}, round trip {args.rtt} ms")
         print(f"{'':44s} {'records/s':>10s}")
         for workers in [int(w) for w in args.workers.split(",")]:
             local = epoch(str(directory), workers, 16, args.records)

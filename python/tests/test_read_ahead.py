@@ -93,9 +93,7 @@ def test_an_iterator_does_not_cross_a_fork(http_root: HttpRoot) -> None:
     assert next(reader) == ds.get_many(BATCHES[0])
 
 
-def test_a_plan_reads_its_batches_as_they_are_fetched(
-    tmp_path: Path, http_root: HttpRoot
-) -> None:
+def test_a_plan_reads_its_batches_as_they_are_fetched(tmp_path: Path, http_root: HttpRoot) -> None:
     for root, records in [
         (str(tmp_path / "root"), publish(tmp_path / "root")),
         (http_root.url, publish(http_root.directory)),
