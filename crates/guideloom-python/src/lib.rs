@@ -22,6 +22,7 @@
 
 use pyo3::prelude::*;
 
+mod ahead;
 mod aio;
 mod calls;
 mod dataset;
@@ -52,7 +53,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::register_exit_hook(m.py())?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<dataset::DatasetIter>()?;
-    m.add_class::<dataset::ReadAheadIter>()?;
+    m.add_class::<ahead::ReadAheadIter>()?;
     m.add_class::<format::CborFormat>()?;
     m.add_class::<format::DocumentPickleFormat>()?;
     m.add_class::<format::RawFormat>()?;
