@@ -30,18 +30,22 @@ fn record(i: u64) -> Vec<u8> {
 
 /// One shard of [`RECORDS`] records published into `dir`.
 fn publish(dir: &std::path::Path) {
+    let store = Registry::new()
+        .resolve(dir.to_str().unwrap(), &StoreOptions::default())
+        .unwrap();
+    publish_into(&Root::new(store, RootOptions::default()));
+}
+
+/// One shard of [`RECORDS`] records published into `root`.
+fn publish_into(root: &Root) {
     let bridge = guideloom_io::bridge::Bridge::shared().unwrap();
     bridge.block_on(async {
-        let store = Registry::new()
-            .resolve(dir.to_str().unwrap(), &StoreOptions::default())
-            .unwrap();
-        let root = Root::new(store, RootOptions::default());
         let meta = ShardMetadata::new("raw", "documents");
         let shard = root
             .write_shard("w", 0, meta, (0..RECORDS).map(record))
             .await
             .unwrap();
-        crate::publish_common::publish(&root, "s", vec![shard]).await;
+        crate::publish_common::publish(root, "s", vec![shard]).await;
     });
 }
 
@@ -221,16 +225,8 @@ fn an_s3_root_on_moto_reads_ahead() {
         return;
     };
     let prefix = guideloom_tests::unique("read-ahead");
+    publish_into(&s3_root(&endpoint, &bucket, &prefix));
     let bridge = guideloom_io::bridge::Bridge::shared().unwrap();
-    bridge.block_on(async {
-        let root = s3_root(&endpoint, &bucket, &prefix);
-        let meta = ShardMetadata::new("raw", "documents");
-        let shard = root
-            .write_shard("w", 0, meta, (0..RECORDS).map(record))
-            .await
-            .unwrap();
-        crate::publish_common::publish(&root, "s", vec![shard]).await;
-    });
     let link = Link::round_trip(Duration::from_millis(20));
     let proxy = FaultProxy::for_url_with(&endpoint, Script::pass(), link).unwrap();
     let ds = bridge
