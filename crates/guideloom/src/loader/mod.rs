@@ -8,6 +8,7 @@
 //! ([`TokenWindows`], `windows.rs`).
 
 mod epoch;
+mod mixture;
 mod options;
 pub(crate) mod order;
 mod plan;
@@ -23,6 +24,7 @@ use guideloom_format::{Format, RecordSource};
 use crate::error::{BoxError, Error, Result};
 
 pub use epoch::Epoch;
+pub use mixture::{MAX_PHASES, Mixture, Ramp, SALT_SOURCES, Take, WeightSchedule};
 pub use options::{Batch, Equalize, LoaderOptions, LoaderState};
 pub use plan::{EpochPlan, epoch_len};
 pub use source::MemorySource;
@@ -130,6 +132,8 @@ pub struct Loader<T> {
     source: Arc<DynSource>,
     decode: Arc<DecodeFn<T>>,
     options: LoaderOptions,
+    /// A mixture's order ([`Loader::mixture`]): positions go to its sources by weight.
+    mixture: Option<Arc<mixture::MixOrder>>,
 }
 
 impl<T> fmt::Debug for Loader<T> {
@@ -160,6 +164,36 @@ impl<T: Send + 'static> Loader<T> {
             source: Arc::new(Adapted(source)),
             decode: Arc::new(move |i, b| decode(i, b).map_err(Into::into)),
             options,
+            mixture: None,
+        })
+    }
+
+    /// A loader over a weighted [`Mixture`] of sources, decoding each record with
+    /// `decode(id, bytes)` (`mixture.locate(id)` tells which source and record an id is).
+    ///
+    /// An epoch is the mixture's epoch size in positions; each position is one source's next
+    /// sample, placed by weight (docs/loader.md, "Weighted mixtures"); within a source,
+    /// samples walk through shuffled passes over its records, each pass the single-source
+    /// order of [`LoaderOptions::shuffle`] (shard windows for a remote source under
+    /// [`ShuffleMode::Auto`](crate::ShuffleMode::Auto)). Batches, ranks, workers, equalisation and
+    /// [`resume`](Self::resume) are the single-source loader's, so a state is still three
+    /// integers and resumes with any worker count or world size.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] for a mixture with no source, a bad weight, count or
+    /// schedule, a range outside its source, or a source with no records but a weight.
+    pub fn mixture<D, E>(mixture: Mixture, options: LoaderOptions, decode: D) -> Result<Self>
+    where
+        D: Fn(u64, Bytes) -> std::result::Result<T, E> + Send + Sync + 'static,
+        E: Into<BoxError>,
+    {
+        options.validate()?;
+        let order = mixture.build(options.seed, options.shuffle, options.batch_size)?;
+        Ok(Loader {
+            source: Arc::new(mixture::MixtureReads::new(&mixture)),
+            decode: Arc::new(move |i, b| decode(i, b).map_err(Into::into)),
+            options,
+            mixture: Some(Arc::new(order)),
         })
     }
 
@@ -179,7 +213,13 @@ impl<T: Send + 'static> Loader<T> {
 
     /// The plan of `epoch` for this rank from position `start` (no IO).
     pub fn plan(&self, epoch: u64, start: u64) -> EpochPlan {
-        EpochPlan::new(&self.options, &*self.source, epoch, start)
+        EpochPlan::new(
+            &self.options,
+            &*self.source,
+            self.mixture.as_ref(),
+            epoch,
+            start,
+        )
     }
 
     /// Starts `epoch` from its beginning.

@@ -1,6 +1,9 @@
 //! The pure plan of an epoch for one rank: the global order, padding or dropping for
 //! equalisation, and the interleave of global batches across ranks. No IO.
 
+use std::sync::Arc;
+
+use super::mixture::MixOrder;
 use super::order::{DEFAULT_WINDOW, EpochOrder, ShuffleMode};
 
 use super::{DynSource, Equalize, LoaderOptions, LoaderState};
@@ -9,7 +12,7 @@ use super::{DynSource, Equalize, LoaderOptions, LoaderState};
 /// holds and which record each position is. No IO; useful to inspect or test the order.
 #[derive(Debug, Clone)]
 pub struct EpochPlan {
-    order: EpochOrder,
+    order: PlanOrder,
     n: u64,
     pub(super) total: u64,
     batch_size: u64,
@@ -20,20 +23,31 @@ pub struct EpochPlan {
     seed: u64,
 }
 
+/// Where the positions of an epoch come from.
+#[derive(Debug, Clone)]
+enum PlanOrder {
+    /// One source's records, shuffled.
+    Single(EpochOrder),
+    /// A weighted mixture's ids.
+    Mixture(Arc<MixOrder>),
+}
+
 impl EpochPlan {
-    pub(super) fn new(opts: &LoaderOptions, source: &DynSource, epoch: u64, start: u64) -> Self {
-        let n = source.len();
-        let bounds = source.shard_bounds();
-        let mode = match opts.shuffle {
-            ShuffleMode::Auto if source.is_remote() && bounds.is_some() => {
-                ShuffleMode::ShardWindow {
-                    window: DEFAULT_WINDOW,
-                }
+    pub(super) fn new(
+        opts: &LoaderOptions,
+        source: &DynSource,
+        mixture: Option<&Arc<MixOrder>>,
+        epoch: u64,
+        start: u64,
+    ) -> Self {
+        let (order, n) = match mixture {
+            Some(m) => (PlanOrder::Mixture(Arc::clone(m)), m.epoch_size),
+            None => {
+                let order = Self::single(opts, source, epoch);
+                let n = order.len();
+                (PlanOrder::Single(order), n)
             }
-            ShuffleMode::Auto => ShuffleMode::Full,
-            m => m,
         };
-        let order = EpochOrder::new(mode, opts.seed, epoch, n, bounds);
         let total = epoch_len(
             n,
             opts.batch_size,
@@ -54,6 +68,29 @@ impl EpochPlan {
         }
     }
 
+    fn single(opts: &LoaderOptions, source: &DynSource, epoch: u64) -> EpochOrder {
+        let n = source.len();
+        let bounds = source.shard_bounds();
+        let mode = match opts.shuffle {
+            ShuffleMode::Auto if source.is_remote() && bounds.is_some() => {
+                ShuffleMode::ShardWindow {
+                    window: DEFAULT_WINDOW,
+                }
+            }
+            ShuffleMode::Auto => ShuffleMode::Full,
+            m => m,
+        };
+        EpochOrder::new(mode, opts.seed, epoch, n, bounds)
+    }
+
+    /// The records (a mixture's ids) at positions `positions` (`< n`), appended to `out`.
+    fn records(&self, positions: std::ops::Range<u64>, out: &mut Vec<u64>) {
+        match &self.order {
+            PlanOrder::Single(order) => order.records(positions, out),
+            PlanOrder::Mixture(m) => m.ids(self.epoch, positions, out),
+        }
+    }
+
     /// Global positions in this epoch (records, plus padding or minus dropped ones).
     pub fn total_positions(&self) -> u64 {
         self.total
@@ -65,13 +102,13 @@ impl EpochPlan {
     }
 
     /// The record at global position `p` (`p < total_positions()`): the order's record for
-    /// `p < n`, and the record at position `(p - n) mod n` for padding.
+    /// `p < n`, and the record at position `(p - n) mod n` for padding. For a mixture, the
+    /// record id ([`Mixture::locate`](crate::Mixture::locate)).
     pub fn record_at(&self, p: u64) -> u64 {
-        if p < self.n {
-            self.order.record(p)
-        } else {
-            self.order.record((p - self.n) % self.n)
-        }
+        let p = if p < self.n { p } else { (p - self.n) % self.n };
+        let mut one = Vec::with_capacity(1);
+        self.records(p..p + 1, &mut one);
+        one[0]
     }
 
     /// Global batches from `start()` to the end, all ranks together.
@@ -102,7 +139,7 @@ impl EpochPlan {
         let mut records =
             Vec::with_capacity(usize::try_from(positions.end - positions.start).unwrap_or(0));
         // Positions of records (computed together), then padding (positions past `n`).
-        self.order.records(
+        self.records(
             positions.start.min(self.n)..positions.end.min(self.n),
             &mut records,
         );
