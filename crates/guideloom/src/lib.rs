@@ -82,7 +82,7 @@ pub mod order {
         DEFAULT_WINDOW, EpochOrder, FEISTEL_ROUNDS, GOLDEN, Permutation, SALT_RECORDS, SALT_SHARDS,
         derive_key, mix64,
     };
-    pub use crate::loader::{EpochPlan, MAX_PHASES, SALT_SOURCES, epoch_len};
+    pub use crate::loader::{EpochPlan, MAX_PHASES, SALT_PACK, SALT_SOURCES, epoch_len};
 }
 
 /// `guideloom-io`, the byte-range IO layer, whole: for backend authors (the conformance kit,
@@ -123,8 +123,9 @@ pub use bytes::{self, Bytes};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use loader::order::ShuffleMode;
 pub use loader::{
-    Batch, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource, Mixture, Ramp, Take,
-    TokenWindows, WeightSchedule,
+    Batch, DEFAULT_PACK_BUFFER, Epoch, Equalize, Loader, LoaderOptions, LoaderState, MemorySource,
+    Mixture, PackOptions, PackedWindow, PackedWindows, Packing, Ramp, Take, TokenWindows,
+    WeightSchedule,
 };
 pub use publisher::{Publisher, publish_cbor, write_cbor_shard};
 

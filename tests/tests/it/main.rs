@@ -25,6 +25,7 @@ mod format_s3;
 mod io_downstream_backend;
 mod io_send_sync;
 mod loader_mixture;
+mod loader_packing;
 mod loader_properties;
 mod loader_storage;
 mod publish_array_record;

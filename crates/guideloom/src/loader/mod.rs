@@ -5,12 +5,15 @@
 //! values the loader hands out (`options.rs`); the global sample order (`order.rs`); the
 //! pure per-rank plan of an epoch (`plan.rs`); the worker pool with its bounded prefetch
 //! behind an [`Epoch`] (`epoch.rs`); token windows over a stream dataset as records
-//! ([`TokenWindows`], `windows.rs`).
+//! ([`TokenWindows`], `windows.rs`); whole documents packed best-fit into windows
+//! ([`Packing`], `packing.rs`) and those windows as records ([`PackedWindows`], `packed.rs`).
 
 mod epoch;
 mod mixture;
 mod options;
 pub(crate) mod order;
+mod packed;
+mod packing;
 mod plan;
 mod source;
 mod windows;
@@ -26,6 +29,8 @@ use crate::error::{BoxError, Error, Result};
 pub use epoch::Epoch;
 pub use mixture::{MAX_PHASES, Mixture, Ramp, SALT_SOURCES, Take, WeightSchedule};
 pub use options::{Batch, Equalize, LoaderOptions, LoaderState};
+pub use packed::{PackedWindow, PackedWindows};
+pub use packing::{DEFAULT_PACK_BUFFER, PackOptions, Packing, SALT_PACK};
 pub use plan::{EpochPlan, epoch_len};
 pub use source::MemorySource;
 pub use windows::TokenWindows;

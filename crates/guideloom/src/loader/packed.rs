@@ -1,0 +1,245 @@
+//! [`PackedWindows`]: the windows of a [`Packing`] over a stream dataset as the records of a
+//! [`Loader`], and [`PackedWindow`], what such a loader hands out.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use guideloom_format::{Element, Elements, RecordSource};
+
+use super::packing::{PackOptions, Packing};
+use super::{Loader, LoaderOptions};
+use crate::Dataset;
+use crate::error::{Error, Result};
+
+/// The windows of a [`Packing`] of a stream [`Dataset`]'s documents: a [`RecordSource`]
+/// whose record `k` is window `k`'s pieces back to back (no padding). A [`Loader`] over it
+/// ([`Loader::packed_windows`]) shuffles, batches, splits across ranks and resumes windows
+/// exactly as it does records (`docs/loader.md`, "Packed windows").
+///
+/// A packing belongs to one `(seed, epoch)`: build the windows of epoch `e` (or
+/// [`repack`](Self::repack)) before `loader.epoch(e)` or `loader.resume(&state)` with
+/// `state.epoch == e`. Reading window `k` is one ranged read per piece, all the pieces of a
+/// batch concurrently. The windows have no shard locality, so `ShuffleMode::Auto` is a
+/// full shuffle of the windows.
+pub struct PackedWindows<E> {
+    dataset: Dataset,
+    packing: Arc<Packing>,
+    _element: PhantomData<fn() -> E>,
+}
+
+impl<E> fmt::Debug for PackedWindows<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PackedWindows")
+            .field("dataset", &self.dataset.root().store().describe())
+            .field("packing", &self.packing)
+            .finish()
+    }
+}
+
+impl<E> Clone for PackedWindows<E> {
+    fn clone(&self) -> Self {
+        PackedWindows {
+            dataset: self.dataset.clone(),
+            packing: Arc::clone(&self.packing),
+            _element: PhantomData,
+        }
+    }
+}
+
+impl<E: Element> PackedWindows<E> {
+    /// Packs `dataset`'s documents ([`Packing::of`]). `publish::Error::ElementMismatch` if
+    /// the stream does not hold `E`s, `publish::Error::NotAStream` if it is not a stream,
+    /// [`Error::InvalidOptions`] for bad options.
+    pub fn new(dataset: Dataset, options: PackOptions) -> Result<Self> {
+        dataset.stream_of::<E>()?;
+        let packing = Packing::of(&dataset, options)?;
+        Ok(PackedWindows {
+            dataset,
+            packing: Arc::new(packing),
+            _element: PhantomData,
+        })
+    }
+
+    /// The same documents packed for `epoch` (no read).
+    #[must_use]
+    pub fn repack(&self, epoch: u64) -> Self {
+        PackedWindows {
+            dataset: self.dataset.clone(),
+            packing: Arc::new(self.packing.repack(epoch)),
+            _element: PhantomData,
+        }
+    }
+
+    /// The layout: which token ranges each window holds.
+    pub fn packing(&self) -> &Packing {
+        &self.packing
+    }
+
+    /// Number of windows.
+    pub fn len(&self) -> u64 {
+        self.packing.len()
+    }
+
+    /// `true` when there is no window (no document has a token).
+    pub fn is_empty(&self) -> bool {
+        self.packing.is_empty()
+    }
+
+    /// The dataset read.
+    pub fn dataset(&self) -> &Dataset {
+        &self.dataset
+    }
+
+    /// Window `k`. `publish::Error::OutOfRange` past the last window.
+    pub fn get(&self, k: u64) -> Result<PackedWindow<E>> {
+        let bytes = self.get_many(&[k])?.pop().unwrap_or_default();
+        Ok(PackedWindow::new(&self.packing, k, bytes))
+    }
+}
+
+impl<E: Element> RecordSource for PackedWindows<E> {
+    type Error = Error;
+
+    fn name(&self) -> String {
+        format!(
+            "{}-token packed windows of {}",
+            self.packing.capacity(),
+            RecordSource::name(&self.dataset)
+        )
+    }
+    fn len(&self) -> u64 {
+        self.packing.len()
+    }
+    fn get_many(&self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        let mut ranges = Vec::new();
+        let mut counts = Vec::with_capacity(indices.len());
+        for &k in indices {
+            if k >= self.packing.len() {
+                return Err(Error::out_of_range(k, self.packing.len(), "packed windows"));
+            }
+            let pieces = self.packing.pieces(k);
+            counts.push(pieces.len());
+            ranges.extend(pieces);
+        }
+        let read = crate::publisher::run(self.dataset.read_elements_many_async(&ranges))?;
+        let mut read = read.into_iter();
+        Ok(counts
+            .into_iter()
+            .map(|count| {
+                let pieces: Vec<Bytes> = read.by_ref().take(count).collect();
+                if pieces.len() == 1 {
+                    return pieces.into_iter().next().unwrap_or_default();
+                }
+                let mut out = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+                for p in &pieces {
+                    out.extend_from_slice(p);
+                }
+                out.freeze()
+            })
+            .collect())
+    }
+    fn is_remote(&self) -> bool {
+        RecordSource::is_remote(&self.dataset)
+    }
+}
+
+/// One packed window: its pieces' tokens back to back and their lengths. The padding (up to
+/// [`capacity`](Self::capacity)) is not stored: [`padded`](Self::padded) adds it.
+#[derive(Debug, Clone)]
+pub struct PackedWindow<E: Element> {
+    /// The window's number in its packing.
+    pub index: u64,
+    /// The pieces' tokens, back to back (at most `capacity` of them).
+    pub tokens: Elements<E>,
+    /// The pieces' lengths, in order (they sum to `tokens.len()`).
+    pub lengths: Vec<u32>,
+    /// Tokens the window holds with its padding.
+    pub capacity: u64,
+}
+
+impl<E: Element> PackedWindow<E> {
+    fn new(packing: &Packing, index: u64, bytes: Bytes) -> Self {
+        PackedWindow {
+            index,
+            tokens: Elements::from_le_bytes(bytes),
+            lengths: packing.piece_lengths(index).to_vec(),
+            capacity: packing.capacity(),
+        }
+    }
+
+    /// Padding tokens after the last piece.
+    pub fn padding(&self) -> u64 {
+        self.capacity - self.tokens.len() as u64
+    }
+
+    /// Each token's position in its piece: `0, 1, ..` restarting at every piece (one per
+    /// token, padding excluded).
+    pub fn position_ids(&self) -> Vec<u32> {
+        self.lengths.iter().flat_map(|&l| 0..l).collect()
+    }
+
+    /// Each token's piece number, from 1 (one per token, padding excluded; padding is
+    /// segment 0 by convention).
+    pub fn segment_ids(&self) -> Vec<u32> {
+        (1u32..)
+            .zip(&self.lengths)
+            .flat_map(|(s, &l)| std::iter::repeat_n(s, l as usize))
+            .collect()
+    }
+
+    /// The tokens followed by `pad` up to [`capacity`](Self::capacity).
+    pub fn padded(&self, pad: E) -> Vec<E> {
+        let capacity = usize::try_from(self.capacity).unwrap_or(usize::MAX);
+        let mut out = Vec::with_capacity(capacity);
+        out.extend_from_slice(&self.tokens);
+        out.resize(capacity.max(out.len()), pad);
+        out
+    }
+}
+
+impl<E: Element> Loader<PackedWindow<E>> {
+    /// A loader of packed windows ([`PackedWindows`]): each batch's records are windows of
+    /// whole documents, its indices the window numbers. Order, ranks, equalisation and resume
+    /// are the loader's, with window `k` as record `k`; the packing is the windows' epoch's.
+    ///
+    /// ```
+    /// # fn main() -> guideloom::Result<()> {
+    /// use guideloom::{Loader, LoaderOptions, PackOptions, PackedWindows, PublishMode, Publisher};
+    ///
+    /// let publisher = Publisher::open("memory://packed-windows-doc")?;
+    /// // 30 documents of 1 to 30 tokens; document d holds the token d.
+    /// let docs: Vec<Vec<u16>> = (1..=30u16).map(|d| vec![d; usize::from(d)]).collect();
+    /// let shard = publisher.write_stream_shard("w", 0, &docs)?;
+    /// publisher.publish("corpus", "v1", vec![shard], PublishMode::Full)?;
+    ///
+    /// let seed = 3;
+    /// for epoch in 0..2 {
+    ///     let options = PackOptions::new(64).with_next_token_labels().with_seed(seed).with_epoch(epoch);
+    ///     let windows = PackedWindows::<u16>::new(publisher.dataset()?, options)?;
+    ///     let loader = Loader::packed_windows(windows, LoaderOptions::new(2).with_seed(seed))?;
+    ///     let mut tokens = 0;
+    ///     for batch in loader.epoch(epoch)? {
+    ///         for w in batch?.records {
+    ///             assert!(w.tokens.len() <= 65); // 64 inputs + 1 label
+    ///             let (ids, pos) = (w.segment_ids(), w.position_ids());
+    ///             for (t, (&tok, &p)) in w.tokens.iter().zip(&pos).enumerate() {
+    ///                 // Whole documents: a piece starts where its document starts.
+    ///                 assert_eq!(p == 0, t == 0 || ids[t - 1] != ids[t]);
+    ///                 assert_eq!(w.lengths[ids[t] as usize - 1], u32::from(tok));
+    ///             }
+    ///             tokens += w.tokens.len();
+    ///         }
+    ///     }
+    ///     assert_eq!(tokens, 465); // every token once
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn packed_windows(windows: PackedWindows<E>, options: LoaderOptions) -> Result<Self> {
+        let packing = Arc::clone(&windows.packing);
+        Loader::new(windows, options, move |k, bytes: Bytes| {
+            Ok::<_, Error>(PackedWindow::new(&packing, k, bytes))
+        })
+    }
+}
