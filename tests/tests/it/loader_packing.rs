@@ -24,6 +24,10 @@ fn unique(tag: &str) -> String {
     )
 }
 
+fn ix(v: u64) -> usize {
+    usize::try_from(v).unwrap()
+}
+
 /// Publishes documents of `lengths` whose tokens are their stream positions (`u32`), in
 /// shards of `per_shard` documents.
 fn publish(uri: &str, lengths: &[u64], per_shard: usize) -> Dataset {
@@ -92,10 +96,10 @@ fn check_coverage(p: &Packing, lengths: &[u64]) {
             let d = bounds.partition_point(|&b| b <= r.start) - 1;
             assert!(r.end <= bounds[d + 1], "piece {r:?} leaves document {d}");
             for t in r.clone() {
-                tokens[t as usize] += 1;
+                tokens[ix(t)] += 1;
             }
             for t in r.start..r.end - 1 {
-                pairs[t as usize] += 1;
+                pairs[ix(t)] += 1;
             }
         }
     }
@@ -104,9 +108,9 @@ fn check_coverage(p: &Packing, lengths: &[u64]) {
     if labels {
         for d in 0..lengths.len() {
             for t in bounds[d]..bounds[d + 1] {
-                assert!(tokens[t as usize] >= 1, "token {t} missing");
+                assert!(tokens[ix(t)] >= 1, "token {t} missing");
                 if t + 1 < bounds[d + 1] {
-                    assert_eq!(pairs[t as usize], 1, "pair at token {t} (document {d})");
+                    assert_eq!(pairs[ix(t)], 1, "pair at token {t} (document {d})");
                 }
             }
         }
@@ -237,7 +241,7 @@ fn loaded_windows_hold_whole_documents_and_restart_positions_at_each() {
         .unwrap();
         let got = epoch_of(&loader, epoch);
         assert_eq!(got.len() as u64, count);
-        let mut seen = vec![0u8; total as usize];
+        let mut seen = vec![0u8; ix(total)];
         for (_, k, w) in &got {
             assert_eq!(w.index, *k);
             assert!(w.tokens.len() <= 48);
@@ -246,7 +250,7 @@ fn loaded_windows_hold_whole_documents_and_restart_positions_at_each() {
             let pieces: Vec<Range<u64>> = windows.packing().pieces(*k).collect();
             let expected: Vec<u32> = pieces
                 .iter()
-                .flat_map(|r| r.start as u32..r.end as u32)
+                .flat_map(|r| u32::try_from(r.start).unwrap()..u32::try_from(r.end).unwrap())
                 .collect();
             assert_eq!(&w.tokens[..], &expected[..], "window {k}");
             // Position ids restart at every piece; a piece that starts a document starts at

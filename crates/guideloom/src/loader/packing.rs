@@ -119,7 +119,7 @@ impl PackOptions {
 /// pair of a document is inside exactly one window; a token shared by two pieces of a long
 /// document is in both). Nothing is truncated; the only waste is padding after a window's
 /// last piece. Memory: 12 bytes per piece and 8 per window kept, plus the documents' bounds
-/// (8 bytes per document, shared by [`repack`](Self::repack)); the build also holds 16 bytes
+/// (8 bytes per document, shared by [`repack`](Self::repack)); the build also holds 24 bytes
 /// per piece for a moment.
 ///
 /// ```
@@ -298,37 +298,45 @@ impl Packing {
             usize::try_from(k)
                 .ok()
                 .and_then(|k| self.windows.get(k))
-                .map_or(self.lens.len(), |&j| j as usize)
+                .map_or(self.lens.len(), |&j| at(j))
         };
         at(k)..at(k.saturating_add(1)).max(at(k))
     }
+}
+
+/// A position in an in-memory table (the documents' bounds, the pieces): it fits `usize`,
+/// since the table is held.
+fn at(i: u64) -> usize {
+    usize::try_from(i).unwrap_or(usize::MAX)
 }
 
 /// The pieces of every document (step 2 of [`Packing`]) in permuted order, placed in groups
 /// (steps 3–4); returns `(starts, lens, windows, tokens)` grouped by window.
 fn pack(bounds: &[u64], options: &PackOptions) -> (Vec<u64>, Vec<u32>, Vec<u64>, u64) {
     let n = bounds.len() as u64 - 1;
-    let cap = options.capacity();
-    let stride = cap - u64::from(options.next_token_labels);
-    let buffer = usize::try_from(options.buffer).unwrap_or(usize::MAX);
+    // Validated: the capacity fits u32.
+    let cap = u32::try_from(options.capacity()).unwrap_or(u32::MAX);
+    let stride = u64::from(cap) - u64::from(options.next_token_labels);
+    let buffer = at(options.buffer);
     let perm = Permutation::new(n, derive_key(options.seed, options.epoch, SALT_PACK, 0));
     let mut placer = Placer::new(cap);
     let mut group: Vec<(u64, u32)> = Vec::with_capacity(buffer.min(1 << 16));
     for p in 0..n {
-        let d = perm.apply(p) as usize;
+        let d = at(perm.apply(p));
         let (mut s, e) = (bounds[d], bounds[d + 1]);
-        while e - s > cap {
-            group.push((s, cap as u32));
-            s += stride;
+        while s < e {
+            // A piece of at most `cap` tokens; the next starts `stride` later unless this one
+            // reaches the end.
+            let len = u32::try_from(e - s).unwrap_or(cap).min(cap);
+            group.push((s, len));
             if group.len() == buffer {
                 placer.place_group(&mut group);
             }
-        }
-        if e > s {
-            group.push((s, (e - s) as u32));
-            if group.len() == buffer {
-                placer.place_group(&mut group);
-            }
+            s = if u64::from(len) == e - s {
+                e
+            } else {
+                s + stride
+            };
         }
     }
     placer.place_group(&mut group);
@@ -337,16 +345,16 @@ fn pack(bounds: &[u64], options: &PackOptions) -> (Vec<u64>, Vec<u32>, Vec<u64>,
 
 /// Best-fit placement: open windows by remaining room, a stack per room value.
 struct Placer {
-    cap: u64,
+    cap: u32,
     /// Room → windows with exactly that room (> 0), the one that reached it last on top.
-    free: BTreeMap<u32, Vec<u64>>,
-    windows: u64,
+    free: BTreeMap<u32, Vec<usize>>,
+    windows: usize,
     /// `(start, len, window)` of every piece in placement order.
-    placed: Vec<(u64, u32, u64)>,
+    placed: Vec<(u64, u32, usize)>,
 }
 
 impl Placer {
-    fn new(cap: u64) -> Self {
+    fn new(cap: u32) -> Self {
         Placer {
             cap,
             free: BTreeMap::new(),
@@ -356,7 +364,7 @@ impl Placer {
     }
 
     fn place_group(&mut self, group: &mut Vec<(u64, u32)>) {
-        group.sort_by(|a, b| b.1.cmp(&a.1)); // stable: longest first, ties in order
+        group.sort_by_key(|&(_, len)| std::cmp::Reverse(len)); // stable: ties keep their order
         for &(start, len) in group.iter() {
             let fit = self.free.range_mut(len..).next().map(|(&room, stack)| {
                 let window = stack.pop().unwrap_or_default();
@@ -371,7 +379,7 @@ impl Placer {
                 }
                 None => {
                     self.windows += 1;
-                    (self.windows - 1, self.cap as u32 - len)
+                    (self.windows - 1, self.cap - len)
                 }
             };
             if left > 0 {
@@ -384,20 +392,20 @@ impl Placer {
 
     fn finish(self) -> (Vec<u64>, Vec<u32>, Vec<u64>, u64) {
         // A counting sort by window, placement order kept within each.
-        let mut windows = vec![0u64; self.windows as usize + 1];
+        let mut windows = vec![0u64; self.windows + 1];
         for &(_, _, w) in &self.placed {
-            windows[w as usize + 1] += 1;
+            windows[w + 1] += 1;
         }
         for k in 1..windows.len() {
             windows[k] += windows[k - 1];
         }
-        let mut next: Vec<u64> = windows[..windows.len() - 1].to_vec();
+        let mut next: Vec<usize> = windows[..self.windows].iter().map(|&j| at(j)).collect();
         let mut starts = vec![0u64; self.placed.len()];
         let mut lens = vec![0u32; self.placed.len()];
         let mut tokens = 0u64;
         for &(s, l, w) in &self.placed {
-            let j = next[w as usize] as usize;
-            next[w as usize] += 1;
+            let j = next[w];
+            next[w] += 1;
             starts[j] = s;
             lens[j] = l;
             tokens += u64::from(l);
