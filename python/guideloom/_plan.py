@@ -1,5 +1,6 @@
-"""The Rust loader's epoch plan (the Rust class; typed in ``_plan.pyi``)."""
+"""The Rust loader's epoch plan and the packing of token streams into training windows (the
+Rust classes; typed in ``_plan.pyi``)."""
 
-from guideloom._guideloom import EpochPlan
+from guideloom._guideloom import EpochPlan, Packing
 
-__all__ = ["EpochPlan"]
+__all__ = ["EpochPlan", "Packing"]

@@ -1,6 +1,9 @@
-# Stub of the Rust loader's epoch plan (Rust: crates/guideloom-python/src/order.rs).
+# Stub of the Rust loader's epoch plan (Rust: crates/guideloom-python/src/order.rs) and of the
+# packing of a token stream's documents into windows (crates/guideloom-python/src/packing.rs).
 from collections.abc import Sequence
-from typing import Literal, Self, final
+from typing import Literal, Self, TypeAlias, final
+
+import numpy as np
 
 from guideloom._roots import Dataset
 
@@ -42,6 +45,58 @@ class EpochPlan:
     @property
     def world_size(self) -> int: ...
 
+_Int64Matrix: TypeAlias = np.ndarray[tuple[int, int], np.dtype[np.int64]]
+
+@final
+class Packing:
+    """The documents of a token-stream ``Dataset`` packed best-fit into windows of ``seq_len``
+    tokens (``seq_len + 1`` with ``labels``), for ``(seed, epoch)`` (docs/loader.md, "Packed
+    windows"). ``batch(indices)`` builds the training arrays of windows ``indices``."""
+
+    def __new__(
+        cls,
+        dataset: Dataset,
+        *,
+        seq_len: int,
+        labels: bool = True,
+        seed: int = 0,
+        epoch: int = 0,
+        buffer: int = ...,  # 4096 pieces
+    ) -> Self: ...
+    def repack(self, epoch: int) -> Packing: ...
+    def __len__(self) -> int: ...
+    def pieces(self, k: int) -> list[tuple[int, int]]: ...
+    def batch(
+        self,
+        indices: Sequence[int],
+        *,
+        pad_id: int = 0,
+        ignore_index: int = ...,  # -100
+    ) -> dict[str, _Int64Matrix]: ...
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def labels(self) -> bool: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def buffer(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def padding_tokens(self) -> int: ...
+    @property
+    def padding(self) -> float: ...
+    @property
+    def num_pieces(self) -> int: ...
+    @property
+    def num_documents(self) -> int: ...
+
 __all__ = [
     "EpochPlan",
+    "Packing",
 ]

@@ -9,7 +9,11 @@ PROBE = """
 import sys
 sys.modules["torch"] = None  # as if torch were not installed
 import guideloom.torch as gt
-for make in (lambda: gt.Dataset("/nonexistent"), lambda: gt.IterableDataset("/nonexistent", batch_size=2)):
+for make in (
+    lambda: gt.Dataset("/nonexistent"),
+    lambda: gt.IterableDataset("/nonexistent", batch_size=2),
+    lambda: gt.PackedTokens("/nonexistent", seq_len=8, batch_size=2),
+):
     try:
         make()
     except ImportError as error:

@@ -41,6 +41,9 @@ pub(crate) const PIP_PACKAGES: &[&str] = &[
     "numpy",
     "aiohttp",
     "dask[distributed]",
+    // python/tests/test_packing.py trains a byte-level BPE on the standard library's sources
+    // (offline: no vocabulary is downloaded).
+    "tokenizers",
     RUFF,
 ];
 

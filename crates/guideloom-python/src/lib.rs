@@ -7,7 +7,8 @@
 //! `write_shard`, `publish`, `publish_annotations`, each a `Root` of one call; `publish.rs`:
 //! `ShardRef`, `Snapshot`; `tokens.rs`:
 //! token-stream reads of a `Dataset`), the record formats (`format.rs`) and the Rust loader's
-//! epoch plan (`order.rs`: `EpochPlan`, the order of `guideloom.torch`).
+//! epoch plan (`order.rs`: `EpochPlan`, the order of `guideloom.torch`) and best-fit packing
+//! of a token stream's documents into training windows (`packing.rs`: `Packing`).
 //!
 //! Rules every binding follows:
 //! - Rust work that does IO or waits runs through `runtime::block_on`: the GIL is released
@@ -32,6 +33,7 @@ mod format;
 mod io;
 mod options;
 mod order;
+mod packing;
 mod publish;
 mod pybackend;
 mod root;
@@ -59,6 +61,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::RawFormat>()?;
     m.add_class::<options::S3Options>()?;
     m.add_class::<order::EpochPlan>()?;
+    m.add_class::<packing::Packing>()?;
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;

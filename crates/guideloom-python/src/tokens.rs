@@ -100,7 +100,7 @@ macro_rules! with_element {
 
 /// A facade error of a stream read as a Python exception: a dataset that is not one token
 /// stream is an `UnsupportedError`, the rest map as every error does.
-fn stream_error(e: impl Into<guideloom::Error>) -> PyErr {
+pub(crate) fn stream_error(e: impl Into<guideloom::Error>) -> PyErr {
     match e.into() {
         e @ guideloom::Error::Publish(guideloom::publish::Error::NotAStream { .. }) => {
             raise("UnsupportedError", e.to_string())
