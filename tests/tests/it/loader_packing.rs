@@ -338,6 +338,57 @@ fn resume_after_k_batches_equals_the_uninterrupted_run_across_world_sizes() {
 }
 
 #[test]
+fn a_packed_mixture_splits_tokens_by_share_and_resumes_across_world_sizes() {
+    // Corpus 0: short documents, corpus 1: long ones (a different padding per window).
+    let make = |tag: &str, short: bool| {
+        let lengths = mixed_lengths(600, if short { 24 } else { 200 }, u64::from(short));
+        let ds = publish(&unique(tag), &lengths, 100);
+        PackedWindows::<u32>::new(ds, PackOptions::new(64).with_seed(4)).unwrap()
+    };
+    let (a, b) = (make("mix-a", true), make("mix-b", false));
+    let loader = |rank: u64, world: u64| {
+        let options = LoaderOptions::new(4).with_seed(8).with_rank(rank, world);
+        Loader::packed_mixture(vec![(a.clone(), 0.6), (b.clone(), 0.4)], options).unwrap()
+    };
+    let full = epoch_of(&loader(0, 1), 0);
+    let mut tokens = [0u64; 2];
+    for (_, id, w) in &full {
+        // Mixture ids: corpus 0's windows first.
+        tokens[usize::from(*id >= a.len())] += w.tokens.len() as u64;
+    }
+    let share = tokens[1] as f64 / (tokens[0] + tokens[1]) as f64;
+    println!("token share of corpus 1: {share:.4} (asked 0.4), tokens {tokens:?}");
+    assert!((share - 0.4).abs() < 0.01, "{share}");
+    // Resume after 5 batches from 2 ranks onto 3.
+    let key = |v: &[(u64, u64, PackedWindow<u32>)]| -> Vec<(u64, u64, Vec<u32>)> {
+        v.iter()
+            .map(|(g, k, w)| (*g, *k, w.tokens.to_vec()))
+            .collect()
+    };
+    let mut head = Vec::new();
+    let mut state = None;
+    for rank in 0..2 {
+        let l = loader(rank, 2);
+        let mut epoch = l.epoch(0).unwrap();
+        head.extend(key(&collect(epoch.by_ref().take(5))));
+        state = Some(epoch.state());
+    }
+    let state = state.unwrap();
+    let mut rest = Vec::new();
+    for rank in 0..3 {
+        rest.extend(key(&collect(loader(rank, 3).resume(&state).unwrap())));
+    }
+    let mut all = [head, rest].concat();
+    all.sort_by_key(|(g, _, _)| *g);
+    assert_eq!(all, key(&full));
+    // One window size per mixture.
+    let other = PackedWindows::<u32>::new(a.dataset().clone(), PackOptions::new(32)).unwrap();
+    let e = Loader::packed_mixture(vec![(a.clone(), 0.5), (other, 0.5)], LoaderOptions::new(4))
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidOptions { .. }), "{e}");
+}
+
+#[test]
 fn typed_errors_for_bad_options_and_wrong_element_types() {
     let ds = publish(&unique("errors"), &[5, 6], 1);
     let e = PackedWindows::<u32>::new(ds.clone(), PackOptions::new(0)).unwrap_err();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use guideloom_format::{Element, Elements, RecordSource};
 
+use super::mixture::{Mixture, Take};
 use super::packing::{PackOptions, Packing};
 use super::{Loader, LoaderOptions};
 use crate::Dataset;
@@ -90,6 +91,15 @@ impl<E: Element> PackedWindows<E> {
     /// The dataset read.
     pub fn dataset(&self) -> &Dataset {
         &self.dataset
+    }
+
+    /// The [`Mixture`] weight that gives these windows `share` of a mixture's *tokens*
+    /// (not of its windows): `share` divided by the mean tokens per window, so a corpus whose
+    /// windows carry more padding gets proportionally more windows. See
+    /// [`Loader::packed_mixture`].
+    pub fn token_share(&self, share: f64) -> Take {
+        let per_window = self.packing.tokens() as f64 / self.packing.len().max(1) as f64;
+        Take::Weight(share / per_window.max(1.0))
     }
 
     /// Window `k`. `publish::Error::OutOfRange` past the last window.
@@ -240,6 +250,80 @@ impl<E: Element> Loader<PackedWindow<E>> {
         let packing = Arc::clone(&windows.packing);
         Loader::new(windows, options, move |k, bytes: Bytes| {
             Ok::<_, Error>(PackedWindow::new(&packing, k, bytes))
+        })
+    }
+
+    /// A loader over several packed corpora **mixed by token share**: corpus `s` gives about
+    /// `share_s / Σ shares` of the tokens of any long enough span of batches (a weighted
+    /// [`Mixture`] with [`PackedWindows::token_share`] weights, so the split of windows is the
+    /// mixture's exact one and the token split is off only by the spread of tokens per
+    /// window, at most the padding). The epoch is the windows of all corpora
+    /// ([`Loader::mixture`] for another size or a schedule: give it these weights). Each
+    /// batch's records are [`PackedWindow`]s whose `index` is the corpus's own window number;
+    /// the batch's `indices` are mixture ids. Order, ranks and resume are the mixture's: a
+    /// pure function of `(seed, epoch, position)`, whose packings stay those of the windows
+    /// given (no repacking per epoch: the mixture's passes reshuffle the windows).
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] with no corpus, windows of different capacities (a batch's
+    /// windows must have one length) or a bad share; the mixture's errors.
+    ///
+    /// ```
+    /// # fn main() -> guideloom::Result<()> {
+    /// use guideloom::{Loader, LoaderOptions, PackOptions, PackedWindows, PublishMode, Publisher};
+    ///
+    /// // Short web documents (tokens < 1000) and longer code files (tokens >= 1000).
+    /// let corpus = |name: &str, token: u16, length: u16| -> guideloom::Result<PackedWindows<u16>> {
+    ///     let publisher = Publisher::open(&format!("memory://packed-mixture-{name}"))?;
+    ///     let docs: Vec<Vec<u16>> =
+    ///         (0..600u16).map(|d| vec![token; usize::from(1 + d * 7 % length)]).collect();
+    ///     let shard = publisher.write_stream_shard("w", 0, &docs)?;
+    ///     publisher.publish(name, "v1", vec![shard], PublishMode::Full)?;
+    ///     PackedWindows::new(publisher.dataset()?, PackOptions::new(128))
+    /// };
+    /// let (web, code) = (corpus("web", 7, 40)?, corpus("code", 1000, 300)?);
+    /// let loader = Loader::packed_mixture(vec![(web, 0.75), (code, 0.25)], LoaderOptions::new(8))?;
+    /// let mut tokens = [0usize; 2]; // web, code
+    /// for batch in loader.epoch(0)? {
+    ///     for w in batch?.records {
+    ///         tokens[usize::from(w.tokens[0] >= 1000)] += w.tokens.len();
+    ///     }
+    /// }
+    /// let code_share = tokens[1] as f64 / (tokens[0] + tokens[1]) as f64;
+    /// assert!((code_share - 0.25).abs() < 0.01, "{code_share}");
+    /// # Ok(()) }
+    /// ```
+    pub fn packed_mixture(
+        sources: Vec<(PackedWindows<E>, f64)>,
+        options: LoaderOptions,
+    ) -> Result<Self> {
+        let capacities: Vec<u64> = sources.iter().map(|(w, _)| w.packing.capacity()).collect();
+        if capacities.windows(2).any(|c| c[0] != c[1]) {
+            return Err(Error::InvalidOptions {
+                reason: format!(
+                    "packed corpora of one mixture need one window size, not {capacities:?}"
+                ),
+            });
+        }
+        if let Some((_, bad)) = sources.iter().find(|(_, s)| !(s.is_finite() && *s >= 0.0)) {
+            return Err(Error::InvalidOptions {
+                reason: format!("a token share must be finite and not negative, not {bad}"),
+            });
+        }
+        let packings: Vec<Arc<Packing>> = sources
+            .iter()
+            .map(|(w, _)| Arc::clone(&w.packing))
+            .collect();
+        let mixture = sources.into_iter().fold(Mixture::new(), |m, (w, share)| {
+            let take = w.token_share(share);
+            m.with_source(w, take)
+        });
+        let locate = mixture.clone();
+        Loader::mixture(mixture, options, move |id, bytes: Bytes| {
+            let (s, k) = locate
+                .locate(id)
+                .ok_or_else(|| Error::out_of_range(id, locate.len(), "packed mixture"))?;
+            Ok::<_, Error>(PackedWindow::new(&packings[s], k, bytes))
         })
     }
 }
