@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use guideloom::bytes::Bytes;
 use guideloom::{DEFAULT_PACK_BUFFER, PackOptions};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyDict};
+use pyo3::types::PyDict;
 
 use crate::dataset::Dataset;
 use crate::errors::{Error, raise};
@@ -49,19 +50,19 @@ fn decode(element: &str, bytes: &[u8], out: &mut Vec<i64>) {
     }
 }
 
-/// A `(rows, cols)` int64 numpy array owning a copy of `values` (writable).
+/// A `(rows, cols)` int64 numpy array holding a copy of `values` (writable, owned by numpy).
 fn i64_array<'py>(
     py: Python<'py>,
     values: &[i64],
     rows: usize,
     cols: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let buffer = PyByteArray::new(py, &bytes);
-    py.import("numpy")?
-        .getattr("frombuffer")?
-        .call1((buffer, "<i8"))?
-        .call_method1("reshape", ((rows, cols),))
+    let array = py
+        .import("numpy")?
+        .getattr("empty")?
+        .call1(((rows, cols), "int64"))?;
+    PyBuffer::<i64>::get(&array)?.copy_from_slice(py, values)?;
+    Ok(array)
 }
 
 impl Packing {
@@ -169,40 +170,39 @@ impl Packing {
         let seq = usize::try_from(self.packing.options().seq_len).unwrap_or(usize::MAX);
         let shifted = self.packing.options().next_token_labels;
         let (rows, cells) = (indices.len(), indices.len() * seq);
-        let (mut inputs, mut labels, mut positions) = (
-            Vec::with_capacity(cells),
-            Vec::with_capacity(cells),
-            Vec::with_capacity(cells),
-        );
+        let mut inputs = vec![pad_id; cells];
+        let mut labels = vec![ignore_index; cells];
+        let mut positions = vec![0i64; cells];
         let mut pieces = read.iter();
         let mut tokens = Vec::with_capacity(seq + 1);
-        let mut starts = Vec::with_capacity(seq + 1); // a piece starts at token t
-        for &k in &indices {
-            tokens.clear();
-            starts.clear();
+        for (row, &k) in indices.iter().enumerate() {
+            let (inputs, labels, positions) = (
+                &mut inputs[row * seq..(row + 1) * seq],
+                &mut labels[row * seq..(row + 1) * seq],
+                &mut positions[row * seq..(row + 1) * seq],
+            );
+            let mut at = 0usize; // the window's token where this piece starts
             for (&len, bytes) in self.packing.piece_lengths(k).iter().zip(pieces.by_ref()) {
+                tokens.clear();
                 decode(&self.element, bytes, &mut tokens);
-                starts.push(true);
-                starts.resize(starts.len() + len as usize - 1, false);
+                for (j, &token) in tokens.iter().enumerate() {
+                    let t = at + j;
+                    if t < seq {
+                        inputs[t] = token;
+                        positions[t] = j as i64;
+                    }
+                    // Label of the input before (shifted) or of this input: a token of the
+                    // same piece only.
+                    let labelled = if shifted { t.checked_sub(1) } else { Some(t) };
+                    if let Some(l) = labelled.filter(|&l| j > 0 && l < seq) {
+                        labels[l] = token;
+                    }
+                }
+                at += len as usize;
             }
-            let n = tokens.len();
-            let mut position = 0i64;
-            for t in 0..seq {
-                position = if t >= n {
-                    (t - n) as i64 // the padding counts from 0 as one more run
-                } else if starts[t] {
-                    0
-                } else {
-                    position + 1
-                };
-                positions.push(position);
-                inputs.push(if t < n { tokens[t] } else { pad_id });
-                let label = if shifted {
-                    (t + 1 < n && !starts[t + 1]).then(|| tokens[t + 1])
-                } else {
-                    (t < n && !starts[t]).then(|| tokens[t])
-                };
-                labels.push(label.unwrap_or(ignore_index));
+            // The padding counts from 0 as one more run.
+            for (j, position) in positions.iter_mut().skip(at).enumerate() {
+                *position = j as i64;
             }
         }
         let out = PyDict::new(py);
