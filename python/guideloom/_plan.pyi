@@ -46,6 +46,7 @@ class EpochPlan:
     def world_size(self) -> int: ...
 
 _Int64Matrix: TypeAlias = np.ndarray[tuple[int, int], np.dtype[np.int64]]
+_Int64Stack: TypeAlias = np.ndarray[tuple[int, int, int], np.dtype[np.int64]]
 
 @final
 class Packing:
@@ -73,6 +74,13 @@ class Packing:
         pad_id: int = 0,
         ignore_index: int = ...,  # -100
     ) -> dict[str, _Int64Matrix]: ...
+    def batch_array(
+        self,
+        indices: Sequence[int],
+        *,
+        pad_id: int = 0,
+        ignore_index: int = ...,  # -100
+    ) -> _Int64Stack: ...
     @property
     def seq_len(self) -> int: ...
     @property

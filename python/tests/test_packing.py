@@ -123,6 +123,10 @@ def test_batches_hold_the_documents_with_labels_and_positions(
     assert {name: a.shape for name, a in got.items()} == {
         name: (3, SEQ_LEN) for name in ("input_ids", "labels", "position_ids")
     }
+    stacked = packing.batch_array(ks, pad_id=7, ignore_index=-1)
+    assert stacked.shape == (3, 3, SEQ_LEN)
+    for i, name in enumerate(("input_ids", "labels", "position_ids")):
+        np.testing.assert_array_equal(stacked[i], got[name])
     for row, k in enumerate(ks):
         tokens: list[int] = []
         labels: list[int] = []

@@ -50,17 +50,16 @@ fn decode(element: &str, bytes: &[u8], out: &mut Vec<i64>) {
     }
 }
 
-/// A `(rows, cols)` int64 numpy array holding a copy of `values` (writable, owned by numpy).
+/// An int64 numpy array of `shape` holding a copy of `values` (writable, owned by numpy).
 fn i64_array<'py>(
     py: Python<'py>,
     values: &[i64],
-    rows: usize,
-    cols: usize,
+    shape: (usize, usize, usize),
 ) -> PyResult<Bound<'py, PyAny>> {
     let array = py
         .import("numpy")?
         .getattr("empty")?
-        .call1(((rows, cols), "int64"))?;
+        .call1((shape, "int64"))?;
     PyBuffer::<i64>::get(&array)?.copy_from_slice(py, values)?;
     Ok(array)
 }
@@ -150,6 +149,7 @@ impl Packing {
     /// next token of the same piece, and on padding) and `position_ids` (restarting at 0 at
     /// every piece, and at the padding). Without `labels` packing, `labels` are the inputs
     /// with each piece's first token and the padding ignored (models that shift inside).
+    /// The three are views of one array, [`batch_array`](Self::batch_array)'s.
     #[pyo3(signature = (indices, *, pad_id = 0, ignore_index = -100))]
     fn batch<'py>(
         &self,
@@ -158,6 +158,24 @@ impl Packing {
         pad_id: i64,
         ignore_index: i64,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let stacked = self.batch_array(py, indices, pad_id, ignore_index)?;
+        let out = PyDict::new(py);
+        for (i, name) in ["input_ids", "labels", "position_ids"].into_iter().enumerate() {
+            out.set_item(name, stacked.get_item(i)?)?;
+        }
+        Ok(out)
+    }
+
+    /// `batch`'s three arrays stacked: one `(3, len(indices), seq_len)` int64 array
+    /// (`input_ids`, `labels`, `position_ids`), one buffer to send between processes.
+    #[pyo3(signature = (indices, *, pad_id = 0, ignore_index = -100))]
+    fn batch_array<'py>(
+        &self,
+        py: Python<'py>,
+        indices: Vec<u64>,
+        pad_id: i64,
+        ignore_index: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let mut ranges = Vec::new();
         for &k in &indices {
             ranges.extend(self.packing.pieces(self.window(k)?));
@@ -170,9 +188,11 @@ impl Packing {
         let seq = usize::try_from(self.packing.options().seq_len).unwrap_or(usize::MAX);
         let shifted = self.packing.options().next_token_labels;
         let (rows, cells) = (indices.len(), indices.len() * seq);
-        let mut inputs = vec![pad_id; cells];
-        let mut labels = vec![ignore_index; cells];
-        let mut positions = vec![0i64; cells];
+        let mut stacked = vec![0i64; 3 * cells];
+        let (inputs, rest) = stacked.split_at_mut(cells);
+        let (labels, positions) = rest.split_at_mut(cells);
+        inputs.fill(pad_id);
+        labels.fill(ignore_index);
         let mut pieces = read.iter();
         let mut tokens = Vec::with_capacity(seq + 1);
         for (row, &k) in indices.iter().enumerate() {
@@ -205,11 +225,7 @@ impl Packing {
                 *position = j as i64;
             }
         }
-        let out = PyDict::new(py);
-        out.set_item("input_ids", i64_array(py, &inputs, rows, seq)?)?;
-        out.set_item("labels", i64_array(py, &labels, rows, seq)?)?;
-        out.set_item("position_ids", i64_array(py, &positions, rows, seq)?)?;
-        Ok(out)
+        i64_array(py, &stacked, (3, rows, seq))
     }
 
     /// Input tokens per window.
