@@ -160,7 +160,10 @@ impl Packing {
     ) -> PyResult<Bound<'py, PyDict>> {
         let stacked = self.batch_array(py, indices, pad_id, ignore_index)?;
         let out = PyDict::new(py);
-        for (i, name) in ["input_ids", "labels", "position_ids"].into_iter().enumerate() {
+        for (i, name) in ["input_ids", "labels", "position_ids"]
+            .into_iter()
+            .enumerate()
+        {
             out.set_item(name, stacked.get_item(i)?)?;
         }
         Ok(out)
