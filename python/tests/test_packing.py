@@ -220,6 +220,18 @@ def test_packed_tokens_resume_exactly_across_workers_and_world_sizes(
 
 
 @needs_torch
+def test_spawned_workers_pack_again_to_the_same_windows(
+    corpus: tuple[gl.Dataset, list[Any]],
+) -> None:
+    ds, _ = corpus
+    data = PackedTokens(ds, seq_len=SEQ_LEN, batch_size=8, seed=2, epoch=3, rank=0, world_size=1)
+    spawned = torch.utils.data.DataLoader(
+        data, batch_size=None, num_workers=2, multiprocessing_context="spawn"
+    )
+    assert rows(iter(spawned)) == rows(iter(data))
+
+
+@needs_torch
 def test_throughput_beside_raw_token_reads(corpus: tuple[gl.Dataset, list[Any]]) -> None:
     """Measured, not asserted: windows/s of PackedTokens beside a raw ``Dataset.tokens`` loop
     over the same pieces (the ceiling: the same bytes read, nothing built)."""
