@@ -10,7 +10,7 @@ import os
 import sysconfig
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,95 @@ def test_the_stdlib_packs_with_at_most_two_percent_padding(
         inside = np.ones(total, dtype=bool)
         inside[last] = False
         assert (pairs[inside] == 1).all() and (pairs[~inside] == 0).all()
+
+
+# A reference implementation of docs/loader.md §7 from its text (and §1's permutation, copied
+# from its reference): the Rust packing must equal it window for window.
+M64 = (1 << 64) - 1
+SALT_PACK = 0x7061636B65642121
+
+
+def mix64(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def derive_key(seed: int, epoch: int, salt: int, extra: int) -> int:
+    return mix64(mix64(mix64(mix64(seed) ^ epoch) ^ salt) ^ extra)
+
+
+def permutation(n: int, key: int) -> Callable[[int], int]:
+    bits = 2 if n <= 4 else (n - 1).bit_length()
+    h = (bits + 1) // 2
+    mask = (1 << h) - 1
+    rk = [mix64(key ^ r) for r in range(6)]
+
+    def feistel(x: int) -> int:
+        left, right = x >> h, x & mask
+        for k in rk:
+            left, right = right, left ^ (mix64(right ^ k) & mask)
+        return (left << h) | right
+
+    def apply(i: int) -> int:
+        y = feistel(i)
+        while y >= n:
+            y = feistel(y)
+        return y
+
+    return apply
+
+
+def reference_packing(
+    lengths: list[int], *, seq_len: int, labels: bool, seed: int, epoch: int, buffer: int
+) -> list[list[tuple[int, int]]]:
+    bounds = [0]
+    for length in lengths:
+        bounds.append(bounds[-1] + length)
+    cap = seq_len + int(labels)
+    stride = cap - int(labels)
+    order = permutation(len(lengths), derive_key(seed, epoch, SALT_PACK, 0))
+    pieces = []
+    for p in range(len(lengths)):
+        d = order(p)
+        s, e = bounds[d], bounds[d + 1]
+        while e - s > cap:
+            pieces.append((s, cap))
+            s += stride
+        if e > s:
+            pieces.append((s, e - s))
+    windows: list[list[tuple[int, int]]] = []
+    free: dict[int, list[int]] = {}  # room -> windows with that room, the latest last
+    for g in range(0, len(pieces), buffer):
+        for s, length in sorted(pieces[g : g + buffer], key=lambda piece: -piece[1]):
+            fits = [room for room in free if room >= length]
+            if fits:
+                room = min(fits)
+                w = free[room].pop()
+                if not free[room]:
+                    del free[room]
+                left = room - length
+            else:
+                w = len(windows)
+                windows.append([])
+                left = cap - length
+            windows[w].append((s, s + length))
+            if left:
+                free.setdefault(left, []).append(w)
+    return windows
+
+
+@pytest.mark.parametrize(("labels", "buffer"), [(True, 4096), (True, 37), (False, 1)])
+def test_the_packing_is_the_specified_one(
+    corpus: tuple[gl.Dataset, list[Any]], labels: bool, buffer: int
+) -> None:
+    ds, docs = corpus
+    packing = gl.Packing(ds, seq_len=SEQ_LEN, labels=labels, seed=9, epoch=2, buffer=buffer)
+    expected = reference_packing(
+        [len(d) for d in docs], seq_len=SEQ_LEN, labels=labels, seed=9, epoch=2, buffer=buffer
+    )
+    assert [packing.pieces(k) for k in range(len(packing))] == expected
 
 
 def test_batches_hold_the_documents_with_labels_and_positions(
