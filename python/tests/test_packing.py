@@ -234,6 +234,26 @@ def test_batches_hold_the_documents_with_labels_and_positions(
         np.testing.assert_array_equal(got["position_ids"][row], positions[:SEQ_LEN])
 
 
+def test_without_label_packing_the_labels_are_the_inputs_but_each_pieces_first(
+    corpus: tuple[gl.Dataset, list[Any]],
+) -> None:
+    ds, _ = corpus
+    packing = gl.Packing(ds, seq_len=SEQ_LEN, labels=False, seed=4)
+    assert packing.capacity == SEQ_LEN and not packing.labels
+    ks = [len(packing) - 1, 0]
+    got = packing.batch(ks)
+    for row, k in enumerate(ks):
+        tokens: list[int] = []
+        labels: list[int] = []
+        for a, b in packing.pieces(k):
+            piece = [int(t) for t in ds.tokens(a, b)]
+            tokens.extend(piece)
+            labels.extend([-100, *piece[1:]])  # models that shift inside: no label across
+        pad = SEQ_LEN - len(tokens)
+        np.testing.assert_array_equal(got["input_ids"][row], tokens + [0] * pad)
+        np.testing.assert_array_equal(got["labels"][row], labels + [-100] * pad)
+
+
 def rows(batches: Iterator[dict[str, Any]]) -> list[bytes]:
     """Each window's ``input_ids``, labels and positions as bytes, in order."""
     out = []
