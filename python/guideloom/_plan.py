@@ -1,5 +1,6 @@
-"""The Rust loader's epoch plan (the Rust class; typed in ``_plan.pyi``)."""
+"""The Rust loader's epoch plan and its weighted mixtures (the Rust classes; typed in
+``_plan.pyi``)."""
 
-from guideloom._guideloom import EpochPlan
+from guideloom._guideloom import EpochPlan, Mixture
 
-__all__ = ["EpochPlan"]
+__all__ = ["EpochPlan", "Mixture"]

@@ -236,6 +236,16 @@ impl Dataset {
         Ok(state.dataset.clone())
     }
 
+    /// The number of records.
+    pub(crate) fn record_count(&self) -> u64 {
+        self.len
+    }
+
+    /// How this dataset's records decode.
+    pub(crate) fn record_format(&self) -> RecordFormat {
+        self.format
+    }
+
     /// A Python index (negative from the end) as a record index.
     fn index(&self, i: &PyIndex) -> PyResult<u64> {
         i.resolve(self.len)

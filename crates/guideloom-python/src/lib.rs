@@ -30,6 +30,7 @@ mod errors;
 mod filesystem;
 mod format;
 mod io;
+mod mixture;
 mod options;
 mod order;
 mod publish;
@@ -59,6 +60,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::RawFormat>()?;
     m.add_class::<options::S3Options>()?;
     m.add_class::<order::EpochPlan>()?;
+    m.add_class::<mixture::Mixture>()?;
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;
     m.add_class::<publish::PublicationOptions>()?;
