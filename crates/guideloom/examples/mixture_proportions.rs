@@ -10,11 +10,11 @@
 
 use std::time::Instant;
 
-use guideloom::{Bytes, Loader, LoaderOptions, LoaderState, MemorySource, Mixture, Take};
+use guideloom::{Bytes, Loader, LoaderOptions, MemorySource, Mixture, Take};
 
 const BATCH: u64 = 64;
 const BATCHES: u64 = 3000;
-const WINDOW: u64 = 1000;
+const WINDOW: usize = 1000;
 
 fn source(n: usize) -> MemorySource {
     MemorySource::new(vec![Bytes::new(); n])
@@ -48,12 +48,12 @@ fn deviations(weights: &[f64]) -> Vec<f64> {
         }
     }
     #[allow(clippy::cast_precision_loss)]
-    let expected = |s: usize| (WINDOW * BATCH) as f64 * weights[s] / total;
+    let expected = |s: usize| (WINDOW as u64 * BATCH) as f64 * weights[s] / total;
     (0..weights.len())
         .map(|s| {
-            (0..=(BATCHES - WINDOW) as usize)
+            (0..=prefix[s].len() - 1 - WINDOW)
                 .map(|g| {
-                    let count = prefix[s][g + WINDOW as usize] - prefix[s][g];
+                    let count = prefix[s][g + WINDOW] - prefix[s][g];
                     #[allow(clippy::cast_precision_loss)]
                     let dev = (count as f64 - expected(s)).abs();
                     dev
@@ -103,9 +103,8 @@ fn main() {
     // The ceiling: one source of 3 000 000 records (a single source's epoch is its records,
     // so it resumes at position 2 * 10^6 rather than 10^12; the cost does not depend on it).
     let big = source(3_000_000);
-    let single = || {
-        Loader::new(big.clone(), LoaderOptions::new(BATCH).with_seed(1), decode).expect("valid")
-    };
+    let single =
+        || Loader::new(big.clone(), LoaderOptions::new(BATCH).with_seed(1), decode).expect("valid");
     let single_cost = {
         let mut times: Vec<f64> = (0..101)
             .map(|_| {

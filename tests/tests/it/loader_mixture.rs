@@ -436,8 +436,11 @@ fn publish_tagged(uri: &str, tag: u8, n: u64) -> Dataset {
     Dataset::open(uri).unwrap()
 }
 
-/// One epoch's `(ids, records)` per batch, one worker that alone builds batches.
-fn epoch_of(mixture: &Mixture, options: LoaderOptions) -> Vec<(Vec<u64>, Vec<(u8, u64)>)> {
+/// A batch's ids and its records, `(source tag, index)`.
+type IdsAndRecords = (Vec<u64>, Vec<(u8, u64)>);
+
+/// One epoch's batches, one worker that alone builds batches.
+fn epoch_of(mixture: &Mixture, options: LoaderOptions) -> Vec<IdsAndRecords> {
     let cbor = CborFormat::<(u8, u64)>::new();
     let m = mixture.clone();
     let decode = move |id: u64, b: Bytes| -> Result<(u8, u64), guideloom::BoxError> {

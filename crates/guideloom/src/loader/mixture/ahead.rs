@@ -14,8 +14,29 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use guideloom_format::ReadAheadBatches;
 
-use super::reads::MixtureReads;
 use crate::error::{Error, Result};
+
+/// What the read-ahead needs of a mixture's reads (implemented by `MixtureReads`).
+pub(crate) trait Shared: Clone + Send + Sync + 'static {
+    /// The number of sources.
+    fn sources(&self) -> usize;
+    /// The source of an id and its index there.
+    fn locate(&self, id: u64) -> Result<(usize, u64)>;
+    /// Source `s`'s records at its own `indices`.
+    fn get_share(&self, s: usize, indices: &[u64]) -> Result<Vec<Bytes>>;
+    /// Source `s`'s name, for errors.
+    fn source_name(&self, s: usize) -> String;
+    /// Whether source `s` reads over a network.
+    fn source_is_remote(&self, s: usize) -> bool;
+    /// Source `s`'s own read-ahead of `shares`, if it has one.
+    fn source_read_ahead(
+        &self,
+        s: usize,
+        shares: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<ReadAheadBatches<Error>>;
+}
 
 /// Where each id of one batch went: `(source, position in the batch)` in share order.
 type Layout = Vec<Vec<usize>>;
@@ -29,12 +50,12 @@ struct Split {
     done: bool,
 }
 
-struct Splitter {
-    reads: MixtureReads,
+struct Splitter<R> {
+    reads: R,
     split: Mutex<Split>,
 }
 
-impl Splitter {
+impl<R: Shared> Splitter<R> {
     fn lock(&self) -> MutexGuard<'_, Split> {
         self.split.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -79,12 +100,12 @@ impl Splitter {
 }
 
 /// One source's shares, as its read-ahead pulls them.
-struct Shares {
-    splitter: Arc<Splitter>,
+struct Shares<R> {
+    splitter: Arc<Splitter<R>>,
     source: usize,
 }
 
-impl Iterator for Shares {
+impl<R: Shared> Iterator for Shares<R> {
     type Item = Vec<u64>;
     fn next(&mut self) -> Option<Vec<u64>> {
         self.splitter.next_share(self.source)
@@ -99,13 +120,13 @@ enum Reader {
     Direct,
 }
 
-struct Assembler {
-    splitter: Arc<Splitter>,
+struct Assembler<R> {
+    splitter: Arc<Splitter<R>>,
     readers: Vec<Reader>,
     failed: bool,
 }
 
-impl Assembler {
+impl<R: Shared> Assembler<R> {
     fn next_batch(&mut self) -> Option<Result<Vec<Bytes>>> {
         // The ahead readers first: they split the batch if nobody has yet.
         let mut got: Vec<Option<Vec<Bytes>>> = Vec::with_capacity(self.readers.len());
@@ -170,7 +191,7 @@ impl Assembler {
     }
 }
 
-impl Iterator for Assembler {
+impl<R: Shared> Iterator for Assembler<R> {
     type Item = Result<Vec<Bytes>>;
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
@@ -184,8 +205,8 @@ impl Iterator for Assembler {
 
 /// The read-ahead of `reads` over `batches`. The byte budget is shared evenly by the remote
 /// sources; the others read their share when the batch is taken.
-pub(crate) fn read_ahead(
-    reads: &MixtureReads,
+pub(crate) fn read_ahead<R: Shared>(
+    reads: &R,
     batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
     depth: usize,
     bytes: u64,

@@ -6,7 +6,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::RecordSource;
+use guideloom_format::{ReadAheadBatches, RecordSource};
+
+use super::ahead::{Shared, read_ahead};
 
 use super::{Mixture, part_range};
 use crate::error::{Error, Result};
@@ -49,39 +51,41 @@ impl MixtureReads {
         }
         Ok(s - 1)
     }
+}
 
+impl Shared for MixtureReads {
     /// The number of sources.
-    pub(crate) fn sources(&self) -> usize {
+    fn sources(&self) -> usize {
         self.sources.len()
     }
 
     /// The source of `id` and its index in that source.
-    pub(crate) fn locate(&self, id: u64) -> Result<(usize, u64)> {
+    fn locate(&self, id: u64) -> Result<(usize, u64)> {
         let s = self.source_of(id)?;
         Ok((s, self.sources[s].1.start + (id - self.offsets[s])))
     }
 
     /// Source `s`'s records `indices` (its own indices).
-    pub(crate) fn get_share(&self, s: usize, indices: &[u64]) -> Result<Vec<Bytes>> {
+    fn get_share(&self, s: usize, indices: &[u64]) -> Result<Vec<Bytes>> {
         self.sources[s].0.get_many(indices)
     }
 
-    pub(crate) fn source_name(&self, s: usize) -> String {
+    fn source_name(&self, s: usize) -> String {
         self.sources[s].0.name()
     }
 
-    pub(crate) fn source_is_remote(&self, s: usize) -> bool {
+    fn source_is_remote(&self, s: usize) -> bool {
         self.sources[s].0.is_remote()
     }
 
     /// Source `s`'s own read-ahead over `shares` (its own indices).
-    pub(crate) fn source_read_ahead(
+    fn source_read_ahead(
         &self,
         s: usize,
         shares: Box<dyn Iterator<Item = Vec<u64>> + Send>,
         depth: usize,
         bytes: u64,
-    ) -> Option<guideloom_format::ReadAheadBatches<Error>> {
+    ) -> Option<ReadAheadBatches<Error>> {
         self.sources[s].0.read_ahead(shares, depth, bytes)
     }
 }
@@ -152,9 +156,8 @@ impl RecordSource for MixtureReads {
         batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
         depth: usize,
         bytes: u64,
-    ) -> Option<guideloom_format::ReadAheadBatches<Error>> {
+    ) -> Option<ReadAheadBatches<Error>> {
         // Local sources gain nothing: the loader reads each batch when it builds it.
-        self.remote
-            .then(|| super::ahead::read_ahead(self, batches, depth, bytes))
+        self.remote.then(|| read_ahead(self, batches, depth, bytes))
     }
 }
