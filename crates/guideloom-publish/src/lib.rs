@@ -72,7 +72,8 @@ mod uri;
 
 pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
 pub use cache::{
-    CACHE_BYTES_ENV, CACHE_DIR_ENV, CacheOptions, CacheStats, DEFAULT_CACHE_BUDGET_BYTES, NodeCache,
+    CACHE_BYTES_ENV, CACHE_DIR_ENV, CacheOptions, CacheStats, DEFAULT_CACHE_BUDGET_BYTES,
+    DEFAULT_FILL_CHUNK_BYTES, DEFAULT_FILL_REQUESTS, NodeCache,
 };
 pub use error::{BoxError, Error, Result};
 /// The retry policy of every retry loop here (annotation and commit races, object-store

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use guideloom_io::AsyncReader;
 use guideloom_publish::{
     CacheOptions, CasOutcome, CreateOutcome, Etag, Object, ObjectInfo, Registry, Result, Root,
-    RootOptions, RootStore, StagingOptions, StoreCapabilities, StoreOptions,
+    RootOptions, RootStore, StoreCapabilities, StoreOptions,
 };
 use guideloom_tests::cache::record;
 
@@ -99,18 +99,14 @@ fn main() -> ExitCode {
 async fn run(dir: &str, seed: u8, cache: &str, budget: u64, delay: Duration) -> Result<()> {
     let inner = Registry::new().resolve(dir, &StoreOptions::default())?;
     let store = Arc::new(Slow { inner, delay });
-    let options = RootOptions::default()
-        .with_staging(
-            StagingOptions::default()
-                .with_download_chunk_bytes(64 << 10)
-                .with_parallel_requests(2),
-        )
-        .with_cache(
-            CacheOptions::default()
-                .with_dir(cache)
-                .with_budget_bytes(budget)
-                .with_remote_only(false),
-        );
+    let options = RootOptions::default().with_cache(
+        CacheOptions::default()
+            .with_dir(cache)
+            .with_budget_bytes(budget)
+            .with_remote_only(false)
+            .with_fill_chunk_bytes(64 << 10)
+            .with_fill_requests(2),
+    );
     let root = Root::new(store, options);
     let reader = root.open_latest().await?;
     println!("opened");

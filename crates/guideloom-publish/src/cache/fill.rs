@@ -1,5 +1,7 @@
-//! One fill: the shard downloaded by ranged reads into its reserved temporary file (up to
-//! the root's staging request limit at once, each chunk written at its offset), synced,
+//! One fill: the shard downloaded by ranged reads into its reserved temporary file (of
+//! [`CacheOptions::fill_chunk_bytes`](super::CacheOptions::fill_chunk_bytes), up to
+//! [`fill_requests`](super::CacheOptions::fill_requests) of the process's fills at once,
+//! each chunk written at its offset), synced,
 //! checked (size, entity tags of one version, SHA-256 when the reference has one, then the
 //! footer or tail checksum and record count by `open_checked`), and only then committed.
 
@@ -17,13 +19,6 @@ use crate::manifest::{Checksum, ShardRef};
 use crate::staging::{chunks, hash_file};
 use crate::store::{Etag, RootStore};
 
-/// How a fill downloads: chunk size and requests in flight (the root's staging options).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct FillPlan {
-    pub(super) chunk_bytes: u64,
-    pub(super) requests: usize,
-}
-
 impl NodeCache {
     /// Downloads `reference` into `file` (the reservation at `temp`) and checks it; the file
     /// is synced before this returns `Ok`.
@@ -33,20 +28,24 @@ impl NodeCache {
         reference: &ShardRef,
         file: Arc<File>,
         temp: &Path,
-        plan: FillPlan,
     ) -> Result<()> {
         let key = reference.key.as_str();
         let size = reference.size;
         let span = info_span!("cache_fill", root = %store.describe(), key, size);
         async {
             let version = OnceLock::new();
-            futures::stream::iter(chunks(size, plan.chunk_bytes))
+            let chunk = self.options.fill_chunk_bytes;
+            futures::stream::iter(chunks(size, chunk))
                 .map(Ok)
-                .try_for_each_concurrent(plan.requests.max(1), |range| {
+                .try_for_each_concurrent(self.options.fill_requests.max(1), |range| {
                     let file = Arc::clone(&file);
                     let version = &version;
                     async move {
+                        let permit = self.requests.acquire().await.map_err(|_| {
+                            Error::io(temp, std::io::Error::other("fill request limiter closed"))
+                        })?;
                         let (bytes, etag) = store.get_range_tagged(key, range.clone()).await?;
+                        drop(permit);
                         self.count(|s| {
                             s.fill_requests += 1;
                             s.fill_bytes += bytes.len() as u64;

@@ -82,8 +82,7 @@ pub struct RootOptions {
     /// also where shard writes to object stores spool their bytes before the PUT.
     pub staging: StagingOptions,
     /// The shared node cache of whole shards (off unless its directory is set; see
-    /// [`NodeCache`]). Its fills download with the staging options' chunk size and request
-    /// limit.
+    /// [`NodeCache`]).
     pub cache: CacheOptions,
 }
 

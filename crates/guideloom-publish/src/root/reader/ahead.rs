@@ -223,7 +223,14 @@ async fn drive(
             match batches.next() {
                 Some(batch) => {
                     let ds = dataset.clone();
-                    flight.push_back(async move { ds.get_many_async(&batch).await });
+                    flight.push_back(async move {
+                        // Shards already local (a node cache's entries) are read here, with
+                        // no hop to the blocking pool.
+                        match ds.try_get_many_here(&batch) {
+                            Some(read) => read,
+                            None => ds.get_many_async(&batch).await,
+                        }
+                    });
                 }
                 None => more = false,
             }

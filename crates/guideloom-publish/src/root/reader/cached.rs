@@ -21,12 +21,7 @@ impl Dataset {
             return Ok(None);
         };
         let opened = cache
-            .open(
-                root.store(),
-                reference,
-                &self.inner.options,
-                &root.options().staging,
-            )
+            .open(root.store(), reference, &self.inner.options)
             .await;
         match opened {
             Ok(Some(cached)) => {
