@@ -28,6 +28,9 @@
 //! - **Damage**: an entry that fails its open checks is removed and refetched; a record that
 //!   fails its CRC is [`Error::Shard`](crate::Error::Shard) naming the key, and the entry is
 //!   removed so the next open refetches it.
+//!
+//! Tested in `root/cache_tests.rs` (beside the reader) and across processes in
+//! `tests/tests/it/publish_cache.rs`.
 
 mod dir;
 mod fill;
@@ -447,6 +450,3 @@ impl NodeCache {
 pub(crate) fn is_damage(e: &Error) -> bool {
     e.is_shard_error() || matches!(e, Error::Verification { .. })
 }
-
-#[cfg(test)]
-mod tests;

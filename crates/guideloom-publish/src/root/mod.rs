@@ -43,6 +43,8 @@ use crate::store::{RootStore, Sweep};
 #[cfg(test)]
 mod adopt_tests;
 #[cfg(test)]
+mod cache_tests;
+#[cfg(test)]
 mod here_tests;
 #[cfg(test)]
 mod prefetch_tests;

@@ -1,4 +1,5 @@
-//! The node cache on `memory://` roots (cached through `remote_only: false`), counted by a
+//! The node cache (`cache/`, beside the reader, which may import both `root` and `cache`)
+//! on `memory://` roots (cached through `remote_only: false`), counted by a
 //! `CountingStore`: a second reader makes no data request, the budget holds and keeps a
 //! root's own entries, stale and damaged files are not trusted, entry names never collide.
 
@@ -6,10 +7,9 @@ use std::sync::Arc;
 
 use guideloom_format::ShardMetadata;
 
-use super::{CacheOptions, NodeCache};
 use crate::{
-    CountingStore, Counts, Dataset, Error, PublicationOptions, PublishMode, PublishRequest,
-    Registry, Root, RootOptions, StoreOptions,
+    CacheOptions, CountingStore, Counts, Dataset, Error, NodeCache, PublicationOptions,
+    PublishMode, PublishRequest, Registry, Root, RootOptions, StoreOptions,
 };
 
 /// Records of shard `s`: `n` payloads of `len` bytes.
