@@ -134,12 +134,12 @@ fn two_processes_share_one_cache_within_its_budget() {
     let first = spawn(a.path(), 1, cache.path(), budget, 5);
     let second = spawn(b.path(), 2, cache.path(), budget, 5);
     let (x, y) = (stats(first), stats(second));
-    assert_eq!(
-        x[1], SHARDS,
-        "the first root's entries were all there: {x:?}"
-    );
+    // Each shard hit, filled or read by ranges (the first root's entries may be evicted
+    // by the second process before the first one reaches them, while nobody holds them).
+    assert_eq!(x[0] + x[1] + x[2], SHARDS, "{x:?}");
     assert_eq!(y[0] + y[2], SHARDS, "filled or bypassed: {y:?}");
-    assert!(y[2] > 0 || y[3] > 0, "the second root needed room: {y:?}");
+    // Eight shards in room for six and a half: someone bypassed or evicted.
+    assert!(x[2] + x[3] + y[2] + y[3] > 0, "{x:?} {y:?}");
 
     stop.store(true, Ordering::Relaxed);
     let (peak, samples) = watcher.join().unwrap();
