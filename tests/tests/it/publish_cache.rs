@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use guideloom_faultproxy::{FaultProxy, Link, Script};
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
-    CacheOptions, Dataset, DatasetOptions, NodeCache, Registry, Root, RootOptions, StoreOptions,
+    CacheOptions, CountingStore, Dataset, DatasetOptions, NodeCache, Registry, Root, RootOptions,
+    StoreOptions,
 };
 use guideloom_tests::cache::{RECORDS, SHARDS, record};
 use nix::sys::signal::{Signal, kill};
@@ -287,4 +288,49 @@ fn a_second_epoch_over_a_far_root_makes_no_data_request() {
         SHARDS * RECORDS,
         guideloom_tests::cache::RECORD_LEN
     );
+}
+
+/// Over S3 (moto): the first reader fills every shard in 1 MiB ranged GETs whose entity tags
+/// all agree; a second reader on a fresh counting store makes no data request at all.
+#[test]
+fn a_second_reader_of_an_s3_root_makes_no_data_request() {
+    let Some(fixture) = crate::publish_common::moto() else {
+        return;
+    };
+    crate::publish_common::block_on(async {
+        let mut shards = Vec::new();
+        for s in 0..SHARDS {
+            let meta = ShardMetadata::new("raw", "documents");
+            let records = (s * RECORDS..(s + 1) * RECORDS).map(|i| record(5, i));
+            shards.push(
+                fixture
+                    .root
+                    .write_shard("w", s, meta, records)
+                    .await
+                    .unwrap(),
+            );
+        }
+        crate::publish_common::publish(&fixture.root, "s", shards).await;
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let options = RootOptions::default().with_cache(CacheOptions::default().with_dir(cache.path()));
+    let read = |options: RootOptions| {
+        let counting = CountingStore::new(Arc::clone(fixture.root.store()));
+        let root = Root::new(Arc::new(counting.clone()), options);
+        let ds = crate::publish_common::block_on(root.open_latest()).unwrap();
+        assert!(ds.is_remote());
+        let before = counting.counts();
+        let all: Vec<u64> = (0..ds.len()).collect();
+        for (i, r) in all.iter().zip(ds.get_many(&all).unwrap()) {
+            assert_eq!(r, record(5, *i));
+        }
+        let spent = counting.counts() - before;
+        (spent.get_range.requests + spent.reader_reads.requests, root)
+    };
+    let (first, root) = read(options.clone());
+    assert!(first >= SHARDS, "{first} data requests");
+    assert_eq!(root.cache().unwrap().stats().fills, SHARDS);
+    let (second, root) = read(options);
+    assert_eq!(second, 0, "the second reader asked for shard bytes");
+    assert_eq!(root.cache().unwrap().stats().hits, SHARDS);
 }
