@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use guideloom_faultproxy::{FaultProxy, Link, Script};
 use guideloom_format::ShardMetadata;
 use guideloom_publish::{
-    CacheOptions, CountingStore, Dataset, DatasetOptions, NodeCache, Registry, Root, RootOptions,
-    StoreOptions,
+    CacheOptions, CountingStore, Dataset, DatasetOptions, NodeCache, ReadAheadOptions, Registry,
+    Root, RootOptions, StoreOptions,
 };
 use guideloom_tests::cache::{RECORDS, SHARDS, record};
 use nix::sys::signal::{Signal, kill};
@@ -333,4 +333,45 @@ fn a_second_reader_of_an_s3_root_makes_no_data_request() {
     let (second, root) = read(options);
     assert_eq!(second, 0, "the second reader asked for shard bytes");
     assert_eq!(root.cache().unwrap().stats().hits, SHARDS);
+}
+
+/// With the cache on, a remote read-ahead fills the shards of batches further down its list
+/// before it reaches them (the next shard window's, under the window shuffle): one batch in
+/// flight, in shard order, and while the reader is still in shard 0 the next shards fill.
+#[test]
+fn the_read_ahead_fills_the_next_shards_before_it_reaches_them() {
+    let Some((url, served_root)) = guideloom_tests::nginx("cache_lookahead") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("cache-lookahead");
+    let dir = served_root.join(&subdir);
+    publish(&dir, 6);
+    let cache = tempfile::tempdir().unwrap();
+    let options = DatasetOptions::default().with_root(
+        RootOptions::default().with_cache(CacheOptions::default().with_dir(cache.path())),
+    );
+    let ds = Dataset::open_with(&format!("{url}{subdir}"), options).unwrap();
+    let batches: Vec<Vec<u64>> = (0..SHARDS * RECORDS / 16)
+        .map(|k| (k * 16..(k + 1) * 16).collect())
+        .collect();
+    let mut ahead = ds
+        .read_ahead(batches, ReadAheadOptions::default().with_batches(1))
+        .unwrap();
+    assert_eq!(ahead.next().unwrap().unwrap()[0], record(6, 0));
+    let stats = || ds.root().cache().unwrap().stats();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stats().fills + stats().hits < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "no shard filled ahead: {:?}",
+            stats()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The reader is still in shard 0 (one batch in flight, 16 batches per shard).
+    assert_eq!(ahead.next().unwrap().unwrap()[0], record(6, 16));
+    let rest: Vec<_> = ahead.map(|b| b.unwrap()[0].clone()).collect();
+    assert_eq!(rest.len() as u64, SHARDS * RECORDS / 16 - 2);
+    assert_eq!(stats().fills, SHARDS);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -59,6 +59,7 @@ use crate::stream::StreamState;
 
 mod ahead;
 mod cached;
+mod lookahead;
 mod probe;
 mod sync;
 
