@@ -60,8 +60,23 @@ fn batches() -> Vec<Vec<u64>> {
     order.chunks(BATCH).map(<[u64]>::to_vec).collect()
 }
 
-/// One epoch: (records per second, shard GETs, bytes the proxy sent).
+/// The shard-window order (windows of 4 shards) of `ds`, in batches.
+fn window_batches(ds: &Dataset) -> Vec<Vec<u64>> {
+    use guideloom::ShuffleMode;
+    use guideloom::order::EpochOrder;
+    let mode = ShuffleMode::ShardWindow { window: 4 };
+    let order = EpochOrder::new(mode, 7, 0, ds.len(), Some(ds.shard_bounds()));
+    let mut all = Vec::new();
+    order.records(0..ds.len(), &mut all);
+    all.chunks(BATCH).map(<[u64]>::to_vec).collect()
+}
+
+/// One epoch in the full shuffle: (records per second, shard GETs, bytes the proxy sent).
 fn epoch(ds: &Dataset, proxy: Option<&FaultProxy>) -> (f64, usize, u64) {
+    epoch_of(ds, proxy, batches())
+}
+
+fn epoch_of(ds: &Dataset, proxy: Option<&FaultProxy>, order: Vec<Vec<u64>>) -> (f64, usize, u64) {
     let gets = |p: Option<&FaultProxy>| {
         p.map_or((0, 0), |p| {
             (
@@ -74,7 +89,7 @@ fn epoch(ds: &Dataset, proxy: Option<&FaultProxy>) -> (f64, usize, u64) {
     let start = Instant::now();
     let options = ReadAheadOptions::default();
     let mut n = 0u64;
-    for (batch, want) in ds.read_ahead(batches(), options).unwrap().zip(batches()) {
+    for (batch, want) in ds.read_ahead(order.clone(), options).unwrap().zip(order) {
         let batch = batch.unwrap();
         assert_eq!(batch[0], record(want[0]));
         n += batch.len() as u64;
@@ -122,6 +137,19 @@ fn measure_far_epochs_with_and_without_the_cache() {
         first / local,
         second / local
     );
+
+    // The shard-window shuffle: without the cache, then filling a fresh cache (the next
+    // window's shards fill while the current one is read).
+    let ds = Dataset::open(&base).unwrap();
+    let (plain, gets, _) = epoch_of(&ds, Some(&proxy), window_batches(&ds));
+    println!("far, window shuffle, no cache: {plain:.0} rec/s, {gets} shard GETs");
+    let fresh = tempfile::tempdir().unwrap();
+    let options = DatasetOptions::default().with_root(
+        RootOptions::default().with_cache(CacheOptions::default().with_dir(fresh.path())),
+    );
+    let ds = Dataset::open_with(&base, options).unwrap();
+    let (first, gets, _) = epoch_of(&ds, Some(&proxy), window_batches(&ds));
+    println!("far, window shuffle, cache epoch 1: {first:.0} rec/s, {gets} shard GETs");
 
     // A first random read of a shard: one ranged GET, or the whole shard into the cache.
     let ds = Dataset::open(&base).unwrap();
