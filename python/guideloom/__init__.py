@@ -33,7 +33,7 @@ from guideloom._filesystem import (
     StreamShardReader,
 )
 from guideloom._guideloom import __version__
-from guideloom._plan import EpochPlan, Packing
+from guideloom._plan import EpochPlan, Mixture, Packing
 from guideloom._records import Bytes, CborFormat, DocumentPickleFormat, RawFormat
 from guideloom._roots import (
     Dataset,
@@ -109,6 +109,7 @@ __all__ = [
     "InternalError",
     "InvalidArgumentError",
     "LocalShard",
+    "Mixture",
     "NotFoundError",
     "Packing",
     "PublicationCollisionError",

@@ -6,7 +6,7 @@
 #                          PublicationOptions, open / write_shard / adopt_array_record /
 #                          publish / publish_annotations / convert_stream_storage
 #   _documents.pyi         DocumentStorage and its readers and writers
-#   _plan.pyi              EpochPlan, Packing
+#   _plan.pyi              EpochPlan, Mixture, Packing
 #   _raw.pyi               the Rust halves of the numpy-typed storages (private)
 #   io.pyi                 IO backends (guideloom.io)
 #   storage/__init__.pyi   S3 options, stores, registry, shard stores (guideloom.storage)
@@ -17,6 +17,7 @@ from guideloom._documents import DocumentReader as DocumentReader
 from guideloom._documents import DocumentStorage as DocumentStorage
 from guideloom._documents import DocumentWriter as DocumentWriter
 from guideloom._plan import EpochPlan as EpochPlan
+from guideloom._plan import Mixture as Mixture
 from guideloom._plan import Packing as Packing
 from guideloom._raw import RawAsyncStreamMetaReader as RawAsyncStreamMetaReader
 from guideloom._raw import RawAsyncStreamReader as RawAsyncStreamReader
@@ -78,6 +79,7 @@ __all__ = [
     "EphemeralFileStaging",
     "EpochPlan",
     "HttpIO",
+    "Mixture",
     "MmapIO",
     "Packing",
     "PosixPreadIO",

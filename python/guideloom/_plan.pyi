@@ -1,11 +1,47 @@
-# Stub of the Rust loader's epoch plan (Rust: crates/guideloom-python/src/order.rs) and of the
-# packing of a token stream's documents into windows (crates/guideloom-python/src/packing.rs).
-from collections.abc import Sequence
-from typing import Literal, Self, TypeAlias, final
+# Stub of the Rust loader's epoch plan and mixtures (Rust: crates/guideloom-python/src/order.rs,
+# mixture.rs) and of the packing of a token stream's documents into windows (packing.rs).
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Self, SupportsIndex, TypeAlias, final
 
 import numpy as np
 
-from guideloom._roots import Dataset
+from guideloom._records import Bytes
+from guideloom._roots import Dataset, ReadAheadIter
+
+@final
+class Mixture:
+    """Several datasets read as one id space, mixed by weight or by samples per epoch: the
+    Rust ``guideloom::Mixture`` (order specified in docs/loader.md, "Weighted mixtures")."""
+
+    def __new__(
+        cls,
+        sources: Sequence[Dataset],
+        *,
+        weights: Sequence[float] | None = None,
+        choose: Sequence[int | None] | None = None,
+        repeat: Sequence[float | None] | None = None,
+        ranges: Sequence[tuple[int, int] | None] | None = None,
+        epoch_size: int | None = None,
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
+        every: int | None = None,
+    ) -> Self: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, id: SupportsIndex, /) -> Any: ...
+    def locate(self, id: SupportsIndex) -> tuple[int, int]: ...
+    @property
+    def sources(self) -> list[Dataset]: ...
+    def get_many(self, ids: Iterable[SupportsIndex]) -> list[Any]: ...
+    def get_many_raw(self, ids: Iterable[SupportsIndex]) -> list[Bytes]: ...
+    def read_ahead(
+        self,
+        batches: Iterable[Iterable[SupportsIndex]] | EpochPlan,
+        *,
+        start: int = 0,
+        step: int = 1,
+        batches_ahead: int = ...,
+        bytes_ahead: int = ...,
+        raw: bool = False,
+    ) -> ReadAheadIter: ...
 
 @final
 class EpochPlan:
@@ -13,7 +49,7 @@ class EpochPlan:
 
     def __new__(
         cls,
-        source: int | Dataset,
+        source: int | Dataset | Mixture,
         *,
         batch_size: int,
         epoch: int = 0,
@@ -106,5 +142,6 @@ class Packing:
 
 __all__ = [
     "EpochPlan",
+    "Mixture",
     "Packing",
 ]

@@ -176,6 +176,8 @@ def open(
     shard_store: _ShardStore | None = None,
     http_listing: bool = False,
     storage_options: StorageOptions | None = None,
+    cache_dir: str | PathLike[str] | None = None,
+    cache_bytes: int | None = None,
 ) -> Dataset: ...
 def write_shard(
     records: Iterable[Any],

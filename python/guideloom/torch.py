@@ -73,12 +73,14 @@ Source = (
     str
     | os.PathLike[str]
     | gl.Dataset
+    | gl.Mixture
     | gl.DocumentStorage
     | gl.DocumentReader
-    | Callable[[], "gl.Dataset | gl.DocumentStorage | gl.DocumentReader"]
+    | Callable[[], "gl.Dataset | gl.Mixture | gl.DocumentStorage | gl.DocumentReader"]
 )
-"""A root URI or path, an opened dataset, a document storage or its reader, or a picklable
-function returning one of those (what a spawned worker calls to open it again)."""
+"""A root URI or path, an opened dataset, a :class:`guideloom.Mixture` of datasets, a document
+storage or its reader, or a picklable function returning one of those (what a spawned worker
+calls to open it again). A mixture's record indices are its ids (``mixture.locate(id)``)."""
 
 
 class LoaderState(TypedDict):
@@ -224,13 +226,15 @@ class _Records:
             self._root = os.fspath(source)
         elif isinstance(source, gl.Dataset):
             self._adopt(source)
+        elif isinstance(source, gl.Mixture):
+            self._opened = source
         elif isinstance(source, (gl.DocumentStorage, gl.DocumentReader)):
             self._opened = self._reader(source)
         elif callable(source):
             self._factory = source
         else:
             raise TypeError(
-                "a guideloom.torch source is a root URI or path, a guideloom.Dataset, a "
+                "a guideloom.torch source is a root URI or path, a guideloom.Dataset or Mixture, a "
                 f"DocumentStorage or DocumentReader, or a function returning one; not {type(source).__name__}"
             )
 
@@ -249,7 +253,7 @@ class _Records:
         if self._opened is None:
             if self._factory is not None:
                 made = self._factory()
-                if isinstance(made, gl.Dataset):
+                if isinstance(made, (gl.Dataset, gl.Mixture)):
                     self._opened = made
                 else:
                     self._opened = self._reader(made)
@@ -261,8 +265,9 @@ class _Records:
                 )
         return self._opened
 
-    def is_dataset(self) -> bool:
-        return isinstance(self.get(), gl.Dataset)
+    def has_shards(self) -> bool:
+        """A dataset or a mixture of datasets: shard bounds known, so shard windows work."""
+        return isinstance(self.get(), (gl.Dataset, gl.Mixture))
 
     def __len__(self) -> int:
         return len(self.get())
@@ -272,7 +277,7 @@ class _Records:
 
     def many(self, indices: Sequence[int]) -> list[Any]:
         opened = self.get()
-        if isinstance(opened, gl.Dataset):
+        if isinstance(opened, (gl.Dataset, gl.Mixture)):
             return opened.get_many(indices)
         return list(opened.read_many(indices))
 
@@ -283,7 +288,7 @@ class _Records:
         batches ahead (within ``ahead_bytes``; on a local root each batch is read when
         taken), the batches computed as they are fetched."""
         opened = self.get()
-        if isinstance(opened, gl.Dataset) and ahead > 0 and len(mine) > 0:
+        if isinstance(opened, (gl.Dataset, gl.Mixture)) and ahead > 0 and len(mine) > 0:
             reader = opened.read_ahead(
                 plan,
                 start=mine.start,
@@ -302,8 +307,9 @@ class _Records:
     def __getstate__(self) -> dict[str, Any]:
         if self._root is None and self._factory is None:
             raise TypeError(
-                "a guideloom.torch dataset over a DocumentStorage cannot be sent to a spawned "
-                "worker: pass a function that opens the storage instead (or use fork)"
+                "a guideloom.torch dataset over a DocumentStorage or a Mixture cannot be sent to "
+                "a spawned worker: pass a function that opens the storage or builds the mixture "
+                "instead (or use fork)"
             )
         state = dict(self.__dict__)
         state["_opened"] = None
@@ -339,7 +345,7 @@ class _Order:
         # main process before DataLoader workers start: the map-style dataset's read-ahead
         # follows that plan.
         self.announced: tuple[int, int, int] | None = None
-        if self.shuffle == "window" and not records.is_dataset():
+        if self.shuffle == "window" and not records.has_shards():
             raise ValueError(
                 'shuffle="window" needs a dataset root (a storage reader does not expose its '
                 'shard bounds here); use "full"'
@@ -349,7 +355,9 @@ class _Order:
 
     def plan(self, *, batch_size: int, epoch: int, start: int) -> EpochPlan:
         opened = self.records.get()
-        source: int | gl.Dataset = opened if isinstance(opened, gl.Dataset) else len(opened)
+        source: int | gl.Dataset | gl.Mixture = (
+            opened if isinstance(opened, (gl.Dataset, gl.Mixture)) else len(opened)
+        )
         return EpochPlan(
             source,
             batch_size=batch_size,
@@ -456,7 +464,7 @@ class Dataset(_MapStyle):
         """Starts reading ahead from the batch ``indices`` is, if the announced plan (tried
         once per plan and process) says which one it is."""
         announced = self._order.announced
-        if self._read_ahead == 0 or announced is None or not self._records.is_dataset():
+        if self._read_ahead == 0 or announced is None or not self._records.has_shards():
             return None
         if self._ahead_tried == announced:
             return None

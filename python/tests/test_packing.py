@@ -113,7 +113,7 @@ def test_the_stdlib_packs_with_at_most_two_percent_padding(
         assert (pairs[inside] == 1).all() and (pairs[~inside] == 0).all()
 
 
-# A reference implementation of docs/loader.md §7 from its text (and §1's permutation, copied
+# A reference implementation of docs/loader.md §8 from its text (and §1's permutation, copied
 # from its reference): the Rust packing must equal it window for window.
 M64 = (1 << 64) - 1
 SALT_PACK = 0x7061636B65642121

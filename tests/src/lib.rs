@@ -7,6 +7,7 @@
 //! only when CI was not told to leave Ceph out with `GUIDELOOM_XTASK_CEPH=0`). The rclone
 //! mount of a bucket is [`mount::mount`].
 
+pub mod cache;
 pub mod crash;
 pub mod mount;
 

@@ -7,10 +7,13 @@
 //!
 //! It prints one line, the proxy's `http://127.0.0.1:PORT`, then serves until stdin reaches
 //! its end (the parent closed the pipe or exited), and prints the proxy's counters to stderr.
-//! `python/bench/far_epoch.py` runs it in front of nginx. Without arguments it prints this
+//! Each line `stats` read from stdin is answered with one line on stdout,
+//! `requests=N gets=G bytes_to_client=B connections=C` (counted since the start), so a
+//! benchmark can count what an epoch asked for. `python/bench/far_epoch.py` runs it in front
+//! of nginx, `python/bench/far_peers.py` in front of moto. Without arguments it prints this
 //! usage and exits (as CI's examples step runs it).
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use guideloom_faultproxy::{FaultProxy, Link, Script};
@@ -32,8 +35,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = std::io::stdout();
     writeln!(out, "{}", proxy.url())?;
     out.flush()?;
-    let mut sink = Vec::new();
-    std::io::stdin().read_to_end(&mut sink)?;
+    for line in std::io::stdin().lock().lines() {
+        if line?.trim() == "stats" {
+            let stats = proxy.stats();
+            let gets = proxy.count(|a| a.exchange.method == "GET");
+            writeln!(
+                out,
+                "requests={} gets={gets} bytes_to_client={} connections={}",
+                stats.requests, stats.bytes_to_client, stats.connections
+            )?;
+            out.flush()?;
+        }
+    }
     eprintln!("far_link: {:?}", proxy.stats());
     Ok(())
 }

@@ -50,6 +50,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod annotations;
+mod cache;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -70,6 +71,10 @@ mod stream;
 mod uri;
 
 pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
+pub use cache::{
+    CACHE_BYTES_ENV, CACHE_DIR_ENV, CacheOptions, CacheStats, DEFAULT_CACHE_BUDGET_BYTES,
+    DEFAULT_FILL_CHUNK_BYTES, DEFAULT_FILL_REQUESTS, NodeCache,
+};
 pub use error::{BoxError, Error, Result};
 /// The retry policy of every retry loop here (annotation and commit races, object-store
 /// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
@@ -132,6 +137,8 @@ mod send_sync {
         assert_send_sync::<std::sync::Arc<dyn super::RootStore>>();
         assert_send_sync::<super::PublicationOptions>();
         assert_send_sync::<super::RootOptions>();
+        assert_send_sync::<super::NodeCache>();
+        assert_send_sync::<super::CacheOptions>();
         assert_send_sync::<super::StoreOptions>();
         assert_send_sync::<super::StreamLayout>();
         assert_send_sync::<super::StreamRef>();

@@ -65,9 +65,12 @@ impl std::fmt::Debug for Dataset {
 /// `S3ObjectStore`; `shard_store` stages whole shards, or declares the shards ArrayRecord
 /// files (see `crate::shard_stores`); `storage_options` sets the root's options;
 /// `http_listing` declares that an `http(s)://` root's server lists directories as JSON, so
-/// the latest snapshot is found with 2 requests instead of probing.
+/// the latest snapshot is found with 2 requests instead of probing. `cache_dir` turns on
+/// the shared node cache of a remote root's whole shards in that directory, shared by every
+/// process given it, under `cache_bytes` (default 16 GiB; docs/cache.md); without it, the
+/// environment's `GUIDELOOM_CACHE_DIR` / `GUIDELOOM_CACHE_BYTES` apply.
 #[pyfunction]
-#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None, http_listing = false, storage_options = None))]
+#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None, http_listing = false, storage_options = None, cache_dir = None, cache_bytes = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
     py: Python<'_>,
@@ -80,6 +83,8 @@ pub(crate) fn open(
     shard_store: Option<&Bound<'_, PyAny>>,
     http_listing: bool,
     storage_options: Option<&Bound<'_, StorageOptions>>,
+    cache_dir: Option<std::path::PathBuf>,
+    cache_bytes: Option<u64>,
 ) -> PyResult<Dataset> {
     let uri = root_uri(root)?;
     let shard_store = ShardStoreArg::extract(shard_store)?;
@@ -96,6 +101,17 @@ pub(crate) fn open(
     };
     let mut options: DatasetOptions = call_options(&uri, args)?;
     options.store.http_listing = http_listing;
+    if let Some(dir) = cache_dir {
+        let mut cache = guideloom::publish::CacheOptions::default().with_dir(dir);
+        if let Some(bytes) = cache_bytes {
+            cache = cache.with_budget_bytes(bytes);
+        }
+        options.root.cache = cache;
+    } else if cache_bytes.is_some() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "cache_bytes needs cache_dir (the cache's directory)",
+        ));
+    }
     open_in(py, uri, options, None, snapshot, format, array_record)
 }
 
@@ -234,6 +250,16 @@ impl Dataset {
             std::mem::forget(stale);
         }
         Ok(state.dataset.clone())
+    }
+
+    /// The number of records.
+    pub(crate) fn record_count(&self) -> u64 {
+        self.len
+    }
+
+    /// How this dataset's records decode.
+    pub(crate) fn record_format(&self) -> RecordFormat {
+        self.format
     }
 
     /// A Python index (negative from the end) as a record index.

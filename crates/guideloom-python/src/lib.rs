@@ -31,6 +31,7 @@ mod errors;
 mod filesystem;
 mod format;
 mod io;
+mod mixture;
 mod options;
 mod order;
 mod packing;
@@ -61,6 +62,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::RawFormat>()?;
     m.add_class::<options::S3Options>()?;
     m.add_class::<order::EpochPlan>()?;
+    m.add_class::<mixture::Mixture>()?;
     m.add_class::<packing::Packing>()?;
     m.add_class::<publish::ShardRef>()?;
     m.add_class::<publish::Snapshot>()?;

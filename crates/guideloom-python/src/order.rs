@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 
 use crate::dataset::Dataset;
 use crate::errors::{raise, to_pyerr};
+use crate::mixture::Mixture;
 
 /// What the plan needs to know about a source: never read.
 struct Shape {
@@ -102,36 +103,15 @@ impl EpochPlan {
                 .map(move |k| plan.batch_records(k)),
         )
     }
-}
 
-#[pymethods]
-impl EpochPlan {
-    /// `source` is a record count or a `guideloom.Dataset` (whose shard bounds and
-    /// remoteness decide what `shuffle="auto"` means, as for the Rust loader).
-    #[new]
-    #[pyo3(signature = (
-        source, *, batch_size, epoch = 0, start = 0, seed = 0, shuffle = "auto",
-        window = DEFAULT_WINDOW, drop_last = false, equalize = "none", rank = 0,
-        world_size = 1, shard_bounds = None, remote = false
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
+    /// The shape of a record count or a dataset.
+    fn shape(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
-        batch_size: u64,
-        epoch: u64,
-        start: u64,
-        seed: u64,
-        shuffle: &str,
-        window: u32,
-        drop_last: bool,
-        equalize: &str,
-        rank: u64,
-        world_size: u64,
         shard_bounds: Option<Vec<u64>>,
         remote: bool,
-    ) -> PyResult<Self> {
-        let shape = if let Ok(dataset) = source.cast::<Dataset>() {
+    ) -> PyResult<Shape> {
+        Ok(if let Ok(dataset) = source.cast::<Dataset>() {
             if shard_bounds.is_some() {
                 return Err(raise(
                     "InvalidArgumentError",
@@ -162,16 +142,59 @@ impl EpochPlan {
                 bounds: shard_bounds,
                 remote,
             }
-        };
+        })
+    }
+}
+
+#[pymethods]
+impl EpochPlan {
+    /// `source` is a record count or a `guideloom.Dataset` (whose shard bounds and
+    /// remoteness decide what `shuffle="auto"` means, as for the Rust loader).
+    #[new]
+    #[pyo3(signature = (
+        source, *, batch_size, epoch = 0, start = 0, seed = 0, shuffle = "auto",
+        window = DEFAULT_WINDOW, drop_last = false, equalize = "none", rank = 0,
+        world_size = 1, shard_bounds = None, remote = false
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        batch_size: u64,
+        epoch: u64,
+        start: u64,
+        seed: u64,
+        shuffle: &str,
+        window: u32,
+        drop_last: bool,
+        equalize: &str,
+        rank: u64,
+        world_size: u64,
+        shard_bounds: Option<Vec<u64>>,
+        remote: bool,
+    ) -> PyResult<Self> {
         let options = LoaderOptions::new(batch_size)
             .with_seed(seed)
             .with_shuffle(shuffle_mode(shuffle, window)?)
             .with_drop_last(drop_last)
             .with_equalize(equalize_mode(equalize)?)
             .with_rank(rank, world_size);
-        let loader = Loader::new(shape, options.clone(), |_index, _bytes: Bytes| {
-            Ok::<(), std::io::Error>(())
-        })
+        let noop = |_index, _bytes: Bytes| Ok::<(), std::io::Error>(());
+        let loader = if let Ok(mixture) = source.cast::<Mixture>() {
+            if shard_bounds.is_some() || remote {
+                return Err(raise(
+                    "InvalidArgumentError",
+                    "shard_bounds and remote are taken from the mixture's datasets",
+                ));
+            }
+            Loader::mixture(mixture.get().facade(py)?, options.clone(), noop)
+        } else {
+            Loader::new(
+                Self::shape(py, source, shard_bounds, remote)?,
+                options.clone(),
+                noop,
+            )
+        }
         .map_err(|e| to_pyerr(py, &e))?;
         let plan = loader.plan(epoch, start);
         if !start.is_multiple_of(batch_size) && start < plan.total_positions() {

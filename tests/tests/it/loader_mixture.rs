@@ -420,3 +420,109 @@ fn bad_mixtures_are_refused_by_name() {
         "every source taken by Take::Weight",
     );
 }
+
+/// Records `(tag, i)` for `i < n` published as CBOR into `uri`, 40 per shard.
+fn publish_tagged(uri: &str, tag: u8, n: u64) -> Dataset {
+    let publisher = Publisher::open(uri).unwrap();
+    let records: Vec<(u8, u64)> = (0..n).map(|i| (tag, i)).collect();
+    let shards = records
+        .chunks(40)
+        .enumerate()
+        .map(|(k, chunk)| publisher.write_shard("w", k as u64, chunk).unwrap())
+        .collect();
+    publisher
+        .publish("mix", "v1", shards, PublishMode::Full)
+        .unwrap();
+    Dataset::open(uri).unwrap()
+}
+
+/// A batch's ids and its records, `(source tag, index)`.
+type IdsAndRecords = (Vec<u64>, Vec<(u8, u64)>);
+
+/// One epoch's batches, one worker that alone builds batches.
+fn epoch_of(mixture: &Mixture, options: LoaderOptions) -> Vec<IdsAndRecords> {
+    let cbor = CborFormat::<(u8, u64)>::new();
+    let m = mixture.clone();
+    let decode = move |id: u64, b: Bytes| -> Result<(u8, u64), guideloom::BoxError> {
+        let got = cbor.decode(b)?;
+        let (s, i) = m.locate(id).expect("an id of the mixture");
+        assert_eq!(got, (s as u8, i), "id {id} is source {s}'s record {i}");
+        Ok(got)
+    };
+    let options = options.with_workers(1).with_caller_builds(false);
+    Loader::mixture(mixture.clone(), options, decode)
+        .unwrap()
+        .epoch(1)
+        .unwrap()
+        .map(|b| b.map(|b| (b.indices, b.records)))
+        .collect::<guideloom::Result<_>>()
+        .unwrap()
+}
+
+#[test]
+fn remote_sources_read_their_shares_ahead_and_deliver_the_same_batches() {
+    let uri = |tag: &str| format!("memory://{}", guideloom_tests::unique(tag));
+    let mixture = Mixture::new()
+        .with_source(publish_tagged(&uri("mix-a"), 0, 300), Take::Weight(0.5))
+        .with_source(tagged_cbor(1, 50), Take::Weight(0.2)) // local: read when taken
+        .with_range(
+            publish_tagged(&uri("mix-b"), 2, 200),
+            50..200,
+            Take::Weight(0.3),
+        );
+    let options = LoaderOptions::new(16).with_seed(3);
+    let ahead = epoch_of(&mixture, options.clone().with_read_ahead(4, 1 << 20));
+    let direct = epoch_of(&mixture, options.with_read_ahead(0, 0));
+    assert_eq!(ahead, direct);
+    assert_eq!(ahead.iter().map(|(ids, _)| ids.len()).sum::<usize>(), 500);
+}
+
+/// `(tag, i)` records as CBOR, in memory.
+fn tagged_cbor(tag: u8, n: u64) -> MemorySource {
+    let cbor = CborFormat::<(u8, u64)>::new();
+    let encode = |i: u64| {
+        let mut out = Vec::new();
+        cbor.encode(&(tag, i), &mut out).unwrap();
+        Bytes::from(out)
+    };
+    MemorySource::new((0..n).map(encode).collect())
+}
+
+/// A mixture of an `http://` root behind a 20 ms link and a local source reads the remote
+/// shares ahead: the same batches, with requests overlapped.
+#[test]
+fn a_far_source_of_a_mixture_is_read_ahead() {
+    use std::time::Duration;
+
+    use guideloom_faultproxy::{FaultProxy, Link, Script};
+
+    let Some((url, served_root)) = guideloom_tests::nginx("mixture_far") else {
+        return;
+    };
+    let subdir = guideloom_tests::unique("mixture-far");
+    let dir = served_root.join(&subdir);
+    struct Served(std::path::PathBuf);
+    impl Drop for Served {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _served = Served(dir.clone());
+    publish_tagged(dir.to_str().unwrap(), 0, 400);
+    let link = Link::round_trip(Duration::from_millis(20));
+    let proxy = FaultProxy::for_url_with(&url, Script::pass(), link).unwrap();
+    let far = Dataset::open(&proxy.proxied(&format!("{url}{subdir}"))).unwrap();
+    assert!(far.is_remote());
+    let mixture = Mixture::new()
+        .with_source(far, Take::Choose(320))
+        .with_source(tagged_cbor(1, 80), Take::Repeat(1.0));
+    let options = LoaderOptions::new(20).with_seed(8);
+    let before = proxy.stats().connections;
+    let ahead = epoch_of(&mixture, options.clone());
+    let ahead_connections = proxy.stats().connections - before;
+    let direct = epoch_of(&mixture, options.with_read_ahead(0, 0));
+    assert_eq!(ahead, direct);
+    assert_eq!(ahead.len(), 20);
+    // One worker that alone builds: only the read-ahead puts two requests in flight.
+    assert!(ahead_connections >= 2, "{ahead_connections} connections");
+}

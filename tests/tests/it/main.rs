@@ -29,6 +29,8 @@ mod loader_packing;
 mod loader_properties;
 mod loader_storage;
 mod publish_array_record;
+mod publish_cache;
+mod publish_cache_far;
 mod publish_crash;
 mod publish_fault_schedule;
 mod publish_faults;

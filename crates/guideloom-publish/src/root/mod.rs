@@ -29,6 +29,7 @@ use serde::Serialize;
 use tracing::{Instrument, info_span};
 
 use crate::annotations::{self, AnnotationEntry, AnnotationSet, Catalog};
+use crate::cache::{CacheOptions, NodeCache};
 use crate::error::Result;
 use crate::identity::Identity;
 use crate::manifest::{DatasetIdentity, ShardRef};
@@ -41,6 +42,8 @@ use crate::store::{RootStore, Sweep};
 
 #[cfg(test)]
 mod adopt_tests;
+#[cfg(test)]
+mod cache_tests;
 #[cfg(test)]
 mod here_tests;
 #[cfg(test)]
@@ -80,6 +83,9 @@ pub struct RootOptions {
     /// Where and how much whole-shard staging (in-order scans) may store; its directory is
     /// also where shard writes to object stores spool their bytes before the PUT.
     pub staging: StagingOptions,
+    /// The shared node cache of whole shards (off unless its directory is set; see
+    /// [`NodeCache`]).
+    pub cache: CacheOptions,
 }
 
 impl Default for RootOptions {
@@ -87,6 +93,7 @@ impl Default for RootOptions {
         RootOptions {
             max_encoded_shard_bytes: DEFAULT_MAX_ENCODED_SHARD_BYTES,
             staging: StagingOptions::default(),
+            cache: CacheOptions::default(),
         }
     }
 }
@@ -106,6 +113,13 @@ impl RootOptions {
         self.staging = staging;
         self
     }
+
+    /// Sets the shared node cache ([`RootOptions::cache`]).
+    #[must_use]
+    pub fn with_cache(mut self, cache: CacheOptions) -> Self {
+        self.cache = cache;
+        self
+    }
 }
 
 /// A dataset root: a store plus options. Every operation of a call chain goes through this
@@ -116,6 +130,7 @@ pub struct Root {
     options: RootOptions,
     identity: Arc<Identity>,
     stager: Arc<OnceLock<Arc<Stager>>>,
+    cache: Option<Arc<NodeCache>>,
 }
 
 impl Root {
@@ -123,9 +138,10 @@ impl Root {
     pub fn new(store: Arc<dyn RootStore>, options: RootOptions) -> Self {
         Root {
             store,
-            options,
             identity: Arc::default(),
             stager: Arc::default(),
+            cache: NodeCache::new(&options.cache).map(Arc::new),
+            options,
         }
     }
 
@@ -165,6 +181,20 @@ impl Root {
                 self.options.staging.clone(),
             ))
         })
+    }
+
+    /// The shared node cache of this root, when [`RootOptions::cache`] turns it on (clones
+    /// share it).
+    pub fn cache(&self) -> Option<&Arc<NodeCache>> {
+        self.cache.as_ref()
+    }
+
+    /// The cache, when it serves this root's store (remote reads, or every store when
+    /// [`CacheOptions::remote_only`] is off).
+    pub(crate) fn read_cache(&self) -> Option<&Arc<NodeCache>> {
+        self.cache
+            .as_ref()
+            .filter(|c| c.serves(self.store.as_ref()))
     }
 
     /// The options a shard write takes from this root's.

@@ -38,7 +38,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use std::ops::Range;
 
@@ -58,6 +58,8 @@ use crate::staging::{Prefetcher, Scan, StagedShard};
 use crate::stream::StreamState;
 
 mod ahead;
+mod cached;
+mod lookahead;
 mod probe;
 mod sync;
 
@@ -85,6 +87,9 @@ struct Shared {
     shards: Vec<OnceCell<OpenedShard>>,
     /// Whether each shard's first record was read by a probe (`probe.rs`).
     probed: Vec<AtomicBool>,
+    /// For each shard opened from the node cache: its entry's name and file, to remove the
+    /// entry when its records fail their checks.
+    cached: Vec<OnceLock<(String, std::fs::File)>>,
     options: ReadOptions,
     /// Annotation sets opened through this reader, by set name (their latest version for
     /// this snapshot, downloaded and verified once).
@@ -107,6 +112,7 @@ impl Dataset {
             .map(|_| AtomicBool::new(false))
             .collect();
         let stream = StreamState::new(&snapshot);
+        let cached = snapshot.shards().iter().map(|_| OnceLock::new()).collect();
         Dataset {
             inner: Arc::new(Shared {
                 root,
@@ -114,6 +120,7 @@ impl Dataset {
                 table,
                 shards,
                 probed,
+                cached,
                 options,
                 annotations: Mutex::default(),
                 stream,
@@ -175,6 +182,9 @@ impl Dataset {
         let reference: &ShardRef = &self.inner.snapshot.shards()[i];
         self.inner.shards[i]
             .get_or_try_init(|| async {
+                if let Some(shard) = self.open_cached(i, reference).await? {
+                    return Ok(shard);
+                }
                 let reader = self
                     .inner
                     .root
@@ -202,6 +212,7 @@ impl Dataset {
         shard
             .read(&self.inner.snapshot.shards()[i].key, local)
             .await
+            .map_err(|e| self.forget_damaged(i, e))
     }
 
     /// [`get`](Self::get) on the calling thread, for a caller that may block it (a
@@ -217,11 +228,9 @@ impl Dataset {
             Err(e) => return Some(Err(e)),
         };
         let shard = self.inner.shards[i].get()?.as_sync()?;
-        Some(
-            shard
-                .read(local)
-                .map_err(|e| Error::shard(&self.inner.snapshot.shards()[i].key, e)),
-        )
+        Some(shard.read(local).map_err(|e| {
+            self.forget_damaged(i, Error::shard(&self.inner.snapshot.shards()[i].key, e))
+        }))
     }
 
     /// [`get_many`](Self::get_many) on the calling thread, as
@@ -244,7 +253,7 @@ impl Dataset {
                 Ok(got) => got,
                 Err(e) => {
                     let key = &self.inner.snapshot.shards()[group.shard].key;
-                    return Some(Err(Error::shard(key, e)));
+                    return Some(Err(self.forget_damaged(group.shard, Error::shard(key, e))));
                 }
             };
             for (&pos, bytes) in group.positions.iter().zip(got) {
@@ -266,7 +275,10 @@ impl Dataset {
         let reads = groups.iter().map(|group| async move {
             let shard = self.shard(group.shard).await?;
             let key = &self.inner.snapshot.shards()[group.shard].key;
-            shard.read_many(key, &group.locals).await
+            shard
+                .read_many(key, &group.locals)
+                .await
+                .map_err(|e| self.forget_damaged(group.shard, e))
         });
         let results = futures::future::try_join_all(reads).await?;
         let mut out = vec![Bytes::new(); indices.len()];
@@ -360,6 +372,7 @@ impl Dataset {
     fn stages(&self, piece: &Run) -> bool {
         let reference = &self.inner.snapshot.shards()[piece.shard];
         self.inner.root.store().capabilities().remote_reads
+            && self.inner.root.read_cache().is_none()
             && piece.count.saturating_mul(2) >= self.inner.table.shard_len(piece.shard)
             && reference.size <= self.inner.root.stager().options().budget_bytes
     }

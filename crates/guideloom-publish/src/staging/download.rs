@@ -31,13 +31,13 @@ use crate::store::Etag;
 const HASH_BUFFER_BYTES: usize = 1 << 20;
 
 /// The chunk ranges of a download of `size` bytes in chunks of at most `chunk`.
-pub(super) fn chunks(size: u64, chunk: u64) -> impl Iterator<Item = Range<u64>> {
+pub(crate) fn chunks(size: u64, chunk: u64) -> impl Iterator<Item = Range<u64>> {
     let chunk = chunk.max(1);
     (0..size.div_ceil(chunk)).map(move |i| i * chunk..size.min((i + 1) * chunk))
 }
 
 /// The SHA-256 of the first `size` bytes of `file`, read back in order.
-fn hash_file(file: &File, size: u64, dir: &Path) -> Result<String> {
+pub(crate) fn hash_file(file: &File, size: u64, dir: &Path) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; HASH_BUFFER_BYTES];
     let mut offset = 0u64;

@@ -11,6 +11,10 @@
 //! a batch larger than the bound still goes, alone). Batches of very uneven sizes can pass
 //! the bound by the difference.
 //!
+//! With a node cache, the read-ahead also fills the shards of batches further down the list
+//! before it reaches them (`lookahead.rs`): the next shard window's, under the window
+//! shuffle.
+//!
 //! On a local root there is nothing to hide: each batch is read when it is taken, on the
 //! taker's thread, through the dataset's synchronous fast path.
 
@@ -24,6 +28,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 
 use super::Dataset;
+use super::lookahead::ShardLookahead;
 use crate::error::{Error, Result};
 
 /// How far a [`ReadAhead`] reads ahead.
@@ -203,6 +208,7 @@ async fn drive(
 ) {
     let mut flight = FuturesOrdered::new();
     let mut more = true;
+    let mut lookahead = ShardLookahead::new(&dataset);
     let (mut fetched, mut fetched_bytes) = (0u64, 0u64);
     loop {
         // Batches queued for the taker count against the bound as those in flight do.
@@ -220,13 +226,27 @@ async fn drive(
             if !room {
                 break;
             }
-            match batches.next() {
+            let next = match &mut lookahead {
+                Some(lookahead) => lookahead.next(&mut batches),
+                None => batches.next(),
+            };
+            match next {
                 Some(batch) => {
                     let ds = dataset.clone();
-                    flight.push_back(async move { ds.get_many_async(&batch).await });
+                    flight.push_back(async move {
+                        // Shards already local (a node cache's entries) are read here, with
+                        // no hop to the blocking pool.
+                        match ds.try_get_many_here(&batch) {
+                            Some(read) => read,
+                            None => ds.get_many_async(&batch).await,
+                        }
+                    });
                 }
                 None => more = false,
             }
+        }
+        if let Some(lookahead) = &mut lookahead {
+            lookahead.top_up(&mut batches);
         }
         if flight.is_empty() {
             if !more {

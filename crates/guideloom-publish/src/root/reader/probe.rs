@@ -30,6 +30,7 @@ impl Dataset {
         let reference = &self.inner.snapshot.shards()[i];
         reference.format == ShardFormat::Native
             && self.inner.root.store().capabilities().remote_reads
+            && self.inner.root.read_cache().is_none()
             && whole_open_len(reference)
                 > DEFAULT_SPECULATIVE_TAIL.max(self.inner.options.tail_len())
             && !self.inner.probed[i].swap(true, Ordering::Relaxed)

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 
 use super::{Dataset, InOrder};
 use crate::annotations::AnnotationSet;
+use crate::cache::CacheOptions;
 use crate::error::{Error, Result};
 use crate::registry::{Registry, StoreOptions};
 use crate::root::{Root, RootOptions};
@@ -85,6 +86,8 @@ impl DatasetOptions {
 /// Resolves `uri` to a [`Root`] (to write shards, publish, read the snapshot log) with the
 /// store options and registry of `options`, as [`Dataset::open_with`] does. `http(s)://`
 /// base URLs are read-only roots (feature `http`; without it, [`Error::Unsupported`]).
+/// When `options.root` turns no node cache on, the environment may
+/// ([`CacheOptions::from_env`]: `GUIDELOOM_CACHE_DIR`, `GUIDELOOM_CACHE_BYTES`).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -96,9 +99,13 @@ impl DatasetOptions {
 /// # Ok(()) }
 /// ```
 pub fn resolve_root(uri: &str, options: &DatasetOptions) -> Result<Root> {
+    let mut root = options.root.clone();
+    if !root.cache.is_on() {
+        root.cache = CacheOptions::from_env()?;
+    }
     Ok(match &options.registry {
-        Some(r) => Root::new(r.resolve(uri, &options.store)?, options.root.clone()),
-        None => Root::open(uri, &options.store, options.root.clone())?,
+        Some(r) => Root::new(r.resolve(uri, &options.store)?, root),
+        None => Root::open(uri, &options.store, root)?,
     })
 }
 

@@ -1,6 +1,8 @@
 //! Weighted mixtures of sources: [`Mixture`] (what to mix and how much of each), its order
-//! (`order.rs`, on the split tree of `split.rs`) and its reads (`reads.rs`).
+//! (`order.rs`, on the split tree of `split.rs`), its reads (`reads.rs`) and their
+//! read-ahead (`ahead.rs`).
 
+mod ahead;
 mod order;
 mod reads;
 mod split;
@@ -9,6 +11,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use guideloom_format::RecordSource;
 use serde::{Deserialize, Serialize};
 
@@ -200,6 +203,45 @@ impl Mixture {
             offset += n;
         }
         None
+    }
+
+    /// The records with ids `ids` (any order, repeats allowed), as a batch of the loader
+    /// reads them: each source its share with one `get_many`, remote sources at the same
+    /// time.
+    ///
+    /// # Errors
+    /// An id past [`len`](Self::len) is out of range; a source's error as the loader
+    /// reports it.
+    pub fn get_many(&self, ids: &[u64]) -> Result<Vec<Bytes>> {
+        MixtureReads::new(self).get_many(ids)
+    }
+
+    /// The records of `batches` (lists of ids), batch after batch, read ahead of the caller
+    /// as the loader reads them: every remote source keeps up to `depth` of its shares in
+    /// flight or waiting, within about `bytes` of payload shared evenly among them; local
+    /// sources read their share when the batch is taken (so does every source when none is
+    /// remote).
+    pub fn read_ahead(
+        &self,
+        batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> guideloom_format::ReadAheadBatches<Error> {
+        let reads = MixtureReads::new(self);
+        if reads.is_remote() {
+            ahead::read_ahead(&reads, batches, depth.max(1), bytes)
+        } else {
+            Box::new(DirectBatches { reads, batches })
+        }
+    }
+
+    /// Checks the mixture as [`Loader::mixture`](crate::Loader::mixture) does (placing a
+    /// schedule's steps with batches of 1), without starting a loader.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`], naming what is wrong.
+    pub fn check(&self) -> Result<()> {
+        self.build(0, ShuffleMode::Auto, 1).map(drop)
     }
 
     /// Checks the mixture and builds its order for `seed`, the loader's shuffle mode and
@@ -405,6 +447,20 @@ impl Mixture {
             }
         }
         Ok(stages)
+    }
+}
+
+/// Batches read when taken (a mixture with no remote source).
+struct DirectBatches {
+    reads: MixtureReads,
+    batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+}
+
+impl Iterator for DirectBatches {
+    type Item = Result<Vec<Bytes>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.batches.next()?;
+        Some(self.reads.get_many(&batch))
     }
 }
 

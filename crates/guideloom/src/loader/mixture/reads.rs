@@ -6,7 +6,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use guideloom_format::RecordSource;
+use guideloom_format::{ReadAheadBatches, RecordSource};
+
+use super::ahead::{Shared, read_ahead};
 
 use super::{Mixture, part_range};
 use crate::error::{Error, Result};
@@ -14,6 +16,7 @@ use crate::loader::DynSource;
 
 /// The reads of a [`Mixture`]: record id `offset(s) + i − range.start` is source `s`'s
 /// record `i`.
+#[derive(Clone)]
 pub(crate) struct MixtureReads {
     sources: Vec<(Arc<DynSource>, Range<u64>)>,
     /// `offsets[s]`: the first id of source `s`; one more entry, the id count.
@@ -50,6 +53,43 @@ impl MixtureReads {
     }
 }
 
+impl Shared for MixtureReads {
+    /// The number of sources.
+    fn sources(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// The source of `id` and its index in that source.
+    fn locate(&self, id: u64) -> Result<(usize, u64)> {
+        let s = self.source_of(id)?;
+        Ok((s, self.sources[s].1.start + (id - self.offsets[s])))
+    }
+
+    /// Source `s`'s records `indices` (its own indices).
+    fn get_share(&self, s: usize, indices: &[u64]) -> Result<Vec<Bytes>> {
+        self.sources[s].0.get_many(indices)
+    }
+
+    fn source_name(&self, s: usize) -> String {
+        self.sources[s].0.name()
+    }
+
+    fn source_is_remote(&self, s: usize) -> bool {
+        self.sources[s].0.is_remote()
+    }
+
+    /// Source `s`'s own read-ahead over `shares` (its own indices).
+    fn source_read_ahead(
+        &self,
+        s: usize,
+        shares: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<ReadAheadBatches<Error>> {
+        self.sources[s].0.read_ahead(shares, depth, bytes)
+    }
+}
+
 impl RecordSource for MixtureReads {
     type Error = Error;
 
@@ -67,10 +107,8 @@ impl RecordSource for MixtureReads {
         let mut wanted: Vec<(Vec<u64>, Vec<usize>)> =
             vec![(Vec::new(), Vec::new()); self.sources.len()];
         for (at, &id) in ids.iter().enumerate() {
-            let s = self.source_of(id)?;
-            wanted[s]
-                .0
-                .push(self.sources[s].1.start + (id - self.offsets[s]));
+            let (s, index) = self.locate(id)?;
+            wanted[s].0.push(index);
             wanted[s].1.push(at);
         }
         let touched: Vec<usize> = (0..wanted.len())
@@ -111,5 +149,15 @@ impl RecordSource for MixtureReads {
 
     fn is_remote(&self) -> bool {
         self.remote
+    }
+
+    fn read_ahead(
+        &self,
+        batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
+        depth: usize,
+        bytes: u64,
+    ) -> Option<ReadAheadBatches<Error>> {
+        // Local sources gain nothing: the loader reads each batch when it builds it.
+        self.remote.then(|| read_ahead(self, batches, depth, bytes))
     }
 }
