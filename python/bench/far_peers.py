@@ -14,7 +14,7 @@ of 127.0.0.1, and stops it at the end.
 
 Per system and epoch: records/s, requests and bytes through the proxy (counted by far_link),
 and at the end the cache directory's size (MDS and LitData keep downloaded shards; guideloom
-keeps nothing unless a node cache is configured) and the peak RSS of the process and of its
+keeps nothing unless its node cache is on: the `guideloom-cache` row, docs/cache.md) and the peak RSS of the process and of its
 DataLoader workers. Each system runs in a fresh process. Wall-clock figures on a shared
 machine are noisy: compare rows of one run.
 """
@@ -200,9 +200,14 @@ def run_one(system: str, args: argparse.Namespace) -> dict[str, Any]:
             loader: Any = DataLoader(
                 ds, batch_size=BATCH, num_workers=WORKERS, multiprocessing_context="fork"
             )
-        elif system == "guideloom":
+        elif system in ("guideloom", "guideloom-cache"):
             import guideloom as gl
             from guideloom.torch import IterableDataset
+
+            if system == "guideloom-cache":
+                # The node cache (docs/cache.md), as a user turns it on for every open.
+                os.environ["GUIDELOOM_CACHE_DIR"] = str(cache)
+                os.environ["GUIDELOOM_CACHE_BYTES"] = str(4 << 30)
 
             s3 = gl.S3Options(endpoint_url=link.url, allow_http=True)
             ds = IterableDataset(
@@ -288,7 +293,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rtt", type=int, default=20)
     parser.add_argument("--mbps", type=int, default=100, help="MB/s to the reader (0: no cap)")
-    parser.add_argument("--systems", default="guideloom-local,guideloom,mds,litdata")
+    parser.add_argument(
+        "--systems", default="guideloom-local,guideloom,guideloom-cache,mds,litdata"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--prefix", help=argparse.SUPPRESS)
