@@ -16,8 +16,8 @@ use tracing::{Instrument, info_span};
 use super::NodeCache;
 use crate::error::{Error, Result};
 use crate::manifest::{Checksum, ShardRef};
-use crate::staging::{chunks, hash_file};
-use crate::store::{Etag, RootStore};
+use crate::staging::{check_version, chunks, hash_file};
+use crate::store::RootStore;
 
 impl NodeCache {
     /// Downloads `reference` into `file` (the reservation at `temp`) and checks it; the file
@@ -93,22 +93,6 @@ impl NodeCache {
         .instrument(span)
         .await
     }
-}
-
-/// Every chunk's entity tag (where the store reports one) must be the first one's.
-fn check_version(key: &str, version: &OnceLock<Etag>, etag: Option<Etag>) -> Result<()> {
-    if let Some(etag) = etag {
-        let first = version.get_or_init(|| etag.clone());
-        if first.bare() != etag.bare() {
-            return Err(Error::Verification {
-                key: key.to_owned(),
-                what: "entity tag",
-                expected: first.0.clone(),
-                actual: format!("{etag} (the object was replaced during its download)"),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Runs file work on tokio's blocking pool (`path` names it in a failure to join).

@@ -36,6 +36,22 @@ pub(crate) fn chunks(size: u64, chunk: u64) -> impl Iterator<Item = Range<u64>> 
     (0..size.div_ceil(chunk)).map(move |i| i * chunk..size.min((i + 1) * chunk))
 }
 
+/// Every chunk's entity tag (where the store reports one) must be the first one's.
+pub(crate) fn check_version(key: &str, version: &OnceLock<Etag>, etag: Option<Etag>) -> Result<()> {
+    if let Some(etag) = etag {
+        let first = version.get_or_init(|| etag.clone());
+        if first.bare() != etag.bare() {
+            return Err(Error::Verification {
+                key: key.to_owned(),
+                what: "entity tag",
+                expected: first.0.clone(),
+                actual: format!("{etag} (the object was replaced during its download)"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The SHA-256 of the first `size` bytes of `file`, read back in order.
 pub(crate) fn hash_file(file: &File, size: u64, dir: &Path) -> Result<String> {
     let mut hasher = Sha256::new();
@@ -135,17 +151,7 @@ impl Stager {
         self.lock().stats.store.requests += 1;
         let (bytes, etag) = self.store.get_range_tagged(key, range.clone()).await?;
         self.lock().stats.store.bytes_received += bytes.len() as u64;
-        if let Some(etag) = etag {
-            let first = version.get_or_init(|| etag.clone());
-            if first.bare() != etag.bare() {
-                return Err(Error::Verification {
-                    key: key.to_owned(),
-                    what: "entity tag",
-                    expected: first.0.clone(),
-                    actual: format!("{etag} (the object was replaced during its download)"),
-                });
-            }
-        }
+        check_version(key, version, etag)?;
         if bytes.len() as u64 != range.end - range.start {
             return Err(Error::Verification {
                 key: key.to_owned(),

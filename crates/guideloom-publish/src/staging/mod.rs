@@ -67,7 +67,7 @@ mod download;
 mod prefetch;
 mod scan;
 
-pub(crate) use download::{chunks, hash_file};
+pub(crate) use download::{check_version, chunks, hash_file};
 pub(crate) use prefetch::Prefetcher;
 pub use scan::Scan;
 
