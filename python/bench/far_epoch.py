@@ -22,6 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
+from _far import far_link
 from torch.utils.data import DataLoader
 
 import guideloom as gl
@@ -30,16 +31,6 @@ from guideloom.torch import IterableDataset
 RECORD = 1024
 PER_SHARD = 8192
 BATCH = 64
-
-
-def far_link() -> str:
-    """The far_link example's binary (GUIDELOOM_FAR_LINK, else the release build's path)."""
-    given = os.environ.get("GUIDELOOM_FAR_LINK")
-    if given:
-        return given
-    root = Path(__file__).resolve().parents[2]
-    target = Path(os.environ.get("CARGO_TARGET_DIR", root / "target"))
-    return str(target / "release" / "examples" / "far_link")
 
 
 def publish(directory: Path, n: int) -> None:

@@ -34,20 +34,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _far import far_link
+
 RECORD = 1024
 SHARD_BYTES = 8 << 20
 BATCH = 64
 WORKERS = 2
-
-
-def far_link() -> str:
-    """The far_link example's binary (GUIDELOOM_FAR_LINK, else the release build's path)."""
-    given = os.environ.get("GUIDELOOM_FAR_LINK")
-    if given:
-        return given
-    root = Path(__file__).resolve().parents[2]
-    target = Path(os.environ.get("CARGO_TARGET_DIR", root / "target"))
-    return str(target / "release" / "examples" / "far_link")
 
 
 def record(i: int) -> bytes:
