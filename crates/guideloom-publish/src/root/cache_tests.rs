@@ -253,3 +253,58 @@ async fn entry_names_differ_by_root_and_reference() {
     assert_ne!(NodeCache::entry_name(a.as_ref(), &changed), name(&a, 0));
     drop(rb);
 }
+
+/// A reader whose every shard is in the node cache reads locally (so a read-ahead of a
+/// remote root takes each batch on the taker's thread, as on a local root, rather than
+/// through a task and a channel); one with a shard missing does not. The batches are the
+/// same either way, and the cached reader's make no data request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_whose_shards_are_all_cached_reads_locally() {
+    let store = publish("cache-read-ahead", 3, 50, 8).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = options(&dir, 1 << 20);
+    let batches: Vec<Vec<u64>> = (0..15u64)
+        .map(|k| (0..10).map(|j| j * 15 + k).collect())
+        .collect();
+    let read = |reader: Dataset| {
+        let batches = batches.clone();
+        async move {
+            let mut ahead = reader
+                .read_ahead(batches.clone(), crate::ReadAheadOptions::default())
+                .unwrap();
+            for batch in &batches {
+                let got = ahead.next_async().await.unwrap().unwrap();
+                for (bytes, &i) in got.iter().zip(batch) {
+                    let located = reader.table().locate(i).unwrap();
+                    let (s, j) = (located.shard as u64, located.local);
+                    assert_eq!(bytes, &records(s, j + 1, 8)[usize::try_from(j).unwrap()]);
+                }
+            }
+            assert!(ahead.next_async().await.is_none());
+        }
+    };
+
+    // Shard 0 cached, 1 and 2 not.
+    let (first, _) = reader(&store, &cache).await;
+    first.get_async(0).await.unwrap();
+    let (partial, _) = reader(&store, &cache).await;
+    assert!(!partial.reads_locally());
+    read(partial).await;
+
+    // Every shard cached now.
+    let (second, counting) = reader(&store, &cache).await;
+    assert!(second.reads_locally());
+    let before = counting.counts();
+    read(second.clone()).await;
+    let spent = counting.counts() - before;
+    assert_eq!(data_requests(&spent), 0, "{spent:?}");
+    let stats = second.root().cache().unwrap().stats();
+    assert_eq!((stats.fills, stats.hits), (0, 3), "{stats:?}");
+
+    // Without a cache, a memory root's reader does not read from local files.
+    let plain = Root::new(Arc::clone(&store), RootOptions::default())
+        .open_latest()
+        .await
+        .unwrap();
+    assert!(!plain.reads_locally());
+}

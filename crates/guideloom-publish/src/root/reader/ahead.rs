@@ -101,7 +101,8 @@ enum Mode {
         held: Arc<Held>,
         task: JoinHandle<()>,
     },
-    /// A local root: each batch read when taken.
+    /// A local root, or a remote one whose shards are all in the node cache: each batch
+    /// read when taken, on the taker's thread.
     Here {
         dataset: Dataset,
         batches: Box<dyn Iterator<Item = Vec<u64>> + Send>,
@@ -174,7 +175,9 @@ impl Dataset {
         I::IntoIter: Send + 'static,
     {
         let batches = batches.into_iter();
-        if !self.is_remote() {
+        // A remote root whose every shard is in the node cache (a second epoch) reads as a
+        // local one: on the taker's thread, with no hop through a task and a channel.
+        if !self.is_remote() || self.reads_locally() {
             return Ok(ReadAhead {
                 mode: Mode::Here {
                     dataset: self.clone(),

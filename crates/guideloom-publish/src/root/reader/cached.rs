@@ -37,6 +37,24 @@ impl Dataset {
         }
     }
 
+    /// Whether every shard of this snapshot is read from local files now: opened with a
+    /// synchronous view, or held whole by the node cache (so opening it fills nothing).
+    /// Stops at the first that is not. What a read-ahead asks before it chooses to read each
+    /// batch on the taker's thread, as on a local root.
+    pub(crate) fn reads_locally(&self) -> bool {
+        let root = &self.inner.root;
+        let cache = root.read_cache();
+        let refs = self.inner.snapshot.shards();
+        self.inner
+            .shards
+            .iter()
+            .zip(refs)
+            .all(|(opened, reference)| match opened.get() {
+                Some(shard) => shard.as_sync().is_some(),
+                None => cache.is_some_and(|c| c.holds(root.store().as_ref(), reference)),
+            })
+    }
+
     /// `e`, after removing shard `i`'s cache entry when `e` says its bytes are damaged (the
     /// next reader refetches it; this one keeps its descriptor).
     #[cold]
