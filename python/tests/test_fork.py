@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -55,6 +56,22 @@ def test_forked_child_reads_a_local_root(local_root: Path) -> None:
     assert ds.get_many([1, 2]) == [{"i": 1}, {"i": 2}]
     # A dataset opened in the parent after the fork keeps working too.
     assert list(gl.open(local_root))[-1] == {"i": 99}
+
+
+def test_forked_child_keeps_the_parents_snapshot_without_a_request(local_root: Path) -> None:
+    """A child (a DataLoader worker) reads the snapshot its parent opened without reading
+    the root's log or manifest again: with them gone from the root, it still reads."""
+    shard = gl.write_shard([{"i": i} for i in range(50)], local_root, work_id="w")
+    gl.publish(local_root, [shard], dataset_id="d", snapshot_id="s")
+    ds = gl.open(local_root)
+    assert len(ds) == 50
+    control = [p for p in local_root.iterdir() if p.name != "shards"]
+    assert control, "the root has control objects beside its shards"
+    for path in control:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    with pytest.raises(gl.GuideloomError):
+        gl.open(local_root)  # a fresh open needs them
+    assert read_in_child(ds, [0, 49]) == [{"i": 0}, {"i": 49}, {"i": 0}, {"i": 49}]
 
 
 def test_forked_child_reads_an_s3_root(s3_root: S3Root) -> None:

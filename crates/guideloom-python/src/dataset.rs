@@ -222,19 +222,24 @@ pub(crate) fn open_in(
 }
 
 impl Dataset {
-    /// The facade dataset of this process: re-opened (same snapshot) in a forked child.
+    /// The facade dataset of this process: in a forked child, the same snapshot on a root
+    /// resolved afresh (its own connections), with no request: the parent's snapshot (log
+    /// entry and manifest, already checked) is kept, so a DataLoader worker starts reading
+    /// at once (over a 20 ms link, each worker's re-open cost three round trips).
     pub(crate) fn current(&self, py: Python<'_>) -> PyResult<Snapshot> {
         let pid = runtime::pid();
-        {
+        let snapshot = {
             let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             if state.pid == pid {
                 return Ok(state.dataset.clone());
             }
-        }
+            state.dataset.snapshot().clone()
+        };
         let uri = self.uri.clone();
         let options = self.options.clone();
         let fresh = block_on(py, async move {
-            Ok::<_, crate::errors::Error>(Snapshot::open_with_async(&uri, options).await?)
+            let root = guideloom::resolve_root(&uri, &options)?;
+            Ok::<_, crate::errors::Error>(root.reader_with(snapshot, options.read))
         })?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.pid != pid {
