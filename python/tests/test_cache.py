@@ -1,5 +1,5 @@
-"""`gl.open(..., cache_dir=..., cache_bytes=...)`: the shared node cache of a remote root
-(docs/cache.md). An `http://` root served by nginx is read once with the cache on; its shard
+"""`gl.open(..., cache_dir=..., cache_bytes=...)` and `Root.open(cache_dir=...)`: the shared
+node cache of a remote root (docs/cache.md). An `http://` root served by nginx is read once with the cache on; its shard
 files are then removed from the origin, and a second reader with the same cache directory
 still reads every record (so it made no shard request), while one without it fails."""
 
@@ -51,3 +51,21 @@ def test_cache_bytes_needs_a_directory(tmp_path: Path) -> None:
     ds = gl.open(tmp_path / "root", cache_dir=tmp_path / "cache")
     assert ds[5]["i"] == 5
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_root_opens_through_the_cache(http_root: HttpRoot, tmp_path: Path) -> None:
+    """`Root.open(cache_dir=...)` reads through the node cache as `gl.open` does."""
+    records = publish(http_root.directory)
+    cache = tmp_path / "cache"
+    root = gl.Root(http_root.url)
+    first = root.open(cache_dir=cache, cache_bytes=64 << 20)
+    assert first.get_many(list(range(RECORDS))) == records
+    assert len(list((cache / "v1" / "entries").iterdir())) == 3
+    del first
+
+    shutil.rmtree(http_root.directory / "shards")
+    assert root.open(cache_dir=cache)[RECORDS - 1] == records[-1]
+    with pytest.raises(gl.GuideloomError):
+        root.open()[0]  # without the cache the shards are gone
+    with pytest.raises(ValueError, match="cache_dir"):
+        root.open(cache_bytes=1 << 20)

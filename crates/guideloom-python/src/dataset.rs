@@ -101,18 +101,31 @@ pub(crate) fn open(
     };
     let mut options: DatasetOptions = call_options(&uri, args)?;
     options.store.http_listing = http_listing;
-    if let Some(dir) = cache_dir {
-        let mut cache = guideloom::publish::CacheOptions::default().with_dir(dir);
-        if let Some(bytes) = cache_bytes {
-            cache = cache.with_budget_bytes(bytes);
-        }
+    if let Some(cache) = cache_options(cache_dir, cache_bytes)? {
         options.root.cache = cache;
-    } else if cache_bytes.is_some() {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "cache_bytes needs cache_dir (the cache's directory)",
-        ));
     }
     open_in(py, uri, options, None, snapshot, format, array_record)
+}
+
+/// The node cache of `cache_dir=` and `cache_bytes=` (`None`: neither given, the
+/// environment's apply); `cache_bytes` alone is a `ValueError`.
+pub(crate) fn cache_options(
+    cache_dir: Option<std::path::PathBuf>,
+    cache_bytes: Option<u64>,
+) -> PyResult<Option<guideloom::publish::CacheOptions>> {
+    match (cache_dir, cache_bytes) {
+        (Some(dir), bytes) => {
+            let cache = guideloom::publish::CacheOptions::default().with_dir(dir);
+            Ok(Some(match bytes {
+                Some(bytes) => cache.with_budget_bytes(bytes),
+                None => cache,
+            }))
+        }
+        (None, Some(_)) => Err(pyo3::exceptions::PyValueError::new_err(
+            "cache_bytes needs cache_dir (the cache's directory)",
+        )),
+        (None, None) => Ok(None),
+    }
 }
 
 /// `open` with the root's options decided and, from `guideloom.Root`, its store resolved.

@@ -29,7 +29,7 @@ use guideloom::{PublishRequest, RetryPolicy};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList};
 
-use crate::dataset::{Dataset, open_in};
+use crate::dataset::{Dataset, cache_options, open_in};
 use crate::errors::{Error, raise};
 use crate::format::{RecordFormat, raw_bytes};
 use crate::options::{S3Options, StorageOptions, root_uri};
@@ -425,19 +425,32 @@ impl Root {
         self.annotate(py, name, version, values, snapshot)
     }
 
-    /// Opens the latest snapshot (or `snapshot`) as a `Dataset`, through this root's store.
-    #[pyo3(signature = (*, snapshot = None, format = None))]
+    /// Opens the latest snapshot (or `snapshot`) as a `Dataset`, through this root's store;
+    /// `cache_dir` (and `cache_bytes`) read it through the shared node cache in that
+    /// directory, as `guideloom.open` does.
+    #[pyo3(signature = (*, snapshot = None, format = None, cache_dir = None, cache_bytes = None))]
     fn open(
         &self,
         py: Python<'_>,
         snapshot: Option<String>,
         format: Option<&Bound<'_, PyAny>>,
+        cache_dir: Option<std::path::PathBuf>,
+        cache_bytes: Option<u64>,
     ) -> PyResult<Dataset> {
-        let root = self.current()?;
+        let mut root = self.current()?;
+        let mut options = self.options.clone();
+        if let Some(cache) = cache_options(cache_dir, cache_bytes)? {
+            // The same store (and its clients), read through the cache.
+            root = guideloom::publish::Root::new(
+                std::sync::Arc::clone(root.store()),
+                root.options().clone().with_cache(cache.clone()),
+            );
+            options.root.cache = cache;
+        }
         open_in(
             py,
             self.uri.clone(),
-            self.options.clone(),
+            options,
             Some(root),
             snapshot,
             format,
