@@ -6,7 +6,7 @@ records as the ceiling.
 
     cargo build --release -p guideloom-faultproxy --example far_link
     pip install moto[server] mosaicml-streaming litdata boto3  # the peers (not the package's deps)
-    python python/bench/far_peers.py [--records N] [--rtt MS] [--mbps MB_PER_S]
+    python python/bench/far_peers.py [--records N] [--record-bytes B] [--rtt MS] [--mbps MB_PER_S]
 
 It starts its own moto server (threaded: the one `cargo xtask servers` starts for the tests
 answers one request at a time, which would hide every reader's concurrency) on a free port
@@ -36,14 +36,14 @@ from typing import Any
 
 from _far import far_link
 
-RECORD = 1024
+RECORD = 1024  # bytes per record; --record-bytes sets it (the 256 KiB profile: 262144)
 SHARD_BYTES = 8 << 20
 BATCH = 64
 WORKERS = 2
 
 
-def record(i: int) -> bytes:
-    return i.to_bytes(8, "little") * (RECORD // 8)
+def record(i: int, size: int = RECORD) -> bytes:
+    return i.to_bytes(8, "little") * (size // 8)
 
 
 def s3_client(endpoint: str) -> Any:
@@ -65,19 +65,22 @@ def upload(directory: Path, endpoint: str, bucket: str, prefix: str) -> None:
             client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(directory)}")
 
 
-def write_all(work: Path, n: int, endpoint: str, bucket: str, prefix: str) -> None:
-    """The same records for the three systems: guideloom published straight into moto, MDS
-    and LitData written locally by their own writers and uploaded."""
+def write_all(
+    work: Path, n: int, size: int, endpoint: str, bucket: str, prefix: str, systems: list[str]
+) -> None:
+    """The same records for the systems asked for: guideloom published straight into moto
+    (and into a local root, the ceiling), MDS and LitData written locally by their own
+    writers and uploaded."""
     import guideloom as gl
 
-    per_shard = SHARD_BYTES // RECORD
+    per_shard = max(1, SHARD_BYTES // size)
     local = work / "gl-local"
     s3 = gl.S3Options(endpoint_url=endpoint, allow_http=True)
     for where, options in ((str(local), None), (f"s3://{bucket}/{prefix}/gl", s3)):
         root = gl.Root(where, s3=options) if options else gl.Root(where)
         refs = [
             root.write_shard(
-                (record(i) for i in range(s, min(n, s + per_shard))),
+                (record(i, size) for i in range(s, min(n, s + per_shard))),
                 work_id="w",
                 shard=s // per_shard,
                 format="raw",
@@ -86,20 +89,31 @@ def write_all(work: Path, n: int, endpoint: str, bucket: str, prefix: str) -> No
         ]
         root.publish(refs, dataset_id="far", snapshot_id="s")
 
+    if "mds" in systems:
+        write_mds(work, n, size, endpoint, bucket, prefix)
+    if "litdata" in systems:
+        write_litdata(work, n, size, endpoint, bucket, prefix)
+
+
+def write_mds(work: Path, n: int, size: int, endpoint: str, bucket: str, prefix: str) -> None:
     from streaming import MDSWriter
 
     mds = work / "mds"
     with MDSWriter(out=str(mds), columns={"data": "bytes"}, size_limit=SHARD_BYTES) as w:
         for i in range(n):
-            w.write({"data": record(i)})
+            w.write({"data": record(i, size)})
     upload(mds, endpoint, bucket, f"{prefix}/mds")
 
+
+def write_litdata(work: Path, n: int, size: int, endpoint: str, bucket: str, prefix: str) -> None:
     import litdata
 
     lit = work / "lit"
     litdata.optimize(
+        # LitData writes no chunk for a functools.partial (tried): the size travels with
+        # each input instead.
         fn=_lit_item,
-        inputs=list(range(n)),
+        inputs=[(i, size) for i in range(n)],
         output_dir=str(lit),
         chunk_bytes="8MB",
         num_workers=1,
@@ -108,8 +122,26 @@ def write_all(work: Path, n: int, endpoint: str, bucket: str, prefix: str) -> No
     upload(lit, endpoint, bucket, f"{prefix}/lit")
 
 
-def _lit_item(i: int) -> dict[str, Any]:
-    return {"data": record(i)}
+def _lit_item(item: tuple[int, int]) -> dict[str, Any]:
+    i, size = item
+    return {"data": record(i, size)}
+
+
+def _lit_allow_http() -> None:
+    """LitData fetches chunks with obstore, whose client refuses plain http unless told; the
+    far store here is http on loopback (real S3 is https). Its fast path kept."""
+    from litdata.streaming import downloader
+
+    downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = True
+
+
+def _lit_worker_init(_worker: int) -> None:
+    _lit_allow_http()
+
+
+def _lit_collate(batch: list[dict[str, Any]]) -> list[bytes]:
+    """A LitData batch as the records' bytes (its bytes column yields memoryviews)."""
+    return [bytes(r["data"]) for r in batch]
 
 
 class Link:
@@ -224,11 +256,8 @@ def run_one(system: str, args: argparse.Namespace) -> dict[str, Any]:
             loader = DataLoader(ds, batch_size=BATCH, num_workers=WORKERS)
         elif system == "litdata":
             import litdata
-            from litdata.streaming import downloader
 
-            # LitData fetches chunks with obstore, whose client refuses plain http unless told;
-            # the far store here is http on loopback (real S3 is https). Its fast path kept.
-            downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = True
+            _lit_allow_http()
 
             options = {
                 "endpoint_url": link.url,
@@ -243,7 +272,17 @@ def run_one(system: str, args: argparse.Namespace) -> dict[str, Any]:
                 seed=1,
                 storage_options=options,
             )
-            loader = litdata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=WORKERS)
+            # Its workers need the http patch too (they are spawned when LitData set spawn),
+            # and its records (memoryviews) a collate: torch's default turns each byte into
+            # a tensor row, and a memoryview cannot be pickled to the main process (without
+            # it, a worker's batch is lost and the epoch waits forever).
+            loader = litdata.StreamingDataLoader(
+                ds,
+                batch_size=BATCH,
+                num_workers=WORKERS,
+                worker_init_fn=_lit_worker_init,
+                collate_fn=_lit_collate,
+            )
         else:
             raise SystemExit(f"unknown system {system}")
         epochs = []
@@ -283,6 +322,9 @@ def run_one(system: str, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument(
+        "--record-bytes", type=int, default=RECORD, help="bytes per record (a multiple of 8)"
+    )
     parser.add_argument("--rtt", type=int, default=20)
     parser.add_argument("--mbps", type=int, default=100, help="MB/s to the reader (0: no cap)")
     parser.add_argument(
@@ -311,14 +353,15 @@ def run_all(args: argparse.Namespace, endpoint: str) -> None:
     with tempfile.TemporaryDirectory(prefix="far-peers-") as work:
         prefix = f"far-peers-{uuid.uuid4().hex[:8]}"
         started = time.perf_counter()
-        write_all(Path(work), args.records, endpoint, BUCKET, prefix)
+        systems = args.systems.split(",")
+        write_all(Path(work), args.records, args.record_bytes, endpoint, BUCKET, prefix, systems)
         print(
-            f"wrote {args.records} x {RECORD} B for 3 systems in "
+            f"wrote {args.records} x {args.record_bytes} B for {len(systems)} systems in "
             f"{time.perf_counter() - started:.0f} s",
             flush=True,
         )
         results = []
-        for system in args.systems.split(","):
+        for system in systems:
             out = subprocess.run(
                 [
                     sys.executable,
@@ -333,6 +376,8 @@ def run_all(args: argparse.Namespace, endpoint: str) -> None:
                     endpoint,
                     "--records",
                     str(args.records),
+                    "--record-bytes",
+                    str(args.record_bytes),
                     "--rtt",
                     str(args.rtt),
                     "--mbps",
@@ -348,7 +393,7 @@ def run_all(args: argparse.Namespace, endpoint: str) -> None:
             results.append(json.loads(lines[-1]))
             print(lines[-1], flush=True)
     print(
-        f"\n{args.records} x {RECORD} B, {WORKERS} workers, batches of {BATCH}, "
+        f"\n{args.records} x {args.record_bytes} B, {WORKERS} workers, batches of {BATCH}, "
         f"{args.rtt} ms round trip, {args.mbps} MB/s"
     )
     print(
