@@ -188,8 +188,8 @@ pub(crate) fn open_in(
                 // Decided below, with the GIL: no format fits every shard.
                 None
             } else {
-                let shard = dataset.open_shard_async(0).await?;
-                Some(shard.record_format().to_owned())
+                // With the node cache on, from shard 0's footer and metadata: no fill.
+                Some(dataset.record_format_async(0).await?)
             };
             Ok::<_, crate::errors::Error>((dataset, stored, mixed))
         })?

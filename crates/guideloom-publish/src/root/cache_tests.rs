@@ -308,3 +308,45 @@ async fn a_reader_whose_shards_are_all_cached_reads_locally() {
         .unwrap();
     assert!(!plain.reads_locally());
 }
+
+/// Asking a cached reader for the record format reads the first shard's footer and metadata,
+/// not the whole shard into the cache; once the entry exists, or the shard is open, no
+/// request at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_record_format_does_not_fill_a_shard() {
+    let store = publish("cache-record-format", 2, 400, 64).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = options(&dir, 1 << 20);
+
+    let (ds, counting) = reader(&store, &cache).await;
+    let before = counting.counts();
+    assert_eq!(ds.record_format_async(0).await.unwrap(), "raw");
+    let spent = counting.counts() - before;
+    assert_eq!(data_requests(&spent), 1, "{spent:?}");
+    let shard_bytes = ds.snapshot().shards()[0].size;
+    assert!(
+        spent.get_range.bytes_received + spent.reader_reads.bytes_received < shard_bytes / 4,
+        "{spent:?}"
+    );
+    let stats = ds.root().cache().unwrap().stats();
+    assert_eq!((stats.fills, stats.hits), (0, 0), "{stats:?}");
+    assert_eq!(ds.root().cache().unwrap().used_bytes().unwrap(), 0);
+
+    // Read once (so filled): the format then costs nothing, in this reader and the next.
+    ds.get_async(3).await.unwrap();
+    let before = counting.counts();
+    assert_eq!(ds.record_format_async(0).await.unwrap(), "raw");
+    let (next, next_counting) = reader(&store, &cache).await;
+    assert_eq!(next.record_format_async(0).await.unwrap(), "raw");
+    assert_eq!(data_requests(&(counting.counts() - before)), 0);
+    let next_spent = next_counting.counts();
+    assert_eq!(
+        next.root().cache().unwrap().stats().hits,
+        1,
+        "{next_spent:?}"
+    );
+    assert!(matches!(
+        ds.record_format_async(2).await,
+        Err(Error::InvalidArgument { .. })
+    ));
+}

@@ -79,6 +79,44 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// The record format shard `i` names (its metadata's `format`; an ArrayRecord file's
+    /// records are raw bytes): from the opened shard; when opening it would make the node
+    /// cache download the whole shard, from its footer and metadata alone (one ranged read,
+    /// the footer checked against the reference), leaving the fill to the shard's first
+    /// read; otherwise by opening it (one tail read, kept for the reads to come). What
+    /// Python's `guideloom.open` asks to decode records, so that opening a cached remote root
+    /// does not download a shard. An `i` past the last shard is [`Error::InvalidArgument`].
+    pub async fn record_format_async(&self, i: usize) -> Result<String> {
+        let (Some(opened), Some(reference)) = (
+            self.inner.shards.get(i),
+            self.inner.snapshot.shards().get(i),
+        ) else {
+            return Ok(self.open_shard_async(i).await?.record_format().to_owned());
+        };
+        if let Some(shard) = opened.get() {
+            return Ok(shard.record_format().to_owned());
+        }
+        let store = self.inner.root.store();
+        let fills = reference.format == ShardFormat::Native
+            && self
+                .inner
+                .root
+                .read_cache()
+                .is_some_and(|cache| !cache.holds(store.as_ref(), reference));
+        if !fills {
+            return Ok(self.open_shard_async(i).await?.record_format().to_owned());
+        }
+        let key = &reference.key;
+        let reader = store.open_reader(key, reference.size).await?;
+        let probe = ShardProbe::open_tail(&*reader, reference.size)
+            .await
+            .map_err(|e| Error::shard(key, e))?;
+        check_native(reference, probe.footer())?;
+        Ok(probe.metadata().format.clone())
+    }
+}
+
 /// What a whole open of `reference`'s shard reads at least: its index and footer.
 fn whole_open_len(reference: &ShardRef) -> u64 {
     reference
