@@ -328,7 +328,9 @@ def main() -> None:
     parser.add_argument("--rtt", type=int, default=20)
     parser.add_argument("--mbps", type=int, default=100, help="MB/s to the reader (0: no cap)")
     parser.add_argument(
-        "--systems", default="guideloom-local,guideloom,guideloom-cache,mds,litdata"
+        "--systems",
+        default="guideloom-local,guideloom-cache,mds,litdata",
+        help="comma-separated; `guideloom` (no node cache) reads record by record: minutes here",
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)

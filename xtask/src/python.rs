@@ -224,11 +224,24 @@ pub(crate) const PYBENCH_SWITCH: &str = "GUIDELOOM_XTASK_PYBENCH";
 /// by [`bench()`] (array_record is already there: the servers' packages). Measured: pylance 7 s,
 /// mosaicml-streaming 86 s (it brings torchvision, transformers, cloud SDKs and numpy 2.1).
 /// Not in a venv of their own: a second torch filled the shared disk when tried.
-pub(crate) const BENCH_PACKAGES: &[&str] = &["pylance", "mosaicml-streaming"];
+pub(crate) const BENCH_PACKAGES: &[&str] = &[
+    "pylance",
+    "mosaicml-streaming",
+    "litdata",
+    "boto3",
+    "moto[server]",
+    TORCH_PACKAGE,
+];
+
+/// The far-store profiles of `python/bench/far_peers.py` that `cargo xtask bench` runs (the
+/// issue's: 100 000 × 1 KiB and 5 000 × 256 KiB), each with these arguments.
+const FAR_PROFILES: &[&[&str]] = &[&[], &["--records", "5000", "--record-bytes", "262144"]];
 
 /// `cargo xtask bench`'s Python part: the package built in release into the project venv
-/// with the peers ([`BENCH_PACKAGES`]), then `python/bench/peers.py` (it prints its own
-/// tables). Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
+/// with the peers ([`BENCH_PACKAGES`]), then `python/bench/peers.py` (local reads beside
+/// array_record, MDS and Lance) and `python/bench/far_peers.py` (two epochs over moto behind
+/// the fault proxy's far link, beside MDS and LitData; [`FAR_PROFILES`]), each printing its
+/// own tables. Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
 pub(crate) fn bench(root: &Path) -> Result<()> {
     if std::env::var(PYBENCH_SWITCH).is_ok_and(|v| v.trim() == "0") {
         println!("[python-bench] {PYBENCH_SWITCH}=0: skipped");
@@ -249,7 +262,30 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
     let mut bench = venv_command(&venv, "python");
     bench.current_dir(root).arg("python/bench/peers.py");
     println!("[python-bench] $ {}", util::display(&bench));
-    util::run(&mut bench)
+    util::run(&mut bench)?;
+    // far_peers runs the fault proxy's far_link example between the readers and moto.
+    let mut link = util::cargo(root);
+    link.current_dir(root).args([
+        "build",
+        "--release",
+        "-p",
+        "guideloom-faultproxy",
+        "--example",
+        "far_link",
+    ]);
+    util::lean_build(&mut link);
+    println!("[python-bench] $ {}", util::display(&link));
+    util::run(&mut link)?;
+    for profile in FAR_PROFILES {
+        let mut far = venv_command(&venv, "python");
+        far.current_dir(root)
+            .arg("python/bench/far_peers.py")
+            .args(*profile)
+            .env("CARGO_TARGET_DIR", util::target_dir(root)?);
+        println!("[python-bench] $ {}", util::display(&far));
+        util::run(&mut far)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
