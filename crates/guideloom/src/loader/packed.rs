@@ -63,6 +63,51 @@ impl<E: Element> PackedWindows<E> {
         })
     }
 
+    /// The windows of `packing`, a packing already made of `dataset`'s documents
+    /// ([`Packing::of`] or [`Packing::from_document_lengths`] over its document lengths):
+    /// what a caller holding both (the Python package's `Packing`) mixes without packing
+    /// again. `publish::Error::ElementMismatch` if the stream does not hold `E`s,
+    /// [`Error::InvalidOptions`] if the packing counts another number of documents.
+    ///
+    /// ```
+    /// # fn main() -> guideloom::Result<()> {
+    /// use std::sync::Arc;
+    /// use guideloom::{PackOptions, PackedWindows, Packing, PublishMode, Publisher};
+    ///
+    /// let publisher = Publisher::open("memory://packed-from-packing")?;
+    /// let docs: Vec<Vec<u16>> = (1..=40u16).map(|d| vec![d; usize::from(d)]).collect();
+    /// let shard = publisher.write_stream_shard("w", 0, &docs)?;
+    /// publisher.publish("docs", "v1", vec![shard], PublishMode::Full)?;
+    /// let dataset = publisher.dataset()?;
+    /// let packing = Arc::new(Packing::of(&dataset, PackOptions::new(64))?);
+    /// let windows = PackedWindows::<u16>::from_packing(dataset.clone(), Arc::clone(&packing))?;
+    /// assert_eq!(windows.len(), packing.len());
+    /// let tokens: u64 = packing.pieces(0).map(|r| r.end - r.start).sum();
+    /// assert_eq!(windows.get(0)?.tokens.len() as u64, tokens);
+    /// // Another element type than the stream's, or a packing of other documents, is refused.
+    /// assert!(PackedWindows::<u32>::from_packing(dataset.clone(), packing).is_err());
+    /// let other = Arc::new(Packing::from_document_lengths(&[5, 9], PackOptions::new(64))?);
+    /// assert!(PackedWindows::<u16>::from_packing(dataset, other).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn from_packing(dataset: Dataset, packing: Arc<Packing>) -> Result<Self> {
+        dataset.stream_of::<E>()?;
+        if packing.documents() != dataset.len() {
+            return Err(Error::InvalidOptions {
+                reason: format!(
+                    "a packing of {} documents cannot be of a stream of {}",
+                    packing.documents(),
+                    dataset.len()
+                ),
+            });
+        }
+        Ok(PackedWindows {
+            dataset,
+            packing,
+            _element: PhantomData,
+        })
+    }
+
     /// The same documents packed for `epoch` (no read).
     #[must_use]
     pub fn repack(&self, epoch: u64) -> Self {
