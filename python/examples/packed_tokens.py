@@ -1,6 +1,7 @@
 """LLM pre-training windows from Python: publish tokenised documents as a token stream, pack
 whole documents best-fit into windows (`gl.Packing`), and read them as tensors through
-`guideloom.torch.PackedTokens` (when torch is installed), resuming mid-epoch."""
+`guideloom.torch.PackedTokens` (when torch is installed), resuming mid-epoch, and mixing two
+corpora by their share of the tokens."""
 
 from __future__ import annotations
 
@@ -55,6 +56,28 @@ def main(directory: Path) -> None:
     resumed.load_state_dict(state)
     rest = sum(len(b["input_ids"]) for b in DataLoader(resumed, batch_size=None))
     assert 80 + rest == len(packing)
+
+    # A second corpus of short documents (tokens from 50 000 up), mixed 3 : 1 by tokens.
+    short = gl.Root(str(directory / "short"))
+    chats = [
+        np.append(rng.integers(50_000, 60_000, size=int(n)), 0) for n in rng.integers(5, 60, 3_000)
+    ]
+    short.publish(
+        [short.write_stream_shard(chats, work_id="tok", dtype=np.uint32)],
+        dataset_id="chats",
+        snapshot_id="v1",
+    )
+    mixed = PackedTokens(
+        [(ds, 0.75), (short.open(), 0.25)], seq_len=1024, batch_size=8, seed=7, rank=0, world_size=1
+    )
+    tokens = [0, 0]  # long corpus, short corpus (padding left out)
+    for b in DataLoader(mixed, batch_size=None, num_workers=2):
+        real = b["labels"] != -100
+        tokens[1] += int(((b["input_ids"] >= 50_000) & real).sum())
+        tokens[0] += int(((b["input_ids"] < 50_000) & real).sum())
+    share = tokens[1] / sum(tokens)
+    print(f"short corpus: {share:.3f} of the tokens (asked 0.25)")
+    assert abs(share - 0.25) < 0.02
 
 
 if __name__ == "__main__":

@@ -10,14 +10,16 @@ from guideloom._roots import Dataset, ReadAheadIter
 
 @final
 class Mixture:
-    """Several datasets read as one id space, mixed by weight or by samples per epoch: the
-    Rust ``guideloom::Mixture`` (order specified in docs/loader.md, "Weighted mixtures")."""
+    """Several datasets (or packings of token streams, each record a window) read as one id
+    space, mixed by weight, by token share or by samples per epoch: the Rust
+    ``guideloom::Mixture`` (order specified in docs/loader.md, "Weighted mixtures")."""
 
     def __new__(
         cls,
-        sources: Sequence[Dataset],
+        sources: Sequence[Dataset | Packing],
         *,
         weights: Sequence[float] | None = None,
+        token_shares: Sequence[float] | None = None,
         choose: Sequence[int | None] | None = None,
         repeat: Sequence[float | None] | None = None,
         ranges: Sequence[tuple[int, int] | None] | None = None,
@@ -29,7 +31,7 @@ class Mixture:
     def __getitem__(self, id: SupportsIndex, /) -> Any: ...
     def locate(self, id: SupportsIndex) -> tuple[int, int]: ...
     @property
-    def sources(self) -> list[Dataset]: ...
+    def sources(self) -> list[Dataset | Packing]: ...
     def get_many(self, ids: Iterable[SupportsIndex]) -> list[Any]: ...
     def get_many_raw(self, ids: Iterable[SupportsIndex]) -> list[Bytes]: ...
     def read_ahead(

@@ -380,3 +380,127 @@ def test_bad_arguments_are_typed(corpus: tuple[gl.Dataset, list[Any]], tmp_path:
     root.publish([root.write_shard([b"a", b"b"], work_id="w")], dataset_id="r", snapshot_id="v1")
     with pytest.raises(gl.UnsupportedError):
         gl.Packing(root.open(), seq_len=8)
+
+
+VOCAB = 4096  # the corpus's BPE vocabulary: the second corpus's tokens are shifted past it
+
+
+@pytest.fixture(scope="module")
+def two_corpora(
+    corpus: tuple[gl.Dataset, list[Any]], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[gl.Dataset, gl.Dataset]:
+    """The stdlib corpus cut in two roots: its first 250 files as they are ("text"), the
+    other 150 with every token shifted by ``VOCAB`` ("code"), so a window's corpus shows."""
+    _, docs = corpus
+    made = []
+    for name, part in (("text", docs[:250]), ("code", [d + VOCAB for d in docs[250:]])):
+        root = gl.Root(str(tmp_path_factory.mktemp(name) / "root"))
+        shard = root.write_stream_shard(part, work_id="tok", dtype=np.uint16)
+        root.publish([shard], dataset_id=name, snapshot_id="v1")
+        made.append(root.open())
+    return made[0], made[1]
+
+
+def corpus_tokens(batches: Iterator[dict[str, Any]]) -> list[int]:
+    """Input tokens of each corpus (padding left out: labels of -100 beyond a window's
+    documents are padding or last tokens; positions say which), over ``batches``."""
+    counts = [0, 0]
+    for b in batches:
+        ids = b["input_ids"].numpy()
+        real = b["labels"].numpy() != -100
+        counts[0] += int(((ids < VOCAB) & real).sum())
+        counts[1] += int(((ids >= VOCAB) & real).sum())
+    return counts
+
+
+@needs_torch
+def test_corpora_mix_by_token_share_and_resume(two_corpora: tuple[gl.Dataset, gl.Dataset]) -> None:
+    text, code = two_corpora
+
+    def make(rank: int = 0, world: int = 1) -> PackedTokens:
+        return PackedTokens(
+            [(text, 0.7), (code, 0.3)], seq_len=SEQ_LEN, batch_size=8, seed=3, rank=rank,
+            world_size=world,
+        )  # fmt: skip
+
+    full_ds = make()
+    full_ds.set_epoch(1)
+    packings = full_ds.packings()
+    mixture = full_ds.mixture()
+    assert mixture is not None and len(packings) == 2
+    assert len(mixture) == sum(len(p) for p in packings)
+    full_batches = list(iter(full_ds))
+    full = rows(iter(full_batches))
+    assert len(full) == full_ds.windows() == len(mixture)
+
+    # Each corpus's share of the tokens, over the epoch and over its first half: 0.7 / 0.3
+    # within the padding's spread (the corpora's own sizes would give about 0.62 / 0.38).
+    for part in (full_batches, full_batches[: len(full_batches) // 2]):
+        counts = corpus_tokens(iter(part))
+        share = counts[1] / sum(counts)
+        assert abs(share - 0.3) < 0.02, (share, counts)
+    natural = packings[1].num_tokens / (packings[0].num_tokens + packings[1].num_tokens)
+    assert abs(natural - 0.3) > 0.05, natural  # the shares did something
+
+    # The windows are the corpora's: each row equals its window of its corpus's packing.
+    ids = full_ds.plan().batch(0)
+    first = full_batches[0]["input_ids"].numpy()
+    for row, i in enumerate(ids):
+        s, k = mixture.locate(i)
+        assert (first[row] == packings[s].batch_array([k])[0][0]).all()
+
+    # Through two DataLoader workers, and resumed after k batches: the same windows.
+    two = make()
+    two.set_epoch(1)
+    assert rows(iter(torch.utils.data.DataLoader(two, batch_size=None, num_workers=2))) == full
+    for k in (0, 5):
+        head_ds = make()
+        head_ds.set_epoch(1)
+        head = rows(b for _, b in zip(range(k), iter(head_ds), strict=False))
+        rest_ds = make()
+        rest_ds.load_state_dict(head_ds.state_dict(batches=k))
+        assert head + rows(iter(rest_ds)) == full, k
+
+    # Two ranks stop after 3 batches each, three finish: every window once.
+    head, states = [], []
+    for rank in range(2):
+        d = make(rank, 2)
+        d.set_epoch(1)
+        head += rows(b for _, b in zip(range(3), iter(d), strict=False))
+        states.append(d.state_dict(batches=3))
+    rest = []
+    for rank in range(3):
+        d = make(rank, 3)
+        d.load_state_dict(states[0])
+        rest += rows(iter(d))
+    assert Counter(head + rest) == Counter(full)
+
+    # Another epoch repacks every corpus.
+    other = make()
+    other.set_epoch(2)
+    assert rows(iter(other)) != full
+    with pytest.raises(ValueError, match="packings"):
+        full_ds.packing()
+
+
+def test_token_shares_are_checked(two_corpora: tuple[gl.Dataset, gl.Dataset]) -> None:
+    text, code = two_corpora
+    packings = [gl.Packing(text, seq_len=64), gl.Packing(code, seq_len=64)]
+    mixed = gl.Mixture(packings, token_shares=[0.5, 0.5])
+    assert mixed.sources[0] is packings[0]
+    s, k = mixed.locate(len(packings[0]))
+    assert (s, k) == (1, 0)
+    # A packing's records in a mixture are its windows' tokens, unpadded, back to back.
+    want = b"".join(code.tokens(a, b).tobytes() for a, b in packings[1].pieces(0))
+    assert bytes(mixed.get_many_raw([len(packings[0])])[0]) == want
+    with pytest.raises(gl.InvalidArgumentError, match="Packing"):
+        gl.Mixture([text, packings[1]], token_shares=[0.5, 0.5])
+    with pytest.raises(gl.InvalidArgumentError, match="alone"):
+        gl.Mixture(packings, token_shares=[0.5, 0.5], weights=[1, 1])
+    with pytest.raises(gl.InvalidArgumentError, match="finite"):
+        gl.Mixture(packings, token_shares=[float("nan"), 0.5])
+    with pytest.raises(TypeError, match=r"Dataset or guideloom\.Packing"):
+        gl.Mixture([text, "code"])  # type: ignore[list-item]
+    if not TORCH_MISSING:
+        with pytest.raises(ValueError, match="pairs"):
+            PackedTokens([], seq_len=64, batch_size=2)

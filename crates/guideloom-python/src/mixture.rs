@@ -1,6 +1,7 @@
-//! `guideloom.Mixture`: several datasets read as one, each by weight or by a per-epoch
-//! sample count — the facade's [`guideloom::Mixture`], whose order `EpochPlan` takes and
-//! whose reads go through each dataset of this process (re-opened after a fork).
+//! `guideloom.Mixture`: several datasets (or packings of token streams, each record a
+//! window) read as one, each by weight, by token share or by a per-epoch sample count — the
+//! facade's [`guideloom::Mixture`], whose order `EpochPlan` takes and whose reads go through
+//! each dataset of this process (re-opened after a fork).
 
 use guideloom::{Mixture as Facade, Ramp, Take, WeightSchedule};
 use pyo3::prelude::*;
@@ -8,13 +9,58 @@ use pyo3::types::PyList;
 
 use crate::dataset::Dataset;
 use crate::errors::raise;
+use crate::format::RecordFormat;
+use crate::packing::Packing;
 use crate::runtime;
 use crate::slices::{PyIndex, index_error, resolve_each};
 
 struct Part {
-    dataset: Py<Dataset>,
+    source: Source,
     range: Option<(u64, u64)>,
     take: Take,
+}
+
+/// What a part mixes: a dataset's records, or a packing's windows.
+enum Source {
+    Dataset(Py<Dataset>),
+    Packing(Py<Packing>),
+}
+
+impl Source {
+    fn extract(s: usize, object: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(dataset) = object.cast::<Dataset>() {
+            return Ok(Source::Dataset(dataset.clone().unbind()));
+        }
+        if let Ok(packing) = object.cast::<Packing>() {
+            return Ok(Source::Packing(packing.clone().unbind()));
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "source {s}: a Mixture mixes guideloom.Dataset or guideloom.Packing objects, not {}",
+            object.get_type().name()?
+        )))
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Source::Dataset(d) => d.get().record_count(),
+            Source::Packing(p) => p.get().window_count(),
+        }
+    }
+
+    /// How its records decode: a packing's windows are raw token bytes.
+    fn format(&self) -> RecordFormat {
+        match self {
+            Source::Dataset(d) => d.get().record_format(),
+            Source::Packing(_) => RecordFormat::Raw,
+        }
+    }
+
+    fn object(&self, py: Python<'_>) -> Py<PyAny> {
+        match self {
+            Source::Dataset(d) => d.clone_ref(py).into_any(),
+            Source::Packing(p) => p.clone_ref(py).into_any(),
+        }
+    }
 }
 
 /// Several datasets as one id space, mixed by weight (`weights=`) or by samples per epoch
@@ -43,10 +89,17 @@ impl Mixture {
     pub(crate) fn facade(&self, py: Python<'_>) -> PyResult<Facade> {
         let mut mixture = Facade::new();
         for part in &self.parts {
-            let dataset = part.dataset.get().current(py)?;
-            mixture = match part.range {
-                Some((a, b)) => mixture.with_range(dataset, a..b, part.take),
-                None => mixture.with_source(dataset, part.take),
+            mixture = match &part.source {
+                Source::Dataset(dataset) => {
+                    let dataset = dataset.get().current(py)?;
+                    match part.range {
+                        Some((a, b)) => mixture.with_range(dataset, a..b, part.take),
+                        None => mixture.with_source(dataset, part.take),
+                    }
+                }
+                Source::Packing(packing) => {
+                    packing.get().add_to(py, mixture, part.range, part.take)?
+                }
             };
         }
         if let Some(e) = self.epoch_size {
@@ -96,7 +149,7 @@ impl Mixture {
         let list = PyList::empty(py);
         for (&id, record) in ids.iter().zip(records) {
             let (s, _) = self.source_of(id).unwrap_or((0, id));
-            let format = self.parts[s].dataset.get().record_format();
+            let format = self.parts[s].source.format();
             list.append(format.decode(py, record)?)?;
         }
         Ok(list)
@@ -112,14 +165,15 @@ impl Mixture {
 impl Mixture {
     #[new]
     #[pyo3(signature = (
-        sources, *, weights = None, choose = None, repeat = None, ranges = None,
-        epoch_size = None, schedule = None, every = None
+        sources, *, weights = None, token_shares = None, choose = None, repeat = None,
+        ranges = None, epoch_size = None, schedule = None, every = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        sources: Vec<Py<Dataset>>,
+        sources: Vec<Bound<'_, PyAny>>,
         weights: Option<Vec<f64>>,
+        token_shares: Option<Vec<f64>>,
         choose: Option<Vec<Option<u64>>>,
         repeat: Option<Vec<Option<f64>>>,
         ranges: Option<Vec<Option<(u64, u64)>>>,
@@ -133,6 +187,7 @@ impl Mixture {
             _ => Ok(()),
         };
         lengths_match("weights", weights.as_ref().map(Vec::len))?;
+        lengths_match("token_shares", token_shares.as_ref().map(Vec::len))?;
         lengths_match("choose", choose.as_ref().map(Vec::len))?;
         lengths_match("repeat", repeat.as_ref().map(Vec::len))?;
         lengths_match("ranges", ranges.as_ref().map(Vec::len))?;
@@ -142,6 +197,45 @@ impl Mixture {
                  positions, choose/repeat fix each source's samples per epoch",
             ));
         }
+        if token_shares.is_some()
+            && (weights.is_some() || choose.is_some() || repeat.is_some() || schedule.is_some())
+        {
+            return Err(invalid(
+                "token_shares= sets every source's weight: give it alone, not with weights=, \
+                 choose=/repeat= or schedule=",
+            ));
+        }
+        let sources: Vec<Source> = sources
+            .iter()
+            .enumerate()
+            .map(|(s, object)| Source::extract(s, object))
+            .collect::<PyResult<_>>()?;
+        let token_weights = match &token_shares {
+            None => None,
+            Some(shares) => Some(
+                sources
+                    .iter()
+                    .zip(shares)
+                    .enumerate()
+                    .map(|(s, (source, &share))| match source {
+                        Source::Packing(p) => Ok(p.get().token_weight(share)),
+                        Source::Dataset(_) => Err(invalid(format!(
+                            "source {s}: token_shares= mixes guideloom.Packing sources (a \
+                             dataset's records have no token count)"
+                        ))),
+                    })
+                    .collect::<PyResult<Vec<f64>>>()?,
+            ),
+        };
+        if let Some(bad) = token_shares
+            .iter()
+            .flatten()
+            .find(|s| !(s.is_finite() && **s >= 0.0))
+        {
+            return Err(invalid(format!(
+                "a token share must be finite and not negative, not {bad}"
+            )));
+        }
         if every.is_some() && schedule.is_none() {
             return Err(invalid(
                 "every= sets the stages of a schedule: pass schedule=",
@@ -149,8 +243,8 @@ impl Mixture {
         }
         let mut parts = Vec::with_capacity(k);
         let mut offsets = vec![0u64];
-        for (s, dataset) in sources.into_iter().enumerate() {
-            let len = dataset.get().record_count();
+        for (s, source) in sources.into_iter().enumerate() {
+            let len = source.len();
             let range = ranges.as_ref().and_then(|r| r[s]);
             let n = match range {
                 Some((a, b)) if a <= b && b <= len => b - a,
@@ -162,7 +256,7 @@ impl Mixture {
                 None => len,
             };
             offsets.push(offsets[s] + n);
-            let take = if let Some(w) = &weights {
+            let take = if let Some(w) = token_weights.as_ref().or(weights.as_ref()) {
                 Take::Weight(w[s])
             } else if schedule.is_some() {
                 Take::Weight(1.0)
@@ -179,7 +273,7 @@ impl Mixture {
                 }
             };
             parts.push(Part {
-                dataset,
+                source,
                 range,
                 take,
             });
@@ -214,10 +308,10 @@ impl Mixture {
         Ok(self.source_of(id).unwrap_or((0, id)))
     }
 
-    /// The datasets, in order.
+    /// The datasets and packings, in order.
     #[getter]
-    fn sources(&self, py: Python<'_>) -> Vec<Py<Dataset>> {
-        self.parts.iter().map(|p| p.dataset.clone_ref(py)).collect()
+    fn sources(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.parts.iter().map(|p| p.source.object(py)).collect()
     }
 
     /// Record `id`, decoded as its dataset decodes.

@@ -65,6 +65,51 @@ fn i64_array<'py>(
 }
 
 impl Packing {
+    /// Windows in the packing.
+    pub(crate) fn window_count(&self) -> u64 {
+        self.packing.len()
+    }
+
+    /// The `Mixture` weight that gives this packing `share` of a mixture's tokens: the share
+    /// over its mean tokens per window (the facade's `PackedWindows::token_share`), so that
+    /// the mixture's exact split of windows is a split of tokens off only by the spread of
+    /// tokens per window.
+    pub(crate) fn token_weight(&self, share: f64) -> f64 {
+        let per_window = self.packing.tokens() as f64 / self.packing.len().max(1) as f64;
+        share / per_window.max(1.0)
+    }
+
+    /// `mixture` with this packing's windows (of its dataset in this process) added as a
+    /// source: each record a window's tokens back to back, little-endian, unpadded.
+    pub(crate) fn add_to(
+        &self,
+        py: Python<'_>,
+        mixture: guideloom::Mixture,
+        range: Option<(u64, u64)>,
+        take: guideloom::Take,
+    ) -> PyResult<guideloom::Mixture> {
+        let dataset = self.dataset.get().current(py)?;
+        let packing = Arc::clone(&self.packing);
+        macro_rules! add {
+            ($t:ty) => {{
+                let windows = guideloom::PackedWindows::<$t>::from_packing(dataset, packing)
+                    .map_err(|e| crate::errors::to_pyerr(py, &e))?;
+                match range {
+                    Some((a, b)) => mixture.with_range(windows, a..b, take),
+                    None => mixture.with_source(windows, take),
+                }
+            }};
+        }
+        Ok(match self.element.as_str() {
+            "u8" => add!(u8),
+            "u16" => add!(u16),
+            "u32" => add!(u32),
+            "i32" => add!(i32),
+            "u64" => add!(u64),
+            _ => add!(i64),
+        })
+    }
+
     fn window(&self, k: u64) -> PyResult<u64> {
         if k >= self.packing.len() {
             return Err(PyIndexError::new_err(format!(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeAlias, cast
 
 import guideloom as gl
 from guideloom._plan import EpochPlan
@@ -12,15 +12,22 @@ from guideloom.torch._base import Equalize, _IterStyle, _require_torch, _world
 from guideloom.torch._datasets import _Progress
 from guideloom.torch._records import _Order, _positions, _Records
 
+PackedSource: TypeAlias = str | os.PathLike[str] | gl.Dataset | Callable[[], gl.Dataset]
+"""A token-stream root: its URI or path, an opened ``guideloom.Dataset``, or a function
+returning one (for spawned workers)."""
+
 
 class _PackedOrder(_Order):
     """The order of :class:`PackedTokens`: the Rust loader's plan over the windows of the
-    epoch's packing (a full shuffle of window numbers; a packing has no shard locality)."""
+    epoch's packing (a full shuffle of window numbers; a packing has no shard locality), or,
+    for several corpora mixed by token share, over the ids of a ``guideloom.Mixture`` of
+    their packings (docs/loader.md, "Weighted mixtures")."""
 
     # Not the base's __init__: its checks are for record sources.
     def __init__(
         self,
-        records: _Records,
+        corpora: list[_Records],
+        shares: list[float] | None,
         *,
         seq_len: int,
         seed: int,
@@ -30,7 +37,9 @@ class _PackedOrder(_Order):
         rank: int | None,
         world_size: int | None,
     ) -> None:
-        self.records = records
+        self.records = corpora[0]
+        self.corpora = corpora
+        self.shares = shares
         self.seq_len = seq_len
         self.seed = seed
         self.shuffle = "full"
@@ -40,26 +49,48 @@ class _PackedOrder(_Order):
         self.equalize = equalize
         self.rank, self.world_size = _world(rank, world_size)
         self.announced = None
-        self._packed: tuple[int, gl.Packing] | None = None
+        self._packed: tuple[int, list[gl.Packing], gl.Mixture | None] | None = None
 
-    def packing(self, epoch: int) -> gl.Packing:
-        """The packing of ``epoch`` (the last one is kept; another epoch repacks, no read)."""
+    def packings(self, epoch: int) -> list[gl.Packing]:
+        """The packings of ``epoch``, one per corpus (the last epoch's are kept; another
+        epoch repacks, no read)."""
         if self._packed is None:
-            dataset = self.records.get()
-            if not isinstance(dataset, gl.Dataset):
-                raise TypeError("PackedTokens reads a token-stream dataset root")
-            packing = gl.Packing(
-                dataset, seq_len=self.seq_len, labels=True, seed=self.seed, epoch=epoch,
-                buffer=self.buffer,
-            )  # fmt: skip
-            self._packed = (epoch, packing)
+            packings = []
+            for records in self.corpora:
+                dataset = records.get()
+                if not isinstance(dataset, gl.Dataset):
+                    raise TypeError("PackedTokens reads token-stream dataset roots")
+                packings.append(
+                    gl.Packing(
+                        dataset,
+                        seq_len=self.seq_len,
+                        labels=True,
+                        seed=self.seed,
+                        epoch=epoch,
+                        buffer=self.buffer,
+                    )
+                )
+            self._packed = (epoch, packings, self._mix(packings))
         elif self._packed[0] != epoch:
-            self._packed = (epoch, self._packed[1].repack(epoch))
+            packings = [p.repack(epoch) for p in self._packed[1]]
+            self._packed = (epoch, packings, self._mix(packings))
         return self._packed[1]
 
+    def _mix(self, packings: list[gl.Packing]) -> gl.Mixture | None:
+        if self.shares is None:
+            return None
+        return gl.Mixture(packings, token_shares=self.shares)
+
+    def mixture(self, epoch: int) -> gl.Mixture | None:
+        """The mixture of ``epoch``'s packings (``None`` for one corpus)."""
+        self.packings(epoch)
+        assert self._packed is not None
+        return self._packed[2]
+
     def plan(self, *, batch_size: int, epoch: int, start: int) -> EpochPlan:
+        mixture = self.mixture(epoch)
         return EpochPlan(
-            len(self.packing(epoch)),
+            len(self.packings(epoch)[0]) if mixture is None else mixture,
             batch_size=batch_size,
             epoch=epoch,
             start=start,
@@ -94,11 +125,19 @@ class PackedTokens(_Progress, _IterStyle):
     resume an epoch exactly, with any worker count or world size. A document longer than a
     window is cut into pieces that start every ``seq_len`` tokens (each piece's positions
     restart at 0; no token is dropped). ``buffer``: pieces sorted together before placing.
+
+    **Several corpora by token share**: ``source`` a list of ``(corpus, share)`` pairs
+    (``[("s3://b/web", 0.7), ("s3://b/code", 0.3)]``). Each corpus is packed on its own
+    (same ``seq_len``, seed and epoch; repacked every epoch) and the windows are mixed by a
+    ``guideloom.Mixture(packings, token_shares=...)``: its exact split of windows weighted so
+    that each corpus gets its share of the tokens (off only by the spread of tokens per
+    window, at most the padding). The epoch is the windows of all corpora, in the mixture's
+    order; resume, workers and ranks as above. A batch may hold windows of several corpora.
     """
 
     def __init__(
         self,
-        source: str | os.PathLike[str] | gl.Dataset | Callable[[], gl.Dataset],
+        source: PackedSource | Sequence[tuple[PackedSource, float]],
         *,
         seq_len: int,
         batch_size: int,
@@ -115,9 +154,21 @@ class PackedTokens(_Progress, _IterStyle):
         s3: gl.S3Options | None = None,
     ) -> None:
         _require_torch()
-        records = _Records(source, snapshot=snapshot, format=None, s3=s3)
+        shares: list[float] | None = None
+        if isinstance(source, (list, tuple)):
+            pairs = list(source)
+            if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+                raise ValueError(
+                    "several corpora are a non-empty list of (corpus, token share) pairs"
+                )
+            corpora = [_Records(c, snapshot=snapshot, format=None, s3=s3) for c, _ in pairs]
+            shares = [float(share) for _, share in pairs]
+        else:
+            one = cast(PackedSource, source)  # not a list or tuple of pairs
+            corpora = [_Records(one, snapshot=snapshot, format=None, s3=s3)]
         order = _PackedOrder(
-            records,
+            corpora,
+            shares,
             seq_len=seq_len,
             seed=seed,
             buffer=buffer,
@@ -133,8 +184,20 @@ class PackedTokens(_Progress, _IterStyle):
         self.plan()  # packs now: bad options and a root that is no token stream fail here
 
     def packing(self) -> gl.Packing:
-        """The packing of the current epoch."""
-        return self._packed_order.packing(self._epoch)
+        """The packing of the current epoch (of the one corpus; ``packings()`` for several)."""
+        packings = self.packings()
+        if len(packings) != 1:
+            raise ValueError(f"{len(packings)} corpora are mixed: use packings()")
+        return packings[0]
+
+    def packings(self) -> list[gl.Packing]:
+        """The packings of the current epoch, one per corpus, in order."""
+        return self._packed_order.packings(self._epoch)
+
+    def mixture(self) -> gl.Mixture | None:
+        """The mixture of the current epoch's packings (``None`` for one corpus): its ids
+        are the plan's, ``locate(id)`` gives ``(corpus, window)``."""
+        return self._packed_order.mixture(self._epoch)
 
     def __len__(self) -> int:
         """Batches this rank yields in the next iteration (all workers together)."""
@@ -149,19 +212,39 @@ class PackedTokens(_Progress, _IterStyle):
         from torch.utils.data import get_worker_info
 
         plan = self.plan()
-        packing = self.packing()
+        packings = self.packings()
+        mixture = self.mixture()
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         if info is None:
             self._delivered = 0
         for k in range(worker, len(plan), workers):
-            stacked = torch.from_numpy(
-                packing.batch_array(
-                    plan.batch(k), pad_id=self._pad_id, ignore_index=self._ignore_index
-                )
-            )
+            stacked = torch.from_numpy(self._batch_array(plan.batch(k), packings, mixture))
             if info is None:
                 self._delivered = k + 1  # counted before the batch goes out
             # Views of one tensor: a DataLoader worker moves one storage to shared memory per
             # batch, not three (3x the batches/s with 2 workers).
             yield {"input_ids": stacked[0], "labels": stacked[1], "position_ids": stacked[2]}
+
+    def _batch_array(
+        self, ids: list[int], packings: list[gl.Packing], mixture: gl.Mixture | None
+    ) -> Any:
+        """The ``(3, len(ids), seq_len)`` array of windows ``ids`` (window numbers, or
+        mixture ids each located in its corpus's packing)."""
+        if mixture is None:
+            return packings[0].batch_array(
+                ids, pad_id=self._pad_id, ignore_index=self._ignore_index
+            )
+        import numpy as np
+
+        located = [mixture.locate(i) for i in ids]
+        out = np.empty((3, len(ids), self._packed_order.seq_len), dtype=np.int64)
+        for s, packing in enumerate(packings):
+            rows = [r for r, (corpus, _) in enumerate(located) if corpus == s]
+            if rows:
+                out[:, rows] = packing.batch_array(
+                    [located[r][1] for r in rows],
+                    pad_id=self._pad_id,
+                    ignore_index=self._ignore_index,
+                )
+        return out
