@@ -268,6 +268,24 @@ def rows(batches: Iterator[dict[str, Any]]) -> list[bytes]:
     return out
 
 
+def two_ranks_then_three(make: Callable[[int, int], PackedTokens], batches: int) -> list[bytes]:
+    """Epoch 1's windows when two ranks stop after ``batches`` batches each (their states
+    agree) and three ranks resume from that state and finish."""
+    head, states = [], []
+    for rank in range(2):
+        d = make(rank, 2)
+        d.set_epoch(1)
+        head += rows(b for _, b in zip(range(batches), iter(d), strict=False))
+        states.append(d.state_dict(batches=batches))
+    assert states[0] == states[1]
+    rest = []
+    for rank in range(3):
+        d = make(rank, 3)
+        d.load_state_dict(states[0])
+        rest += rows(iter(d))
+    return head + rest
+
+
 @needs_torch
 def test_packed_tokens_resume_exactly_across_workers_and_world_sizes(
     corpus: tuple[gl.Dataset, list[Any]],
@@ -307,20 +325,7 @@ def test_packed_tokens_resume_exactly_across_workers_and_world_sizes(
         assert head + rows(iter(second)) == full, k
 
     # Two ranks stop after 4 batches each; three ranks finish the epoch: every window once.
-    head = []
-    states = []
-    for rank in range(2):
-        d = make(rank, 2)
-        d.set_epoch(1)
-        head += rows(b for _, b in zip(range(4), iter(d), strict=False))
-        states.append(d.state_dict(batches=4))
-    assert states[0] == states[1]
-    rest = []
-    for rank in range(3):
-        d = make(rank, 3)
-        d.load_state_dict(states[0])
-        rest += rows(iter(d))
-    assert Counter(head + rest) == Counter(full)
+    assert Counter(two_ranks_then_three(make, 4)) == Counter(full)
 
     # Another epoch packs differently.
     other = make()
@@ -462,18 +467,7 @@ def test_corpora_mix_by_token_share_and_resume(two_corpora: tuple[gl.Dataset, gl
         assert head + rows(iter(rest_ds)) == full, k
 
     # Two ranks stop after 3 batches each, three finish: every window once.
-    head, states = [], []
-    for rank in range(2):
-        d = make(rank, 2)
-        d.set_epoch(1)
-        head += rows(b for _, b in zip(range(3), iter(d), strict=False))
-        states.append(d.state_dict(batches=3))
-    rest = []
-    for rank in range(3):
-        d = make(rank, 3)
-        d.load_state_dict(states[0])
-        rest += rows(iter(d))
-    assert Counter(head + rest) == Counter(full)
+    assert Counter(two_ranks_then_three(make, 3)) == Counter(full)
 
     # Another epoch repacks every corpus.
     other = make()

@@ -70,13 +70,10 @@ impl Packing {
         self.packing.len()
     }
 
-    /// The `Mixture` weight that gives this packing `share` of a mixture's tokens: the share
-    /// over its mean tokens per window (the facade's `PackedWindows::token_share`), so that
-    /// the mixture's exact split of windows is a split of tokens off only by the spread of
-    /// tokens per window.
+    /// The `Mixture` weight that gives this packing `share` of a mixture's tokens
+    /// (`guideloom::Packing::token_weight`).
     pub(crate) fn token_weight(&self, share: f64) -> f64 {
-        let per_window = self.packing.tokens() as f64 / self.packing.len().max(1) as f64;
-        share / per_window.max(1.0)
+        self.packing.token_weight(share)
     }
 
     /// `mixture` with this packing's windows (of its dataset in this process) added as a

@@ -75,11 +75,15 @@ async fn read_all(reader: &Dataset) {
 
 async fn read_in(reader: &Dataset, order: impl Iterator<Item = u64>) {
     for i in order {
-        let got = reader.get_async(i).await.unwrap();
-        let located = reader.table().locate(i).unwrap();
-        let (s, j) = (located.shard as u64, located.local);
-        assert_eq!(got, records(s, j + 1, 8)[usize::try_from(j).unwrap()]);
+        check(reader, i, &reader.get_async(i).await.unwrap());
     }
+}
+
+/// Asserts that `got` is record `i` of `reader` (of 8-byte records).
+fn check(reader: &Dataset, i: u64, got: &[u8]) {
+    let located = reader.table().locate(i).unwrap();
+    let (s, j) = (located.shard as u64, located.local);
+    assert_eq!(got, records(s, j + 1, 8)[usize::try_from(j).unwrap()]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,10 +278,9 @@ async fn a_reader_whose_shards_are_all_cached_reads_locally() {
                 .unwrap();
             for batch in &batches {
                 let got = ahead.next_async().await.unwrap().unwrap();
+                assert_eq!(got.len(), batch.len());
                 for (bytes, &i) in got.iter().zip(batch) {
-                    let located = reader.table().locate(i).unwrap();
-                    let (s, j) = (located.shard as u64, located.local);
-                    assert_eq!(bytes, &records(s, j + 1, 8)[usize::try_from(j).unwrap()]);
+                    check(&reader, i, bytes);
                 }
             }
             assert!(ahead.next_async().await.is_none());

@@ -143,8 +143,7 @@ impl<E: Element> PackedWindows<E> {
     /// windows carry more padding gets proportionally more windows. See
     /// [`Loader::packed_mixture`].
     pub fn token_share(&self, share: f64) -> Take {
-        let per_window = self.packing.tokens() as f64 / self.packing.len().max(1) as f64;
-        Take::Weight(share / per_window.max(1.0))
+        Take::Weight(self.packing.token_weight(share))
     }
 
     /// Window `k`. `publish::Error::OutOfRange` past the last window.

@@ -261,6 +261,16 @@ impl Packing {
         self.tokens
     }
 
+    /// The mixture weight that gives these windows `share` of a mixture's *tokens* (not of
+    /// its windows): `share` over the mean tokens per window, so a corpus whose windows carry
+    /// more padding gets proportionally more windows ([`PackedWindows::token_share`]).
+    ///
+    /// [`PackedWindows::token_share`]: crate::PackedWindows::token_share
+    pub fn token_weight(&self, share: f64) -> f64 {
+        let per_window = self.tokens as f64 / self.len().max(1) as f64;
+        share / per_window.max(1.0)
+    }
+
     /// Padding tokens: `len() × capacity() − tokens()`.
     pub fn padding_tokens(&self) -> u64 {
         self.len() * self.capacity() - self.tokens
