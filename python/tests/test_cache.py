@@ -72,3 +72,22 @@ def test_a_root_opens_through_the_cache(http_root: HttpRoot, tmp_path: Path) -> 
         root.open()[0]  # without the cache the shards are gone
     with pytest.raises(ValueError, match="cache_dir"):
         root.open(cache_bytes=1 << 20)
+
+
+def test_a_swapped_first_shard_fails_the_open_and_fills_nothing(
+    http_root: HttpRoot, tmp_path: Path
+) -> None:
+    """Opening reads shard 0's footer and metadata for the record format (no fill): a shard 0
+    replaced behind the server (here by shard 1's bytes) is refused by name, and the cache
+    keeps nothing of it."""
+    publish(http_root.directory)
+    files = sorted((http_root.directory / "shards").rglob("*.glm"))
+    assert len(files) == 3
+    files[0].write_bytes(files[1].read_bytes())
+    cache = tmp_path / "cache"
+    with pytest.raises(gl.GuideloomError) as refused:
+        gl.open(http_root.url, cache_dir=cache)
+    assert isinstance(refused.value, (gl.VerificationError, gl.CorruptShardError)), refused.value
+    assert files[0].name in str(refused.value)
+    entries = cache / "v1" / "entries"
+    assert not entries.exists() or not list(entries.iterdir())
