@@ -91,6 +91,7 @@ async fn publish_and_read_back(root: &Root, tag: &str) {
         snapshot_id: "run-001".into(),
         shards: vec![shard.clone()],
         mode: PublishMode::Full,
+        schema: None,
     };
     let snapshot = root
         .publish(&request, &PublicationOptions::default())

@@ -165,6 +165,17 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A record does not match the schema its shard declares (the field and what is wrong).
+    #[error("record {index} written to {}: {source}", label.display())]
+    SchemaMismatch {
+        /// The shard being written.
+        label: PathBuf,
+        /// The record's local index in that shard.
+        index: u64,
+        /// The field and what is wrong.
+        #[source]
+        source: crate::schema::Mismatch,
+    },
     /// A record's bytes could not be decoded by its format.
     #[error("cannot decode record {index} of {shard} with format {format}")]
     Decode {
@@ -261,7 +272,7 @@ impl Error {
         match self {
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::FormatMismatch { .. } => ErrorKind::Mismatch,
+            Error::FormatMismatch { .. } | Error::SchemaMismatch { .. } => ErrorKind::Mismatch,
             Error::IndexOutOfRange { .. } | Error::SliceOutOfRange { .. } => ErrorKind::OutOfRange,
             Error::NonDenseIndex { .. } | Error::InvalidArgument { .. } => {
                 ErrorKind::InvalidArgument

@@ -104,6 +104,7 @@ mod mem;
 mod metadata;
 mod point;
 mod reader;
+pub mod schema;
 mod source;
 pub mod spec;
 mod table;

@@ -11,6 +11,8 @@ use crate::spec::{MAX_METADATA_LEN, crc32c};
 /// A CBOR value of user metadata (re-exported from `ciborium`).
 pub use ciborium::Value;
 
+use crate::schema::Schema;
+
 /// `kind` of a shard whose records are encoded documents.
 pub const KIND_DOCUMENTS: &str = "documents";
 
@@ -39,6 +41,10 @@ pub struct ShardMetadata {
     /// User metadata, as written.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user: BTreeMap<String, Value>,
+    /// The schema every record of the shard matches (`format` is then `"cbor"`); see
+    /// [`crate::schema`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Schema>,
 }
 
 impl ShardMetadata {
@@ -52,7 +58,14 @@ impl ShardMetadata {
             element: None,
             writer: Some(WRITER.to_owned()),
             user: BTreeMap::new(),
+            schema: None,
         }
+    }
+
+    /// Declares the schema every record matches (a writer then checks each record).
+    pub fn with_schema(mut self, schema: Schema) -> Self {
+        self.schema = Some(schema);
+        self
     }
 
     /// Sets the stream element type name.
@@ -80,6 +93,13 @@ impl ShardMetadata {
     /// Why `kind` and `element` do not form a valid pair (`documents` with no element, or
     /// `stream` with one of the format's element types), or `None` when they do.
     fn kind_problem(&self) -> Option<String> {
+        if self.schema.is_some() && (self.format != "cbor" || self.kind != KIND_DOCUMENTS) {
+            return Some(format!(
+                "a schema is declared for a {:?} shard of format {:?} (only CBOR documents \
+                 carry one)",
+                self.kind, self.format
+            ));
+        }
         match (self.kind.as_str(), self.element.as_deref()) {
             (KIND_DOCUMENTS, None) => None,
             (KIND_DOCUMENTS, Some(e)) => Some(format!(
@@ -162,6 +182,11 @@ impl ShardMetadata {
             .map_err(|e| Error::metadata(shard, format!("metadata block: {e}")))?;
         if let Some(problem) = meta.kind_problem() {
             return Err(Error::metadata(shard, problem));
+        }
+        if let Some(schema) = &meta.schema {
+            schema
+                .check()
+                .map_err(|e| Error::metadata(shard, e.to_string()))?;
         }
         if meta.records != record_count {
             return Err(Error::metadata(

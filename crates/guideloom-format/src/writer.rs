@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::footer::Footer;
 use crate::index::encode_entry;
 use crate::metadata::ShardMetadata;
+use crate::schema::CompiledSchema;
 use crate::spec::{
     HEADER_LEN, INDEX_ENTRY_LEN, INDEX_ENTRY_USIZE, MAX_RECORDS, crc32c, header_bytes,
 };
@@ -80,6 +81,8 @@ pub struct ShardEncoder<W: Write> {
     index: Vec<u8>,
     count: u64,
     metadata: ShardMetadata,
+    /// The metadata's schema, compiled: every record is checked against it.
+    schema: Option<CompiledSchema>,
 }
 
 impl<W: Write> ShardEncoder<W> {
@@ -91,6 +94,12 @@ impl<W: Write> ShardEncoder<W> {
 
     fn labelled(mut out: W, metadata: ShardMetadata, label: PathBuf) -> Result<Self> {
         metadata.validate()?;
+        let schema = match &metadata.schema {
+            Some(schema) => Some(schema.compile().map_err(|e| Error::InvalidArgument {
+                message: format!("shard metadata: {e}"),
+            })?),
+            None => None,
+        };
         out.write_all(&header_bytes())
             .map_err(|e| Error::write("write", &label, e))?;
         Ok(ShardEncoder {
@@ -100,6 +109,7 @@ impl<W: Write> ShardEncoder<W> {
             index: Vec::new(),
             count: 0,
             metadata,
+            schema,
         })
     }
 
@@ -110,6 +120,7 @@ impl<W: Write> ShardEncoder<W> {
                 message: format!("a shard holds at most {MAX_RECORDS} records"),
             });
         }
+        self.check_schema(self.count, payload)?;
         self.out
             .write_all(payload)
             .map_err(|e| Error::write("write", &self.label, e))?;
@@ -158,6 +169,13 @@ impl<W: Write> ShardEncoder<W> {
         let room = usize::try_from(MAX_RECORDS - self.count).unwrap_or(usize::MAX);
         let fit = &ends[..ends.len().min(room)];
         let len = fit.last().copied().unwrap_or(0);
+        if self.schema.is_some() {
+            let mut start = 0;
+            for (k, &end) in fit.iter().enumerate() {
+                self.check_schema(first + k as u64, &data[start..end])?;
+                start = end;
+            }
+        }
         self.out
             .write_all(&data[..len])
             .map_err(|e| Error::write("write", &self.label, e))?;
@@ -184,6 +202,20 @@ impl<W: Write> ShardEncoder<W> {
         self.count
     }
 
+    /// Refuses a record that does not match the shard's schema, before any byte is written.
+    fn check_schema(&self, index: u64, payload: &[u8]) -> Result<()> {
+        match &self.schema {
+            Some(schema) => schema
+                .check(payload)
+                .map_err(|source| Error::SchemaMismatch {
+                    label: self.label.clone(),
+                    index,
+                    source,
+                }),
+            None => Ok(()),
+        }
+    }
+
     /// Payload bytes appended so far.
     pub fn data_len(&self) -> u64 {
         self.pos - HEADER_LEN
@@ -204,6 +236,7 @@ impl<W: Write> ShardEncoder<W> {
             index,
             count,
             mut metadata,
+            ..
         } = self;
         let io = |e| Error::write("write", &label, e);
         metadata.records = count;

@@ -132,6 +132,7 @@ pub(crate) async fn publish(
         snapshot_id: snapshot_id.into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request, options)
         .await

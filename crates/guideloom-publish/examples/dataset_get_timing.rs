@@ -49,6 +49,7 @@ fn main() {
             snapshot_id: "s".into(),
             shards,
             mode: PublishMode::Full,
+            schema: None,
         };
         root.publish(&request, &PublicationOptions::default())
             .await

@@ -89,6 +89,15 @@ pub enum Error {
         /// The count supplied.
         actual: u64,
     },
+    /// A publication's schema does not evolve from the latest snapshot's (a changed type, a
+    /// dropped field, a new required field...): that needs a new dataset.
+    #[error("snapshot {snapshot_id:?} refused: {detail}")]
+    SchemaChange {
+        /// The snapshot being published.
+        snapshot_id: String,
+        /// The field and the change.
+        detail: String,
+    },
     /// A compare-and-swap (or a sequence-number commit) kept losing races and gave up.
     #[error("gave up updating {key} after {attempts} attempts (concurrent writers kept winning)")]
     CasExhausted {
@@ -517,7 +526,8 @@ impl Error {
             | Error::AnnotationSnapshotMismatch { .. }
             | Error::CountMismatch { .. }
             | Error::NotAStream { .. }
-            | Error::ElementMismatch { .. } => ErrorKind::Mismatch,
+            | Error::ElementMismatch { .. }
+            | Error::SchemaChange { .. } => ErrorKind::Mismatch,
             Error::TokensOutOfRange { .. } => ErrorKind::OutOfRange,
             Error::Decode { .. } => ErrorKind::Decode,
             Error::Runtime { .. } => ErrorKind::Other,

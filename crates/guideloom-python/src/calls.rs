@@ -109,6 +109,7 @@ pub(crate) fn publish(
         snapshot_id,
         shards: shards.iter().map(|s| s.get().to_rust()).collect(),
         mode,
+        schema: None,
     };
     let args = store_args(s3, mount, object_store, storage_options);
     Root::resolve(root, args, false)?.publish_request(py, request, options)

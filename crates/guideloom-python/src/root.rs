@@ -405,6 +405,7 @@ impl Root {
             snapshot_id,
             shards: shards.iter().map(|s| s.get().to_rust()).collect(),
             mode: publish_mode(mode)?,
+            schema: None,
         };
         let options = options.map(|o| o.get().to_rust()).unwrap_or_default();
         self.publish_request(py, request, options)

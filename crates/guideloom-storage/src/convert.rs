@@ -344,6 +344,7 @@ async fn convert_typed<E: Element>(
         snapshot_id: request.snapshot_id.clone(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     let published = root
         .publish(&publish, &PublicationOptions::default())

@@ -93,6 +93,7 @@ where
         snapshot_id: snapshot_id.to_owned(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     Ok(root
         .publish(&request, &PublicationOptions::default())
@@ -354,6 +355,7 @@ impl Publisher {
             snapshot_id: snapshot_id.to_owned(),
             shards,
             mode,
+            schema: None,
         };
         Ok(self
             .publish_request(&request, &PublicationOptions::default())?

@@ -97,6 +97,7 @@ async fn run(root: &Root, mount: bool, tag: &str) -> Result<(), String> {
             } else {
                 PublishMode::Append
             },
+            schema: None,
         };
         let snapshot = root
             .publish(&request, &PublicationOptions::default())

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             snapshot_id: "run-001".into(),
             shards: vec![shard],
             mode: PublishMode::Full,
+            schema: None,
         };
         Ok::<_, Error>(root.publish(&request, &PublicationOptions::default()).await)
     });

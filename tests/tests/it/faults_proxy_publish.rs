@@ -62,6 +62,7 @@ fn request(shards: Vec<ShardRef>) -> PublishRequest {
         snapshot_id: "s1".into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     }
 }
 

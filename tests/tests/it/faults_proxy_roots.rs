@@ -46,6 +46,7 @@ async fn publish_clean(root: &Root) {
         snapshot_id: "s1".into(),
         shards: vec![shard],
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request, &PublicationOptions::default())
         .await

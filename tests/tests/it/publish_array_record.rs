@@ -174,6 +174,7 @@ async fn publish_mixed(root: &Root) -> ShardRef {
         snapshot_id: id.into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request("mixed", shards), &options)
         .await
@@ -439,6 +440,7 @@ fn array_record_reads_cost_one_range_per_chunk() {
             snapshot_id: "s".into(),
             shards: vec![shard],
             mode: PublishMode::Full,
+            schema: None,
         };
         root.publish(&request, &PublicationOptions::default())
             .await

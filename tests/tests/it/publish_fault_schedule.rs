@@ -62,6 +62,7 @@ async fn prepare(clean: &Root) -> PublishRequest {
         snapshot_id: "s2".into(),
         shards: vec![b],
         mode: PublishMode::Append,
+        schema: None,
     }
 }
 

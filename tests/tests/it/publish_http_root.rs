@@ -46,6 +46,7 @@ async fn publish(root: &Root, id: &str, shards: Vec<ShardRef>, mode: PublishMode
         snapshot_id: id.into(),
         shards,
         mode,
+        schema: None,
     };
     root.publish(&request, &PublicationOptions::default())
         .await
@@ -222,6 +223,7 @@ async fn http_root_refuses_writes_with_a_typed_error() {
         snapshot_id: "again".into(),
         shards: vec![a],
         mode: PublishMode::Full,
+        schema: None,
     };
     let err = root
         .publish(&request, &PublicationOptions::default())

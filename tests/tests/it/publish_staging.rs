@@ -149,6 +149,7 @@ async fn publish(root: &Root, sizes: &[u64], sha256: bool) -> Snapshot {
         snapshot_id: "s1".into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request, &PublicationOptions::default())
         .await

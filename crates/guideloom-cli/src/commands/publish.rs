@@ -153,6 +153,7 @@ pub(crate) async fn publish(
         } else {
             PublishMode::Full
         },
+        schema: None,
     };
     let options = PublicationOptions {
         verify_record_counts,

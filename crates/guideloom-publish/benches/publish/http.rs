@@ -79,6 +79,7 @@ fn publish(rt: &Runtime, root: &Root, id: &str, shards: Vec<ShardRef>, mode: Pub
         snapshot_id: id.into(),
         shards,
         mode,
+        schema: None,
     };
     rt.block_on(root.publish(&request, &PublicationOptions::default()))
         .expect("publish");

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use guideloom_format::schema::Schema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -239,6 +240,10 @@ pub struct Manifest {
     pub total_records: u64,
     /// The nonce of the claim this publication holds.
     pub claim_nonce: String,
+    /// The schema every record matches (`None`: schemaless). Shards of earlier snapshots
+    /// (an append) carry a schema this one evolves from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Schema>,
 }
 
 impl Manifest {
@@ -285,6 +290,11 @@ impl Manifest {
             ));
         }
         let total = check_shards(&self.shards).map_err(|what| Error::corrupt(key, what))?;
+        if let Some(schema) = &self.schema {
+            schema
+                .check()
+                .map_err(|e| Error::corrupt(key, e.to_string()))?;
+        }
         if total != self.total_records {
             return Err(Error::corrupt(
                 key,
@@ -483,6 +493,7 @@ mod tests {
             shards,
             total_records,
             claim_nonce: "n".into(),
+            schema: None,
         }
     }
 

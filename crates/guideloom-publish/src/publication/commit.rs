@@ -170,8 +170,9 @@ async fn read_since(
         }
         last = Some(entry);
     }
-    // An append builds on the latest entry's shards: read it if it was checked before.
-    if last.is_none() && request.mode == PublishMode::Append {
+    // An append builds on the latest entry's shards, and a schema evolves from the latest
+    // entry's: read it if it was checked before.
+    if last.is_none() && (request.mode == PublishMode::Append || request.schema.is_some()) {
         last = Some(snapshot_log::read_entry(store, identity, *top, Some(info.size)).await?);
     }
     Ok(Since::Clear(last))
@@ -197,6 +198,7 @@ fn manifest_on(
     parent: Option<Snapshot>,
 ) -> Result<Manifest> {
     let parent_seq = (top > 0).then_some(top);
+    check_schema_change(request, parent.as_ref())?;
     let mut shards = match (parent, request.mode) {
         (Some(parent), PublishMode::Append) => parent.manifest.shards,
         _ => Vec::new(),
@@ -220,7 +222,33 @@ fn manifest_on(
         shards,
         total_records,
         claim_nonce: claim.nonce.clone(),
+        schema: request.schema.clone(),
     })
+}
+
+/// Refuses a schema that does not evolve from the parent's (see [`PublishRequest::schema`]).
+fn check_schema_change(request: &PublishRequest, parent: Option<&Snapshot>) -> Result<()> {
+    let earlier = parent.and_then(|p| p.manifest.schema.as_ref());
+    let refuse = |detail: String| Error::SchemaChange {
+        snapshot_id: request.snapshot_id.clone(),
+        detail,
+    };
+    match (earlier, &request.schema) {
+        (Some(earlier), Some(schema)) => schema
+            .evolves_from(earlier)
+            .map_err(|e| refuse(e.to_string())),
+        (Some(_), None) => Err(refuse(
+            "the latest snapshot declares a schema and this one declares none (a schema is \
+             never dropped)"
+                .to_owned(),
+        )),
+        (None, Some(_)) if request.mode == PublishMode::Append && parent.is_some() => Err(refuse(
+            "an append cannot declare a schema over a schemaless snapshot's records \
+                 (publish all the shards, in full mode)"
+                .to_owned(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Writes the pointer to `snapshot`'s entry. Every committer of a claim writes the same

@@ -30,6 +30,7 @@ use crate::manifest::{MAX_SHARDS, PublishMode, ShardRef, check_shards};
 use crate::shards::ShardInspector;
 use crate::snapshot_log::{self, Snapshot};
 use crate::store::RootStore;
+use guideloom_format::schema::Schema;
 use guideloom_io::RetryPolicy;
 
 mod claim;
@@ -89,6 +90,10 @@ pub struct PublishRequest {
     pub shards: Vec<ShardRef>,
     /// Full or append.
     pub mode: PublishMode,
+    /// The schema every record of the snapshot matches, or `None` (schemaless). It must
+    /// evolve from the latest snapshot's ([`Schema::evolves_from`]): a schemaless snapshot
+    /// may be followed by one with a schema only in full mode, and a schema is never dropped.
+    pub schema: Option<Schema>,
 }
 
 /// How a publication ended: which snapshot, and whether this call committed it.

@@ -73,6 +73,7 @@ async fn adopted_shards_are_the_references_their_writers_returned() {
         snapshot_id: "s".into(),
         shards: adopted[2..].to_vec(),
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request, &PublicationOptions::default())
         .await

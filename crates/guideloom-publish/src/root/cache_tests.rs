@@ -39,6 +39,7 @@ async fn publish(name: &str, shards: u64, n: u64, len: usize) -> Arc<dyn crate::
         snapshot_id: "s".into(),
         shards: refs,
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request, &PublicationOptions::default())
         .await

@@ -27,6 +27,7 @@ async fn publish_three(root: &Root) -> Vec<Bytes> {
         snapshot_id: "s".into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     root.publish(&request, &PublicationOptions::default())
         .await

@@ -500,7 +500,7 @@ impl Root {
     ///     snapshot_id: "s".into(),
     ///     shards: vec![shard],
     ///     mode: PublishMode::Full,
-    /// };
+    ///, schema: None, };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
     /// assert_eq!(&reader.get_async(1).await?[..], b"bb");

@@ -201,6 +201,7 @@ async fn setup(store: Arc<Gated>, sizes: &[u64], staging: StagingOptions) -> (Ro
         snapshot_id: "s".into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     };
     writer
         .publish(&request, &PublicationOptions::default())

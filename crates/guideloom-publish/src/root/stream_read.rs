@@ -87,7 +87,7 @@ impl Dataset {
     ///     root.write_stream_shard("w", 0, first).await?,
     ///     root.write_stream_shard("w", 1, second).await?,
     /// ];
-    /// let request = PublishRequest { dataset_id: "t".into(), snapshot_id: "v1".into(), shards, mode: PublishMode::Full };
+    /// let request = PublishRequest { dataset_id: "t".into(), snapshot_id: "v1".into(), shards, mode: PublishMode::Full, schema: None, };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let ds = root.open_latest().await?;
     /// assert_eq!((ds.len(), ds.num_tokens()?), (3, 6)); // 3 documents, 6 tokens

@@ -29,6 +29,7 @@ fn public_futures_are_send() {
         snapshot_id: "s".into(),
         shards: vec![],
         mode: PublishMode::Full,
+        schema: None,
     };
     let opts = PublicationOptions::default();
     assert_send(&root.publish(&req, &opts));
@@ -62,6 +63,7 @@ fn snapshot_of_nothing() -> Snapshot {
             shards: vec![],
             total_records: 0,
             claim_nonce: "n".into(),
+            schema: None,
         },
         log_key: log_key(1),
         log_size: 0,
@@ -153,6 +155,7 @@ async fn probing_finds_the_latest_entry_with_logarithmic_probes() {
             snapshot_id: format!("s{n}"),
             shards: vec![],
             mode: PublishMode::Full,
+            schema: None,
         };
         let published = writer
             .publish(&request, &PublicationOptions::default())
@@ -190,6 +193,7 @@ async fn a_hand_made_gap_gives_every_reader_the_same_latest_and_is_reported() {
         snapshot_id: format!("s{n}"),
         shards: vec![],
         mode: PublishMode::Full,
+        schema: None,
     };
     for n in 1..=6u64 {
         root.publish(&publish(n), &PublicationOptions::default())
@@ -258,6 +262,7 @@ fn request(id: &str, shards: Vec<ShardRef>) -> PublishRequest {
         snapshot_id: id.into(),
         shards,
         mode: PublishMode::Full,
+        schema: None,
     }
 }
 

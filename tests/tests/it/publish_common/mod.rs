@@ -152,6 +152,7 @@ pub fn request(snapshot_id: &str, shards: Vec<ShardRef>, mode: PublishMode) -> P
         snapshot_id: snapshot_id.into(),
         shards,
         mode,
+        schema: None,
     }
 }
 

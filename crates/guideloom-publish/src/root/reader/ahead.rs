@@ -154,7 +154,7 @@ impl Dataset {
     /// #     let root = Root::new(store, RootOptions::default());
     /// #     let records = (0..100u32).map(|i| i.to_le_bytes());
     /// #     let shard = root.write_shard("w", 0, ShardMetadata::new("raw", "documents"), records).await?;
-    /// #     let request = PublishRequest { dataset_id: "d".into(), snapshot_id: "s".into(), shards: vec![shard], mode: PublishMode::Full };
+    /// #     let request = PublishRequest { dataset_id: "d".into(), snapshot_id: "s".into(), shards: vec![shard], mode: PublishMode::Full, schema: None, };
     /// #     root.publish(&request, &PublicationOptions::default()).await?;
     /// #     Ok::<_, guideloom_publish::Error>(())
     /// # })?;

@@ -139,7 +139,7 @@ impl Dataset {
     /// #     let root = Root::open("memory://dataset-open-doc", &Default::default(), Default::default())?;
     /// #     let meta = ShardMetadata::new("raw", "documents");
     /// #     let shard = root.write_shard("w", 0, meta, [b"a".as_slice(), b"b", b"c"]).await?;
-    /// #     let request = PublishRequest { dataset_id: "d".into(), snapshot_id: "s".into(), shards: vec![shard], mode: PublishMode::Full };
+    /// #     let request = PublishRequest { dataset_id: "d".into(), snapshot_id: "s".into(), shards: vec![shard], mode: PublishMode::Full, schema: None, };
     /// #     root.publish(&request, &PublicationOptions::default()).await
     /// # })?;
     /// use guideloom_publish::Dataset;
