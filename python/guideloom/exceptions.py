@@ -24,6 +24,7 @@ __all__ = [
     "CorruptObjectError",
     "CorruptShardError",
     "CountMismatchError",
+    "SchemaError",
     "DatasetMismatchError",
     "DecodeError",
     "EncodeError",
@@ -99,6 +100,12 @@ class DecodeError(GuideloomError, ValueError):
 
 class CountMismatchError(GuideloomError, ValueError):
     """A count given by the caller differs from the one it must equal."""
+
+
+class SchemaError(GuideloomError, ValueError):
+    """A record does not match its dataset's schema (``path`` names the shard, ``index`` the
+    record, the message the field), or a snapshot's schema does not evolve from the latest
+    one's (a changed type, a dropped field, a new required field: that needs a new dataset)."""
 
 
 class PublicationCollisionError(GuideloomError):

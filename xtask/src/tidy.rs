@@ -30,12 +30,18 @@ pub(crate) const LAYERS: &[&str] = &[
     // publish layers may use it to read ArrayRecord shards.
     "guideloom-arrayrecord",
     "guideloom-format",
+    // Arrow batches from records and records from batches: the format's schemas only; below
+    // publish so that no reader of roots needs arrow-rs.
+    "guideloom-arrow",
     "guideloom-publish",
     // The storages (directories of numbered shards): above publish because `convert`
     // migrates a stream storage into a root's stream snapshot; below the facade, which
     // re-exports them.
     "guideloom-storage",
     "guideloom",
+    // Importers and exporters: write through the facade's publisher, read through its
+    // datasets; the CLI and the Python package use them.
+    "guideloom-import",
     "guideloom-cli",
     // The Python bindings sit beside the CLI at the top; above it in this list only because
     // the order is linear (it depends on no CLI code, and nothing depends on it).

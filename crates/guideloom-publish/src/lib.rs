@@ -35,7 +35,8 @@
 //!     snapshot_id: "run-001".into(),
 //!     shards: vec![shard],
 //!     mode: PublishMode::Full,
-//!, schema: None, };
+//!     schema: None,
+//! };
 //! root.publish(&request, &PublicationOptions::default()).await?;
 //!
 //! let latest = root.latest().await?;

@@ -47,6 +47,8 @@ pub(crate) struct Dataset {
     format: RecordFormat,
     snapshot_id: String,
     len: u64,
+    /// The snapshot's schema (records are then CBOR maps of its columns).
+    pub(crate) schema: Option<guideloom::format::schema::Schema>,
     state: Mutex<Opened>,
 }
 
@@ -223,6 +225,7 @@ pub(crate) fn open_in(
     options.snapshot = Some(snapshot_id.clone());
     Ok(Dataset {
         len: dataset.len(),
+        schema: dataset.snapshot().manifest.schema.clone(),
         uri,
         options,
         format,
@@ -235,6 +238,11 @@ pub(crate) fn open_in(
 }
 
 impl Dataset {
+    /// `<root> (snapshot <id>)`, for messages.
+    pub(crate) fn describe(&self) -> String {
+        format!("{} (snapshot {})", self.uri, self.snapshot_id)
+    }
+
     /// The facade dataset of this process: in a forked child, the same snapshot on a root
     /// resolved afresh (its own connections), with no request: the parent's snapshot (log
     /// entry and manifest, already checked) is kept, so a DataLoader worker starts reading
@@ -291,7 +299,7 @@ impl Dataset {
         runtime::detached(py, move || Ok(dataset.get(index)?))
     }
 
-    fn fetch_many(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Vec<Bytes>> {
+    pub(crate) fn fetch_many(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Vec<Bytes>> {
         let dataset = self.current(py)?;
         runtime::detached(py, move || Ok(dataset.get_many(&indices)?))
     }

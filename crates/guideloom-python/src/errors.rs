@@ -108,6 +108,7 @@ fn class(kind: ErrorKind, subject: Subject) -> &'static str {
         ErrorKind::Conflict => "ConcurrentUpdateError",
         ErrorKind::Mismatch if subject == Subject::Dataset => "DatasetMismatchError",
         ErrorKind::Mismatch if subject == Subject::Count => "CountMismatchError",
+        ErrorKind::Mismatch if subject == Subject::Schema => "SchemaError",
         ErrorKind::Mismatch => "FormatMismatchError",
         ErrorKind::ReadOnly => "ReadOnlyRootError",
         ErrorKind::TooLarge => "TooLargeError",
@@ -140,6 +141,8 @@ enum Subject {
     Dataset,
     /// A count given by the caller.
     Count,
+    /// A dataset's schema (a record that does not match it, a change it cannot take).
+    Schema,
 }
 
 /// The exception's attributes: the object at fault, as the error names it.
@@ -199,6 +202,12 @@ fn map_io(e: &IoError) -> Mapped {
 
 fn map_format(e: &FormatError) -> Mapped {
     match e {
+        FormatError::SchemaMismatch { label, index, .. } => Mapped {
+            path: Some(label.display().to_string()),
+            index: Some(*index),
+            ..Mapped::default()
+        }
+        .subject(Subject::Schema),
         FormatError::Corrupt { shard, .. }
         | FormatError::Unsupported { shard, .. }
         | FormatError::FormatMismatch { shard, .. }
@@ -253,6 +262,7 @@ fn map_publish(e: &PublishError) -> Mapped {
             Mapped::key(set).subject(Subject::Dataset)
         }
         PublishError::CountMismatch { .. } => Mapped::default().subject(Subject::Count),
+        PublishError::SchemaChange { .. } => Mapped::default().subject(Subject::Schema),
         PublishError::MountedBucketCannotAnnotate { root }
         | PublishError::ReadOnlyRoot { root } => Mapped {
             root: Some(root.clone()),
@@ -404,12 +414,13 @@ pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> PyErr {
 mod tests {
     use super::*;
 
-    const SUBJECTS: [Subject; 5] = [
+    const SUBJECTS: [Subject; 6] = [
         Subject::Other,
         Subject::ControlObject,
         Subject::LocalFile,
         Subject::Dataset,
         Subject::Count,
+        Subject::Schema,
     ];
 
     /// Every kind has a class of its own row (only `Other` is the base class), and every class

@@ -26,6 +26,7 @@ use pyo3::prelude::*;
 mod ahead;
 mod aio;
 mod calls;
+mod columns;
 mod dataset;
 mod errors;
 mod filesystem;

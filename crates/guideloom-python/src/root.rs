@@ -389,8 +389,10 @@ impl Root {
     }
 
     /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id` (`mode="full"`
-    /// or `"append"`).
-    #[pyo3(signature = (shards, *, dataset_id, snapshot_id, mode = "full", options = None))]
+    /// or `"append"`), declaring `schema` (a `pyarrow.Schema`, or anything with
+    /// `__arrow_c_schema__`) when its records have one.
+    #[pyo3(signature = (shards, *, dataset_id, snapshot_id, mode = "full", options = None, schema = None))]
+    #[allow(clippy::too_many_arguments)]
     fn publish(
         &self,
         py: Python<'_>,
@@ -399,13 +401,16 @@ impl Root {
         snapshot_id: String,
         mode: &str,
         options: Option<&Bound<'_, PublicationOptions>>,
+        schema: Option<pyo3_arrow::PySchema>,
     ) -> PyResult<Snapshot> {
         let request = PublishRequest {
             dataset_id,
             snapshot_id,
             shards: shards.iter().map(|s| s.get().to_rust()).collect(),
             mode: publish_mode(mode)?,
-            schema: None,
+            schema: schema
+                .map(|s| crate::columns::stored_schema(&s))
+                .transpose()?,
         };
         let options = options.map(|o| o.get().to_rust()).unwrap_or_default();
         self.publish_request(py, request, options)

@@ -137,11 +137,16 @@ async fn read_existing(
 
 /// SHA-256 of what identifies a publication request: dataset, snapshot id, mode, shards.
 pub(super) fn request_digest(request: &PublishRequest) -> String {
-    let identity = serde_json::json!({
+    let mut identity = serde_json::json!({
         "dataset_id": request.dataset_id,
         "snapshot_id": request.snapshot_id,
         "mode": request.mode,
         "shards": request.shards,
     });
+    // Only when declared: a schemaless request keeps the digest it always had (a claim taken
+    // by an earlier version is still taken over by its retry).
+    if let Some(schema) = &request.schema {
+        identity["schema"] = serde_json::json!(schema);
+    }
     sha256_hex(identity.to_string().as_bytes())
 }

@@ -170,9 +170,9 @@ async fn read_since(
         }
         last = Some(entry);
     }
-    // An append builds on the latest entry's shards, and a schema evolves from the latest
-    // entry's: read it if it was checked before.
-    if last.is_none() && (request.mode == PublishMode::Append || request.schema.is_some()) {
+    // An append builds on the latest entry's shards, and every publication's schema (or its
+    // absence) is checked against the latest entry's: read it if it was checked before.
+    if last.is_none() {
         last = Some(snapshot_log::read_entry(store, identity, *top, Some(info.size)).await?);
     }
     Ok(Since::Clear(last))

@@ -49,6 +49,8 @@ mod here_tests;
 #[cfg(test)]
 mod prefetch_tests;
 mod reader;
+#[cfg(test)]
+mod schema_tests;
 mod stream_read;
 mod stream_write;
 #[cfg(test)]
@@ -500,7 +502,8 @@ impl Root {
     ///     snapshot_id: "s".into(),
     ///     shards: vec![shard],
     ///     mode: PublishMode::Full,
-    ///, schema: None, };
+    ///     schema: None,
+    /// };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
     /// assert_eq!(&reader.get_async(1).await?[..], b"bb");

@@ -329,7 +329,8 @@ impl Dataset {
     ///     snapshot_id: "s".into(),
     ///     shards,
     ///     mode: PublishMode::Full,
-    ///, schema: None, };
+    ///     schema: None,
+    /// };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
     /// let mut runs = reader.read_in_order(1..4, RunBudget::default())?;
@@ -517,7 +518,8 @@ impl Dataset {
     ///     snapshot_id: "s".into(),
     ///     shards: vec![shard],
     ///     mode: PublishMode::Full,
-    ///, schema: None, };
+    ///     schema: None,
+    /// };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
     /// let mut scan = reader.scan(1..3)?;

@@ -54,7 +54,8 @@ impl Root {
     ///     snapshot_id: "s".into(),
     ///     shards: vec![shard],
     ///     mode: PublishMode::Full,
-    ///, schema: None, };
+    ///     schema: None,
+    /// };
     /// root.publish(&request, &PublicationOptions::default()).await?;
     /// let reader = root.open_latest().await?;
     /// assert_eq!(reader.stream()?.len(), 5);
