@@ -33,6 +33,16 @@ from guideloom._filesystem import (
     StreamShardReader,
 )
 from guideloom._guideloom import __version__
+from guideloom._imports import (
+    ImportSummary,
+    import_arrow,
+    import_csv,
+    import_jsonl,
+    import_mds,
+    import_parquet,
+    import_webdataset,
+    write_table,
+)
 from guideloom._plan import EpochPlan, Mixture, Packing
 from guideloom._records import Bytes, CborFormat, DocumentPickleFormat, RawFormat
 from guideloom._roots import (
@@ -61,7 +71,6 @@ from guideloom.exceptions import (
     CorruptObjectError,
     CorruptShardError,
     CountMismatchError,
-    SchemaError,
     DatasetMismatchError,
     DecodeError,
     EncodeError,
@@ -74,6 +83,7 @@ from guideloom.exceptions import (
     PublicationCollisionError,
     ReadOnlyRootError,
     RefusedFileError,
+    SchemaError,
     ShardExistsError,
     StorageError,
     TooLargeError,
@@ -92,7 +102,6 @@ __all__ = [
     "CorruptObjectError",
     "CorruptShardError",
     "CountMismatchError",
-    "SchemaError",
     "Dataset",
     "DatasetMismatchError",
     "DecodeError",
@@ -107,6 +116,7 @@ __all__ = [
     "FileSystemStream",
     "FormatMismatchError",
     "GuideloomError",
+    "ImportSummary",
     "IndexOutOfRangeError",
     "InternalError",
     "InvalidArgumentError",
@@ -122,6 +132,7 @@ __all__ = [
     "RefusedFileError",
     "Root",
     "S3Options",
+    "SchemaError",
     "ShardExistsError",
     "ShardInfo",
     "ShardRef",
@@ -142,8 +153,15 @@ __all__ = [
     "__version__",
     "adopt_array_record",
     "convert_stream_storage",
+    "import_arrow",
+    "import_csv",
+    "import_jsonl",
+    "import_mds",
+    "import_parquet",
+    "import_webdataset",
     "open",
     "publish",
     "publish_annotations",
     "write_shard",
+    "write_table",
 ]

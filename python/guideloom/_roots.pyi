@@ -82,6 +82,16 @@ class Dataset:
     def get_many(self, indices: Iterable[SupportsIndex]) -> list[Any]: ...
     def get_raw(self, index: SupportsIndex) -> Bytes: ...
     def get_many_raw(self, indices: Iterable[SupportsIndex]) -> list[Bytes]: ...
+    @property
+    def schema(self) -> Any: ...
+    def get_batch(
+        self,
+        indices: Iterable[SupportsIndex],
+        *,
+        annotations: Sequence[str | tuple[str, str]] | None = None,
+    ) -> Any: ...
+    def get_numpy(self, indices: Iterable[SupportsIndex]) -> dict[str, Any]: ...
+    def batch_of(self, records: Sequence[Bytes]) -> Any: ...
     def read_ahead(
         self,
         batches: Iterable[Iterable[SupportsIndex]] | EpochPlan,
@@ -151,7 +161,36 @@ class Root:
         snapshot_id: str,
         mode: Literal["full", "append"] = "full",
         options: PublicationOptions | None = None,
+        schema: Any = None,
     ) -> Snapshot: ...
+    def import_plan(
+        self,
+        kind: str,
+        paths: Sequence[str],
+        *,
+        batch_rows: int = 1024,
+        text_fields: Sequence[str] | None = None,
+    ) -> tuple[Any, int, int]: ...
+    def import_units(
+        self,
+        kind: str,
+        paths: Sequence[str],
+        *,
+        work_id: str,
+        units: Sequence[int] | None = None,
+        batch_rows: int = 1024,
+        shard_bytes: int | None = None,
+        first_shard: int = 0,
+        text_fields: Sequence[str] | None = None,
+    ) -> dict[str, Any]: ...
+    def write_batches(
+        self,
+        data: Any,
+        *,
+        work_id: str,
+        shard_bytes: int | None = None,
+        first_shard: int = 0,
+    ) -> dict[str, Any]: ...
     def publish_annotations(
         self,
         name: str,

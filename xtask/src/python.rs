@@ -44,6 +44,22 @@ pub(crate) const PIP_PACKAGES: &[&str] = &[
     // python/tests/test_packing.py trains a byte-level BPE on the standard library's sources
     // (offline: no vocabulary is downloaded).
     "tokenizers",
+    // The typed-data tests (python/tests/realdata.py builds their tables from data shipped
+    // inside packages: scikit-learn's digits, scikit-image's sample images, the standard
+    // library's sources) and the Arrow interop: pyarrow, Hugging Face datasets, Ray,
+    // WebDataset (Lance, a bench peer only, is in BENCH_PACKAGES). `datasets<5`: 5.x needs
+    // huggingface-hub >= 1.31, which the bench peers' transformers (< 1.0, through
+    // mosaicml-streaming) excludes; unpinned, pip backtracked for 10 min and gave up on the
+    // bench install. Measured in a fresh venv (one at a time after the packages above, pip
+    // 23.2): pyarrow 6 s +170 MiB, datasets 24 s +102 MiB, scikit-learn 15 s +202 MiB,
+    // scikit-image 8 s +77 MiB, ray 18 s +245 MiB (ray[default] would add 21 s and 77 MiB for
+    // nothing the tests use), webdataset 5 s +1 MiB.
+    "pyarrow",
+    "datasets<5",
+    "scikit-learn",
+    "scikit-image",
+    "ray",
+    "webdataset",
     RUFF,
 ];
 
@@ -221,9 +237,10 @@ fn static_checks(root: &Path, venv: &Path) -> Result<()> {
 pub(crate) const PYBENCH_SWITCH: &str = "GUIDELOOM_XTASK_PYBENCH";
 
 /// The peers `python/bench/peers.py` reads beside guideloom, installed into the project venv
-/// by [`bench()`] (array_record is already there: the servers' packages). Measured: pylance 7 s,
-/// mosaicml-streaming 86 s (it brings torchvision, transformers, cloud SDKs and numpy 2.1).
-/// Not in a venv of their own: a second torch filled the shared disk when tried.
+/// by [`bench()`] (array_record is already there: the servers' packages). Measured: pylance
+/// 12 s (+232 MiB, the tests do not use it), mosaicml-streaming 86 s (it brings torchvision, transformers,
+/// cloud SDKs and numpy 2.1). Not in a venv of their own: a second torch filled the shared
+/// disk when tried.
 pub(crate) const BENCH_PACKAGES: &[&str] = &[
     "pylance",
     "mosaicml-streaming",
@@ -239,7 +256,8 @@ const FAR_PROFILES: &[&[&str]] = &[&[], &["--records", "5000", "--record-bytes",
 
 /// `cargo xtask bench`'s Python part: the package built in release into the project venv
 /// with the peers ([`BENCH_PACKAGES`]), then `python/bench/peers.py` (local reads beside
-/// array_record, MDS and Lance) and `python/bench/far_peers.py` (two epochs over moto behind
+/// array_record, MDS and Lance), `columnar_peers.py` and `import_peers.py` (typed batches and
+/// imports beside HF datasets, Lance, MDS and LitData) and `python/bench/far_peers.py` (two epochs over moto behind
 /// the fault proxy's far link, beside MDS and LitData; [`FAR_PROFILES`]), each printing its
 /// own tables. Skipped with `GUIDELOOM_XTASK_PYBENCH=0`.
 pub(crate) fn bench(root: &Path) -> Result<()> {
@@ -259,10 +277,17 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
     util::lean_build(&mut maturin);
     println!("[python-bench] $ {}", util::display(&maturin));
     util::run(&mut maturin)?;
-    let mut bench = venv_command(&venv, "python");
-    bench.current_dir(root).arg("python/bench/peers.py");
-    println!("[python-bench] $ {}", util::display(&bench));
-    util::run(&mut bench)?;
+    // Local reads beside the peers, then typed batches (random batches of 64 as Arrow beside
+    // HF datasets, Lance and MDS) and imports (1 GB of Parquet beside LitData's optimize and
+    // MDS's writer), each against the ceiling of the same run.
+    for script in ["peers.py", "columnar_peers.py", "import_peers.py"] {
+        let mut bench = venv_command(&venv, "python");
+        bench
+            .current_dir(root)
+            .arg(format!("python/bench/{script}"));
+        println!("[python-bench] $ {}", util::display(&bench));
+        util::run(&mut bench)?;
+    }
     // far_peers runs the fault proxy's far_link example between the readers and moto.
     let mut link = util::cargo(root);
     link.current_dir(root).args([

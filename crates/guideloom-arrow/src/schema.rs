@@ -68,7 +68,7 @@ pub(crate) fn arrow_type(data_type: &DataType) -> Arrow {
 
 /// The guideloom schema of an Arrow schema: dictionaries stored as their values, large and
 /// view strings, binaries and lists as the plain ones (the values are the same), field and
-/// schema metadata kept. Types guideloom does not store (decimals, durations, times,
+/// schema metadata kept (but Parquet's `ARROW:schema`, a second copy of the schema). Types guideloom does not store (decimals, durations, times,
 /// intervals, maps, unions, nulls...) are refused by field ([`Error::Unsupported`]); the
 /// result passes [`Schema::check`].
 ///

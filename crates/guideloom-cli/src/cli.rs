@@ -1,5 +1,9 @@
 //! Command-line syntax (clap derive).
 
+mod transfer;
+
+pub(crate) use transfer::{ExportArgs, ExportFormat, ImportArgs, ImportFormat, ImportMode};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -214,6 +218,19 @@ pub(crate) enum Command {
     Convert(ConvertArgs),
     /// List the annotation sets, or print one set's values as JSON Lines.
     Annotations(AnnotationsArgs),
+    /// Import Parquet, CSV, JSON Lines, MDS or WebDataset files as a new snapshot of
+    /// schema-bound records (written, then published).
+    #[command(
+        override_usage = "guideloom import [OPTIONS] --dataset <ID> --snapshot <ID> <FORMAT> <INPUT>... <ROOT>\n       \
+                                guideloom import [OPTIONS] --dataset <ID> --snapshot <ID> --root <ROOT> <FORMAT> <INPUT>..."
+    )]
+    Import(ImportArgs),
+    /// Export a snapshot of schema-bound records (or a range of it) as Parquet or JSON Lines.
+    #[command(
+        override_usage = "guideloom export [OPTIONS] <FORMAT> <ROOT> <OUT>\n       \
+                                guideloom export [OPTIONS] --root <ROOT> <FORMAT> <OUT>"
+    )]
+    Export(ExportArgs),
 }
 
 impl Command {
@@ -229,6 +246,8 @@ impl Command {
             Command::Annotate(a) => Some(&a.root),
             Command::Bench(a) => Some(&a.root),
             Command::Annotations(a) => Some(&a.root),
+            Command::Import(a) => Some(&a.root),
+            Command::Export(a) => Some(&a.root),
             Command::Quickstart(_) | Command::Convert(_) => None,
         }
     }
@@ -255,6 +274,8 @@ impl Command {
                     format!("invalid value {index:?} for INDEX (a record number from 0): {e}")
                 })?;
             }
+            Command::Import(a) => a.resolve()?,
+            Command::Export(a) => a.resolve()?,
             _ => {}
         }
         if let Command::Annotations(a) = self

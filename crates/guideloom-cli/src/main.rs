@@ -95,6 +95,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Quickstart(a) => commands::quickstart::run(a, global).await,
         Command::Convert(a) => commands::convert::run(a, global).await,
         Command::Annotations(a) => commands::annotations::run(a, global).await,
+        Command::Import(a) => commands::import::run(a, global).await,
+        Command::Export(a) => commands::export::run(a, global).await,
     }
 }
 

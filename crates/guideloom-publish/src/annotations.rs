@@ -139,6 +139,20 @@ impl AnnotationSet {
         self.lines.is_empty()
     }
 
+    /// The JSON text of record `index`'s value, as published (one line of the values file,
+    /// checked against the catalog's SHA-256 when the set was opened).
+    pub fn raw(&self, index: u64) -> Result<&[u8]> {
+        let (start, end) = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.lines.get(i).copied())
+            .ok_or_else(|| Error::OutOfRange {
+                index,
+                len: self.lines.len() as u64,
+                what: format!("annotation set {}/{}", self.entry.set, self.entry.version),
+            })?;
+        Ok(&self.body[start..end])
+    }
+
     /// The value of record `index`, decoded as `T`.
     pub fn get<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
         let (start, end) = usize::try_from(index)

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use guideloom::format::schema::Schema;
 use guideloom_arrow::{BatchDecoder, to_arrow};
+use guideloom_import::annotations::{AnnotationColumn, with_columns};
 use pyo3::prelude::*;
 use pyo3_arrow::{PyRecordBatch, PySchema};
 
@@ -29,15 +30,51 @@ impl Dataset {
     }
 
     /// Records `indices` (any iterable of ints, a slice, a range or a numpy array) as one
-    /// `pyarrow.RecordBatch` with the dataset's schema, in the order given.
+    /// `pyarrow.RecordBatch` with the dataset's schema, in the order given; `annotations`
+    /// joins annotation sets as extra columns after the records' own: each a set's name (its
+    /// latest version when this dataset first reads it, then pinned) or `(name, version)`.
+    #[pyo3(signature = (indices, *, annotations = None))]
     fn get_batch<'py>(
         &self,
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
+        annotations: Option<Vec<AnnotationArg>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let schema = self.schema_or_raise()?.clone();
         let indices = self.indices(indices)?;
-        let records = self.fetch_many(py, indices)?;
+        let records = self.fetch_many(py, indices.clone())?;
+        let batch = py
+            .detach(move || decode(&schema, &records))
+            .map_err(|e| raise("CorruptShardError", format!("{}: {e}", self.describe())))?;
+        let batch = match annotations {
+            Some(sets) if !sets.is_empty() => self.join_annotations(py, batch, &sets, &indices)?,
+            _ => batch,
+        };
+        PyRecordBatch::new(batch).into_pyarrow(py)
+    }
+
+    /// Records `indices` as `{column: numpy array}` (`guideloom._columns.batch_to_numpy` of
+    /// `get_batch`: numbers and tensors without a copy, text and bytes as object arrays).
+    fn get_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        indices: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let batch = self.get_batch(py, indices, None)?;
+        py.import("guideloom._columns")?
+            .getattr("batch_to_numpy")?
+            .call1((batch,))
+    }
+
+    /// The records of `records` (raw bytes of this dataset's records, e.g. from
+    /// `get_many_raw` or a raw read-ahead) as one `pyarrow.RecordBatch`.
+    fn batch_of<'py>(
+        &self,
+        py: Python<'py>,
+        records: Vec<pyo3_bytes::PyBytes>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self.schema_or_raise()?.clone();
+        let records: Vec<bytes::Bytes> = records.into_iter().map(|r| r.into_inner()).collect();
         let batch = py
             .detach(move || decode(&schema, &records))
             .map_err(|e| raise("CorruptShardError", format!("{}: {e}", self.describe())))?;
@@ -45,7 +82,76 @@ impl Dataset {
     }
 }
 
+/// An annotation set to join: its name, and a version (else the reader's pinned one).
+#[derive(FromPyObject)]
+pub(crate) enum AnnotationArg {
+    Versioned(String, String),
+    Latest(String),
+}
+
 impl Dataset {
+    /// `batch` with the values of `sets` for `indices` as extra columns.
+    fn join_annotations(
+        &self,
+        py: Python<'_>,
+        batch: arrow_array::RecordBatch,
+        sets: &[AnnotationArg],
+        indices: &[u64],
+    ) -> PyResult<arrow_array::RecordBatch> {
+        let dataset = self.current(py)?;
+        let wanted: Vec<(String, Option<String>)> = sets
+            .iter()
+            .map(|a| match a {
+                AnnotationArg::Versioned(n, v) => (n.clone(), Some(v.clone())),
+                AnnotationArg::Latest(n) => (n.clone(), None),
+            })
+            .collect();
+        let types = &self.annotation_types;
+        let joined = crate::runtime::block_on(py, async move {
+            let mut columns = Vec::new();
+            for (name, version) in &wanted {
+                let set = match version {
+                    None => dataset.annotations_async(name).await?,
+                    Some(v) => std::sync::Arc::new(
+                        dataset
+                            .root()
+                            .annotations(name, Some(v), dataset.snapshot(), false)
+                            .await?,
+                    ),
+                };
+                columns.push((name.clone(), set));
+            }
+            Ok::<_, crate::errors::Error>(columns)
+        })?;
+        py.detach(|| {
+            let mut out = Vec::new();
+            for (name, set) in &joined {
+                let key = set.entry().key.clone();
+                let known = types
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&key)
+                    .cloned();
+                let column = match known {
+                    Some(t) => AnnotationColumn::with_type(set, t),
+                    None => {
+                        let c = AnnotationColumn::new(set)?;
+                        types
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(key, c.data_type().clone());
+                        c
+                    }
+                };
+                out.push(column.take(name, indices)?);
+            }
+            with_columns(&batch, out)
+        })
+        .map_err(|e: guideloom_import::Error| {
+            raise("CorruptObjectError", format!("{}: {e}", self.describe()))
+        })
+    }
+
     fn schema_or_raise(&self) -> PyResult<&Schema> {
         self.schema.as_ref().ok_or_else(|| {
             raise(

@@ -49,6 +49,10 @@ pub(crate) struct Dataset {
     len: u64,
     /// The snapshot's schema (records are then CBOR maps of its columns).
     pub(crate) schema: Option<guideloom::format::schema::Schema>,
+    /// The column type of each annotation set joined so far (by its values' key), inferred
+    /// once.
+    pub(crate) annotation_types:
+        std::sync::Arc<Mutex<std::collections::HashMap<String, arrow_schema::DataType>>>,
     state: Mutex<Opened>,
 }
 
@@ -226,6 +230,7 @@ pub(crate) fn open_in(
     Ok(Dataset {
         len: dataset.len(),
         schema: dataset.snapshot().manifest.schema.clone(),
+        annotation_types: Default::default(),
         uri,
         options,
         format,

@@ -31,6 +31,7 @@ mod dataset;
 mod errors;
 mod filesystem;
 mod format;
+mod imports;
 mod io;
 mod mixture;
 mod options;

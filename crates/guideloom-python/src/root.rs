@@ -127,7 +127,7 @@ impl Root {
     }
 
     /// The resolved root of this process (resolved again in a forked child).
-    fn current(&self) -> PyResult<Resolved> {
+    pub(crate) fn current(&self) -> PyResult<Resolved> {
         let pid = runtime::pid();
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.pid != pid {

@@ -183,6 +183,14 @@ impl Publisher {
         })
     }
 
+    /// A publisher writing through `root`, already resolved (its store and options kept).
+    pub fn from_root(root: Root) -> Self {
+        Publisher {
+            root,
+            retry: RetryPolicy::contended_update(),
+        }
+    }
+
     /// Bounds the compare-and-swap retries of annotation publication (default
     /// [`RetryPolicy::contended_update`]: 64 attempts, 2 ms doubling up to 500 ms).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {

@@ -22,7 +22,7 @@ main process as one object instead of one pickled object per record.
 """
 
 from guideloom.torch._base import LoaderState, Shuffle, Source
-from guideloom.torch._collate import RawBatch, collate_raw
+from guideloom.torch._collate import RawBatch, collate_columns, collate_raw
 from guideloom.torch._datasets import BatchSampler, Dataset, IterableDataset
 from guideloom.torch._packed import PackedTokens
 
@@ -35,5 +35,6 @@ __all__ = [
     "RawBatch",
     "Shuffle",
     "Source",
+    "collate_columns",
     "collate_raw",
 ]

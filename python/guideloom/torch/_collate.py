@@ -75,3 +75,13 @@ def _register_collate() -> None:
 
 
 _register_collate()
+
+
+def collate_columns(batch: Any) -> dict[str, Any]:
+    """The ``collate_fn`` of a columns-mode :class:`guideloom.torch.Dataset`: its
+    ``pyarrow.RecordBatch`` as ``{column: tensor}`` for numbers and fixed-shape tensors
+    (``(batch, *shape)``), and ``{column: list}`` for text, bytes and nested values
+    (:func:`guideloom._columns.batch_to_torch`)."""
+    from guideloom._columns import batch_to_torch
+
+    return batch_to_torch(batch)

@@ -33,6 +33,11 @@ class Dataset(_MapStyle):
     ``snapshot``, ``format`` and ``s3`` are :func:`guideloom.open`'s, for a root URI (``s3``
     also re-opens an opened S3 dataset in a spawned worker).
 
+    ``columns=True`` (a dataset with a schema) makes ``__getitems__`` return the batch as one
+    ``pyarrow.RecordBatch``, decoded in Rust (read-ahead included); pass
+    ``collate_fn=guideloom.torch.collate_columns`` to the ``DataLoader`` for a dict of
+    tensors (numbers and tensors as tensors, text and bytes as lists).
+
     Iterated through :meth:`batch_sampler`, each ``DataLoader`` worker reads its next
     ``read_ahead`` batches ahead (within ``read_ahead_bytes``; ``read_ahead=0``: off): the
     sampler announces its plan before the workers start, and a worker predicts the batches
@@ -56,8 +61,10 @@ class Dataset(_MapStyle):
         s3: gl.S3Options | None = None,
         read_ahead: int = 16,
         read_ahead_bytes: int = 64 << 20,
+        columns: bool = False,
     ) -> None:
         _require_torch()
+        self._columns = columns
         if read_ahead < 0 or read_ahead_bytes < 0:
             raise ValueError("read_ahead and read_ahead_bytes must not be negative")
         self._read_ahead = read_ahead
@@ -89,13 +96,22 @@ class Dataset(_MapStyle):
         if self._ahead is not None:
             got = self._ahead.take(indices)
             if got is not None:
-                return got
+                return self._batch(got)
             self._ahead.reader.close()
             self._ahead = None
         started = self._start_ahead(indices)
         if started is not None:
-            return started
+            return self._batch(started)
+        if self._columns:
+            return self._records.get().get_batch(indices)  # type: ignore[no-any-return]
         return self._records.many(indices)
+
+    def _batch(self, records: list[Any]) -> Any:
+        """A read-ahead batch as :meth:`__getitems__` returns it (raw records are decoded
+        into one Arrow batch in ``columns`` mode)."""
+        if self._columns:
+            return self._records.get().batch_of(records)
+        return records
 
     def _start_ahead(self, indices: Sequence[int]) -> list[Any] | None:
         """Starts reading ahead from the batch ``indices`` is, if the announced plan (tried
@@ -125,6 +141,7 @@ class Dataset(_MapStyle):
             step=ks.step,
             batches_ahead=self._read_ahead,
             bytes_ahead=self._read_ahead_bytes,
+            raw=self._columns,
         )
         self._ahead = _Ahead(plan, ks, reader)
         return self._ahead.take(indices)

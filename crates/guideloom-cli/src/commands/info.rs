@@ -130,6 +130,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
                     "records": s.total_records(),
                     "bytes": s.shards().iter().map(|r| r.size).sum::<u64>(),
                     "shard_formats": formats(s),
+                    "schema": s.manifest.schema,
                 })
             })
             .collect();
@@ -174,6 +175,12 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             s.total_records(),
             output::bytes(bytes),
         ))?;
+    }
+    if let Some(schema) = snapshots.last().and_then(|s| s.manifest.schema.as_ref()) {
+        output::line("schema (latest snapshot):")?;
+        for line in schema.to_string().lines() {
+            output::line(&format!("  {line}"))?;
+        }
     }
     if !unpublished.is_empty() {
         output::line(&format!(

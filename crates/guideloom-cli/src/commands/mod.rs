@@ -4,6 +4,8 @@ pub(crate) mod annotate;
 pub(crate) mod annotations;
 pub(crate) mod bench;
 pub(crate) mod convert;
+pub(crate) mod export;
+pub(crate) mod import;
 pub(crate) mod info;
 pub(crate) mod publish;
 pub(crate) mod quickstart;

@@ -22,6 +22,7 @@ mod cli_error_lines;
 mod cli_faults;
 mod cli_features;
 mod cli_hostile;
+mod cli_import;
 mod cli_memory;
 mod cli_messages;
 mod cli_mount;

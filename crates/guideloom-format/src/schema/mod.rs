@@ -54,8 +54,11 @@ pub const MAX_FIELDS: usize = 10_000;
 pub const MAX_DEPTH: usize = 32;
 /// Largest `fixed_size_list` or `fixed_size_binary` size.
 pub const MAX_FIXED_SIZE: u32 = 1 << 28;
-/// Longest field name or metadata key/value, in bytes.
+/// Longest field name or metadata key, in bytes.
 pub const MAX_NAME_BYTES: usize = 64 << 10;
+/// Longest metadata value, in bytes (pandas' schema metadata of a wide frame runs to
+/// hundreds of KiB).
+pub const MAX_METADATA_VALUE_BYTES: usize = 1 << 20;
 
 /// The columns of a dataset's records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -184,8 +187,8 @@ impl Schema {
 
     /// Refuses what no reader can hold: empty or duplicate names among siblings, more than
     /// [`MAX_FIELDS`] fields, nesting deeper than [`MAX_DEPTH`], fixed sizes over
-    /// [`MAX_FIXED_SIZE`] (or zero for a binary), names and metadata over
-    /// [`MAX_NAME_BYTES`], a tensor extension whose shape does not match its list. Every
+    /// [`MAX_FIXED_SIZE`] (or zero for a binary), names and metadata keys over
+    /// [`MAX_NAME_BYTES`], metadata values over [`MAX_METADATA_VALUE_BYTES`], a tensor extension whose shape does not match its list. Every
     /// schema read from a root passes through here before it is used.
     pub fn check(&self) -> Result<(), SchemaError> {
         let mut count = 0usize;

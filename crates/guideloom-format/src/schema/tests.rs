@@ -387,3 +387,19 @@ fn many_members_use_the_lookup() {
     let expected: Vec<String> = (0..40).map(|i| format!("Int({i})")).collect();
     assert_eq!(values, expected);
 }
+
+#[test]
+fn names_with_dots_are_names() {
+    let schema = Schema::new(vec![
+        Field::new("seg.png", DataType::Binary, true),
+        Field::new(
+            "a",
+            DataType::Struct(vec![Field::new("b.c", DataType::Int8, false)]),
+            false,
+        ),
+    ])
+    .compile()
+    .unwrap();
+    let record = cbor(&cbor!({"seg.png" => Value::Bytes(vec![1]), "a" => {"b.c" => 1}}).unwrap());
+    schema.check(&record).unwrap();
+}

@@ -72,6 +72,8 @@ pub struct Mismatch {
 
 #[derive(Debug)]
 struct Node {
+    /// The field's own name (a name may hold dots: the path is for messages only).
+    name: String,
     path: String,
     data_type: DataType,
     nullable: bool,
@@ -287,8 +289,7 @@ impl CompiledSchema {
     }
 
     fn name(&self, node: NodeId) -> &str {
-        let path = &self.nodes[node].path;
-        path.rsplit_once('.').map_or(path, |(_, name)| name)
+        &self.nodes[node].name
     }
 
     /// A member the map does not hold: null if its field allows it.
@@ -489,6 +490,7 @@ fn add(nodes: &mut Vec<Node>, parent: &str, field: &Field) -> NodeId {
     let id = nodes.len();
     let path = join(parent, &field.name);
     nodes.push(Node {
+        name: field.name.clone(),
         path: path.clone(),
         data_type: field.data_type.clone(),
         nullable: field.nullable,
