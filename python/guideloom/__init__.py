@@ -35,6 +35,8 @@ from guideloom._filesystem import (
 from guideloom._guideloom import __version__
 from guideloom._imports import (
     ImportSummary,
+    export_jsonl,
+    export_parquet,
     import_arrow,
     import_csv,
     import_jsonl,
@@ -153,6 +155,8 @@ __all__ = [
     "__version__",
     "adopt_array_record",
     "convert_stream_storage",
+    "export_jsonl",
+    "export_parquet",
     "import_arrow",
     "import_csv",
     "import_jsonl",

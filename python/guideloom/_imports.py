@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from guideloom._roots import Root, ShardRef, Snapshot
 
-Mode = Literal["full", "append"]
-Kind = Literal["parquet", "csv", "jsonl", "webdataset", "mds"]
+_Mode = Literal["full", "append"]
+_Kind = Literal["parquet", "csv", "jsonl", "webdataset", "mds"]
 PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
@@ -125,28 +125,37 @@ def _fan_out(
 
 
 def _import(
-    kind: Kind,
+    kind: _Kind,
     paths: PathArg,
     root: str | os.PathLike[str] | Root,
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode,
+    mode: _Mode,
     work_id: str | None,
     batch_rows: int,
     shard_bytes: int | None,
     executor: Any,
     root_options: dict[str, Any] | None,
     text_fields: Sequence[str] | None = None,
+    unit_rows: int | None = None,
 ) -> ImportSummary:
     started = time.perf_counter()
     files = _paths(paths)
     target = _root(root, root_options)
     schema, units, _ = target.import_plan(
-        kind, files, batch_rows=batch_rows, text_fields=list(text_fields or [])
+        kind,
+        files,
+        batch_rows=batch_rows,
+        text_fields=list(text_fields or []),
+        unit_rows=unit_rows,
     )
     work_id = work_id or f"import-{uuid.uuid4().hex[:12]}"
-    options: dict[str, Any] = {"batch_rows": batch_rows, "shard_bytes": shard_bytes}
+    options: dict[str, Any] = {
+        "batch_rows": batch_rows,
+        "shard_bytes": shard_bytes,
+        "unit_rows": unit_rows,
+    }
     if text_fields:
         options["text_fields"] = list(text_fields)
     if executor is None:
@@ -162,7 +171,7 @@ def _publish(
     schema: Any,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode,
+    mode: _Mode,
     started: float,
     *,
     units: int,
@@ -200,19 +209,22 @@ def import_parquet(
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode = "full",
+    mode: _Mode = "full",
     work_id: str | None = None,
     batch_rows: int = 1024,
     shard_bytes: int | None = None,
     executor: Any = None,
     root_options: dict[str, Any] | None = None,
+    unit_rows: int | None = None,
 ) -> ImportSummary:
     """Imports Parquet files (one schema; streamed by row group, memory bounded by one
-    batch), each row a record with the files' Arrow schema and field metadata."""
+    batch), each row a record with the files' Arrow schema and field metadata. A unit of
+    work is a file, or with ``unit_rows`` a range of whole row groups of about that many
+    rows (finer tasks for ``executor=``)."""
     return _import(
         "parquet", paths, root, dataset_id=dataset_id, snapshot_id=snapshot_id, mode=mode,
         work_id=work_id, batch_rows=batch_rows, shard_bytes=shard_bytes, executor=executor,
-        root_options=root_options,
+        root_options=root_options, unit_rows=unit_rows,
     )  # fmt: skip
 
 
@@ -222,7 +234,7 @@ def import_csv(
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode = "full",
+    mode: _Mode = "full",
     work_id: str | None = None,
     batch_rows: int = 1024,
     shard_bytes: int | None = None,
@@ -244,7 +256,7 @@ def import_jsonl(
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode = "full",
+    mode: _Mode = "full",
     work_id: str | None = None,
     batch_rows: int = 1024,
     shard_bytes: int | None = None,
@@ -265,7 +277,7 @@ def import_webdataset(
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode = "full",
+    mode: _Mode = "full",
     text_fields: Sequence[str] = (),
     work_id: str | None = None,
     batch_rows: int = 1024,
@@ -289,7 +301,7 @@ def import_mds(
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode = "full",
+    mode: _Mode = "full",
     work_id: str | None = None,
     batch_rows: int = 1024,
     shard_bytes: int | None = None,
@@ -325,7 +337,7 @@ def import_arrow(
     *,
     dataset_id: str,
     snapshot_id: str,
-    mode: Mode = "full",
+    mode: _Mode = "full",
     work_id: str | None = None,
     shard_bytes: int | None = None,
     root_options: dict[str, Any] | None = None,
@@ -369,3 +381,34 @@ def records_to_table(records: Iterable[dict[str, Any]], schema: Any) -> Any:
     import pyarrow as pa
 
     return pa.Table.from_pylist(list(records), schema=schema)
+
+
+def export_parquet(
+    root: str | os.PathLike[str] | Root,
+    path: str | os.PathLike[str],
+    *,
+    snapshot: str | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+    root_options: dict[str, Any] | None = None,
+) -> tuple[int, int]:
+    """Writes a snapshot with a schema (default the latest; records ``start:stop``) to the
+    Parquet file ``path`` (zstd, the Arrow schema with its field metadata; never replacing a
+    file). Returns ``(records, bytes written)``."""
+    ds = _root(root, root_options).open(snapshot=snapshot)
+    return ds.export("parquet", os.fspath(path), start=start, stop=stop)
+
+
+def export_jsonl(
+    root: str | os.PathLike[str] | Root,
+    path: str | os.PathLike[str],
+    *,
+    snapshot: str | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+    root_options: dict[str, Any] | None = None,
+) -> tuple[int, int]:
+    """Writes a snapshot with a schema to the JSON Lines file ``path`` (one object per record,
+    bytes as lowercase hex strings). Returns ``(records, bytes written)``."""
+    ds = _root(root, root_options).open(snapshot=snapshot)
+    return ds.export("jsonl", os.fspath(path), start=start, stop=stop)

@@ -92,6 +92,15 @@ class Dataset:
     ) -> Any: ...
     def get_numpy(self, indices: Iterable[SupportsIndex]) -> dict[str, Any]: ...
     def batch_of(self, records: Sequence[Bytes]) -> Any: ...
+    def export(
+        self,
+        kind: Literal["parquet", "jsonl"],
+        path: str | PathLike[str],
+        *,
+        start: int | None = None,
+        stop: int | None = None,
+        batch_records: int = 1024,
+    ) -> tuple[int, int]: ...
     def read_ahead(
         self,
         batches: Iterable[Iterable[SupportsIndex]] | EpochPlan,
@@ -170,6 +179,7 @@ class Root:
         *,
         batch_rows: int = 1024,
         text_fields: Sequence[str] | None = None,
+        unit_rows: int | None = None,
     ) -> tuple[Any, int, int]: ...
     def import_units(
         self,
@@ -182,6 +192,7 @@ class Root:
         shard_bytes: int | None = None,
         first_shard: int = 0,
         text_fields: Sequence[str] | None = None,
+        unit_rows: int | None = None,
     ) -> dict[str, Any]: ...
     def write_batches(
         self,

@@ -24,6 +24,7 @@ DOCUMENTED_BASES: dict[str, tuple[str, ...]] = {
     "InvalidArgumentError": ("GuideloomError", "ValueError"),
     "EncodeError": ("GuideloomError", "ValueError"),
     "DecodeError": ("GuideloomError", "ValueError"),
+    "SchemaError": ("GuideloomError", "ValueError"),
     "CountMismatchError": ("GuideloomError", "ValueError"),
     "PublicationCollisionError": ("GuideloomError",),
     "ShardExistsError": ("GuideloomError", "FileExistsError"),

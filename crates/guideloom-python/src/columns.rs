@@ -53,6 +53,52 @@ impl Dataset {
         PyRecordBatch::new(batch).into_pyarrow(py)
     }
 
+    /// Writes the snapshot (or records `start..stop`) to `path` as Parquet (`kind="parquet"`:
+    /// zstd, the Arrow schema with its field metadata) or JSON Lines (`kind="jsonl"`: bytes as
+    /// lowercase hex), reading `batch_records` records at a time; an existing file is never
+    /// replaced. Returns `(records, bytes written)`.
+    #[pyo3(signature = (kind, path, *, start = None, stop = None, batch_records = 1024))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        path: std::path::PathBuf,
+        start: Option<u64>,
+        stop: Option<u64>,
+        batch_records: usize,
+    ) -> PyResult<(u64, u64)> {
+        self.schema_or_raise()?;
+        let parquet = match kind {
+            "parquet" => true,
+            "jsonl" => false,
+            other => {
+                return Err(raise(
+                    "InvalidArgumentError",
+                    format!("export kind {other:?} is neither \"parquet\" nor \"jsonl\""),
+                ));
+            }
+        };
+        let range = match (start, stop) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0)..b.unwrap_or(self.len).min(self.len)),
+        };
+        let options = guideloom_import::export::ExportOptions {
+            batch_records: batch_records.max(1),
+            range,
+        };
+        let dataset = self.current(py)?;
+        let done = py
+            .detach(|| {
+                if parquet {
+                    guideloom_import::export::export_parquet(&dataset, &path, &options)
+                } else {
+                    guideloom_import::export::export_jsonl(&dataset, &path, &options)
+                }
+            })
+            .map_err(|e| raise("StorageError", format!("{}: {e}", self.describe())))?;
+        Ok((done.records, done.bytes))
+    }
+
     /// Records `indices` as `{column: numpy array}` (`guideloom._columns.batch_to_numpy` of
     /// `get_batch`: numbers and tensors without a copy, text and bytes as object arrays).
     fn get_numpy<'py>(

@@ -46,7 +46,7 @@ pub(crate) struct Dataset {
     options: DatasetOptions,
     format: RecordFormat,
     snapshot_id: String,
-    len: u64,
+    pub(crate) len: u64,
     /// The snapshot's schema (records are then CBOR maps of its columns).
     pub(crate) schema: Option<guideloom::format::schema::Schema>,
     /// The column type of each annotation set joined so far (by its values' key), inferred

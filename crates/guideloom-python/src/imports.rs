@@ -38,6 +38,8 @@ struct Spec {
     paths: Vec<PathBuf>,
     batch_rows: usize,
     text_fields: Vec<String>,
+    /// Parquet: units of about this many rows (whole row groups) instead of one per file.
+    unit_rows: Option<u64>,
 }
 
 impl Spec {
@@ -46,7 +48,10 @@ impl Spec {
         Ok(match self.kind.as_str() {
             "parquet" => {
                 let input = ParquetInput::open_with(&self.paths, ParquetOptions { batch_rows })?;
-                let units = input.units();
+                let units = match self.unit_rows {
+                    Some(rows) => input.split_units(rows),
+                    None => input.units(),
+                };
                 Input::Parquet(input, units)
             }
             "csv" | "jsonl" => {
@@ -196,7 +201,7 @@ impl Root {
     /// `"mds"`) of `paths`: `(schema, units, input_bytes)` — the `pyarrow.Schema` the records
     /// will have, how many units the input splits into (row-group ranges, files, tars, MDS
     /// shards), and its size. Reads only the inputs' metadata.
-    #[pyo3(signature = (kind, paths, *, batch_rows = 1024, text_fields = None))]
+    #[pyo3(signature = (kind, paths, *, batch_rows = 1024, text_fields = None, unit_rows = None))]
     fn import_plan<'py>(
         &self,
         py: Python<'py>,
@@ -204,12 +209,14 @@ impl Root {
         paths: Vec<PathBuf>,
         batch_rows: usize,
         text_fields: Option<Vec<String>>,
+        unit_rows: Option<u64>,
     ) -> PyResult<(Bound<'py, PyAny>, usize, u64)> {
         let spec = Spec {
             kind,
             paths,
             batch_rows,
             text_fields: text_fields.unwrap_or_default(),
+            unit_rows,
         };
         let (schema, units, bytes) = py
             .detach(|| {
@@ -230,7 +237,7 @@ impl Root {
     /// work id `work_id` (numbered from `first_shard`, cut at `shard_bytes` of records), with
     /// the GIL released. Returns `{"shards", "records", "input_bytes", "payload_bytes",
     /// "shard_bytes"}`; publish the shards with `publish(..., schema=plan's schema)`.
-    #[pyo3(signature = (kind, paths, *, work_id, units = None, batch_rows = 1024, shard_bytes = None, first_shard = 0, text_fields = None))]
+    #[pyo3(signature = (kind, paths, *, work_id, units = None, batch_rows = 1024, shard_bytes = None, first_shard = 0, text_fields = None, unit_rows = None))]
     #[allow(clippy::too_many_arguments)]
     fn import_units<'py>(
         &self,
@@ -243,12 +250,14 @@ impl Root {
         shard_bytes: Option<u64>,
         first_shard: u64,
         text_fields: Option<Vec<String>>,
+        unit_rows: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let spec = Spec {
             kind,
             paths,
             batch_rows,
             text_fields: text_fields.unwrap_or_default(),
+            unit_rows,
         };
         let publisher = Publisher::from_root(self.current()?);
         let imported = py

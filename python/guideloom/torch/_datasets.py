@@ -90,7 +90,7 @@ class Dataset(_MapStyle):
     def __getitem__(self, index: int) -> Any:
         return self._records.one(index)
 
-    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+    def __getitems__(self, indices: Sequence[int]) -> Any:
         """The records at ``indices``: one batched read, coalesced per shard (or taken from
         this worker's read-ahead, see the class documentation)."""
         if self._ahead is not None:
@@ -103,7 +103,7 @@ class Dataset(_MapStyle):
         if started is not None:
             return self._batch(started)
         if self._columns:
-            return self._records.get().get_batch(indices)  # type: ignore[no-any-return]
+            return self._records.get().get_batch(indices)
         return self._records.many(indices)
 
     def _batch(self, records: list[Any]) -> Any:
