@@ -107,7 +107,7 @@ def guideloom(table: pa.Table, work: Path) -> Read:
     parquet = realdata.write_parquet_by_pyarrow(table, work / "in.parquet", 1024)
     root = work / "root"
     gl.import_parquet(  # type: ignore[attr-defined, unused-ignore]
-        [parquet], str(root), batch_rows=1024, work_id="bench"
+        [parquet], str(root), dataset_id="bench", snapshot_id="v1", batch_rows=1024, work_id="bench"
     )
     ds: Any = gl.open(str(root))
 

@@ -89,11 +89,16 @@ def run_pyarrow(files: list[Path], _out: Path, _args: argparse.Namespace) -> dic
 
 def run_guideloom(files: list[Path], out: Path, _args: argparse.Namespace) -> dict[str, Any]:
     summary: Any = gl.import_parquet(  # type: ignore[attr-defined, unused-ignore]
-        [str(f) for f in files], str(out), batch_rows=1024, work_id="bench"
+        [str(f) for f in files],
+        str(out),
+        dataset_id="bench",
+        snapshot_id="v1",
+        batch_rows=1024,
+        work_id="bench",
     )
     return {
         "records": summary.records,
-        "out_bytes": summary.bytes_written,
+        "out_bytes": summary.shard_bytes,
         "shards": summary.shards,
         "snapshot_id": summary.snapshot_id,
     }
