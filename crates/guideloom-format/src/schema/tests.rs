@@ -403,3 +403,48 @@ fn names_with_dots_are_names() {
     let record = cbor(&cbor!({"seg.png" => Value::Bytes(vec![1]), "a" => {"b.c" => 1}}).unwrap());
     schema.check(&record).unwrap();
 }
+
+#[test]
+fn heads_of_every_width_and_the_malformed_ones() {
+    let schema = Schema::new(vec![
+        Field::new("f", DataType::Float64, true),
+        Field::new("u", DataType::UInt64, true),
+    ])
+    .compile()
+    .unwrap();
+    let record = |value: &[u8]| {
+        let mut out = vec![0xA1, 0x61, b'f'];
+        out.extend_from_slice(value);
+        out
+    };
+    let mut log = Log::default();
+    // Half, single and double floats: 1.5 each.
+    for head in [
+        &[0xF9, 0x3E, 0x00][..],
+        &[0xFA, 0x3F, 0xC0, 0, 0],
+        &[0xFB, 0x3F, 0xF8, 0, 0, 0, 0, 0, 0],
+    ] {
+        log.0.clear();
+        schema.walk(&record(head), &mut log).unwrap();
+        assert_eq!(log.0[0].1, "Float(1.5)");
+    }
+    // Integers in 1, 2, 4 and 8 bytes of argument; u64::MAX.
+    let int = |head: &[u8]| {
+        let mut out = vec![0xA1, 0x61, b'u'];
+        out.extend_from_slice(head);
+        let mut log = Log::default();
+        schema.walk(&out, &mut log).map(|_| log.0[1].1.clone())
+    };
+    assert_eq!(int(&[0x18, 200]).unwrap(), "UInt(200)");
+    assert_eq!(int(&[0x19, 1, 0]).unwrap(), "UInt(256)");
+    assert_eq!(int(&[0x1A, 0, 1, 0, 0]).unwrap(), "UInt(65536)");
+    assert_eq!(
+        int(&[0x1B, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]).unwrap(),
+        format!("UInt({})", u64::MAX)
+    );
+    // Reserved additional information, an argument cut short, an indefinite integer, a
+    // two-byte simple value under 32.
+    for bad in [&[0x1C][..], &[0x1A, 0, 1], &[0x1F], &[0xF8, 0x14]] {
+        assert!(int(bad).is_err(), "{bad:x?} accepted");
+    }
+}
