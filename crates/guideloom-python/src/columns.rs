@@ -40,11 +40,11 @@ impl Dataset {
         indices: &Bound<'py, PyAny>,
         annotations: Option<Vec<AnnotationArg>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let schema = self.schema_or_raise()?.clone();
+        let schema = self.schema_or_raise()?;
         let indices = self.indices(indices)?;
         let records = self.fetch_many(py, indices.clone())?;
         let batch = py
-            .detach(move || decode(&schema, &records))
+            .detach(|| self.decode(schema, &records))
             .map_err(|e| raise("CorruptShardError", format!("{}: {e}", self.describe())))?;
         let batch = match annotations {
             Some(sets) if !sets.is_empty() => self.join_annotations(py, batch, &sets, &indices)?,
@@ -119,10 +119,10 @@ impl Dataset {
         py: Python<'py>,
         records: Vec<pyo3_bytes::PyBytes>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let schema = self.schema_or_raise()?.clone();
+        let schema = self.schema_or_raise()?;
         let records: Vec<bytes::Bytes> = records.into_iter().map(|r| r.into_inner()).collect();
         let batch = py
-            .detach(move || decode(&schema, &records))
+            .detach(|| self.decode(schema, &records))
             .map_err(|e| raise("CorruptShardError", format!("{}: {e}", self.describe())))?;
         PyRecordBatch::new(batch).into_pyarrow(py)
     }
@@ -136,6 +136,30 @@ pub(crate) enum AnnotationArg {
 }
 
 impl Dataset {
+    /// `records` as one batch, through this dataset's decoder (kept between calls: the
+    /// schema is compiled once; a decoder that refused a record is dropped).
+    fn decode(
+        &self,
+        schema: &Schema,
+        records: &[bytes::Bytes],
+    ) -> guideloom_arrow::Result<arrow_array::RecordBatch> {
+        let kept = self
+            .decoder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let mut decoder = match kept {
+            Some(d) => d,
+            None => BatchDecoder::new(schema)?,
+        };
+        for record in records {
+            decoder.push(record)?;
+        }
+        let batch = decoder.finish()?;
+        *self.decoder.lock().unwrap_or_else(|p| p.into_inner()) = Some(decoder);
+        Ok(batch)
+    }
+
     /// `batch` with the values of `sets` for `indices` as extra columns.
     fn join_annotations(
         &self,
@@ -216,15 +240,4 @@ impl Dataset {
 /// type guideloom does not store).
 pub(crate) fn stored_schema(schema: &PySchema) -> PyResult<Schema> {
     guideloom_arrow::from_arrow(schema.as_ref()).map_err(|e| raise("SchemaError", e.to_string()))
-}
-
-fn decode(
-    schema: &Schema,
-    records: &[bytes::Bytes],
-) -> guideloom_arrow::Result<arrow_array::RecordBatch> {
-    let mut decoder = BatchDecoder::new(schema)?;
-    for record in records {
-        decoder.push(record)?;
-    }
-    decoder.finish()
 }

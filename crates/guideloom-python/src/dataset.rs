@@ -51,6 +51,8 @@ pub(crate) struct Dataset {
     pub(crate) schema: Option<guideloom::format::schema::Schema>,
     /// The column type of each annotation set joined so far (by its values' key), inferred
     /// once.
+    /// The batch decoder of `get_batch` (kept between calls; `None` until the first).
+    pub(crate) decoder: Mutex<Option<guideloom_arrow::BatchDecoder>>,
     pub(crate) annotation_types:
         std::sync::Arc<Mutex<std::collections::HashMap<String, arrow_schema::DataType>>>,
     state: Mutex<Opened>,
@@ -231,6 +233,7 @@ pub(crate) fn open_in(
         len: dataset.len(),
         schema: dataset.snapshot().manifest.schema.clone(),
         annotation_types: Default::default(),
+        decoder: Mutex::new(None),
         uri,
         options,
         format,
