@@ -91,7 +91,13 @@ class Dataset:
         annotations: Sequence[str | tuple[str, str]] | None = None,
     ) -> Any: ...
     def get_numpy(self, indices: Iterable[SupportsIndex]) -> dict[str, Any]: ...
-    def batch_of(self, records: Sequence[Bytes]) -> Any: ...
+    def batch_of(
+        self,
+        records: Sequence[Bytes],
+        *,
+        indices: Sequence[int] | None = None,
+        annotations: Sequence[str | tuple[str, str]] | None = None,
+    ) -> Any: ...
     def export(
         self,
         kind: Literal["parquet", "jsonl"],

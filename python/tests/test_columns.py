@@ -277,6 +277,21 @@ def test_torch_columns_collate(tmp_path: Path) -> None:
     assert torch.equal(first["image"], torch.from_numpy(images[:32]))
     assert torch.equal(first["label"], torch.from_numpy(labels[:32]))
     assert len(first["png"]) == 32
+    # An annotation set joined as a column, through the read-ahead of the batch sampler.
+    gl.Root(str(tmp_path / "root")).publish_annotations(
+        "even", "v1", [i % 2 == 0 for i in range(1797)]
+    )
+    joined = gt.Dataset(str(tmp_path / "root"), columns=True, annotations=["even"], seed=3)
+    sampler = joined.batch_sampler(16)
+    loader = torch.utils.data.DataLoader(
+        joined, batch_sampler=sampler, collate_fn=gt.collate_columns, num_workers=0
+    )
+    plan = joined.plan(16)
+    for k, batch in enumerate(loader):
+        assert batch["even"].tolist() == [i % 2 == 0 for i in plan.batch(k)]
+        assert torch.equal(batch["label"], torch.from_numpy(labels[plan.batch(k)]))
+        if k == 3:
+            break
 
 
 def test_export_parquet_and_jsonl_round_trip(tmp_path: Path) -> None:

@@ -113,17 +113,37 @@ impl Dataset {
     }
 
     /// The records of `records` (raw bytes of this dataset's records, e.g. from
-    /// `get_many_raw` or a raw read-ahead) as one `pyarrow.RecordBatch`.
+    /// `get_many_raw` or a raw read-ahead) as one `pyarrow.RecordBatch`; with `annotations`
+    /// (as `get_batch`'s), `indices` says which records they are.
+    #[pyo3(signature = (records, *, indices = None, annotations = None))]
     fn batch_of<'py>(
         &self,
         py: Python<'py>,
         records: Vec<pyo3_bytes::PyBytes>,
+        indices: Option<Vec<u64>>,
+        annotations: Option<Vec<AnnotationArg>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let schema = self.schema_or_raise()?;
         let records: Vec<bytes::Bytes> = records.into_iter().map(|r| r.into_inner()).collect();
+        let count = records.len();
         let batch = py
             .detach(|| self.decode(schema, &records))
             .map_err(|e| raise("CorruptShardError", format!("{}: {e}", self.describe())))?;
+        let batch = match (annotations, indices) {
+            (Some(sets), Some(indices)) if !sets.is_empty() => {
+                if indices.len() != count {
+                    return Err(raise(
+                        "InvalidArgumentError",
+                        format!("{} indices for {count} records", indices.len()),
+                    ));
+                }
+                self.join_annotations(py, batch, &sets, &indices)?
+            }
+            (Some(sets), None) if !sets.is_empty() => {
+                return Err(raise("InvalidArgumentError", "annotations= needs indices="));
+            }
+            _ => batch,
+        };
         PyRecordBatch::new(batch).into_pyarrow(py)
     }
 }

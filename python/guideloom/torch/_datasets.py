@@ -34,7 +34,8 @@ class Dataset(_MapStyle):
     also re-opens an opened S3 dataset in a spawned worker).
 
     ``columns=True`` (a dataset with a schema) makes ``__getitems__`` return the batch as one
-    ``pyarrow.RecordBatch``, decoded in Rust (read-ahead included); pass
+    ``pyarrow.RecordBatch``, decoded in Rust (read-ahead included), with the annotation sets
+    ``annotations`` (names, or ``(name, version)``) joined as extra columns; pass
     ``collate_fn=guideloom.torch.collate_columns`` to the ``DataLoader`` for a dict of
     tensors (numbers and tensors as tensors, text and bytes as lists).
 
@@ -62,9 +63,13 @@ class Dataset(_MapStyle):
         read_ahead: int = 16,
         read_ahead_bytes: int = 64 << 20,
         columns: bool = False,
+        annotations: Sequence[str | tuple[str, str]] = (),
     ) -> None:
         _require_torch()
         self._columns = columns
+        self._annotations = list(annotations)
+        if self._annotations and not columns:
+            raise ValueError("annotations= joins columns: it needs columns=True")
         if read_ahead < 0 or read_ahead_bytes < 0:
             raise ValueError("read_ahead and read_ahead_bytes must not be negative")
         self._read_ahead = read_ahead
@@ -96,21 +101,23 @@ class Dataset(_MapStyle):
         if self._ahead is not None:
             got = self._ahead.take(indices)
             if got is not None:
-                return self._batch(got)
+                return self._batch(got, indices)
             self._ahead.reader.close()
             self._ahead = None
         started = self._start_ahead(indices)
         if started is not None:
-            return self._batch(started)
+            return self._batch(started, indices)
         if self._columns:
-            return self._records.get().get_batch(indices)
+            return self._records.get().get_batch(indices, annotations=self._annotations)
         return self._records.many(indices)
 
-    def _batch(self, records: list[Any]) -> Any:
+    def _batch(self, records: list[Any], indices: Sequence[int]) -> Any:
         """A read-ahead batch as :meth:`__getitems__` returns it (raw records are decoded
         into one Arrow batch in ``columns`` mode)."""
         if self._columns:
-            return self._records.get().batch_of(records)
+            return self._records.get().batch_of(
+                records, indices=list(indices), annotations=self._annotations
+            )
         return records
 
     def _start_ahead(self, indices: Sequence[int]) -> list[Any] | None:
