@@ -155,15 +155,7 @@ impl AnnotationSet {
 
     /// The value of record `index`, decoded as `T`.
     pub fn get<T: DeserializeOwned>(&self, index: u64) -> Result<T> {
-        let (start, end) = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.lines.get(i).copied())
-            .ok_or_else(|| Error::OutOfRange {
-                index,
-                len: self.lines.len() as u64,
-                what: format!("annotation set {}/{}", self.entry.set, self.entry.version),
-            })?;
-        serde_json::from_slice(&self.body[start..end]).map_err(|e| {
+        serde_json::from_slice(self.raw(index)?).map_err(|e| {
             Error::corrupt(
                 &self.entry.key,
                 format!("value {index} does not decode: {e}"),
