@@ -139,6 +139,7 @@ def _import(
     root_options: dict[str, Any] | None,
     text_fields: Sequence[str] | None = None,
     unit_rows: int | None = None,
+    fields: Sequence[str] | None = None,
 ) -> ImportSummary:
     started = time.perf_counter()
     files = _paths(paths)
@@ -149,6 +150,7 @@ def _import(
         batch_rows=batch_rows,
         text_fields=list(text_fields or []),
         unit_rows=unit_rows,
+        fields=None if fields is None else list(fields),
     )
     work_id = work_id or f"import-{uuid.uuid4().hex[:12]}"
     options: dict[str, Any] = {
@@ -158,6 +160,8 @@ def _import(
     }
     if text_fields:
         options["text_fields"] = list(text_fields)
+    if fields is not None:
+        options["fields"] = list(fields)
     if executor is None:
         results = [target.import_units(kind, files, work_id=work_id, **options)]
     else:
@@ -279,6 +283,7 @@ def import_webdataset(
     snapshot_id: str,
     mode: _Mode = "full",
     text_fields: Sequence[str] = (),
+    fields: Sequence[str] | None = None,
     work_id: str | None = None,
     batch_rows: int = 1024,
     shard_bytes: int | None = None,
@@ -287,11 +292,13 @@ def import_webdataset(
 ) -> ImportSummary:
     """Imports WebDataset tars (``.tar`` or gzipped): members grouped into samples by key as
     ``webdataset`` groups them, each extension a binary column (``text_fields``: UTF-8 text
-    columns) with its MIME type, and ``__key__``."""
+    columns) with its MIME type, and ``__key__``. The columns are the first sample's
+    extensions unless ``fields`` lists them (a later sample with another extension is refused
+    by name, never dropped)."""
     return _import(
         "webdataset", tars, root, dataset_id=dataset_id, snapshot_id=snapshot_id, mode=mode,
         work_id=work_id, batch_rows=batch_rows, shard_bytes=shard_bytes, executor=executor,
-        root_options=root_options, text_fields=text_fields,
+        root_options=root_options, text_fields=text_fields, fields=fields,
     )  # fmt: skip
 
 

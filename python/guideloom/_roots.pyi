@@ -186,6 +186,7 @@ class Root:
         batch_rows: int = 1024,
         text_fields: Sequence[str] | None = None,
         unit_rows: int | None = None,
+        fields: Sequence[str] | None = None,
     ) -> tuple[Any, int, int]: ...
     def import_units(
         self,
@@ -199,6 +200,7 @@ class Root:
         first_shard: int = 0,
         text_fields: Sequence[str] | None = None,
         unit_rows: int | None = None,
+        fields: Sequence[str] | None = None,
     ) -> dict[str, Any]: ...
     def write_batches(
         self,

@@ -40,6 +40,8 @@ struct Spec {
     text_fields: Vec<String>,
     /// Parquet: units of about this many rows (whole row groups) instead of one per file.
     unit_rows: Option<u64>,
+    /// WebDataset: the fields (extensions), instead of the first sample's.
+    fields: Option<Vec<String>>,
 }
 
 impl Spec {
@@ -72,7 +74,10 @@ impl Spec {
                     batch_rows,
                     ..WebDatasetOptions::default()
                 };
-                Input::WebDataset(WebDatasetReader::open(&self.paths, options)?)
+                Input::WebDataset(match &self.fields {
+                    Some(fields) => WebDatasetReader::with_fields(&self.paths, fields, options)?,
+                    None => WebDatasetReader::open(&self.paths, options)?,
+                })
             }
             "mds" => {
                 let [dir] = self.paths.as_slice() else {
@@ -201,7 +206,8 @@ impl Root {
     /// `"mds"`) of `paths`: `(schema, units, input_bytes)` — the `pyarrow.Schema` the records
     /// will have, how many units the input splits into (row-group ranges, files, tars, MDS
     /// shards), and its size. Reads only the inputs' metadata.
-    #[pyo3(signature = (kind, paths, *, batch_rows = 1024, text_fields = None, unit_rows = None))]
+    #[pyo3(signature = (kind, paths, *, batch_rows = 1024, text_fields = None, unit_rows = None, fields = None))]
+    #[allow(clippy::too_many_arguments)]
     fn import_plan<'py>(
         &self,
         py: Python<'py>,
@@ -210,6 +216,7 @@ impl Root {
         batch_rows: usize,
         text_fields: Option<Vec<String>>,
         unit_rows: Option<u64>,
+        fields: Option<Vec<String>>,
     ) -> PyResult<(Bound<'py, PyAny>, usize, u64)> {
         let spec = Spec {
             kind,
@@ -217,6 +224,7 @@ impl Root {
             batch_rows,
             text_fields: text_fields.unwrap_or_default(),
             unit_rows,
+            fields,
         };
         let (schema, units, bytes) = py
             .detach(|| {
@@ -237,7 +245,7 @@ impl Root {
     /// work id `work_id` (numbered from `first_shard`, cut at `shard_bytes` of records), with
     /// the GIL released. Returns `{"shards", "records", "input_bytes", "payload_bytes",
     /// "shard_bytes"}`; publish the shards with `publish(..., schema=plan's schema)`.
-    #[pyo3(signature = (kind, paths, *, work_id, units = None, batch_rows = 1024, shard_bytes = None, first_shard = 0, text_fields = None, unit_rows = None))]
+    #[pyo3(signature = (kind, paths, *, work_id, units = None, batch_rows = 1024, shard_bytes = None, first_shard = 0, text_fields = None, unit_rows = None, fields = None))]
     #[allow(clippy::too_many_arguments)]
     fn import_units<'py>(
         &self,
@@ -251,6 +259,7 @@ impl Root {
         first_shard: u64,
         text_fields: Option<Vec<String>>,
         unit_rows: Option<u64>,
+        fields: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let spec = Spec {
             kind,
@@ -258,6 +267,7 @@ impl Root {
             batch_rows,
             text_fields: text_fields.unwrap_or_default(),
             unit_rows,
+            fields,
         };
         let publisher = Publisher::from_root(self.current()?);
         let imported = py
