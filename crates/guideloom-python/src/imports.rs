@@ -29,7 +29,8 @@ enum Input {
     Parquet(ParquetInput, Vec<(usize, std::ops::Range<usize>)>),
     Text(TextInput),
     WebDataset(WebDatasetReader),
-    Mds(MdsReader, usize),
+    /// The reader, rows per batch, and each shard's share of the directory's bytes.
+    Mds(MdsReader, usize, u64),
 }
 
 /// What an import reads: its kind, files and options.
@@ -86,7 +87,18 @@ impl Spec {
                         "an MDS import reads one directory",
                     ));
                 };
-                Input::Mds(MdsReader::open(dir)?, batch_rows)
+                let reader = MdsReader::open(dir)?;
+                // Listed once: a unit's input bytes are its share of the directory.
+                let total: u64 = std::fs::read_dir(dir)
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| e.metadata().ok())
+                            .map(|m| m.len())
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                let share = total / reader.shard_count().max(1) as u64;
+                Input::Mds(reader, batch_rows, share)
             }
             other => {
                 return Err(ImportError::unsupported(
@@ -104,7 +116,7 @@ impl Input {
             Input::Parquet(p, _) => Ok(p.schema().clone()),
             Input::Text(t) => Ok(t.schema().clone()),
             Input::WebDataset(w) => guideloom_import::sink::schema_of(&w.tars()[0], &w.schema()),
-            Input::Mds(m, _) => guideloom_import::sink::schema_of(m.dir(), &m.schema()),
+            Input::Mds(m, _, _) => guideloom_import::sink::schema_of(m.dir(), &m.schema()),
         }
     }
 
@@ -113,7 +125,7 @@ impl Input {
             Input::Parquet(_, units) => units.len(),
             Input::Text(t) => t.paths().len(),
             Input::WebDataset(w) => w.tars().len(),
-            Input::Mds(m, _) => m.shard_count(),
+            Input::Mds(m, _, _) => m.shard_count(),
         }
     }
 
@@ -124,18 +136,7 @@ impl Input {
             Input::Parquet(p, units) => p.bytes(units[unit].0, units[unit].1.clone()),
             Input::Text(t) => size(&t.paths()[unit]),
             Input::WebDataset(w) => size(&w.tars()[unit]),
-            // The shards' sizes are in the index; the directory's share is close enough.
-            Input::Mds(m, _) => {
-                let total: u64 = std::fs::read_dir(m.dir())
-                    .map(|d| {
-                        d.flatten()
-                            .filter_map(|e| e.metadata().ok())
-                            .map(|m| m.len())
-                            .sum()
-                    })
-                    .unwrap_or(0);
-                total / m.shard_count().max(1) as u64
-            }
+            Input::Mds(_, _, share) => *share,
         }
     }
 
@@ -154,7 +155,7 @@ impl Input {
             }
             Input::Text(t) => sink.write(t.file_batches(unit)?),
             Input::WebDataset(w) => sink.write(w.tar_batches(unit)?),
-            Input::Mds(m, rows) => sink.write(m.shard_batches(unit, *rows)?),
+            Input::Mds(m, rows, _) => sink.write(m.shard_batches(unit, *rows)?),
         }
     }
 }
