@@ -7,6 +7,8 @@
 //! idempotent (an identical entry already present means done), which also resolves an
 //! update whose success was reported as an error.
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -57,33 +59,103 @@ pub struct AnnotationEntry {
     pub format: String,
 }
 
-/// `annotations/catalog.json`.
+/// A tag: a named, movable reference to a snapshot (`prod`, `eval-2026-12`), kept in the
+/// catalog and moved by compare-and-swap like the annotation entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TagEntry {
+    /// The snapshot it names.
+    pub snapshot_id: String,
+    /// That snapshot's sequence number.
+    pub seq: u64,
+}
+
+/// A snapshot the retention policy expired (see `Root::gc`): its log entry stays, its
+/// shards may be gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpiredEntry {
+    /// The snapshot.
+    pub snapshot_id: String,
+    /// Its sequence number.
+    pub seq: u64,
+}
+
+/// Version of a catalog that holds tags, expired snapshots or collected values: a reader
+/// of version 1 refuses it (rather than rewrite it without them).
+pub(crate) const CATALOG_VERSION_2: u32 = 2;
+
+/// `annotations/catalog.json`: the one mutable object of a root. It holds the annotation
+/// entries and, since version 2, the tags and garbage collection's decisions (expired
+/// snapshots, collected values), so every change to any of them is one compare-and-swap
+/// against all the others: a tag never names a snapshot collection expired in between, an
+/// annotation set never lands on values collection deleted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Catalog {
     /// Always `"guideloom-annotation-catalog"`.
     pub format: String,
-    /// Always `1`.
+    /// `1`, or `2` when it holds tags, expired snapshots or collected values.
     pub version: u32,
     /// The dataset.
     pub dataset_id: String,
     /// Entries, in the order they were added.
     pub entries: Vec<AnnotationEntry>,
+    /// Tags by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, TagEntry>,
+    /// Snapshots expired by the retention policy, in the order they expired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expired: Vec<ExpiredEntry>,
+    /// Values objects (`annotations/<set>/<version>/values.jsonl`) garbage collection found
+    /// in no entry (an annotator stopped between the values and the catalog) and deletes:
+    /// an annotator finding its own here is refused ([`Error::Collected`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collected: Vec<String>,
 }
 
 impl Catalog {
-    fn empty(dataset_id: &str) -> Self {
+    pub(crate) fn empty(dataset_id: &str) -> Self {
         Catalog {
             format: CATALOG_FORMAT.to_owned(),
             version: CONTROL_VERSION,
             dataset_id: dataset_id.to_owned(),
             entries: Vec::new(),
+            tags: BTreeMap::new(),
+            expired: Vec::new(),
+            collected: Vec::new(),
+        }
+    }
+
+    /// The JSON body, at version 2 when it holds anything version 1 cannot.
+    pub(crate) fn to_body(&self) -> Vec<u8> {
+        let mut c = self.clone();
+        c.version = if c.tags.is_empty() && c.expired.is_empty() && c.collected.is_empty() {
+            CONTROL_VERSION
+        } else {
+            CATALOG_VERSION_2
+        };
+        to_json(&c)
+    }
+
+    /// The expiry of snapshot `snapshot_id`, when the retention policy expired it.
+    pub fn expired(&self, snapshot_id: &str) -> Option<&ExpiredEntry> {
+        self.expired.iter().find(|e| e.snapshot_id == snapshot_id)
+    }
+
+    /// Refuses (typed) a change that would name an expired snapshot.
+    pub(crate) fn check_not_expired(&self, snapshot_id: &str) -> Result<()> {
+        match self.expired(snapshot_id) {
+            Some(e) => Err(Error::SnapshotExpired {
+                snapshot_id: e.snapshot_id.clone(),
+                seq: e.seq,
+            }),
+            None => Ok(()),
         }
     }
 
     /// Parses and validates a catalog of `dataset_id`.
     pub fn parse(body: &[u8], dataset_id: &str) -> Result<Self> {
         let c: Catalog = parse_json(CATALOG_KEY, body)?;
-        if c.format != CATALOG_FORMAT || c.version != CONTROL_VERSION {
+        if c.format != CATALOG_FORMAT || !(CONTROL_VERSION..=CATALOG_VERSION_2).contains(&c.version)
+        {
             return Err(Error::corrupt(
                 CATALOG_KEY,
                 "unknown catalog format or version",
@@ -100,6 +172,39 @@ impl Catalog {
                 return Err(Error::corrupt(
                     CATALOG_KEY,
                     format!("entry {:?}/{:?} has a bad name or key", e.set, e.version),
+                ));
+            }
+        }
+        for (name, tag) in &c.tags {
+            if check_name("tag", name).is_err()
+                || check_name("snapshot id", &tag.snapshot_id).is_err()
+            {
+                return Err(Error::corrupt(
+                    CATALOG_KEY,
+                    format!("tag {name:?} has a bad name or snapshot id"),
+                ));
+            }
+        }
+        for e in &c.expired {
+            if check_name("snapshot id", &e.snapshot_id).is_err() {
+                return Err(Error::corrupt(
+                    CATALOG_KEY,
+                    format!("expired snapshot {:?} has a bad id", e.snapshot_id),
+                ));
+            }
+        }
+        for key in &c.collected {
+            let ok = key
+                .strip_prefix("annotations/")
+                .and_then(|k| k.strip_suffix(&format!("/values.{VALUES_FORMAT_JSONL}")))
+                .and_then(|k| k.split_once('/'))
+                .is_some_and(|(set, version)| {
+                    check_name("set", set).is_ok() && check_name("version", version).is_ok()
+                });
+            if !ok {
+                return Err(Error::corrupt(
+                    CATALOG_KEY,
+                    format!("collected key {key:?} is not an annotation values key"),
                 ));
             }
         }
@@ -171,7 +276,7 @@ pub(crate) async fn catalog(store: &dyn RootStore, identity: &Identity) -> Resul
 }
 
 /// Reads the catalog of a root of `dataset_id` (an empty one if none exists yet).
-async fn catalog_of(store: &dyn RootStore, dataset_id: &str) -> Result<Catalog> {
+pub(crate) async fn catalog_of(store: &dyn RootStore, dataset_id: &str) -> Result<Catalog> {
     match store.get(CATALOG_KEY, MAX_CATALOG_BYTES).await {
         Ok(obj) => Catalog::parse(&obj.body, dataset_id),
         Err(e) if e.is_not_found() => Ok(Catalog::empty(dataset_id)),
@@ -236,6 +341,16 @@ pub(crate) async fn publish<T: Serialize>(
                 Some(body) => Catalog::parse(body, &dataset_id)?,
                 None => Catalog::empty(&dataset_id),
             };
+            // Garbage collection decided (in this object, so before or after us, never
+            // between our read and our write) that these values are orphaned, or that the
+            // snapshot expired: the set must not land.
+            if catalog.collected.iter().any(|k| *k == key) {
+                return Err(Error::Collected {
+                    key: key.clone(),
+                    by: format!("{CATALOG_KEY}#collected"),
+                });
+            }
+            catalog.check_not_expired(snapshot.id())?;
             if let Some(existing) = catalog.find(set, Some(version)) {
                 return if *existing == entry {
                     Ok(None) // already there (ours landed earlier)
@@ -246,7 +361,7 @@ pub(crate) async fn publish<T: Serialize>(
                 };
             }
             catalog.entries.push(entry.clone());
-            Ok(Some(to_json(&catalog)))
+            Ok(Some(catalog.to_body()))
         })
         .await?;
         Ok(entry)

@@ -98,6 +98,29 @@ pub enum Error {
         /// The field and the change.
         detail: String,
     },
+    /// Garbage collection removed (or, running now, is removing) `key`, which this operation
+    /// needs: a publication of shards a collection found unreferenced, an annotation set
+    /// whose values it found orphaned. Nothing was committed. Write the objects again under
+    /// a new work id (or set version) and publish those; a retry of the same request after
+    /// the collection ended fails with [`Error::NotFound`] if the object is gone.
+    #[error("{key} was collected by garbage collection {by} (write it again and publish that)")]
+    Collected {
+        /// The object.
+        key: String,
+        /// The collection's record (`gc/<run>.json`) or the catalog's `collected` list.
+        by: String,
+    },
+    /// The snapshot expired under the root's retention policy: garbage collection may have
+    /// deleted its shards. Its log entry stays (the log has no gap), but its records cannot
+    /// be read and it cannot be tagged or annotated. Open a kept snapshot (`Root::snapshots`
+    /// marks which) or a tag.
+    #[error("snapshot {snapshot_id:?} (#{seq}) expired under the retention policy")]
+    SnapshotExpired {
+        /// The snapshot.
+        snapshot_id: String,
+        /// Its sequence number.
+        seq: u64,
+    },
     /// A compare-and-swap (or a sequence-number commit) kept losing races and gave up.
     #[error("gave up updating {key} after {attempts} attempts (concurrent writers kept winning)")]
     CasExhausted {
@@ -531,7 +554,8 @@ impl Error {
             Error::TokensOutOfRange { .. } => ErrorKind::OutOfRange,
             Error::Decode { .. } => ErrorKind::Decode,
             Error::Runtime { .. } => ErrorKind::Other,
-            Error::CasExhausted { .. } => ErrorKind::Conflict,
+            Error::CasExhausted { .. } | Error::Collected { .. } => ErrorKind::Conflict,
+            Error::SnapshotExpired { .. } => ErrorKind::NotFound,
             Error::ConditionalWritesUnsupported { .. }
             | Error::MountedBucketCannotAnnotate { .. }
             | Error::Unsupported { .. } => ErrorKind::Unsupported,

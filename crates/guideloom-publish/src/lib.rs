@@ -56,6 +56,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod gc;
 mod identity;
 mod key;
 mod manifest;
@@ -69,14 +70,18 @@ mod snapshot_log;
 mod staging;
 mod store;
 mod stream;
+mod tags;
 mod uri;
 
-pub use annotations::{AnnotationEntry, AnnotationSet, Catalog};
+pub use annotations::{AnnotationEntry, AnnotationSet, Catalog, ExpiredEntry, TagEntry};
 pub use cache::{
     CACHE_BYTES_ENV, CACHE_DIR_ENV, CacheOptions, CacheStats, DEFAULT_CACHE_BUDGET_BYTES,
     DEFAULT_FILL_CHUNK_BYTES, DEFAULT_FILL_REQUESTS, NodeCache,
 };
 pub use error::{BoxError, Error, Result};
+pub use gc::{
+    CLAIM_LEASE, Doomed, GcReport, RetentionPolicy, SnapshotBytes, StorageReport, WorkBytes,
+};
 /// The retry policy of every retry loop here (annotation and commit races, object-store
 /// re-reads) and of the store clients: guideloom-io's, re-exported at this one path.
 pub use guideloom_io::RetryPolicy;

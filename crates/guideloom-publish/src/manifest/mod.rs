@@ -433,6 +433,12 @@ pub struct Claim {
     /// in claims written before it existed (read as 0: the whole log is read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_base: Option<u64>,
+    /// The directories of the request's shards (`shards/<work_id>`, and those of stream
+    /// companions): while the claim has no log entry, garbage collection deletes nothing
+    /// under them. Absent in claims written before it existed, or when the list would not
+    /// fit a claim: such a claim covers every shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefixes: Option<Vec<String>>,
 }
 
 #[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]

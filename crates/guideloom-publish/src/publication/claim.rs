@@ -1,12 +1,13 @@
 //! Step 4 of a publication: the claim of a snapshot id (`claims/<id>.json`, create-only).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use tracing::debug;
 
 use super::PublishRequest;
 use crate::error::{Error, Result};
+use crate::gc::CLAIM_LEASE;
 use crate::key::{nonce, sha256_hex};
 use crate::manifest::{CLAIM_FORMAT, CONTROL_VERSION, Claim, MAX_CLAIM_BYTES, claim_key, to_json};
 use crate::store::{CreateOutcome, RootStore};
@@ -21,6 +22,34 @@ pub(super) struct ClaimOutcome {
     pub(super) base: u64,
     /// This call created the claim (rather than taking over an identical request's).
     pub(super) created: bool,
+    /// When this call created or took over the claim (its lease runs from here).
+    pub(super) obtained: std::time::Instant,
+}
+
+/// The claim key of `request`.
+pub(super) fn claim_key_of(request: &PublishRequest) -> String {
+    claim_key(&request.snapshot_id)
+}
+
+/// A publisher commits on a claim for at most this long after obtaining it (half the lease:
+/// garbage collection deletes claims without an entry once they are a lease old).
+pub(super) const MAX_HOLD: std::time::Duration = Duration::from_secs(CLAIM_LEASE.as_secs() / 2);
+
+/// A claim older than this (its `created_at`, by this machine's clock) is not taken over:
+/// with a day and a half of clock skew allowed, it may be collected before the commit.
+const MAX_RESUME_AGE: Duration = Duration::from_secs(CLAIM_LEASE.as_secs() / 4);
+
+/// The error of a claim whose lease ran out (see [`CLAIM_LEASE`]).
+pub(super) fn lease_expired(key: &str) -> Error {
+    Error::Collected {
+        key: key.to_owned(),
+        by: format!(
+            "the claim lease (a claim is committed on within {} h of being obtained and taken              over within {} h of its creation; collections delete claims without an entry              after {} h): publish under a new snapshot id",
+            MAX_HOLD.as_secs() / 3600,
+            MAX_RESUME_AGE.as_secs() / 3600,
+            CLAIM_LEASE.as_secs() / 3600
+        ),
+    }
 }
 
 /// Waits between reads of a claim that is still being written (a declared mount shows an
@@ -52,6 +81,7 @@ pub(super) async fn claim(
             .unwrap_or(0),
         request_sha256: Some(digest.clone()),
         log_base: Some(base),
+        prefixes: prefixes(request),
     };
     let original = match store.put_create(&key, Bytes::from(to_json(&claim))).await {
         Ok(CreateOutcome::Created) => {
@@ -59,6 +89,7 @@ pub(super) async fn claim(
                 nonce,
                 base,
                 created: true,
+                obtained: std::time::Instant::now(),
             });
         }
         Ok(CreateOutcome::AlreadyExists) => None,
@@ -73,10 +104,17 @@ pub(super) async fn claim(
             key,
             "the snapshot id is claimed by this same request: taking the claim over"
         );
+        let age = SystemTime::now()
+            .duration_since(UNIX_EPOCH + Duration::from_millis(existing.created_at_unix_ms))
+            .unwrap_or_default();
+        if age > MAX_RESUME_AGE {
+            return Err(lease_expired(&key));
+        }
         Ok(ClaimOutcome {
             nonce: existing.nonce,
             base: existing.log_base.unwrap_or(0),
             created: false,
+            obtained: std::time::Instant::now(),
         })
     } else {
         Err(Error::PublicationCollision { key })
@@ -133,6 +171,26 @@ async fn read_existing(
             },
         }
     }
+}
+
+/// Most bytes of a claim's prefixes: past this the claim names none (and covers every shard).
+const MAX_PREFIX_BYTES: usize = 32 << 10;
+
+/// The directories of `request`'s shards and stream companions, for the claim.
+pub(super) fn prefixes(request: &PublishRequest) -> Option<Vec<String>> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for s in &request.shards {
+        let meta = s
+            .stream
+            .as_ref()
+            .and_then(|st| st.meta.as_ref())
+            .map(|m| &m.key);
+        for key in std::iter::once(&s.key).chain(meta) {
+            dirs.insert(key.rsplit_once('/').map_or("", |(d, _)| d).to_owned());
+        }
+    }
+    let bytes: usize = dirs.iter().map(|d| d.len() + 3).sum();
+    (bytes <= MAX_PREFIX_BYTES && !dirs.contains("")).then(|| dirs.into_iter().collect())
 }
 
 /// SHA-256 of what identifies a publication request: dataset, snapshot id, mode, shards.

@@ -81,6 +81,11 @@ pub(super) async fn commit(
         if body.len() as u64 > MAX_CONTROL_OBJECT_BYTES {
             return Err(Error::invalid("manifest too large"));
         }
+        if claim.obtained.elapsed() > super::claim::MAX_HOLD {
+            return Err(super::claim::lease_expired(&claim_key(
+                &request.snapshot_id,
+            )));
+        }
         let key = log_key(manifest.seq);
         let (log_size, log_sha256) = (body.len() as u64, sha256_hex(&body));
         let snapshot = |manifest| Snapshot {

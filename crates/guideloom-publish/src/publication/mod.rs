@@ -24,6 +24,7 @@ use futures::{FutureExt, StreamExt, TryStreamExt};
 use tracing::{Instrument, info, info_span};
 
 use crate::error::{Error, Result};
+use crate::gc;
 use crate::identity::Identity;
 use crate::key::check_key;
 use crate::manifest::{MAX_SHARDS, PublishMode, ShardRef, check_shards};
@@ -157,6 +158,10 @@ pub(crate) async fn publish(
         store.check_writable()?;
         check_request(request, max_shard_bytes)?;
         identity.init(store, &request.dataset_id).await?;
+        // The collections under way before the shards are verified (see gc::record).
+        let collections = gc::record::snapshot_records(store)
+            .instrument(info_span!("gc_records"))
+            .await?;
         verify_shards(store, &request.shards, options)
             .instrument(info_span!("verify_shards"))
             .await?;
@@ -166,6 +171,16 @@ pub(crate) async fn publish(
         let claim = claim::claim(store, request, latest.as_ref().map_or(0, |(seq, _)| *seq))
             .instrument(info_span!("claim"))
             .await?;
+        // The claim is in the store: a collection that records after this spares its
+        // shards; one that recorded before is read now.
+        gc::record::check_after_claim(
+            store,
+            &collections,
+            &request.dataset_id,
+            &request_keys(request, &claim::claim_key_of(request)),
+        )
+        .instrument(info_span!("gc_check"))
+        .await?;
         let (snapshot, outcome) = commit::commit(store, identity, request, &claim, latest, options)
             .instrument(info_span!("commit"))
             .await?;
@@ -182,6 +197,18 @@ pub(crate) async fn publish(
     }
     .instrument(span)
     .await
+}
+
+/// The keys a publication needs to stay: its shards, their stream companions, its claim.
+fn request_keys(request: &PublishRequest, claim: &str) -> std::collections::BTreeSet<String> {
+    let mut keys = std::collections::BTreeSet::from([claim.to_owned()]);
+    for s in &request.shards {
+        keys.insert(s.key.clone());
+        if let Some(meta) = s.stream.as_ref().and_then(|st| st.meta.as_ref()) {
+            keys.insert(meta.key.clone());
+        }
+    }
+    keys
 }
 
 fn check_request(request: &PublishRequest, max_shard_bytes: u64) -> Result<()> {

@@ -46,6 +46,7 @@ mod adopt_tests;
 mod cache_tests;
 #[cfg(test)]
 mod here_tests;
+mod keep;
 #[cfg(test)]
 mod prefetch_tests;
 mod reader;
@@ -279,12 +280,44 @@ impl Root {
         snapshot_log::latest(&*self.store, &self.identity).await
     }
 
-    /// Opens the snapshot `snapshot_id`: GET its pointer, GET the log entry it names and
-    /// check size and SHA-256 against the pointer. If the pointer is missing (a publisher
-    /// crashed after committing), falls back to scanning `log/` from the newest entry (on a
-    /// store that cannot list, the newest is found by probing, as in [`latest`](Self::latest)).
+    /// Opens the snapshot `snapshot_id`, or the one tag `snapshot_id` names: GET its
+    /// pointer, GET the log entry it names and check size and SHA-256 against the pointer.
+    /// Without a pointer, the catalog's tags are read (one GET): a tag of that name opens
+    /// its snapshot the same way. Otherwise (a publisher crashed after committing, before
+    /// its pointer) this falls back to scanning `log/` from the newest entry (on a store
+    /// that cannot list, the newest is found by probing, as in [`latest`](Self::latest)).
+    /// A snapshot id wins over a tag of the same name (tagging refuses such a name, but a
+    /// snapshot published later may take it). An expired snapshot opens (its manifest is
+    /// history); its records are gone ([`expired`](Self::expired)).
     pub async fn snapshot(&self, snapshot_id: &str) -> Result<Snapshot> {
-        snapshot_log::by_id(&*self.store, &self.identity, snapshot_id).await
+        crate::key::check_name("snapshot id", snapshot_id)?;
+        let (store, identity) = (&*self.store, &*self.identity);
+        match snapshot_log::by_pointer(store, identity, snapshot_id).await {
+            Ok(Some(snapshot)) => return Ok(snapshot),
+            Ok(None) => {}
+            Err(e) if store.capabilities().atomic_writes => return Err(e),
+            Err(_) => {}
+        }
+        let dataset_id = match identity.cached() {
+            Some(id) => id.dataset_id.clone(),
+            None => identity.get(store).await?.dataset_id,
+        };
+        if let Some(tag) = crate::tags::find(store, &dataset_id, snapshot_id).await? {
+            let snapshot = snapshot_log::by_id(store, identity, &tag.snapshot_id).await?;
+            if snapshot.seq() != tag.seq {
+                return Err(crate::Error::corrupt(
+                    crate::tags::tag_key(snapshot_id),
+                    format!(
+                        "names snapshot {:?} at #{}, which is #{}",
+                        tag.snapshot_id,
+                        tag.seq,
+                        snapshot.seq()
+                    ),
+                ));
+            }
+            return Ok(snapshot);
+        }
+        snapshot_log::by_id(store, identity, snapshot_id).await
     }
 
     /// Every snapshot, in order (one LIST plus one GET per snapshot; on a store that cannot

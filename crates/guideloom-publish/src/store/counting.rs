@@ -63,6 +63,9 @@ pub struct Counts {
     pub head: StatsSnapshot,
     /// Listings (one request per call; a store may page internally).
     pub list: StatsSnapshot,
+    /// Batch deletes (one per call of [`RootStore::delete_many`]; an object store may send
+    /// several requests of 1 000 keys).
+    pub delete: StatsSnapshot,
     /// Reads through opened readers: one request per `read`, `read_tail`, and range of
     /// `read_ranges`.
     pub reader_reads: StatsSnapshot,
@@ -80,6 +83,7 @@ impl Counts {
             self.get_range,
             self.head,
             self.list,
+            self.delete,
             self.reader_reads,
         ]
         .into_iter()
@@ -104,6 +108,7 @@ impl Sub for Counts {
             get_range: self.get_range - o.get_range,
             head: self.head - o.head,
             list: self.list - o.list,
+            delete: self.delete - o.delete,
             reader_reads: self.reader_reads - o.reader_reads,
             open_reader: self.open_reader.saturating_sub(o.open_reader),
         }
@@ -118,6 +123,7 @@ struct Counters {
     get_range: RequestStats,
     head: RequestStats,
     list: RequestStats,
+    delete: RequestStats,
     reader_reads: RequestStats,
     open_reader: AtomicU64,
 }
@@ -157,6 +163,7 @@ impl CountingStore {
             get_range: c.get_range.snapshot(),
             head: c.head.snapshot(),
             list: c.list.snapshot(),
+            delete: c.delete.snapshot(),
             reader_reads: c.reader_reads.snapshot(),
             open_reader: c.open_reader.load(Ordering::Relaxed),
         }
@@ -268,6 +275,11 @@ impl RootStore for CountingStore {
 
     async fn sweep_temporaries(&self, min_age: std::time::Duration) -> Result<super::Sweep> {
         self.inner.sweep_temporaries(min_age).await
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<u64> {
+        self.counters.delete.add_request();
+        self.inner.delete_many(keys).await
     }
 }
 
@@ -448,6 +460,7 @@ mod tests {
             get_range: req(1, 3, 0),
             head: req(1, 0, 0),
             list: req(1, 0, 0),
+            delete: req(0, 0, 0),
             reader_reads: req(4, 4 + 3 + 3, 0),
             open_reader: 1,
         };

@@ -59,11 +59,13 @@ pub enum Operation {
     List,
     /// [`RootStore::open_reader`].
     OpenReader,
+    /// [`RootStore::delete_many`].
+    Delete,
 }
 
 impl Operation {
     /// Every operation, in a fixed order.
-    pub const ALL: [Operation; 7] = [
+    pub const ALL: [Operation; 8] = [
         Operation::PutCreate,
         Operation::PutCas,
         Operation::Get,
@@ -71,6 +73,7 @@ impl Operation {
         Operation::Head,
         Operation::List,
         Operation::OpenReader,
+        Operation::Delete,
     ];
 
     fn name(self) -> &'static str {
@@ -82,6 +85,7 @@ impl Operation {
             Operation::Head => "head",
             Operation::List => "list",
             Operation::OpenReader => "open_reader",
+            Operation::Delete => "delete",
         }
     }
 
@@ -93,7 +97,10 @@ impl Operation {
     }
 
     fn is_write(self) -> bool {
-        matches!(self, Operation::PutCreate | Operation::PutCas)
+        matches!(
+            self,
+            Operation::PutCreate | Operation::PutCas | Operation::Delete
+        )
     }
 }
 
@@ -123,7 +130,7 @@ pub enum FaultKind {
 #[derive(Debug)]
 pub struct FaultyStore {
     inner: Arc<dyn RootStore>,
-    calls: [AtomicU64; 7],
+    calls: [AtomicU64; 8],
     injected: AtomicU64,
     plan: Mutex<HashMap<(Operation, u64), Fault>>,
 }
@@ -298,5 +305,11 @@ impl RootStore for FaultyStore {
 
     async fn sweep_temporaries(&self, min_age: Duration) -> Result<super::Sweep> {
         self.inner.sweep_temporaries(min_age).await
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<u64> {
+        let what = keys.first().map_or("", String::as_str);
+        self.run(Operation::Delete, what, self.inner.delete_many(keys))
+            .await
     }
 }

@@ -241,6 +241,7 @@ impl RootStore for HttpRootStore {
             key: key.to_owned(),
             size,
             etag: None,
+            modified: None,
         })
     }
 

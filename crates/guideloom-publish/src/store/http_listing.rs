@@ -144,6 +144,7 @@ mod walk {
                             key,
                             size,
                             etag: None,
+                            modified: None,
                         }),
                         Listed::Dir(key) => dirs.push_back(key),
                     }

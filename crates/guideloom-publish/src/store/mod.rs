@@ -84,6 +84,10 @@ pub struct ObjectInfo {
     pub size: u64,
     /// The version, when the store reports one cheaply.
     pub etag: Option<Etag>,
+    /// When the object was last written, by the store's clock, when the store reports it
+    /// (local files' mtime, object stores' `Last-Modified`). Garbage collection's grace
+    /// period is measured on it.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Result of a create-only put at the storage level.
@@ -247,6 +251,20 @@ pub trait RootStore: Send + Sync + Debug + 'static {
         let _ = min_age;
         Ok(Sweep::default())
     }
+
+    /// Deletes `keys`; an object already absent counts as deleted (deletion is idempotent,
+    /// so a garbage collection that stopped half way is finished by running it again).
+    /// Only garbage collection calls this, on objects its protocol proved unreferenced
+    /// (docs/publication.md, "Garbage collection"). Object stores send batch deletes (S3's
+    /// `DeleteObjects`, up to 1 000 keys a request); a local root unlinks each file and
+    /// fsyncs its directory. Returns how many keys were requested and deleted. The default
+    /// refuses: a store that cannot delete cannot be collected.
+    async fn delete_many(&self, keys: &[String]) -> Result<u64> {
+        let _ = keys;
+        Err(Error::Unsupported {
+            what: format!("deleting objects from {}", self.describe()),
+        })
+    }
 }
 
 #[async_trait]
@@ -303,6 +321,9 @@ impl<T: RootStore + ?Sized> RootStore for Arc<T> {
     }
     async fn sweep_temporaries(&self, min_age: Duration) -> Result<Sweep> {
         (**self).sweep_temporaries(min_age).await
+    }
+    async fn delete_many(&self, keys: &[String]) -> Result<u64> {
+        (**self).delete_many(keys).await
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use guideloom_io::objstore::ObjectStoreIo;
 use guideloom_io::{AsyncReader, RetryPolicy};
 use object_store::path::Path;
@@ -471,6 +471,35 @@ impl RootStore for ObjectStoreRoot {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         retry_read(prefix, "list", || self.list_once(prefix)).await
     }
+
+    /// object_store's `delete_stream`: S3 sends `DeleteObjects` requests of up to 1 000
+    /// keys; a key already absent is no error (S3 answers success for it, other stores'
+    /// `NotFound` is ignored here).
+    async fn delete_many(&self, keys: &[String]) -> Result<u64> {
+        let paths = keys
+            .iter()
+            .map(|k| self.path(k))
+            .collect::<Result<Vec<Path>>>()?;
+        self.bucket.count();
+        let first = keys.first().map_or("", String::as_str);
+        let mut deleted = 0u64;
+        let stream = self
+            .bucket
+            .store
+            .delete_stream(futures::stream::iter(paths.into_iter().map(Ok)).boxed());
+        let results: Vec<object_store::Result<Path>> = stream
+            .collect()
+            .instrument(self.span("delete", first))
+            .await;
+        for r in results {
+            match r {
+                Ok(_) => deleted += 1,
+                Err(object_store::Error::NotFound { .. }) => deleted += 1,
+                Err(e) => return Err(Self::map_err(first, "delete", e)),
+            }
+        }
+        Ok(deleted)
+    }
 }
 
 /// Most bytes of one piece of a PUT's body ([`payload`]).
@@ -633,6 +662,7 @@ impl ObjectStoreRoot {
             key: key.to_owned(),
             size: meta.size,
             etag: meta.e_tag.map(Etag),
+            modified: Some(meta.last_modified.into()),
         })
     }
 
@@ -664,6 +694,7 @@ impl ObjectStoreRoot {
                 key: rel.to_owned(),
                 size: m.size,
                 etag: m.e_tag.map(Etag),
+                modified: Some(m.last_modified.into()),
             });
         }
         Ok(out)

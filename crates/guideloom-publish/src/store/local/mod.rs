@@ -263,11 +263,12 @@ impl RootStore for LocalStore {
     async fn head(&self, key: &str) -> Result<ObjectInfo> {
         let at = self.at(key);
         blocking(move || {
-            let size = ops::regular_size(&at)?;
+            let (size, modified) = ops::regular_info(&at)?;
             Ok(ObjectInfo {
                 key: at.key,
                 size,
                 etag: None,
+                modified: Some(modified),
             })
         })
         .await
@@ -292,6 +293,17 @@ impl RootStore for LocalStore {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let at = self.at(prefix);
         blocking(move || ops::list(&at)).await
+    }
+
+    /// Unlinks each file beneath the root, then fsyncs each directory once (a declared
+    /// mount's delete is the mount's: the same calls, durable when the mount says so).
+    async fn delete_many(&self, keys: &[String]) -> Result<u64> {
+        let at = self.at("");
+        let keys = keys.to_vec();
+        let span = info_span!("local_delete", root = %at.root.display(), keys = keys.len());
+        blocking(move || ops::delete_many(&at.root, at.follow, &keys))
+            .instrument(span)
+            .await
     }
 }
 

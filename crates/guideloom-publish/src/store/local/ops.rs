@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use guideloom_io::{AsyncReader, MmapIo, PreadIo};
@@ -154,6 +154,49 @@ pub(super) fn regular_size(at: &At) -> Result<u64> {
             expected: "regular files",
         }),
     }
+}
+
+/// The object's size and modification time (a regular file, as [`regular_size`] checks).
+pub(super) fn regular_info(at: &At) -> Result<(u64, SystemTime)> {
+    let size = regular_size(at)?;
+    let (dir, name) = at.parent(Create::No)?.ok_or_else(|| at.not_found())?;
+    let entry = dir.stat(name)?.ok_or_else(|| at.not_found())?;
+    Ok((size, entry.modified))
+}
+
+/// Deletes `keys` under `root` (absent ones count as deleted): the files of one directory
+/// are unlinked, then the directory is fsynced once, so the deletions are durable when this
+/// returns. Nothing outside the root is reached: every directory is opened beneath it
+/// without following links (unless the root was opened with `follow`), and a name that is
+/// a directory is refused by the kernel (`unlinkat` without `AT_REMOVEDIR`).
+pub(super) fn delete_many(root: &Path, follow: bool, keys: &[String]) -> Result<u64> {
+    let mut by_dir: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for key in keys {
+        crate::key::check_key(key)?;
+        let (dir, name) = key.rsplit_once('/').unwrap_or(("", key.as_str()));
+        by_dir.entry(dir).or_default().push(name);
+    }
+    let mut deleted = 0u64;
+    for (dir, names) in by_dir {
+        let parts: Vec<&str> = if dir.is_empty() {
+            Vec::new()
+        } else {
+            dir.split('/').collect()
+        };
+        let Some(base) = Dir::root(root, false, follow)? else {
+            return Ok(keys.len() as u64);
+        };
+        let Some(d) = base.descend(&parts, Create::No)? else {
+            deleted += names.len() as u64;
+            continue;
+        };
+        for name in &names {
+            d.remove(name)?;
+            deleted += 1;
+        }
+        d.sync()?;
+    }
+    Ok(deleted)
 }
 
 /// A reader of the object, whose size must be `size` (the reference's).
@@ -363,6 +406,7 @@ pub(super) fn list(at: &At) -> Result<Vec<ObjectInfo>> {
                 key: key.to_owned(),
                 size: entry.size,
                 etag: None,
+                modified: Some(entry.modified),
             });
         } else {
             tracing::warn!(path = %dir.child_path(&entry.name).display(), kind = ?entry.kind, "not a regular file; left out of the listing");
