@@ -1,7 +1,9 @@
 //! Command-line syntax (clap derive).
 
+mod keep;
 mod transfer;
 
+pub(crate) use keep::{GcArgs, TagArgs};
 pub(crate) use transfer::{ExportArgs, ExportFormat, ImportArgs, ImportFormat, ImportMode};
 
 use std::path::PathBuf;
@@ -231,6 +233,11 @@ pub(crate) enum Command {
                                 guideloom export [OPTIONS] --root <ROOT> <FORMAT> <OUT>"
     )]
     Export(ExportArgs),
+    /// Expire snapshots under a retention policy and delete what nothing kept references
+    /// (expired snapshots' shards, failed writes, stale claims, orphaned annotation values).
+    Gc(GcArgs),
+    /// List tags, point tag NAME at a snapshot, or remove it (`--delete`).
+    Tag(TagArgs),
 }
 
 impl Command {
@@ -248,6 +255,8 @@ impl Command {
             Command::Annotations(a) => Some(&a.root),
             Command::Import(a) => Some(&a.root),
             Command::Export(a) => Some(&a.root),
+            Command::Gc(a) => Some(&a.root),
+            Command::Tag(a) => Some(&a.root),
             Command::Quickstart(_) | Command::Convert(_) => None,
         }
     }
@@ -276,6 +285,7 @@ impl Command {
             }
             Command::Import(a) => a.resolve()?,
             Command::Export(a) => a.resolve()?,
+            Command::Tag(a) => a.resolve()?,
             _ => {}
         }
         if let Command::Annotations(a) = self
@@ -436,6 +446,10 @@ pub(crate) struct PublishArgs {
 pub(crate) struct InfoArgs {
     #[command(flatten)]
     pub(crate) root: RootArg,
+    /// Also account for storage: bytes live and reclaimable (by `gc` with its defaults),
+    /// per snapshot and per work id (lists `shards/`, reads every log entry).
+    #[arg(long)]
+    pub(crate) storage: bool,
 }
 
 /// `guideloom get`.

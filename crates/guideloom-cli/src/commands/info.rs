@@ -116,6 +116,35 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
         .collect();
     let catalog = root.root.catalog().await.map_err(|e| root.err(e))?;
     let latest_seq = snapshots.last().map(|s| s.seq());
+    // Expired snapshots: the catalog's and the collection records' (a listing of gc/).
+    let expired: std::collections::BTreeSet<String> = if listable {
+        root.root.expired().await.map_err(|e| root.err(e))?
+    } else {
+        catalog.expired.clone()
+    }
+    .into_iter()
+    .map(|e| e.snapshot_id)
+    .collect();
+    let tagged = |id: &str| -> Vec<&str> {
+        catalog
+            .tags
+            .iter()
+            .filter(|(_, t)| t.snapshot_id == id)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    };
+    let storage = if args.storage {
+        let policy = guideloom_publish::RetentionPolicy::default();
+        let retry = guideloom_publish::RetryPolicy::contended_update();
+        Some(
+            root.root
+                .storage(&policy, &retry)
+                .await
+                .map_err(|e| root.err(e))?,
+        )
+    } else {
+        None
+    };
 
     if global.json {
         let snaps: Vec<_> = snapshots
@@ -131,6 +160,8 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
                     "bytes": s.shards().iter().map(|r| r.size).sum::<u64>(),
                     "shard_formats": formats(s),
                     "schema": s.manifest.schema,
+                    "expired": expired.contains(s.id()),
+                    "tags": tagged(s.id()),
                 })
             })
             .collect();
@@ -146,6 +177,8 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             "unpublished_bytes": listable.then(|| unpublished.iter().map(|(_, s)| s).sum::<u64>()),
             "incomplete_work_ids": listable.then(|| survey.incomplete.iter().map(|(w, s)| json!({"work_id": w, "shards": s.len()})).collect::<Vec<_>>()),
             "annotation_sets": sets,
+            "tags": catalog.tags.iter().map(|(n, t)| (n.clone(), json!({"snapshot_id": t.snapshot_id, "seq": t.seq}))).collect::<serde_json::Map<_, _>>(),
+            "storage": storage.as_ref().map(storage_json),
         }));
     }
 
@@ -154,11 +187,17 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
     output::line(&format!("snapshots:  {}", snapshots.len()))?;
     for s in &snapshots {
         let bytes: u64 = s.shards().iter().map(|r| r.size).sum();
-        let mark = if Some(s.seq()) == latest_seq {
-            "  (latest)"
+        let mut mark = if Some(s.seq()) == latest_seq {
+            "  (latest)".to_owned()
+        } else if expired.contains(s.id()) {
+            "  (expired)".to_owned()
         } else {
-            ""
+            String::new()
         };
+        let tags = tagged(s.id());
+        if !tags.is_empty() {
+            mark.push_str(&format!("  [tags: {}]", tags.join(", ")));
+        }
         // Shard formats are named when any shard is not native (e.g. "2 native, 1 array_record").
         let counts = formats(s);
         let kinds = if counts.keys().all(|f| *f == "native") {
@@ -197,7 +236,57 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             shards.len()
         ))?;
     }
+    if let Some(st) = &storage {
+        print_storage(st)?;
+    }
     print_sets(&catalog)
+}
+
+fn storage_json(st: &guideloom_publish::StorageReport) -> serde_json::Value {
+    json!({
+        "live_bytes": st.live_bytes,
+        "reclaimable_bytes": st.reclaimable_bytes,
+        "shard_bytes": st.shard_bytes,
+        "snapshots": st.snapshots.iter().map(|s| json!({
+            "snapshot_id": s.snapshot_id, "seq": s.seq, "bytes": s.bytes,
+            "unique_bytes": s.unique_bytes, "expired": s.expired,
+        })).collect::<Vec<_>>(),
+        "work_ids": st.work_ids.iter().map(|(w, b)| (w.clone(), json!({
+            "objects": b.objects, "bytes": b.bytes, "live_bytes": b.live_bytes,
+            "reclaimable_bytes": b.reclaimable_bytes,
+        }))).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+fn print_storage(st: &guideloom_publish::StorageReport) -> Result<()> {
+    output::line(&format!(
+        "storage:    {} in shards/: {} live, {} reclaimable by `guideloom gc` (keep the latest, 7-day grace)",
+        output::bytes(st.shard_bytes),
+        output::bytes(st.live_bytes),
+        output::bytes(st.reclaimable_bytes)
+    ))?;
+    output::line("  per snapshot (bytes referenced / only by it):")?;
+    for s in &st.snapshots {
+        output::line(&format!(
+            "    #{:<4} {:<24} {:>12} {:>12}{}",
+            s.seq,
+            s.snapshot_id,
+            output::bytes(s.bytes),
+            output::bytes(s.unique_bytes),
+            if s.expired { "  (expired)" } else { "" }
+        ))?;
+    }
+    output::line("  per work id (objects, bytes, live, reclaimable):")?;
+    for (w, b) in &st.work_ids {
+        output::line(&format!(
+            "    {w:<24} {:>6} {:>12} {:>12} {:>12}",
+            b.objects,
+            output::bytes(b.bytes),
+            output::bytes(b.live_bytes),
+            output::bytes(b.reclaimable_bytes)
+        ))?;
+    }
+    Ok(())
 }
 
 /// One annotation set of the catalog as `info --json` and `annotations --json` print it.

@@ -7,6 +7,7 @@ pub(crate) mod convert;
 pub(crate) mod export;
 pub(crate) mod import;
 pub(crate) mod info;
+pub(crate) mod keep;
 pub(crate) mod publish;
 pub(crate) mod quickstart;
 pub(crate) mod read;
