@@ -12,6 +12,7 @@
 //! proptest keeps the seeds of failures in `tests/tests/proptest-regressions/<module>.txt`.
 
 mod faults_common;
+mod gc_races;
 mod publish_common;
 
 mod facade_dataset;
