@@ -45,6 +45,7 @@ from guideloom._imports import (
     import_webdataset,
     write_table,
 )
+from guideloom._keep import gc
 from guideloom._plan import EpochPlan, Mixture, Packing
 from guideloom._records import Bytes, CborFormat, DocumentPickleFormat, RawFormat
 from guideloom._roots import (
@@ -166,6 +167,7 @@ __all__ = [
     "open",
     "publish",
     "publish_annotations",
+    "gc",
     "write_shard",
     "write_table",
 ]

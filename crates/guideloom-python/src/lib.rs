@@ -33,6 +33,7 @@ mod filesystem;
 mod format;
 mod imports;
 mod io;
+mod keep;
 mod mixture;
 mod options;
 mod order;

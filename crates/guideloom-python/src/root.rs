@@ -59,7 +59,7 @@ pub(crate) struct Root {
     /// shards are written and read as ArrayRecord files.
     array_record: Option<ArrayRecordWriterOptions>,
     /// The store's description (credentials redacted), which errors name.
-    name: String,
+    pub(crate) name: String,
     state: Mutex<Current>,
 }
 
