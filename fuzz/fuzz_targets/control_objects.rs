@@ -1,10 +1,10 @@
 //! The control objects of a dataset root, as every reader parses them before using them:
 //! `dataset.json` (`DatasetIdentity::parse`), log entries (`Manifest::parse`), snapshot
-//! pointers (`SnapshotPointer::parse`), claims (`Claim::parse`) and the annotation catalog
-//! (`Catalog::parse`).
+//! pointers (`SnapshotPointer::parse`), claims (`Claim::parse`), the annotation catalog
+//! (`Catalog::parse`) and garbage collection records (`gc/<run>.json`).
 //!
-//! The first input byte selects the parser (`byte % 5`: identity, manifest, pointer, claim,
-//! catalog) and, in bit 3, what the caller expects: clear, the ids (dataset, snapshot) and
+//! The first input byte selects the parser (`byte % 6`: identity, manifest, pointer, claim,
+//! catalog, gc record) and, in bit 3, what the caller expects: clear, the ids (dataset, snapshot) and
 //! the log key are taken from the object itself so that the fuzzer gets past those checks
 //! to the ones behind them; set, the fixed ids `fuzz`/`fuzz` and the log key of seq 1. The
 //! rest of the input is the object.
@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use guideloom_publish::fuzzing::{
     CATALOG_FORMAT, CLAIM_FORMAT, CONTROL_VERSION, Claim, DATASET_FORMAT, MANIFEST_FORMAT,
     MAX_CONTROL_OBJECT_BYTES, MAX_RECORDS, MAX_SHARD_BYTES, MAX_SHARDS, POINTER_FORMAT,
-    SnapshotPointer, key_problem, log_key, parse_log_key, values_key,
+    SnapshotPointer, key_problem, log_key, parse_gc_record, parse_log_key, values_key,
 };
 use guideloom_publish::{Catalog, Checksum, DatasetIdentity, Manifest, ShardFormat, check_name};
 use libfuzzer_sys::fuzz_target;
@@ -51,12 +51,13 @@ fuzz_target!(|data: &[u8]| {
         (Some(v), false) => v["seq"].as_u64().map_or_else(|| log_key(1), log_key),
         _ => log_key(1),
     };
-    match selector % 5 {
+    match selector % 6 {
         0 => identity(body),
         1 => manifest(&key, body, &field("dataset_id")),
         2 => pointer(body, &field("snapshot_id")),
         3 => claim(body, &field("snapshot_id")),
-        _ => catalog(body, &field("dataset_id")),
+        4 => catalog(body, &field("dataset_id")),
+        _ => gc_record(body, &field("dataset_id"), &field("run")),
     }
 });
 
@@ -142,12 +143,37 @@ fn claim(body: &[u8], snapshot_id: &str) {
     assert_eq!(again, c);
 }
 
+/// A garbage collection record (`gc/<run>.json`): every key it would delete is a key a
+/// root may hold (no `..`, no scheme, no dot segment), and it holds no more keys than its
+/// bytes can spell (`{"key":"a","size":0}` is 20 bytes).
+fn gc_record(body: &[u8], dataset_id: &str, run: &str) {
+    let key = format!("gc/{run}.json");
+    let Ok(keys) = parse_gc_record(&key, body, dataset_id) else {
+        return;
+    };
+    assert!(keys.len() * 20 <= body.len());
+    for k in &keys {
+        assert_eq!(key_problem(k), None, "doomed key {k:?}");
+    }
+}
+
 fn catalog(body: &[u8], dataset_id: &str) {
     let Ok(c) = Catalog::parse(body, dataset_id) else {
         return;
     };
     assert_eq!(c.format, CATALOG_FORMAT);
-    assert_eq!(c.version, CONTROL_VERSION);
+    assert!(c.version == CONTROL_VERSION || c.version == CONTROL_VERSION + 1);
+    for (name, tag) in &c.tags {
+        assert!(check_name("tag", name).is_ok());
+        assert!(check_name("snapshot id", &tag.snapshot_id).is_ok());
+    }
+    for e in &c.expired {
+        assert!(check_name("snapshot id", &e.snapshot_id).is_ok());
+    }
+    for k in &c.collected {
+        assert_eq!(key_problem(k), None, "collected key {k:?}");
+        assert!(k.starts_with("annotations/") && k.ends_with("/values.jsonl"), "{k:?}");
+    }
     assert_eq!(c.dataset_id, dataset_id);
     assert!(c.entries.len() * MIN_ENTRY_JSON <= body.len());
     for e in &c.entries {

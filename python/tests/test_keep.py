@@ -44,5 +44,7 @@ def test_gc_expires_superseded_snapshots_and_tags_keep_theirs(tmp_path: Path) ->
         "s1": True,
         "s2": False,
     }
+    # Untagged, s0 would expire under the default policy (keep the latest only).
+    assert [s["expires"] for s in storage["snapshots"]] == [True, False, False]
     with pytest.raises(gl.InvalidArgumentError):
         gl.gc(str(root), grace=-1)

@@ -344,7 +344,7 @@ pub(crate) async fn publish<T: Serialize>(
             // Garbage collection decided (in this object, so before or after us, never
             // between our read and our write) that these values are orphaned, or that the
             // snapshot expired: the set must not land.
-            if catalog.collected.iter().any(|k| *k == key) {
+            if catalog.collected.contains(&key) {
                 return Err(Error::Collected {
                     key: key.clone(),
                     by: format!("{CATALOG_KEY}#collected"),

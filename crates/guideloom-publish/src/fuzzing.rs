@@ -93,3 +93,10 @@ pub fn parse_listing(dir: &str, body: &[u8]) -> Result<Vec<ListedEntry>, String>
         })
         .map_err(|e| e.to_string())
 }
+
+/// Parses a garbage collection record (`gc/<run>.json`) as a collection and a publication
+/// read it: the keys it would delete.
+pub fn parse_gc_record(key: &str, body: &[u8], dataset_id: &str) -> crate::Result<Vec<String>> {
+    crate::gc::record::Record::parse(key, body, dataset_id)
+        .map(|r| r.delete.into_iter().map(|d| d.key).collect())
+}

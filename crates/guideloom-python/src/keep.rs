@@ -60,7 +60,10 @@ impl Root {
         d.set_item("kept", r.kept)?;
         d.set_item(
             "expired",
-            r.expired.into_iter().map(|e| e.snapshot_id).collect::<Vec<_>>(),
+            r.expired
+                .into_iter()
+                .map(|e| e.snapshot_id)
+                .collect::<Vec<_>>(),
         )?;
         d.set_item(
             "deleted",
@@ -79,9 +82,12 @@ impl Root {
         let root = self.current()?;
         let name = self.name.clone();
         let st = block_on(py, async move {
-            root.storage(&RetentionPolicy::default(), &RetryPolicy::contended_update())
-                .await
-                .map_err(|e| Error::from(e).in_root(name))
+            root.storage(
+                &RetentionPolicy::default(),
+                &RetryPolicy::contended_update(),
+            )
+            .await
+            .map_err(|e| Error::from(e).in_root(name))
         })?;
         let d = PyDict::new(py);
         d.set_item("live_bytes", st.live_bytes)?;
@@ -95,6 +101,7 @@ impl Root {
             e.set_item("bytes", s.bytes)?;
             e.set_item("unique_bytes", s.unique_bytes)?;
             e.set_item("expired", s.expired)?;
+            e.set_item("expires", s.expires)?;
             snaps.append(e)?;
         }
         d.set_item("snapshots", snaps)?;
@@ -153,9 +160,7 @@ impl Root {
         let root = self.current()?;
         let name = self.name.clone();
         let tags = block_on(py, async move {
-            root.tags()
-                .await
-                .map_err(|e| Error::from(e).in_root(name))
+            root.tags().await.map_err(|e| Error::from(e).in_root(name))
         })?;
         Ok(tags.into_iter().map(|(n, t)| (n, t.snapshot_id)).collect())
     }

@@ -249,7 +249,7 @@ fn storage_json(st: &guideloom_publish::StorageReport) -> serde_json::Value {
         "shard_bytes": st.shard_bytes,
         "snapshots": st.snapshots.iter().map(|s| json!({
             "snapshot_id": s.snapshot_id, "seq": s.seq, "bytes": s.bytes,
-            "unique_bytes": s.unique_bytes, "expired": s.expired,
+            "unique_bytes": s.unique_bytes, "expired": s.expired, "expires": s.expires,
         })).collect::<Vec<_>>(),
         "work_ids": st.work_ids.iter().map(|(w, b)| (w.clone(), json!({
             "objects": b.objects, "bytes": b.bytes, "live_bytes": b.live_bytes,
@@ -273,7 +273,13 @@ fn print_storage(st: &guideloom_publish::StorageReport) -> Result<()> {
             s.snapshot_id,
             output::bytes(s.bytes),
             output::bytes(s.unique_bytes),
-            if s.expired { "  (expired)" } else { "" }
+            if s.expired {
+                "  (expired)"
+            } else if s.expires {
+                "  (gc would expire it)"
+            } else {
+                ""
+            }
         ))?;
     }
     output::line("  per work id (objects, bytes, live, reclaimable):")?;

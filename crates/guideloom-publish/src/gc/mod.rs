@@ -42,8 +42,6 @@ use crate::store::{ObjectInfo, RootStore, cas_update};
 use guideloom_io::RetryPolicy;
 
 pub(crate) mod record;
-#[cfg(test)]
-mod tests;
 
 pub use record::Doomed;
 use record::{Done, Record};
@@ -691,8 +689,11 @@ pub struct SnapshotBytes {
     pub bytes: u64,
     /// Bytes referenced by no other snapshot.
     pub unique_bytes: u64,
-    /// Expired by the retention policy.
+    /// Expired already (by an earlier collection).
     pub expired: bool,
+    /// Would expire under the policy given to [`Root::storage`](crate::Root::storage) (a
+    /// collection with it now would expire it).
+    pub expires: bool,
 }
 
 /// One work id's objects.
@@ -717,12 +718,12 @@ pub(crate) async fn storage(
 ) -> Result<StorageReport> {
     let dry = collect(store, identity, policy, true, retry).await?;
     let snapshots = snapshot_log::all(store, identity).await?;
-    let expired: BTreeSet<String> = expired(store, identity)
+    let already: BTreeSet<String> = expired(store, identity)
         .await?
         .into_iter()
         .map(|e| e.snapshot_id)
-        .chain(dry.expired.iter().map(|e| e.snapshot_id.clone()))
         .collect();
+    let expires: BTreeSet<&str> = dry.expired.iter().map(|e| e.snapshot_id.as_str()).collect();
     let listed = store.list("shards").await?;
     let sizes: BTreeMap<&str, u64> = listed.iter().map(|o| (o.key.as_str(), o.size)).collect();
     let mut users: BTreeMap<String, u32> = BTreeMap::new();
@@ -735,7 +736,7 @@ pub(crate) async fn storage(
     let mut out = StorageReport::default();
     for s in &snapshots {
         let keys: BTreeSet<String> = referenced_keys(s).collect();
-        let is_expired = expired.contains(s.id());
+        let is_expired = already.contains(s.id());
         let size = |k: &String| sizes.get(k.as_str()).copied().unwrap_or(0);
         out.snapshots.push(SnapshotBytes {
             snapshot_id: s.id().to_owned(),
@@ -747,6 +748,7 @@ pub(crate) async fn storage(
                 .map(size)
                 .sum(),
             expired: is_expired,
+            expires: expires.contains(s.id()),
         });
         if !is_expired {
             live.extend(keys);

@@ -25,13 +25,29 @@ impl Root {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> guideloom_publish::Result<()> {
     /// use std::time::Duration;
-    /// use guideloom_publish::{RetentionPolicy, RetryPolicy, Root};
+    /// use guideloom_publish::{
+    ///     PublicationOptions, PublishMode, PublishRequest, RetentionPolicy, RetryPolicy, Root,
+    ///     RootOptions, StoreOptions,
+    /// };
     /// let dir = tempfile::tempdir().unwrap();
-    /// let root = Root::local(dir.path());
-    /// let policy = RetentionPolicy { keep_last: 5, grace: Duration::from_secs(3600), ..Default::default() };
-    /// # let _ = &root;
-    /// // On a root with snapshots: root.gc(&policy, true, &RetryPolicy::contended_update()).await?
-    /// # let _ = policy;
+    /// let root = Root::open(dir.path().to_str().unwrap(), &StoreOptions::default(), RootOptions::default())?;
+    /// for id in ["run-1", "run-2"] {
+    ///     let shard = root.upload_shard(id, 0, bytes::Bytes::from_static(b"records"), 1).await?;
+    ///     let request = PublishRequest {
+    ///         dataset_id: "captures".into(),
+    ///         snapshot_id: id.into(),
+    ///         shards: vec![shard],
+    ///         mode: PublishMode::Full,
+    ///         schema: None,
+    ///     };
+    ///     root.publish(&request, &PublicationOptions::default()).await?;
+    /// }
+    /// // Keep the latest; no grace, so the first run's shard goes at once.
+    /// let policy = RetentionPolicy { keep_last: 1, grace: Duration::ZERO, ..Default::default() };
+    /// let report = root.gc(&policy, false, &RetryPolicy::contended_update()).await?;
+    /// assert_eq!(report.expired[0].snapshot_id, "run-1");
+    /// assert_eq!(report.deleted.len(), 1);
+    /// assert!(root.snapshot("run-2").await.is_ok());
     /// # Ok(())
     /// # }
     /// ```

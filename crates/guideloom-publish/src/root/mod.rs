@@ -45,6 +45,8 @@ mod adopt_tests;
 #[cfg(test)]
 mod cache_tests;
 #[cfg(test)]
+mod gc_tests;
+#[cfg(test)]
 mod here_tests;
 mod keep;
 #[cfg(test)]

@@ -180,7 +180,7 @@ impl Dataset {
     /// Opens shard `i` once (concurrent callers share the open), under an `open_shard` span.
     async fn open_shard_once(&self, i: usize) -> Result<&OpenedShard> {
         let reference: &ShardRef = &self.inner.snapshot.shards()[i];
-        self.inner.shards[i]
+        let opened = self.inner.shards[i]
             .get_or_try_init(|| async {
                 if let Some(shard) = self.open_cached(i, reference).await? {
                     return Ok(shard);
@@ -194,7 +194,33 @@ impl Dataset {
                 open_checked(reader, reference, &self.inner.options).await
             })
             .instrument(info_span!("open_shard", key = %reference.key))
-            .await
+            .await;
+        match opened {
+            Ok(shard) => Ok(shard),
+            Err(e) => Err(self.expired_or(e).await),
+        }
+    }
+
+    /// A shard that is not found may belong to a snapshot garbage collection expired: then
+    /// that is the error ([`Error::SnapshotExpired`](crate::Error::SnapshotExpired)), found
+    /// by one read of the catalog and the collection records; otherwise `e` as it was.
+    pub(super) async fn expired_or(&self, e: crate::Error) -> crate::Error {
+        if e.kind() != guideloom_io::ErrorKind::NotFound
+            || !self.inner.root.store().capabilities().list
+        {
+            return e;
+        }
+        let id = self.inner.snapshot.id();
+        match self.inner.root.expired().await {
+            Ok(expired) => match expired.into_iter().find(|x| x.snapshot_id == id) {
+                Some(x) => crate::Error::SnapshotExpired {
+                    snapshot_id: x.snapshot_id,
+                    seq: x.seq,
+                },
+                None => e,
+            },
+            Err(_) => e,
+        }
     }
 
     /// The payload of record `index` (one ranged read; the first read of a shard also opens

@@ -42,7 +42,7 @@ impl Dataset {
     pub(super) async fn probe_read(&self, i: usize, local: u64) -> Result<Bytes> {
         let reference: &ShardRef = &self.inner.snapshot.shards()[i];
         let key = &reference.key;
-        async {
+        let read = async {
             let reader = self
                 .inner
                 .root
@@ -75,7 +75,11 @@ impl Dataset {
                 .map_err(|e| Error::shard(key, e))
         }
         .instrument(info_span!("probe_shard", key = %key, record = local))
-        .await
+        .await;
+        match read {
+            Ok(bytes) => Ok(bytes),
+            Err(e) => Err(self.expired_or(e).await),
+        }
     }
 }
 

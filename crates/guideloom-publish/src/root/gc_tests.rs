@@ -1,4 +1,4 @@
-//! Unit tests of garbage collection, tags and expiry on local and memory roots; the races
+//! Unit tests of garbage collection (`crate::gc`), tags and expiry on local and memory roots; the races
 //! with real publishers (threads, processes, moto and RGW) are in `tests/tests/it/gc_*.rs`,
 //! the protocol's every interleaving in `model/publication.pml`.
 
@@ -132,6 +132,13 @@ async fn superseded_snapshots_expire_and_their_shards_and_failed_writes_go() {
         assert_eq!(expired, ["s1", "s2"]);
         let latest = root.open_latest().await.unwrap();
         assert_eq!(latest.get_async(9).await.unwrap(), Bytes::from("w2/0/9"));
+        // An expired snapshot's manifest still opens; its records are a typed error.
+        let old = root.reader(root.snapshot("s1").await.unwrap());
+        let err = old.get_async(0).await.unwrap_err();
+        assert!(
+            matches!(err, Error::SnapshotExpired { ref snapshot_id, seq: 1 } if snapshot_id == "s1"),
+            "{err}"
+        );
         // A second run has nothing left to do; publication goes on after it.
         let again = root.gc(&now_policy(1), false, &retry()).await.unwrap();
         assert!(
