@@ -97,8 +97,9 @@ pub use registry::{
     StoreOptions,
 };
 pub use root::{
-    DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
-    ReadAhead, ReadAheadOptions, RecordRun, Records, Root, RootOptions, resolve_root,
+    CompactRequest, Compacted, DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES,
+    DEFAULT_TARGET_SHARD_BYTES, Dataset, DatasetOptions, InOrder, PlannedShard, ReadAhead,
+    ReadAheadOptions, RecordRun, Records, Root, RootOptions, resolve_root,
 };
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
 pub use snapshot_log::{LogAudit, Snapshot};

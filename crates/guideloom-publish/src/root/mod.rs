@@ -44,6 +44,9 @@ use crate::store::{RootStore, Sweep};
 mod adopt_tests;
 #[cfg(test)]
 mod cache_tests;
+mod compact;
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod here_tests;
 #[cfg(test)]
@@ -58,6 +61,7 @@ mod tests;
 #[cfg(test)]
 mod write_tests;
 
+pub use compact::{CompactRequest, Compacted, DEFAULT_TARGET_SHARD_BYTES, PlannedShard};
 pub use reader::{
     DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
     ReadAhead, ReadAheadOptions, RecordRun, Records, resolve_root,
