@@ -120,6 +120,7 @@ impl CompactRequest {
 
 /// One shard of a compacted snapshot, as planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PlannedShard {
     /// Source shard `source` referenced as it is.
     Kept {
