@@ -1,7 +1,9 @@
 //! Command-line syntax (clap derive).
 
+mod maintain;
 mod transfer;
 
+pub(crate) use maintain::{CardArgs, CompactArgs};
 pub(crate) use transfer::{ExportArgs, ExportFormat, ImportArgs, ImportFormat, ImportMode};
 
 use std::path::PathBuf;
@@ -231,6 +233,11 @@ pub(crate) enum Command {
                                 guideloom export [OPTIONS] --root <ROOT> <FORMAT> <OUT>"
     )]
     Export(ExportArgs),
+    /// Rewrite a snapshot's small shards into fewer shards of about a target size, published
+    /// as a new full snapshot with the same records in the same order.
+    Compact(CompactArgs),
+    /// Write the dataset card (README and card.json) of a snapshot.
+    Card(CardArgs),
 }
 
 impl Command {
@@ -248,6 +255,8 @@ impl Command {
             Command::Annotations(a) => Some(&a.root),
             Command::Import(a) => Some(&a.root),
             Command::Export(a) => Some(&a.root),
+            Command::Compact(a) => Some(&a.root),
+            Command::Card(a) => Some(&a.root),
             Command::Quickstart(_) | Command::Convert(_) => None,
         }
     }

@@ -97,6 +97,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Annotations(a) => commands::annotations::run(a, global).await,
         Command::Import(a) => commands::import::run(a, global).await,
         Command::Export(a) => commands::export::run(a, global).await,
+        Command::Compact(a) => commands::compact::run(a, global).await,
+        Command::Card(a) => commands::card::run(a, global).await,
     }
 }
 

@@ -115,6 +115,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
         .cloned()
         .collect();
     let catalog = root.root.catalog().await.map_err(|e| root.err(e))?;
+    let card = root.root.latest_card().await.map_err(|e| root.err(e))?;
     let latest_seq = snapshots.last().map(|s| s.seq());
 
     if global.json {
@@ -146,6 +147,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             "unpublished_bytes": listable.then(|| unpublished.iter().map(|(_, s)| s).sum::<u64>()),
             "incomplete_work_ids": listable.then(|| survey.incomplete.iter().map(|(w, s)| json!({"work_id": w, "shards": s.len()})).collect::<Vec<_>>()),
             "annotation_sets": sets,
+            "card": crate::commands::card::summary_json(card.as_ref()),
         }));
     }
 
@@ -197,7 +199,8 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             shards.len()
         ))?;
     }
-    print_sets(&catalog)
+    print_sets(&catalog)?;
+    crate::commands::card::print_summary(card.as_ref())
 }
 
 /// One annotation set of the catalog as `info --json` and `annotations --json` print it.
