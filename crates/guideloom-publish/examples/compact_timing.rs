@@ -5,6 +5,8 @@
 //! `cargo run --release -p guideloom-publish --example compact_timing -- DIR [MIB] [SHARD_KIB] [RECORD_BYTES]`
 //! (defaults: 1024 MiB of 256 KiB shards of 1 KiB records). DIR is emptied first.
 
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // timing arithmetic
+
 use std::io::Write;
 use std::time::Instant;
 

@@ -1,5 +1,6 @@
 //! Dataset cards: create-only per snapshot, identical rewrites, the newest card, and hostile
 //! card objects (huge, not UTF-8, wrong JSON).
+#![allow(clippy::cast_possible_truncation)] // test sizes are small
 
 use bytes::Bytes;
 use guideloom_format::ShardMetadata;
