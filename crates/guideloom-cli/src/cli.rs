@@ -1,9 +1,11 @@
 //! Command-line syntax (clap derive).
 
 mod keep;
+mod maintain;
 mod transfer;
 
 pub(crate) use keep::{GcArgs, TagArgs};
+pub(crate) use maintain::{CardArgs, CompactArgs};
 pub(crate) use transfer::{ExportArgs, ExportFormat, ImportArgs, ImportFormat, ImportMode};
 
 use std::path::PathBuf;
@@ -238,6 +240,11 @@ pub(crate) enum Command {
     Gc(GcArgs),
     /// List tags, point tag NAME at a snapshot, or remove it (`--delete`).
     Tag(TagArgs),
+    /// Rewrite a snapshot's small shards into fewer shards of about a target size, published
+    /// as a new full snapshot with the same records in the same order.
+    Compact(CompactArgs),
+    /// Write the dataset card (README and card.json) of a snapshot.
+    Card(CardArgs),
 }
 
 impl Command {
@@ -257,6 +264,8 @@ impl Command {
             Command::Export(a) => Some(&a.root),
             Command::Gc(a) => Some(&a.root),
             Command::Tag(a) => Some(&a.root),
+            Command::Compact(a) => Some(&a.root),
+            Command::Card(a) => Some(&a.root),
             Command::Quickstart(_) | Command::Convert(_) => None,
         }
     }

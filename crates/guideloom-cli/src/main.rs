@@ -99,6 +99,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Export(a) => commands::export::run(a, global).await,
         Command::Gc(a) => commands::keep::gc(a, global).await,
         Command::Tag(a) => commands::keep::tag(a, global).await,
+        Command::Compact(a) => commands::compact::run(a, global).await,
+        Command::Card(a) => commands::card::run(a, global).await,
     }
 }
 

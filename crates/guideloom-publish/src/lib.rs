@@ -17,6 +17,7 @@
 //! snapshots/<snapshot_id>.json  create-only pointer to a log entry (size + sha256)
 //! annotations/<set>/<ver>/values.jsonl   create-only annotation values
 //! annotations/catalog.json      the one mutable object, updated by etag CAS
+//! cards/<snapshot_id>/README.md  create-only dataset card (and its card.json)
 //! ```
 //!
 //! ```
@@ -102,8 +103,11 @@ pub use registry::{
     StoreOptions,
 };
 pub use root::{
-    DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
-    ReadAhead, ReadAheadOptions, RecordRun, Records, Root, RootOptions, resolve_root,
+    CARD_FORMAT, Card, CompactRequest, Compacted, DEFAULT_READ_AHEAD_BATCHES,
+    DEFAULT_READ_AHEAD_BYTES, DEFAULT_TARGET_SHARD_BYTES, Dataset, DatasetOptions, InOrder,
+    MAX_CARD_JSON_BYTES, MAX_CARD_README_BYTES, MAX_CARD_WALK, PlannedShard, ReadAhead,
+    ReadAheadOptions, RecordRun, Records, Root, RootOptions, Split, card_json_key, card_readme_key,
+    resolve_root,
 };
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
 pub use snapshot_log::{LogAudit, Snapshot};

@@ -115,6 +115,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
         .cloned()
         .collect();
     let catalog = root.root.catalog().await.map_err(|e| root.err(e))?;
+    let card = root.root.latest_card().await.map_err(|e| root.err(e))?;
     let latest_seq = snapshots.last().map(|s| s.seq());
     // Expired snapshots: the catalog's and the collection records' (a listing of gc/).
     let expired: std::collections::BTreeSet<String> = if listable {
@@ -179,6 +180,7 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
             "annotation_sets": sets,
             "tags": catalog.tags.iter().map(|(n, t)| (n.clone(), json!({"snapshot_id": t.snapshot_id, "seq": t.seq}))).collect::<serde_json::Map<_, _>>(),
             "storage": storage.as_ref().map(storage_json),
+            "card": crate::commands::card::summary_json(card.as_ref()),
         }));
     }
 
@@ -239,7 +241,8 @@ pub(crate) async fn run(args: InfoArgs, global: &Global) -> Result<()> {
     if let Some(st) = &storage {
         print_storage(st)?;
     }
-    print_sets(&catalog)
+    print_sets(&catalog)?;
+    crate::commands::card::print_summary(card.as_ref())
 }
 
 fn storage_json(st: &guideloom_publish::StorageReport) -> serde_json::Value {

@@ -3,6 +3,8 @@
 pub(crate) mod annotate;
 pub(crate) mod annotations;
 pub(crate) mod bench;
+pub(crate) mod card;
+pub(crate) mod compact;
 pub(crate) mod convert;
 pub(crate) mod export;
 pub(crate) mod import;

@@ -44,6 +44,12 @@ use crate::store::{RootStore, Sweep};
 mod adopt_tests;
 #[cfg(test)]
 mod cache_tests;
+mod card;
+#[cfg(test)]
+mod card_tests;
+mod compact;
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod gc_tests;
 #[cfg(test)]
@@ -61,6 +67,11 @@ mod tests;
 #[cfg(test)]
 mod write_tests;
 
+pub use card::{
+    CARD_FORMAT, Card, MAX_CARD_JSON_BYTES, MAX_CARD_README_BYTES, MAX_CARD_WALK, Split,
+    card_json_key, card_readme_key,
+};
+pub use compact::{CompactRequest, Compacted, DEFAULT_TARGET_SHARD_BYTES, PlannedShard};
 pub use reader::{
     DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
     ReadAhead, ReadAheadOptions, RecordRun, Records, resolve_root,
