@@ -23,6 +23,7 @@ mod cli_faults;
 mod cli_features;
 mod cli_hostile;
 mod cli_import;
+mod cli_keep;
 mod cli_memory;
 mod cli_messages;
 mod cli_mount;
