@@ -1,7 +1,9 @@
 //! Command-line syntax (clap derive).
 
+mod serve;
 mod transfer;
 
+pub(crate) use serve::ServeArgs;
 pub(crate) use transfer::{ExportArgs, ExportFormat, ImportArgs, ImportFormat, ImportMode};
 
 use std::path::PathBuf;
@@ -231,6 +233,9 @@ pub(crate) enum Command {
                                 guideloom export [OPTIONS] --root <ROOT> <FORMAT> <OUT>"
     )]
     Export(ExportArgs),
+    /// Serve a local, read-only web viewer of ROOT: snapshots, shards, records (paged),
+    /// annotation sets beside the records, benchmark charts. Prints `listening on URL` first.
+    Serve(ServeArgs),
 }
 
 impl Command {
@@ -248,6 +253,7 @@ impl Command {
             Command::Annotations(a) => Some(&a.root),
             Command::Import(a) => Some(&a.root),
             Command::Export(a) => Some(&a.root),
+            Command::Serve(a) => Some(&a.root),
             Command::Quickstart(_) | Command::Convert(_) => None,
         }
     }

@@ -97,6 +97,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Annotations(a) => commands::annotations::run(a, global).await,
         Command::Import(a) => commands::import::run(a, global).await,
         Command::Export(a) => commands::export::run(a, global).await,
+        Command::Serve(a) => commands::serve::run(a, global).await,
     }
 }
 

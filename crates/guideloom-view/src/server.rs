@@ -453,12 +453,15 @@ fn decode(text: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                    Ok(b) => {
+                match std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                {
+                    Some(b) => {
                         out.push(b);
                         i += 2;
                     }
-                    Err(_) => out.push(b'%'),
+                    None => out.push(b'%'),
                 }
             }
             b => out.push(b),
@@ -937,12 +940,13 @@ mod tests {
 
     #[test]
     fn queries_are_percent_decoded() {
-        let q = Query::parse("snapshot=v%22%3E1&set=q%2Fv1&set=&page=2&x=a+b&bad=%zz%4");
+        let q = Query::parse("snapshot=v%22%3E1&set=q%2Fv1&set=&page=2&x=a+b&bad=%zz%4&u=%\u{e9}");
         assert_eq!(q.get("snapshot"), Some("v\">1"));
         assert_eq!(q.all("set"), ["q/v1"]);
         assert_eq!(q.number("page").unwrap(), Some(2));
         assert_eq!(q.get("x"), Some("a b"));
         assert_eq!(q.get("bad"), Some("%zz%4"));
+        assert_eq!(q.get("u"), Some("%\u{e9}"));
         assert!(q.number("x").is_err());
     }
 }

@@ -10,5 +10,6 @@ pub(crate) mod info;
 pub(crate) mod publish;
 pub(crate) mod quickstart;
 pub(crate) mod read;
+pub(crate) mod serve;
 pub(crate) mod verify;
 pub(crate) mod write;
