@@ -140,6 +140,7 @@ impl Fail {
             guideloom::ErrorKind::NotFound | guideloom::ErrorKind::OutOfRange => {
                 StatusCode::NOT_FOUND
             }
+            guideloom::ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
             _ => StatusCode::BAD_GATEWAY,
         };
         Fail::new(status, e.to_string())
