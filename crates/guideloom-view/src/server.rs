@@ -370,6 +370,12 @@ async fn route(state: &State, method: &Method, uri: &http::Uri) -> Response<Full
             "records_read": state.stats.records_read.load(Ordering::Relaxed),
             "records_skipped": state.stats.records_skipped.load(Ordering::Relaxed),
         })),
+        // Browsers ask for it by themselves: no icon, and no error in their console.
+        "/favicon.ico" => Ok(respond(
+            StatusCode::NO_CONTENT,
+            "image/x-icon",
+            Bytes::new(),
+        )),
         "/static/app.css" => Ok(respond(StatusCode::OK, "text/css; charset=utf-8", APP_CSS)),
         "/static/app.js" => Ok(respond(
             StatusCode::OK,
