@@ -91,13 +91,16 @@ struct Stats {
     records_skipped: AtomicU64,
 }
 
+/// An opened annotation set's key: `set/version` and the snapshot it is read for.
+type SetKey = (String, String);
+
 #[derive(Debug)]
 struct State {
     root: Root,
     name: String,
     options: ViewerOptions,
     datasets: Mutex<Vec<(String, Dataset)>>,
-    sets: Mutex<Vec<((String, String), Arc<AnnotationSet>)>>,
+    sets: Mutex<Vec<(SetKey, Arc<AnnotationSet>)>>,
     stats: Stats,
 }
 
