@@ -78,6 +78,11 @@ pub(crate) const STEPS: &[Step] = &[
         always: false,
     },
     Step {
+        name: "browser",
+        run: browser,
+        always: false,
+    },
+    Step {
         name: "python",
         run: python,
         always: false,
@@ -378,6 +383,11 @@ fn examples(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// `guideloom serve` in headless Chromium (`browser.rs`): a missing browser fails here.
+fn browser(ctx: &mut Ctx) -> Result<()> {
+    crate::browser::run(&ctx.root, |cmd| test_env(ctx, cmd))
+}
+
 /// The Python package: venv, `maturin develop --release`, pytest against the servers, then
 /// ruff, mypy and stubtest (see `python.rs`).
 fn python(ctx: &mut Ctx) -> Result<()> {
@@ -441,6 +451,7 @@ mod tests {
         assert!(pos("test") < pos("servers-down"));
         assert!(pos("servers-up") < pos("examples") && pos("examples") < pos("servers-down"));
         assert!(pos("servers-up") < pos("python") && pos("python") < pos("servers-down"));
+        assert!(pos("examples") < pos("browser") && pos("browser") < pos("python"));
         let always: Vec<&str> = STEPS.iter().filter(|s| s.always).map(|s| s.name).collect();
         assert_eq!(always, ["servers-down"]);
     }

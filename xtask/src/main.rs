@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! cargo xtask ci [--skip STEP]...       fmt, tidy, clippy, features, doc, fuzz-check, model,
-//!                                       servers-up, test, examples, python, servers-down, deny
+//!                                       servers-up, test, examples, browser, python,
+//!                                       servers-down, deny
 //!                                       (servers-up includes Ceph RGW unless GUIDELOOM_XTASK_CEPH=0
 //!                                       and the rclone mount unless GUIDELOOM_XTASK_MOUNT=0)
 //! cargo xtask tidy                      layering, manifest and module-cycle checks (also a #[test])
@@ -15,10 +16,12 @@
 //! cargo xtask bench [ARGS]...           cargo bench --workspace ARGS, then one summary table
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
 //! cargo xtask model                     spin checks model/publication.pml in every configuration
+//! cargo xtask browser                   `guideloom serve` in headless Chromium (Playwright)
 //! ```
 
 mod bench;
 mod bench_report;
+mod browser;
 mod ci;
 mod error;
 mod features;
@@ -42,7 +45,8 @@ usage: cargo xtask <command> [options]
 commands:
   ci [--skip STEP]...            run every CI step in order, stop at the first failure
                                  steps: fmt tidy clippy features doc fuzz-check model
-                                 servers-up test examples python servers-down deny
+                                 servers-up test examples browser python servers-down
+                                 deny
                                  (servers-up starts Ceph RGW and the rclone mount too;
                                  GUIDELOOM_XTASK_CEPH=0 / GUIDELOOM_XTASK_MOUNT=0: not)
   tidy                           check crate layering, manifests and module import cycles
@@ -61,6 +65,9 @@ commands:
   fuzz [--seconds N] [TARGET]    run each fuzz target (or TARGET) for N seconds (default 30)
   model                          check the publication protocol's model with spin, in every
                                  configuration (docs/publication.md, section The protocol model)
+  browser                        `guideloom serve` in headless Chromium through Playwright
+                                 (installs chromium, node and playwright-core when missing;
+                                 screenshots in <target>/browser/)
   help                           print this text
 ";
 
@@ -96,6 +103,7 @@ fn run(args: &[String]) -> Result<()> {
         Command::Bench { passthrough } => bench::run(&root, &passthrough),
         Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
         Command::Model => model::run(&root),
+        Command::Browser => browser::run(&root, |_| {}),
     }
 }
 
@@ -108,6 +116,7 @@ enum Command {
     },
     Tidy,
     Model,
+    Browser,
     Features,
     Metrics {
         dir: Option<std::path::PathBuf>,
@@ -160,6 +169,10 @@ impl Command {
             "model" => match rest {
                 [] => Ok(Command::Model),
                 _ => Err(usage("model takes no arguments".into())),
+            },
+            "browser" => match rest {
+                [] => Ok(Command::Browser),
+                _ => Err(usage("browser takes no arguments".into())),
             },
             "tidy" => match rest {
                 [] => Ok(Command::Tidy),
@@ -255,6 +268,7 @@ mod tests {
             }
         );
         assert_eq!(parse(&["tidy"]).unwrap(), Command::Tidy);
+        assert_eq!(parse(&["browser"]).unwrap(), Command::Browser);
         assert_eq!(parse(&["features"]).unwrap(), Command::Features);
         assert_eq!(
             parse(&["metrics"]).unwrap(),
@@ -320,6 +334,7 @@ mod tests {
             &["ci", "--skip", "nosuchstep"],
             &["ci", "extra"],
             &["tidy", "x"],
+            &["browser", "x"],
             &["features", "--all"],
             &["metrics", "--root"],
             &["metrics", "/tmp"],

@@ -42,6 +42,9 @@ pub(crate) const LAYERS: &[&str] = &[
     // Importers and exporters: write through the facade's publisher, read through its
     // datasets; the CLI and the Python package use them.
     "guideloom-import",
+    // The read-only web viewer (`guideloom serve`) and its HTML renderers: reads roots
+    // through the facade; the CLI serves it and the Python package may call its renderers.
+    "guideloom-view",
     "guideloom-cli",
     // The Python bindings sit beside the CLI at the top; above it in this list only because
     // the order is linear (it depends on no CLI code, and nothing depends on it).

@@ -2,10 +2,12 @@
 
 mod keep;
 mod maintain;
+mod serve;
 mod transfer;
 
 pub(crate) use keep::{GcArgs, TagArgs};
 pub(crate) use maintain::{CardArgs, CompactArgs};
+pub(crate) use serve::ServeArgs;
 pub(crate) use transfer::{ExportArgs, ExportFormat, ImportArgs, ImportFormat, ImportMode};
 
 use std::path::PathBuf;
@@ -245,6 +247,9 @@ pub(crate) enum Command {
     Compact(CompactArgs),
     /// Write the dataset card (README and card.json) of a snapshot.
     Card(CardArgs),
+    /// Serve a local, read-only web viewer of ROOT: snapshots, shards, records (paged),
+    /// annotation sets beside the records, benchmark charts. Prints `listening on URL` first.
+    Serve(ServeArgs),
 }
 
 impl Command {
@@ -266,6 +271,7 @@ impl Command {
             Command::Tag(a) => Some(&a.root),
             Command::Compact(a) => Some(&a.root),
             Command::Card(a) => Some(&a.root),
+            Command::Serve(a) => Some(&a.root),
             Command::Quickstart(_) | Command::Convert(_) => None,
         }
     }

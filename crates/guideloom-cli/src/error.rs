@@ -149,6 +149,13 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// `serve`: the viewer could not listen, or its `--bench` results could not be read.
+    #[error("{source}")]
+    View {
+        /// The viewer's error.
+        #[source]
+        source: guideloom_view::Error,
+    },
 }
 
 impl CliError {
@@ -225,6 +232,7 @@ impl CliError {
             CliError::Record { .. } => ErrorKind::Encode,
             CliError::Incomplete { source, .. } => source.kind(),
             CliError::Unsound { .. } => ErrorKind::VerificationFailed,
+            CliError::View { source } => source.kind(),
         }
     }
 

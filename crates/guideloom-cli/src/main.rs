@@ -101,6 +101,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Tag(a) => commands::keep::tag(a, global).await,
         Command::Compact(a) => commands::compact::run(a, global).await,
         Command::Card(a) => commands::card::run(a, global).await,
+        Command::Serve(a) => commands::serve::run(a, global).await,
     }
 }
 

@@ -43,7 +43,11 @@ async fn main() -> guideloom_publish::Result<()> {
     let body = Bytes::from(vec![7u8; shard_bytes as usize]);
     let t = Instant::now();
     for s in 0..22u64 {
-        let work = if s < 20 { format!("w{s}") } else { format!("failed{s}") };
+        let work = if s < 20 {
+            format!("w{s}")
+        } else {
+            format!("failed{s}")
+        };
         let mut refs = Vec::new();
         for n in 0..shards_per {
             refs.push(root.upload_shard(&work, n, body.clone(), 1).await?);
@@ -56,7 +60,8 @@ async fn main() -> guideloom_publish::Result<()> {
                 mode: PublishMode::Full,
                 schema: None,
             };
-            root.publish(&request, &PublicationOptions::default()).await?;
+            root.publish(&request, &PublicationOptions::default())
+                .await?;
         }
     }
     let total = 22 * shards_per * shard_bytes;

@@ -13,5 +13,6 @@ pub(crate) mod keep;
 pub(crate) mod publish;
 pub(crate) mod quickstart;
 pub(crate) mod read;
+pub(crate) mod serve;
 pub(crate) mod verify;
 pub(crate) mod write;

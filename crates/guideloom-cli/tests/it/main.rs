@@ -30,5 +30,6 @@ mod cli_mount;
 mod cli_publish_race;
 mod cli_raw_out;
 mod cli_roots;
+mod cli_serve;
 mod cli_shape;
 mod cli_streams;

@@ -1,0 +1,28 @@
+//! Pure HTML renderers: plain data in, HTML strings out, no IO.
+//!
+//! The server ([`crate::server`]) calls these for its pages; a notebook's `_repr_html_` can
+//! call the fragment renderers ([`render_dataset_summary`], [`render_record`],
+//! [`render_annotation_value`], [`render_card`], [`render_bench_charts`]) the same way.
+//!
+//! **Every value that comes from a root is escaped** ([`escape`]; in links
+//! [`url_encode`] first): snapshot ids, shard keys, record text, annotation values, card
+//! text. Records render within [`RenderLimits`], so a huge record yields a bounded page.
+//! Pages carry no inline script or style: they link `/static/app.css` and `/static/app.js`,
+//! so a strict Content-Security-Policy holds; charts are SVG with presentation attributes.
+
+mod chart;
+mod escape;
+mod media;
+mod pages;
+mod value;
+
+pub use chart::{BenchResult, render_bench_charts};
+pub use escape::{escape, escape_into, url_encode};
+pub use media::{MediaKind, inline_kind, sniff};
+pub use pages::{
+    Health, RecordContent, RecordDetail, RecordEntry, RecordsView, SetRow, ShardRow, SnapshotRow,
+    Summary, page, render_annotation_value, render_bench_page, render_card, render_dataset_summary,
+    render_error_page, render_overview_page, render_record_page, render_records_page,
+    render_shard_list, render_snapshot_list,
+};
+pub use value::{RecordFormat, RenderLimits, render_record, render_record_with, render_value};
