@@ -48,3 +48,39 @@ def test_gc_expires_superseded_snapshots_and_tags_keep_theirs(tmp_path: Path) ->
     assert [s["expires"] for s in storage["snapshots"]] == [True, False, False]
     with pytest.raises(gl.InvalidArgumentError):
         gl.gc(str(root), grace=-1)
+
+
+def _png() -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    raw = b"".join(b"\x00" + bytes([x * 40, 255 - x * 40, 128]) * 4 for x in range(4))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_notebooks_render_datasets_and_records_as_escaped_html(tmp_path: Path) -> None:
+    root = str(tmp_path / "root")
+    records = [_png(), b"<script>alert(1)</script>", "caption é".encode()]
+    ref = gl.write_shard(records, root, work_id="w")
+    gl.publish(root, [ref], dataset_id="d", snapshot_id='s"1')
+    ds = gl.open(root)
+    html = ds._repr_html_()
+    assert "s&quot;1" in html and "3 record(s)" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "data:image/png;base64," in html
+    shown = ds.show(0)
+    assert isinstance(shown, gl.RecordHtml)
+    assert shown._repr_html_() == shown.html
+    assert shown.html.startswith('<div class="guideloom">') and "<img" in shown.html
+    assert "caption é" in ds.show(-1).html
+    with pytest.raises(IndexError):
+        ds.show(3)

@@ -41,11 +41,11 @@ struct Opened {
 /// annotations.
 #[pyclass(frozen, module = "guideloom._guideloom")]
 pub(crate) struct Dataset {
-    uri: String,
+    pub(crate) uri: String,
     /// With the snapshot pinned (re-opening after a fork reads the same snapshot).
     options: DatasetOptions,
     format: RecordFormat,
-    snapshot_id: String,
+    pub(crate) snapshot_id: String,
     pub(crate) len: u64,
     /// The snapshot's schema (records are then CBOR maps of its columns).
     pub(crate) schema: Option<guideloom::format::schema::Schema>,
@@ -294,6 +294,11 @@ impl Dataset {
     /// How this dataset's records decode.
     pub(crate) fn record_format(&self) -> RecordFormat {
         self.format
+    }
+
+    /// A Python index (negative from the end) as a record index (for the other modules).
+    pub(crate) fn resolve_index(&self, i: &PyIndex) -> PyResult<u64> {
+        self.index(i)
     }
 
     /// A Python index (negative from the end) as a record index.

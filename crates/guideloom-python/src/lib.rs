@@ -35,6 +35,7 @@ mod imports;
 mod io;
 mod keep;
 mod mixture;
+mod notebook;
 mod options;
 mod order;
 mod packing;
@@ -59,6 +60,7 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::register_exit_hook(m.py())?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<dataset::DatasetIter>()?;
+    m.add_class::<notebook::RecordHtml>()?;
     m.add_class::<ahead::ReadAheadIter>()?;
     m.add_class::<format::CborFormat>()?;
     m.add_class::<format::DocumentPickleFormat>()?;

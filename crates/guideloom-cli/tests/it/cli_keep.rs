@@ -212,3 +212,89 @@ fn compact_rewrites_small_shards_with_identical_records_and_gc_takes_the_old_one
     );
     ok(guideloom(&["verify", r]));
 }
+
+/// `guideloom gc` killed (SIGKILL) at moments spread over its run: the kept snapshot stays
+/// whole whatever was deleted, and the next run finishes the work (it resumes the killed
+/// run's record) leaving exactly the kept snapshot's shards and every record done.
+#[test]
+fn gc_killed_at_any_moment_leaves_the_kept_snapshot_whole_and_the_next_run_finishes() {
+    use guideloom_publish::{
+        PublicationOptions, PublishMode, PublishRequest, Root, RootOptions, StoreOptions,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for delay_ms in [0u64, 3, 8, 15, 30, 60, 120] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("root");
+        let r = dir.to_str().unwrap();
+        let root = Root::open(r, &StoreOptions::default(), RootOptions::default()).unwrap();
+        rt.block_on(async {
+            for s in 0..30u64 {
+                let mut refs = Vec::new();
+                for n in 0..10 {
+                    let records = vec![vec![u8::try_from(s).unwrap(); 4096]];
+                    let meta = guideloom_format::ShardMetadata::new("raw", "documents");
+                    let work = format!("w{s}");
+                    let written = root.write_shard(&work, n, meta, &records);
+                    refs.push(written.await.unwrap());
+                }
+                let request = PublishRequest {
+                    dataset_id: "d".into(),
+                    snapshot_id: format!("s{s}"),
+                    shards: refs,
+                    mode: PublishMode::Full,
+                    schema: None,
+                };
+                root.publish(&request, &PublicationOptions::default())
+                    .await
+                    .unwrap();
+            }
+            for n in 0..50 {
+                let meta = guideloom_format::ShardMetadata::new("raw", "documents");
+                root.write_shard("failed", n, meta, &[vec![9u8; 4096]])
+                    .await
+                    .unwrap();
+            }
+        });
+        let mut child = std::process::Command::new(common::BIN)
+            .args(["gc", r, "--grace", "0s"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        // Whatever the killed run did, the latest snapshot's shards are all there, whole.
+        let latest = rt.block_on(root.latest()).unwrap();
+        assert_eq!(latest.id(), "s29");
+        for shard in latest.shards() {
+            let info = rt.block_on(root.store().head(&shard.key)).unwrap();
+            assert_eq!(
+                info.size, shard.size,
+                "killed at {delay_ms} ms: {}",
+                shard.key
+            );
+        }
+        ok(guideloom(&["gc", r, "--grace", "0s"]));
+        let shards: Vec<String> = files(&dir)
+            .into_iter()
+            .filter(|f| f.starts_with("shards/"))
+            .collect();
+        assert_eq!(shards.len(), 10, "killed at {delay_ms} ms: {shards:?}");
+        assert!(shards.iter().all(|f| f.starts_with("shards/w29/")));
+        let gc: Vec<String> = files(&dir)
+            .into_iter()
+            .filter(|f| f.starts_with("gc/"))
+            .collect();
+        let records = gc.iter().filter(|f| f.ends_with(".json")).count();
+        let done = gc.iter().filter(|f| f.ends_with(".done")).count();
+        assert_eq!(
+            records, done,
+            "killed at {delay_ms} ms: every record finished: {gc:?}"
+        );
+        ok(guideloom(&["verify", r]));
+    }
+}

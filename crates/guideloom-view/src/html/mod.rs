@@ -13,12 +13,14 @@
 mod chart;
 mod escape;
 mod media;
+mod notebook;
 mod pages;
 mod value;
 
 pub use chart::{BenchResult, render_bench_charts};
 pub use escape::{escape, escape_into, url_encode};
 pub use media::{MediaKind, inline_kind, sniff};
+pub use notebook::{NotebookDataset, render_notebook_dataset, render_notebook_record};
 pub use pages::{
     Health, RecordContent, RecordDetail, RecordEntry, RecordsView, SetRow, ShardRow, SnapshotRow,
     Summary, page, render_annotation_value, render_bench_page, render_card, render_dataset_summary,
