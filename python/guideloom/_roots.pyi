@@ -253,6 +253,26 @@ class Root:
     def tag(self, name: str, snapshot_id: str) -> str | None: ...
     def untag(self, name: str) -> str: ...
     def tags(self) -> dict[str, str]: ...
+    def compact(
+        self,
+        snapshot_id: str,
+        *,
+        from_snapshot: str | None = None,
+        target_shard_bytes: int = 268435456,
+        work_id: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]: ...
+    def write_card(
+        self,
+        snapshot_id: str,
+        readme: str,
+        *,
+        licence: str | None = None,
+        description: str | None = None,
+        citation: str | None = None,
+        splits: dict[str, str] | None = None,
+    ) -> None: ...
+    def card(self, snapshot_id: str | None = None) -> dict[str, Any] | None: ...
 
 def open(
     root: _Root,

@@ -69,18 +69,41 @@ def _png() -> bytes:
 
 def test_notebooks_render_datasets_and_records_as_escaped_html(tmp_path: Path) -> None:
     root = str(tmp_path / "root")
-    records = [_png(), b"<script>alert(1)</script>", "caption é".encode()]
+    records: list[object] = [_png(), "<script>alert(1)</script>", {"caption": "é <b>"}]
     ref = gl.write_shard(records, root, work_id="w")
-    gl.publish(root, [ref], dataset_id="d", snapshot_id='s"1')
+    gl.publish(root, [ref], dataset_id="d", snapshot_id="s1")
     ds = gl.open(root)
     html = ds._repr_html_()
-    assert "s&quot;1" in html and "3 record(s)" in html
+    assert "s1" in html and "3 record(s)" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "data:image/png;base64," in html
     shown = ds.show(0)
     assert isinstance(shown, gl.RecordHtml)
     assert shown._repr_html_() == shown.html
     assert shown.html.startswith('<div class="guideloom">') and "<img" in shown.html
-    assert "caption é" in ds.show(-1).html
+    last = ds.show(-1).html
+    assert "é &lt;b&gt;" in last and "caption" in last
     with pytest.raises(IndexError):
         ds.show(3)
+
+
+def test_compaction_keeps_every_record_and_cards_are_versioned(tmp_path: Path) -> None:
+    root = str(tmp_path / "root")
+    for i in range(6):
+        ref = gl.write_shard([f"{i}:{j}".encode() for j in range(5)], root, work_id=f"w{i}")
+        gl.publish(root, [ref], dataset_id="d", snapshot_id=f"a{i}", mode="append" if i else "full")
+    before = list(gl.open(root))
+    r = gl.Root(root)
+    done = r.compact("c1")
+    assert done["snapshot_id"] == "c1" and done["output_shards"] == 1 and done["records"] == 30
+    assert list(gl.open(root)) == before
+    gone = r.gc(grace=0)
+    assert len([k for k, _ in gone["deleted"] if k.endswith(".glm")]) == 6
+    assert list(gl.open(root)) == before
+    assert r.card() is None
+    r.write_card("c1", "# Six batches\n", licence="MIT", splits={"train": "0..20", "all": "c1"})
+    card = r.card()
+    assert card is not None and card["snapshot_id"] == "c1" and card["licence"] == "MIT"
+    assert card["splits"] == {"all": "c1", "train": "0..20"}
+    with pytest.raises(gl.PublicationCollisionError):
+        r.write_card("c1", "# Another text\n")

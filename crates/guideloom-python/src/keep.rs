@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use guideloom::{RetentionPolicy, RetryPolicy};
+use guideloom::{Card, CompactRequest, RetentionPolicy, RetryPolicy, Split};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -163,5 +163,114 @@ impl Root {
             root.tags().await.map_err(|e| Error::from(e).in_root(name))
         })?;
         Ok(tags.into_iter().map(|(n, t)| (n, t.snapshot_id)).collect())
+    }
+
+    /// Rewrites snapshot `from_snapshot`'s (default: the latest) small shards into fewer
+    /// shards of about `target_shard_bytes`, published as the new full snapshot
+    /// `snapshot_id` with every record identical, in the same order (`guideloom compact`).
+    /// The old shards go with `gc`. Returns a dict: `snapshot_id`, `source`, `outcome`,
+    /// `input_shards`, `input_bytes`, `output_shards`, `output_bytes`, `records`, `seconds`.
+    #[pyo3(signature = (snapshot_id, *, from_snapshot = None, target_shard_bytes = 268435456, work_id = None, dry_run = false))]
+    fn compact<'py>(
+        &self,
+        py: Python<'py>,
+        snapshot_id: String,
+        from_snapshot: Option<String>,
+        target_shard_bytes: u64,
+        work_id: Option<String>,
+        dry_run: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut request =
+            CompactRequest::new(snapshot_id).with_target_shard_bytes(target_shard_bytes);
+        request.work_id = work_id;
+        request.dry_run = dry_run;
+        let root = self.current()?;
+        let name = self.name.clone();
+        let c = block_on(py, async move {
+            root.compact(from_snapshot.as_deref(), &request)
+                .await
+                .map_err(|e| Error::from(e).in_root(name))
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("snapshot_id", c.snapshot_id)?;
+        d.set_item("source", c.source)?;
+        d.set_item("outcome", c.outcome.map(|o| format!("{o:?}")))?;
+        d.set_item("input_shards", c.input_shards)?;
+        d.set_item("input_bytes", c.input_bytes)?;
+        d.set_item("output_shards", c.output_shards)?;
+        d.set_item("output_bytes", c.output_bytes)?;
+        d.set_item("records", c.records)?;
+        d.set_item("seconds", c.elapsed.as_secs_f64())?;
+        Ok(d)
+    }
+
+    /// Writes snapshot `snapshot_id`'s dataset card: `readme` (markdown) and its metadata
+    /// (`splits` maps a name to a snapshot id or a `"START..END"` range of records),
+    /// create-only under `cards/<snapshot_id>/` (`guideloom card`).
+    #[pyo3(signature = (snapshot_id, readme, *, licence = None, description = None, citation = None, splits = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn write_card(
+        &self,
+        py: Python<'_>,
+        snapshot_id: String,
+        readme: String,
+        licence: Option<String>,
+        description: Option<String>,
+        citation: Option<String>,
+        splits: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<()> {
+        let mut card = Card::new(readme);
+        card.licence = licence;
+        card.description = description;
+        card.citation = citation;
+        for (n, v) in splits.unwrap_or_default() {
+            let split = Split::parse(&v).map_err(|e| Error::from(e).in_root(self.name.clone()))?;
+            card.splits.insert(n, split);
+        }
+        let root = self.current()?;
+        let name = self.name.clone();
+        block_on(py, async move {
+            root.write_card(&snapshot_id, &card)
+                .await
+                .map_err(|e| Error::from(e).in_root(name))
+        })
+    }
+
+    /// The dataset card of `snapshot_id` (default: the newest snapshot that has one), as a
+    /// dict (`snapshot_id`, `readme`, `licence`, `description`, `citation`, `splits`), or
+    /// `None`.
+    #[pyo3(signature = (snapshot_id = None))]
+    fn card<'py>(
+        &self,
+        py: Python<'py>,
+        snapshot_id: Option<String>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let root = self.current()?;
+        let name = self.name.clone();
+        let found = block_on(py, async move {
+            match snapshot_id {
+                Some(id) => root.card(&id).await.map(|c| c.map(|c| (id, c))),
+                None => root.latest_card().await,
+            }
+            .map_err(|e| Error::from(e).in_root(name))
+        })?;
+        let Some((id, card)) = found else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("snapshot_id", id)?;
+        d.set_item("readme", card.readme)?;
+        d.set_item("licence", card.licence)?;
+        d.set_item("description", card.description)?;
+        d.set_item("citation", card.citation)?;
+        let splits = PyDict::new(py);
+        for (n, s) in card.splits {
+            match s {
+                Split::Snapshot(id) => splits.set_item(n, id)?,
+                Split::Range { start, end } => splits.set_item(n, format!("{start}..{end}"))?,
+            }
+        }
+        d.set_item("splits", splits)?;
+        Ok(Some(d))
     }
 }

@@ -15,11 +15,12 @@ use crate::slices::PyIndex;
 /// Records previewed by `Dataset._repr_html_`.
 const PREVIEW: u64 = 5;
 
+/// How the viewer reads this format's bytes: CBOR as CBOR; raw bytes and pickles sniffed
+/// (media, then UTF-8 text, else a hex preview), so a raw caption reads as text.
 fn view_format(format: RecordFormat) -> ViewFormat {
     match format {
         RecordFormat::Cbor => ViewFormat::Cbor,
-        RecordFormat::Raw => ViewFormat::Raw,
-        RecordFormat::Pickle => ViewFormat::Unknown,
+        RecordFormat::Raw | RecordFormat::Pickle => ViewFormat::Unknown,
     }
 }
 

@@ -146,11 +146,11 @@ pub use guideloom_io::{
     AsyncReader, Backend, Location, MmapIo, PreadIo, RetryPolicy, SeekIo, SyncReader,
 };
 pub use guideloom_publish::{
-    AnnotationEntry, AnnotationSet, Dataset, DatasetOptions, GcReport, LocalReads,
-    PublicationOptions, PublishMode, PublishOutcome, PublishRequest, Published, ReadAhead,
-    ReadAheadOptions, Records, Registry, RetentionPolicy, Root, RootOptions, S3Options,
-    ShardFormat, ShardRef, Snapshot, StorageReport, StoreOptions, StreamLayout, StreamRef,
-    TagEntry, resolve_root,
+    AnnotationEntry, AnnotationSet, Card, CompactRequest, Compacted, Dataset, DatasetOptions,
+    GcReport, LocalReads, PublicationOptions, PublishMode, PublishOutcome, PublishRequest,
+    Published, ReadAhead, ReadAheadOptions, Records, Registry, RetentionPolicy, Root, RootOptions,
+    S3Options, ShardFormat, ShardRef, Snapshot, Split, StorageReport, StoreOptions, StreamLayout,
+    StreamRef, TagEntry, resolve_root,
 };
 pub use guideloom_storage::{DocumentStorage, StreamStorage, StreamWithMetaStorage, WriterOptions};
 

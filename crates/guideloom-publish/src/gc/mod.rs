@@ -193,7 +193,16 @@ pub(crate) async fn collect(
                 .collect();
             for (run, done) in &view.runs {
                 if !done {
-                    let record = record::read_record(store, run, &view.dataset_id).await?;
+                    let record = match record::read_record(store, run, &view.dataset_id).await {
+                        Ok(record) => record,
+                        // A declared mount: a record its collection is still writing, or
+                        // one left incomplete by a killed collection (it deleted nothing:
+                        // deletes follow the record). Left alone; see docs/publication.md.
+                        Err(Error::Corrupt { .. }) if !store.capabilities().atomic_writes => {
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
                     let spared =
                         finish(store, identity, &record, &expired_ids, &mut report).await?;
                     report.spared += spared;
@@ -219,10 +228,16 @@ pub(crate) async fn collect(
             .chain(&expired)
             .map(|e| e.snapshot_id.as_str())
             .collect();
-        let expired_ids: BTreeSet<String> = all_expired.iter().map(|s| (*s).to_owned()).collect();
+        let expired_ids: BTreeSet<String> =
+            all_expired.iter().map(|s| (*s).to_owned()).collect();
         let planned_spare = spare(store, &view.snapshots, view.claims.clone(), &expired_ids).await?;
         let mut doomed = doomed(&view, &all_expired, &collected, policy, now);
         doomed.retain(|d| !planned_spare.covers(&d.key) || d.key.starts_with("claims/"));
+        // A stale claim is recorded with its nonce: the sweep deletes that claim only.
+        for d in doomed.iter_mut().filter(|d| d.key.starts_with("claims/")) {
+            d.nonce = claim_nonce(store, &d.key).await?;
+        }
+        doomed.retain(|d| !d.key.starts_with("claims/") || d.nonce.is_some());
         if dry_run {
             report.bytes = doomed.iter().map(|d| d.size).sum();
             report.deleted = doomed;
@@ -269,7 +284,11 @@ async fn finish(
     let mut go = Vec::new();
     let mut spared = 0;
     for d in &record.delete {
-        if spare.covers(&d.key) {
+        let same_claim = match &d.nonce {
+            Some(nonce) => claim_nonce(store, &d.key).await?.as_ref() == Some(nonce),
+            None => !d.key.starts_with("claims/"),
+        };
+        if spare.covers(&d.key) || !same_claim {
             spared += 1;
         } else {
             go.push(d.clone());
@@ -374,6 +393,20 @@ async fn spare(
     Ok(spare)
 }
 
+/// The nonce of the claim at `key` now (`None`: absent, or not a claim that parses: never
+/// deleted on a guess).
+async fn claim_nonce(store: &dyn RootStore, key: &str) -> Result<Option<String>> {
+    let Some(id) = claim_id(key) else {
+        return Ok(None);
+    };
+    match store.get(key, MAX_CLAIM_BYTES).await {
+        Ok(obj) => Ok(Claim::parse(key, &obj.body, id).ok().map(|c| c.nonce)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(Error::TooLarge { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn claim_id(key: &str) -> Option<&str> {
     key.strip_prefix("claims/")?.strip_suffix(".json")
 }
@@ -438,7 +471,12 @@ async fn read_view(store: &dyn RootStore, identity: &Identity) -> Result<View> {
     let runs = record::snapshot_records(store).await?;
     let mut expired_by_records = Vec::new();
     for run in runs.keys() {
-        expired_by_records.extend(record::read_record(store, run, &dataset_id).await?.expired);
+        match record::read_record(store, run, &dataset_id).await {
+            Ok(r) => expired_by_records.extend(r.expired),
+            // A record still being written on a declared mount (see `collect`).
+            Err(Error::Corrupt { .. }) if !store.capabilities().atomic_writes => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(View {
         dataset_id,
@@ -621,6 +659,7 @@ fn doomed(
             out.push(Doomed {
                 key: o.key.clone(),
                 size: o.size,
+                nonce: None,
             });
         }
     }
@@ -631,6 +670,7 @@ fn doomed(
             out.push(Doomed {
                 key: c.key.clone(),
                 size: c.size,
+                nonce: None,
             });
         }
     }
@@ -653,7 +693,12 @@ pub(crate) async fn expired(
         .collect();
     let records: Vec<Result<Record>> = futures::stream::iter(reads).buffered(8).collect().await;
     for r in records {
-        for e in r?.expired {
+        let r = match r {
+            Ok(r) => r,
+            Err(Error::Corrupt { .. }) if !store.capabilities().atomic_writes => continue,
+            Err(e) => return Err(e),
+        };
+        for e in r.expired {
             if !out.contains(&e) {
                 out.push(e);
             }

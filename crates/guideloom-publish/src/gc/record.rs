@@ -36,6 +36,11 @@ pub struct Doomed {
     pub key: String,
     /// Its size when the collection listed it.
     pub size: u64,
+    /// For a stale claim: its nonce when the collection read it. The claim is deleted only if
+    /// the one there at the sweep still has it (a claim deleted and created again by a new
+    /// request since is another claim, and stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
 }
 
 /// `gc/<run>.json`: what one collection decided.
@@ -149,7 +154,14 @@ pub(crate) async fn check_after_claim(
         if before.get(run) == Some(&true) {
             continue;
         }
-        let record = read_record(store, run, dataset_id).await?;
+        let record = match read_record(store, run, dataset_id).await {
+            Ok(record) => record,
+            // On a store without atomic writes (a declared mount) a record still being
+            // written reads incomplete: its collection has not read the claims again yet,
+            // and ours is already there, so that reading will spare what it covers.
+            Err(Error::Corrupt { .. }) if !store.capabilities().atomic_writes => continue,
+            Err(e) => return Err(e),
+        };
         if let Some(d) = record.delete.iter().find(|d| keys.contains(d.key.as_str())) {
             return Err(Error::Collected {
                 key: d.key.clone(),

@@ -121,6 +121,35 @@ pub(super) async fn claim(
     }
 }
 
+/// The snapshot `request` committed, when it did: its claim exists with the request's
+/// digest and the pointer names an entry of that claim (`None` otherwise, or when either
+/// cannot be read).
+pub(super) async fn committed(
+    store: &dyn RootStore,
+    identity: &crate::identity::Identity,
+    request: &PublishRequest,
+) -> Result<Option<crate::snapshot_log::Snapshot>> {
+    let key = claim_key(&request.snapshot_id);
+    let claim = match store.get(&key, MAX_CLAIM_BYTES).await {
+        Ok(obj) => match Claim::parse(&key, &obj.body, &request.snapshot_id) {
+            Ok(c) => c,
+            Err(_) => return Ok(None),
+        },
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if claim.request_sha256.as_deref() != Some(request_digest(request).as_str()) {
+        return Ok(None);
+    }
+    // The pointer, or (a publisher stopped before writing it) a scan of the log.
+    match crate::snapshot_log::by_id(store, identity, &request.snapshot_id).await {
+        Ok(s) if s.manifest.claim_nonce == claim.nonce => Ok(Some(s)),
+        Ok(_) => Ok(None),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads the claim found under `key`. Only "is it ours?" matters: a claim that does not
 /// parse (or is too large to be one of ours) is held by someone else — except on a store
 /// without atomic writes, where it may still be being written: it is read again for a

@@ -162,9 +162,22 @@ pub(crate) async fn publish(
         let collections = gc::record::snapshot_records(store)
             .instrument(info_span!("gc_records"))
             .await?;
-        verify_shards(store, &request.shards, options)
+        if let Err(e) = verify_shards(store, &request.shards, options)
             .instrument(info_span!("verify_shards"))
-            .await?;
+            .await
+        {
+            // A retry of a publication that committed, whose snapshot a collection expired
+            // since (its shards gone): it was published, and says so.
+            if e.is_not_found()
+                && let Some(snapshot) = claim::committed(store, identity, request).await?
+            {
+                return Ok(Published {
+                    snapshot,
+                    outcome: PublishOutcome::AlreadyPublished,
+                });
+            }
+            return Err(e);
+        }
         let latest = snapshot_log::latest_entry_for_commit(store)
             .instrument(info_span!("base"))
             .await?;

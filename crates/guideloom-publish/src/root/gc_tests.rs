@@ -310,3 +310,38 @@ async fn the_handshake_spares_claimed_shards_and_stops_late_publishers() {
         );
     }
 }
+
+/// A retry of a publication that committed, after a collection expired its snapshot and
+/// deleted its shards: it was published, and says so (not `NotFound`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_of_a_publication_whose_snapshot_expired_is_already_published() {
+    for (_dir, root) in roots() {
+        let first = shard(&root, "w0", 0, 2).await;
+        let s1 = publish(&root, "s1", vec![first.clone()], PublishMode::Full)
+            .await
+            .unwrap();
+        let s = shard(&root, "w1", 0, 2).await;
+        publish(&root, "s2", vec![s], PublishMode::Full)
+            .await
+            .unwrap();
+        root.gc(&now_policy(1), false, &retry()).await.unwrap();
+        assert!(
+            root.store()
+                .head(&first.key)
+                .await
+                .unwrap_err()
+                .is_not_found()
+        );
+        let again = publish(&root, "s1", vec![first.clone()], PublishMode::Full)
+            .await
+            .unwrap();
+        assert_eq!(again.outcome, crate::PublishOutcome::AlreadyPublished);
+        assert_eq!(again.snapshot, s1.snapshot);
+        // Another request under that id still collides or fails: never a second entry.
+        let other = publish(&root, "s1", vec![], PublishMode::Full)
+            .await
+            .unwrap_err();
+        assert!(other.is_collision(), "{other}");
+        assert_eq!(root.snapshots().await.unwrap().len(), 2);
+    }
+}
