@@ -21,9 +21,9 @@ fn open(dir: &std::path::Path) -> Root {
 }
 
 fn record(shard: u64, r: u64) -> Vec<u8> {
-    let len = 8 + ((shard * 13 + r * 7) % 120) as usize;
+    let len = 8 + (shard * 13 + r * 7) % 120;
     (0..len)
-        .map(|i| (shard as usize * 3 + r as usize * 5 + i) as u8)
+        .map(|i| u8::try_from((shard * 3 + r * 5 + i) % 256).unwrap())
         .collect()
 }
 
