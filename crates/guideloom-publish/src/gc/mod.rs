@@ -493,6 +493,8 @@ async fn read_view(store: &dyn RootStore, identity: &Identity) -> Result<View> {
 /// The policy's decision on one view.
 struct Plan {
     kept: BTreeSet<String>,
+    /// Annotated snapshots are kept (the policy's `keep_annotated`).
+    keep_annotated: bool,
     expire: Vec<ExpiredEntry>,
     orphans: Vec<String>,
 }
@@ -517,6 +519,7 @@ fn plan(view: &View, policy: &RetentionPolicy, now: SystemTime) -> Plan {
         .collect();
     Plan {
         kept,
+        keep_annotated: policy.keep_annotated,
         expire,
         orphans: orphans(view, &view.catalog, policy.grace, now),
     }
@@ -586,11 +589,16 @@ async fn expire(
             Some(body) => Catalog::parse(body, dataset_id)?,
             None => Catalog::empty(dataset_id),
         };
+        let annotated = catalog
+            .entries
+            .iter()
+            .filter(|_| plan.keep_annotated)
+            .map(|e| e.snapshot_id.as_str());
         let named: BTreeSet<&str> = catalog
             .tags
             .values()
             .map(|t| t.snapshot_id.as_str())
-            .chain(catalog.entries.iter().map(|e| e.snapshot_id.as_str()))
+            .chain(annotated)
             .collect();
         let expire: Vec<ExpiredEntry> = plan
             .expire

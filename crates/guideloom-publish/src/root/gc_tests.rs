@@ -345,3 +345,37 @@ async fn a_retry_of_a_publication_whose_snapshot_expired_is_already_published() 
         assert_eq!(root.snapshots().await.unwrap().len(), 2);
     }
 }
+
+/// `keep_younger_than` keeps every snapshot committed within it; `keep_annotated: false`
+/// lets an annotated snapshot expire (its set stays in the catalog).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recent_snapshots_are_kept_and_annotated_ones_may_go_when_asked() {
+    for (_dir, root) in roots() {
+        let mut first = None;
+        for (i, id) in ["s1", "s2", "s3"].iter().enumerate() {
+            let s = shard(&root, &format!("w{i}"), 0, 2).await;
+            let p = publish(&root, id, vec![s], PublishMode::Full)
+                .await
+                .unwrap();
+            first.get_or_insert(p.snapshot);
+        }
+        let first = first.unwrap();
+        root.publish_annotations("q", "v1", &first, &[1, 2], &retry())
+            .await
+            .unwrap();
+        let recent = RetentionPolicy {
+            keep_younger_than: Some(Duration::from_secs(3600)),
+            ..now_policy(1)
+        };
+        let r = root.gc(&recent, true, &retry()).await.unwrap();
+        assert!(r.expired.is_empty() && r.deleted.is_empty(), "{r:?}");
+        let harsh = RetentionPolicy {
+            keep_annotated: false,
+            ..now_policy(1)
+        };
+        let r = root.gc(&harsh, false, &retry()).await.unwrap();
+        let ids: Vec<&str> = r.expired.iter().map(|e| e.snapshot_id.as_str()).collect();
+        assert_eq!(ids, ["s1", "s2"]);
+        assert_eq!(root.catalog().await.unwrap().entries.len(), 1);
+    }
+}
