@@ -59,6 +59,7 @@ use crate::stream::StreamState;
 
 mod ahead;
 mod cached;
+mod capped;
 mod lookahead;
 mod probe;
 mod sync;
@@ -66,6 +67,7 @@ mod sync;
 pub use ahead::{
     DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, ReadAhead, ReadAheadOptions,
 };
+pub use capped::{Capped, CappedRun};
 pub use sync::{DatasetOptions, Records, resolve_root};
 pub(crate) use sync::{block_on, decode_cbor};
 
