@@ -11,7 +11,7 @@ pub fn page(title: &str, body: &str) -> String {
          <title>{} · guideloom</title><link rel=\"stylesheet\" href=\"/static/app.css\">\
          <script src=\"/static/app.js\" defer></script></head><body>\
          <header><nav><a href=\"/\">overview</a> <a href=\"/records\">records</a> \
-         <a href=\"/bench\">bench</a></nav></header><main>{body}</main></body></html>\n",
+         <a href=\"/card\">card</a> <a href=\"/bench\">bench</a></nav></header><main>{body}</main></body></html>\n",
         escape(title)
     )
 }

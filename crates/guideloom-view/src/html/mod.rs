@@ -19,17 +19,17 @@ mod pages;
 mod records;
 mod value;
 
-pub use card::render_card;
+pub use card::{CardView, render_card, render_card_details, render_card_page};
 pub use chart::{BenchResult, render_bench_charts};
 pub use escape::{escape, escape_into, url_encode};
 pub use layout::{page, render_error_page};
 pub use media::{MediaKind, inline_kind, sniff};
 pub use pages::{
-    Health, SetRow, ShardRow, SnapshotRow, Summary, render_bench_page, render_dataset_summary,
-    render_overview_page, render_shard_list, render_snapshot_list,
+    Health, OVERVIEW_README_LINES, SetRow, ShardRow, SnapshotRow, Summary, render_bench_page,
+    render_dataset_summary, render_overview_page, render_shard_list, render_snapshot_list,
 };
 pub use records::{
     RecordContent, RecordDetail, RecordEntry, RecordsView, render_annotation_value,
-    render_record_page, render_records_page,
+    render_expired_note, render_expired_record_page, render_record_page, render_records_page,
 };
 pub use value::{RecordFormat, RenderLimits, render_record, render_record_with, render_value};

@@ -3,9 +3,13 @@
 
 use std::fmt::Write as _;
 
+use super::card::{CardView, render_card_details};
 use super::chart::{BenchResult, render_bench_charts};
 use super::escape::{escape, url_encode};
 use super::layout::{bytes, page};
+
+/// Lines of the latest card's README the overview shows (the card page shows it all).
+pub const OVERVIEW_README_LINES: usize = 40;
 
 /// One snapshot of a root, as listed on the overview.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -24,6 +28,32 @@ pub struct SnapshotRow {
     pub bytes: u64,
     /// Whether it is the latest.
     pub latest: bool,
+    /// The tags naming it.
+    pub tags: Vec<String>,
+    /// Whether garbage collection expired it (its history stays, its records are gone).
+    pub expired: bool,
+}
+
+impl SnapshotRow {
+    /// Its marks after its id, as HTML: `latest`, each tag as `[name]`, `expired`.
+    pub(super) fn marks(&self) -> String {
+        let mut html = String::new();
+        if self.latest {
+            html.push_str(" <span class=\"tag\">latest</span>");
+        }
+        for t in &self.tags {
+            let _ = write!(
+                html,
+                " <span class=\"tagname\" data-tag=\"{}\">[{}]</span>",
+                escape(t),
+                escape(t)
+            );
+        }
+        if self.expired {
+            html.push_str(" <span class=\"expired\">expired</span>");
+        }
+        html
+    }
 }
 
 /// One annotation set version of the catalog.
@@ -42,7 +72,7 @@ pub struct SetRow {
 }
 
 /// What the overview shows.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Summary {
     /// The root as given (a path or URI; credentials are never part of it).
     pub root: String,
@@ -52,6 +82,8 @@ pub struct Summary {
     pub snapshots: Vec<SnapshotRow>,
     /// Every annotation set version, in catalog order.
     pub sets: Vec<SetRow>,
+    /// The card of the newest snapshot that has one.
+    pub card: Option<CardView>,
     /// Whether a benchmark page is served.
     pub bench: bool,
 }
@@ -99,19 +131,26 @@ pub fn render_snapshot_list(snapshots: &[SnapshotRow]) -> String {
     );
     for s in snapshots.iter().rev() {
         let id = url_encode(&s.id);
+        // An expired snapshot's records are gone: no link to them.
+        let records = if s.expired {
+            String::new()
+        } else {
+            format!("<a href=\"/records?snapshot={id}\">records</a> ")
+        };
         let _ = write!(
             html,
-            "<tr data-snapshot=\"{}\"><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td><a href=\"/records?snapshot={id}\">records</a> \
-             <a href=\"/shards?snapshot={id}\">shards</a></td></tr>",
+            "<tr data-snapshot=\"{}\"{}><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{records}<a href=\"/shards?snapshot={id}\">shards</a> \
+             <a href=\"/card?snapshot={id}\">card</a></td></tr>",
             escape(&s.id),
-            s.seq,
-            escape(&s.id),
-            if s.latest {
-                " <span class=\"tag\">latest</span>"
+            if s.expired {
+                " class=\"expired\" data-expired=\"1\""
             } else {
                 ""
             },
+            s.seq,
+            escape(&s.id),
+            s.marks(),
             escape(&s.mode),
             s.records,
             s.shards,
@@ -122,17 +161,21 @@ pub fn render_snapshot_list(snapshots: &[SnapshotRow]) -> String {
     html
 }
 
-/// A dataset summary (a fragment): id, root, snapshots with their history, annotation sets.
+/// A dataset summary (a fragment): id, root, the latest card (its README cut at
+/// [`OVERVIEW_README_LINES`] lines), snapshots with their history and marks (latest, tags,
+/// expired), annotation sets.
 ///
 /// ```
 /// use guideloom_view::html::{Summary, SnapshotRow, render_dataset_summary};
 /// let html = render_dataset_summary(&Summary {
 ///     root: "./captions".into(), dataset_id: "cap\"tions".into(), bench: false,
 ///     snapshots: vec![SnapshotRow { seq: 1, id: "v1".into(), mode: "full".into(),
-///         records: 3, shards: 1, bytes: 297, latest: true }],
-///     sets: vec![],
+///         records: 3, shards: 1, bytes: 297, latest: true, tags: vec!["prod".into()],
+///         expired: false }],
+///     sets: vec![], card: None,
 /// });
 /// assert!(html.contains("cap&quot;tions") && html.contains("297 B"));
+/// assert!(html.contains("[prod]"));
 /// ```
 pub fn render_dataset_summary(summary: &Summary) -> String {
     let records = summary.snapshots.last().map_or(0, |s| s.records);
@@ -146,6 +189,9 @@ pub fn render_dataset_summary(summary: &Summary) -> String {
         records,
         render_snapshot_list(&summary.snapshots)
     );
+    if let Some(card) = &summary.card {
+        html.push_str(&render_card_details(card, Some(OVERVIEW_README_LINES)));
+    }
     html.push_str("<h2>annotation sets</h2>");
     if summary.sets.is_empty() {
         html.push_str("<p>none</p>");
@@ -187,16 +233,23 @@ pub fn render_overview_page(summary: &Summary) -> String {
 pub fn render_shard_list(snapshot: &SnapshotRow, shards: &[ShardRow]) -> String {
     let healthy = shards.iter().filter(|s| s.health == Health::Ok).count();
     let mut body = format!(
-        "<h1>shards of snapshot {}</h1><p>{} shard(s), {} records, {} · \
+        "<h1>shards of snapshot {}{}</h1><p>{} shard(s), {} records, {} · \
          <span id=\"healthy\">{healthy}</span> of {} with the size the snapshot says</p>\
          <table class=\"shards\" id=\"shards\"><thead><tr><th>key</th><th>format</th>\
          <th>records</th><th>size</th><th>health</th></tr></thead><tbody>",
         escape(&snapshot.id),
+        snapshot.marks(),
         shards.len(),
         snapshot.records,
         bytes(snapshot.bytes),
         shards.len()
     );
+    if snapshot.expired {
+        body.push_str(
+            "<p class=\"note\" id=\"expired\">This snapshot expired: garbage collection \
+             deleted the shards no kept snapshot shares with it.</p>",
+        );
+    }
     for s in shards {
         let (class, health) = match &s.health {
             Health::Ok => ("ok", "ok".to_owned()),
@@ -254,6 +307,8 @@ mod tests {
             shards: 2,
             bytes: 2048,
             latest: true,
+            tags: vec!["prod".into()],
+            expired: false,
         };
         let shard = |health| ShardRow {
             key: "shards/w/00000000.glm".into(),

@@ -6,6 +6,7 @@ use guideloom::format::schema::Schema;
 
 use super::escape::{escape, url_encode};
 use super::layout::page;
+use super::pages::SnapshotRow;
 use super::value::{RecordFormat, RenderLimits, render_value};
 
 /// A record as the browser shows it.
@@ -35,8 +36,13 @@ pub struct RecordEntry<'a> {
 pub struct RecordsView<'a> {
     /// The snapshot shown.
     pub snapshot: &'a str,
-    /// Every snapshot id (for the switcher).
-    pub snapshots: &'a [String],
+    /// What `snapshot=` named: the snapshot's id, or a tag naming it.
+    pub requested: &'a str,
+    /// Every snapshot, oldest first, with its tags and whether it expired (for the
+    /// switcher: expired ones are shown but cannot be chosen; tags are choices too).
+    pub snapshots: &'a [SnapshotRow],
+    /// Whether the snapshot expired: its records are gone, the page says so and shows none.
+    pub expired: bool,
     /// Records in the snapshot.
     pub total: u64,
     /// Page number (from 0).
@@ -114,6 +120,86 @@ fn annotation_cell(a: &Result<&[u8], String>) -> String {
     }
 }
 
+/// The form's start and the snapshot switcher: one option per snapshot (its tags in
+/// brackets; an expired one marked and disabled), then one per tag, under "tags".
+fn snapshot_select(view: &RecordsView<'_>) -> String {
+    let mut html = String::from(
+        "<form class=\"controls\" id=\"controls\" method=\"get\" action=\"/records\">\
+         <label>snapshot <select name=\"snapshot\" id=\"snapshot-select\">",
+    );
+    for s in view.snapshots.iter().rev() {
+        let mut label = s.id.clone();
+        for t in &s.tags {
+            let _ = write!(label, " [{t}]");
+        }
+        if s.expired {
+            label.push_str(" (expired)");
+        }
+        let _ = write!(
+            html,
+            "<option value=\"{}\"{}{}>{}</option>",
+            escape(&s.id),
+            if s.id == view.requested {
+                " selected"
+            } else {
+                ""
+            },
+            if s.expired { " disabled" } else { "" },
+            escape(&label)
+        );
+    }
+    let mut tags: Vec<(&str, &str)> = view
+        .snapshots
+        .iter()
+        .flat_map(|s| s.tags.iter().map(|t| (t.as_str(), s.id.as_str())))
+        .collect();
+    tags.sort_unstable();
+    if !tags.is_empty() {
+        html.push_str("<optgroup label=\"tags\">");
+        for (tag, id) in tags {
+            let _ = write!(
+                html,
+                "<option value=\"{}\"{}>{} \u{2192} {}</option>",
+                escape(tag),
+                if tag == view.requested && tag != view.snapshot {
+                    " selected"
+                } else {
+                    ""
+                },
+                escape(tag),
+                escape(id)
+            );
+        }
+        html.push_str("</optgroup>");
+    }
+    html
+}
+
+/// What an expired snapshot's records page and record pages say instead of records.
+pub fn render_expired_note(snapshot: &str) -> String {
+    let id = url_encode(snapshot);
+    format!(
+        "<p class=\"expired-note\" id=\"expired\">Snapshot <b>{}</b> expired: garbage \
+         collection deleted its shards, so its records cannot be read. Its history stays on \
+         the <a href=\"/\">overview</a>; its <a href=\"/card?snapshot={id}\">card</a> and its \
+         <a href=\"/shards?snapshot={id}\">shard list</a> remain. Choose another snapshot \
+         above.</p>",
+        escape(snapshot)
+    )
+}
+
+/// A record page of an expired snapshot: the note, no record.
+pub fn render_expired_record_page(snapshot: &str, index: u64) -> String {
+    page(
+        &format!("record {index} of {snapshot}"),
+        &format!(
+            "<h1>record {index} of snapshot {}</h1>{}",
+            escape(snapshot),
+            render_expired_note(snapshot).replace(" Choose another snapshot above.", "")
+        ),
+    )
+}
+
 /// A page of the record browser: switchers (snapshot, annotation set, page size), a jump to
 /// an index, a filter of the page's rows (client-side), the pager and the records with one
 /// column per shown annotation set.
@@ -122,19 +208,18 @@ pub fn render_records_page(view: &RecordsView<'_>) -> String {
     let first = view.page * view.per;
     let last = (first + view.per).min(view.total);
     let mut body = format!(
-        "<h1>records of snapshot <span id=\"snapshot-id\">{}</span></h1>",
+        "<h1>records of snapshot <span id=\"snapshot-id\">{}</span>",
         escape(view.snapshot)
     );
-    body.push_str("<form class=\"controls\" id=\"controls\" method=\"get\" action=\"/records\"><label>snapshot <select name=\"snapshot\" id=\"snapshot-select\">");
-    for s in view.snapshots {
+    if view.requested != view.snapshot {
         let _ = write!(
             body,
-            "<option value=\"{}\"{}>{}</option>",
-            escape(s),
-            if s == view.snapshot { " selected" } else { "" },
-            escape(s)
+            " (tag <span id=\"snapshot-tag\">{}</span>)",
+            escape(view.requested)
         );
     }
+    body.push_str("</h1>");
+    body.push_str(&snapshot_select(view));
     body.push_str("</select></label> <label>annotations <select name=\"set\" id=\"set-select\"><option value=\"\">none</option>");
     for s in view.all_sets {
         let _ = write!(
@@ -155,6 +240,10 @@ pub fn render_records_page(view: &RecordsView<'_>) -> String {
          max=\"500\" value=\"{}\"></label> <button type=\"submit\" id=\"apply\">show</button></form>",
         view.per
     );
+    if view.expired {
+        body.push_str(&render_expired_note(view.snapshot));
+        return page(&format!("records of {}", view.snapshot), &body);
+    }
     let _ = write!(
         body,
         "<form class=\"jump\" id=\"jump\" method=\"get\" action=\"/records\">\
@@ -295,12 +384,14 @@ mod tests {
     #[test]
     fn pages_escape_hostile_ids_and_link_static_files_only() {
         let id = "v\"><script>alert(1)</script>";
-        let snapshots = vec![id.to_owned()];
+        let snapshots = vec![row(id, &[id], false)];
         let sets = vec!["q/v1".to_owned()];
         let record = b"<img src=x onerror=alert(1)>";
         let html = render_records_page(&RecordsView {
             snapshot: id,
+            requested: id,
             snapshots: &snapshots,
+            expired: false,
             total: 120,
             page: 1,
             per: 50,
@@ -322,5 +413,61 @@ mod tests {
         assert!(html.contains("page=2&amp;per=50&amp;set=q%2Fv1"));
         assert!(html.contains("class=\"row hit\""));
         assert_eq!(html.matches("<script").count(), 1, "only the app.js tag");
+    }
+
+    fn row(id: &str, tags: &[&str], expired: bool) -> SnapshotRow {
+        SnapshotRow {
+            seq: 1,
+            id: id.into(),
+            mode: "full".into(),
+            records: 10,
+            shards: 1,
+            bytes: 100,
+            latest: false,
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            expired,
+        }
+    }
+
+    #[test]
+    fn tags_are_choices_and_expired_snapshots_are_marked_not_chosen() {
+        let snapshots = vec![
+            row("draft", &[], true),
+            row("preview", &["prod", "eval"], false),
+            row("latest", &[], false),
+        ];
+        let view = |requested, snapshot, expired| {
+            render_records_page(&RecordsView {
+                snapshot,
+                requested,
+                snapshots: &snapshots,
+                expired,
+                total: 10,
+                page: 0,
+                per: 5,
+                all_sets: &[],
+                sets: &[],
+                highlight: None,
+                records: Vec::new(),
+                schema: None,
+            })
+        };
+        let html = view("prod", "preview", false);
+        assert!(
+            html.contains("(tag <span id=\"snapshot-tag\">prod</span>)"),
+            "{html}"
+        );
+        assert!(html.contains("<option value=\"preview\">preview [prod] [eval]</option>"));
+        assert!(html.contains("<option value=\"prod\" selected>prod \u{2192} preview</option>"));
+        assert!(html.contains("<option value=\"draft\" disabled>draft (expired)</option>"));
+        let html = view("draft", "draft", true);
+        assert!(
+            html.contains("<option value=\"draft\" selected disabled>"),
+            "{html}"
+        );
+        assert!(html.contains("id=\"expired\""), "{html}");
+        assert!(!html.contains("id=\"records\""), "no record table: {html}");
+        let html = render_expired_record_page("d<r>aft", 3);
+        assert!(html.contains("d&lt;r&gt;aft") && html.contains("id=\"expired\""));
     }
 }

@@ -2,12 +2,13 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `/` | overview: dataset id, snapshots (seq, id, mode, records, shards, bytes), sets |
+//! | `/` | overview: dataset id, the latest card, snapshots (seq, id, mode, records, shards, bytes; latest, tags, expired), sets |
 //! | `/shards?snapshot=ID` | a snapshot's shards, sizes and health (listing or HEAD) |
 //! | `/records?snapshot=ID&page=N&per=50&set=S/V&index=I` | the record browser |
 //! | `/record/I?snapshot=ID&set=S/V` | one record |
+//! | `/card?snapshot=ID` | a snapshot's dataset card (without `snapshot`: the latest card) |
 //! | `/bench` | benchmark bar charts (`ViewerOptions::bench`) |
-//! | `/api/overview`, `/api/shards`, `/api/records`, `/api/stats` | the same as JSON |
+//! | `/api/overview`, `/api/shards`, `/api/records`, `/api/card`, `/api/stats` | the same as JSON |
 //! | `/static/app.css`, `/static/app.js` | the stylesheet and script |
 //!
 //! Only `GET` and `HEAD` are answered (anything else is `405`). Every response carries
@@ -279,10 +280,12 @@ async fn route(state: &State, method: &Method, uri: &http::Uri) -> Response<Full
         "/" => pages::overview(state).await,
         "/shards" => pages::shards(state, &query).await,
         "/records" => pages::records(state, &query).await,
+        "/card" => pages::card(state, &query).await,
         "/bench" => pages::bench(state),
         "/api/overview" => api::overview(state).await,
         "/api/shards" => api::shards(state, &query).await,
         "/api/records" => api::records(state, &query).await,
+        "/api/card" => api::card(state, &query).await,
         "/api/bench" => api::bench(state),
         "/api/stats" => api::stats(state),
         // Browsers ask for it by themselves: no icon, and no error in their console.

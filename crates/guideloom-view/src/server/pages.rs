@@ -1,9 +1,9 @@
 //! The HTML routes: each gathers its [`super::views`] data and renders it with [`crate::html`].
 
 use super::query::Query;
-use super::reply::{Fail, Reply, html_page};
+use super::reply::{Reply, html_page};
 use super::state::State;
-use super::views;
+use super::views::{self, Marks};
 use crate::html::{self, RecordEntry};
 
 /// `/`: the overview.
@@ -18,19 +18,16 @@ pub(super) async fn shards(state: &State, query: &Query) -> Reply {
     html_page(html::render_shard_list(&row, &rows))
 }
 
-/// `/records`: the record browser.
+/// `/records`: the record browser (of an expired snapshot: the switcher and a note).
 pub(super) async fn records(state: &State, query: &Query) -> Reply {
     let p = views::records(state, query).await?;
-    let all_sets: Vec<String> = state
-        .root
-        .catalog()
-        .await
-        .map_err(|e| Fail::from_publish(&e))?
+    let all_sets: Vec<String> = p
+        .catalog
         .entries
         .iter()
         .map(|e| format!("{}/{}", e.set, e.version))
         .collect();
-    let ids = state.snapshot_ids().await?;
+    let rows = views::snapshot_rows(state, &Marks::of(&p.catalog)).await?;
     let entries = p
         .indices
         .iter()
@@ -48,7 +45,9 @@ pub(super) async fn records(state: &State, query: &Query) -> Reply {
         .collect();
     html_page(html::render_records_page(&html::RecordsView {
         snapshot: p.snapshot.id(),
-        snapshots: &ids,
+        requested: &p.requested,
+        snapshots: &rows,
+        expired: p.expired,
         total: p.total,
         page: p.page,
         per: p.per,
@@ -63,6 +62,9 @@ pub(super) async fn records(state: &State, query: &Query) -> Reply {
 /// `/record/I`: one record.
 pub(super) async fn record(state: &State, query: &Query, index: u64) -> Reply {
     let p = views::record(state, query, index).await?;
+    if p.expired {
+        return html_page(html::render_expired_record_page(p.snapshot.id(), index));
+    }
     let entry = RecordEntry {
         index: p.index,
         content: p.read.content(),
@@ -80,6 +82,12 @@ pub(super) async fn record(state: &State, query: &Query, index: u64) -> Reply {
         schema: p.snapshot.manifest.schema.as_ref(),
         shard: &p.snapshot.shards()[p.shard].key,
     }))
+}
+
+/// `/card`: a snapshot's card (`snapshot=`, an id or a tag), or the latest card.
+pub(super) async fn card(state: &State, query: &Query) -> Reply {
+    let (id, card) = views::card(state, query).await?;
+    html_page(html::render_card_page(id.as_deref(), card.as_ref()))
 }
 
 /// `/bench`: the benchmark charts.

@@ -1,12 +1,12 @@
 //! Reading what a page shows: its records (only those, size-capped first) and its
 //! annotation values.
 
-use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use guideloom::Dataset;
-use guideloom::publish::Snapshot;
+use guideloom::publish::{Capped, Snapshot};
 
 use super::state::State;
 use crate::html::{RecordContent, RecordFormat};
@@ -17,6 +17,8 @@ pub(super) enum Read {
     Bytes(Bytes, RecordFormat),
     TooLarge(u64),
     Error(String),
+    /// Its snapshot expired: its shard is gone.
+    Expired,
 }
 
 impl Read {
@@ -25,6 +27,7 @@ impl Read {
             Read::Bytes(b, f) => RecordContent::Bytes(b, *f),
             Read::TooLarge(n) => RecordContent::TooLarge(*n),
             Read::Error(e) => RecordContent::Error(e),
+            Read::Expired => RecordContent::Error("its snapshot expired: its shard is gone"),
         }
     }
 
@@ -33,7 +36,7 @@ impl Read {
         match self {
             Read::Bytes(b, _) => Some(b.len() as u64),
             Read::TooLarge(n) => Some(*n),
-            Read::Error(_) => None,
+            Read::Error(_) | Read::Expired => None,
         }
     }
 
@@ -41,85 +44,76 @@ impl Read {
     pub(super) fn error(&self) -> Option<&str> {
         match self {
             Read::Error(e) => Some(e),
+            Read::Expired => Some("its snapshot expired: its shard is gone"),
             _ => None,
         }
     }
 }
 
-/// Records `indices` (ascending, in range) of `d`: only these are read, in one batched read
-/// per shard; records over the size cap in native shards are left unread.
-pub(super) async fn read_records(state: &State, d: &Dataset, indices: &[u64]) -> Vec<Read> {
-    let snapshot = d.snapshot();
-    let schema = snapshot.manifest.schema.is_some();
+/// Records `range` (within the snapshot) of `d`, and only these: one capped read per shard
+/// touched ([`Dataset::get_capped_async`]: an unopened large shard is probed for the range's
+/// index entries, not opened whole), so a damaged shard fails its own rows only and a
+/// record over [`ViewerOptions::max_record_bytes`](super::ViewerOptions) is never read
+/// (but in ArrayRecord shards, which have no index of lengths).
+pub(super) async fn read_records(state: &State, d: &Dataset, range: Range<u64>) -> Vec<Read> {
+    let schema = d.snapshot().manifest.schema.is_some();
     let cap = state.options.max_record_bytes;
-    let mut out: Vec<Option<Read>> = indices.iter().map(|_| None).collect();
-    let mut wanted = Vec::new();
-    let mut formats: HashMap<usize, RecordFormat> = HashMap::new();
-    for (slot, &i) in indices.iter().enumerate() {
-        let Some(located) = d.table().locate(i) else {
-            out[slot] = Some(Read::Error(format!("record {i} is out of range")));
-            continue;
+    let starts = d.table().starts();
+    let mut pieces = Vec::new();
+    let mut at = range.start;
+    while at < range.end {
+        let Some(located) = d.table().locate(at) else {
+            break;
         };
-        let n = located.shard;
-        let shard_ref = &snapshot.shards()[n];
-        // A shard no larger than the cap cannot hold a record over it: no need to look.
-        if shard_ref.size > cap {
-            match d.open_shard_async(n).await {
-                Ok(opened) => {
-                    formats.insert(n, format_of(opened.record_format(), schema));
-                    if let Some(native) = opened.native() {
-                        let local = i - d.table().starts()[n];
-                        let range = native.index().range(local);
-                        let len = range.end - range.start;
-                        if len > cap {
-                            state.stats.records_skipped.fetch_add(1, Ordering::Relaxed);
-                            out[slot] = Some(Read::TooLarge(len));
-                            continue;
-                        }
-                    }
-                }
-                Err(e) => {
-                    out[slot] = Some(Read::Error(format!("shard {}: {e}", shard_ref.key)));
-                    continue;
-                }
-            }
-        }
-        wanted.push((slot, i, n));
+        let end = range.end.min(starts[located.shard + 1]);
+        pieces.push(at..end);
+        at = end;
     }
-    let to_read: Vec<u64> = wanted.iter().map(|w| w.1).collect();
-    if !to_read.is_empty() {
-        state
-            .stats
-            .records_read
-            .fetch_add(to_read.len() as u64, Ordering::Relaxed);
-        match d.get_many_async(&to_read).await {
-            Ok(records) => {
-                for ((slot, _, n), bytes) in wanted.iter().zip(records) {
-                    let format = match formats.get(n) {
-                        Some(f) => *f,
-                        None => {
-                            let f = match d.open_shard_async(*n).await {
-                                Ok(o) => format_of(o.record_format(), schema),
-                                Err(_) => RecordFormat::Unknown,
-                            };
-                            formats.insert(*n, f);
-                            f
-                        }
-                    };
-                    out[*slot] = Some(Read::Bytes(bytes, format));
+    let reads = pieces
+        .iter()
+        .map(|piece| d.get_capped_async(piece.clone(), cap));
+    let reads = futures::future::join_all(reads).await;
+    let (mut read, mut skipped) = (0, 0);
+    let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0));
+    for (piece, result) in pieces.iter().zip(reads) {
+        match result {
+            Ok(runs) => {
+                for run in runs {
+                    let format = format_of(&run.record_format, schema);
+                    for record in run.records {
+                        out.push(match record {
+                            Capped::Bytes(b) => {
+                                read += 1;
+                                Read::Bytes(b, format)
+                            }
+                            Capped::TooLarge(n) => {
+                                skipped += 1;
+                                Read::TooLarge(n)
+                            }
+                        });
+                    }
                 }
             }
             Err(e) => {
+                let expired = matches!(e, guideloom::publish::Error::SnapshotExpired { .. });
                 let e = e.to_string();
-                for (slot, _, _) in &wanted {
-                    out[*slot] = Some(Read::Error(e.clone()));
-                }
+                out.extend(piece.clone().map(|_| match expired {
+                    true => Read::Expired,
+                    false => Read::Error(e.clone()),
+                }));
             }
         }
     }
-    out.into_iter()
-        .map(|r| r.unwrap_or_else(|| Read::Error("not read".into())))
-        .collect()
+    state.stats.records_read.fetch_add(read, Ordering::Relaxed);
+    state
+        .stats
+        .records_skipped
+        .fetch_add(skipped, Ordering::Relaxed);
+    out.resize_with(
+        usize::try_from(range.end - range.start).unwrap_or(0),
+        || Read::Error("out of range".into()),
+    );
+    out
 }
 
 fn format_of(name: &str, schema: bool) -> RecordFormat {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use guideloom::publish::{AnnotationSet, Snapshot};
+use guideloom::publish::{AnnotationSet, CountingStore, Snapshot};
 use guideloom::{Dataset, Root};
 use tokio::sync::Mutex;
 
@@ -31,7 +31,10 @@ type SetKey = (String, String);
 /// The server's state, shared by every request.
 #[derive(Debug)]
 pub(super) struct State {
+    /// The root, its store wrapped in [`State::counting`].
     pub(super) root: Root,
+    /// Every request the viewer made of the store, for `/api/stats`.
+    pub(super) counting: CountingStore,
     pub(super) name: String,
     pub(super) options: ViewerOptions,
     datasets: Mutex<Vec<(String, Dataset)>>,
@@ -40,9 +43,13 @@ pub(super) struct State {
 }
 
 impl State {
+    /// The state of a viewer of `root`, whose store is wrapped to count requests and bytes.
     pub(super) fn new(root: Root, name: String, options: ViewerOptions) -> Self {
+        let counting = CountingStore::new(root.store().clone());
+        let root = Root::new(Arc::new(counting.clone()), root.options().clone());
         State {
             root,
+            counting,
             name,
             options,
             datasets: Mutex::new(Vec::new()),
