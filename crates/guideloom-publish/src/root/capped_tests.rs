@@ -72,20 +72,31 @@ async fn a_page_of_a_large_shard_reads_its_entries_and_records_only() {
     assert_eq!(runs.len(), 1);
     assert_eq!((runs[0].shard, runs[0].start), (0, 4_321));
     assert_eq!(runs[0].record_format, "raw");
-    // The probe's call (index window; footer and metadata allowance) and one read of the
-    // records under the cap: record 4365 (97 × 45) is 5 000 bytes and is not read.
+    // The probe's call (a window of index entries; footer and metadata allowance) and one
+    // read of the records under the cap: record 4365 (97 × 45) is 5 000 bytes and is not
+    // read (so two ranges). The window and the tail are read as one range when less than
+    // 16 KiB apart, as here.
+    let window = (PROBE_WINDOW_BEFORE + PROBE_WINDOW_RECORDS + 1) * 12 + 4_096 + (16 << 10);
     assert!(delta.reader_reads.requests <= 4, "{delta:?}");
     assert!(
-        delta.reader_reads.bytes_received < 2 * (4_096 + 64) + 51 * 12 + 49 * 3 + 1,
+        delta.reader_reads.bytes_received < window + 4_096 + 64 + 49 * 3 + 1,
         "{delta:?}"
     );
     assert!(matches!(runs[0].records[44], Capped::TooLarge(5_000)));
 
-    // Again: the shard was not opened, so the page is probed again, as small.
+    // The next page, inside the kept probe's window: its records only, as an open shard.
     let before = counting.counts();
-    reader.get_capped_async(4_321..4_371, 1_000).await.unwrap();
-    let again = counting.counts() - before;
-    assert!(again.reader_reads.bytes_received < 20_000, "{again:?}");
+    let runs = reader.get_capped_async(4_371..4_421, 1_000).await.unwrap();
+    let next = counting.counts() - before;
+    assert_eq!(flat(&runs), expected(4_371..4_421, 1_000));
+    assert_eq!(next.reader_reads.bytes_received, 50 * 3, "{next:?}");
+    // Before the window (which, near the end of the index, reaches the tail): one read of
+    // its 51 entries more.
+    let before = counting.counts();
+    let runs = reader.get_capped_async(1_000..1_050, 1_000).await.unwrap();
+    let far = counting.counts() - before;
+    assert_eq!(flat(&runs), expected(1_000..1_050, 1_000));
+    assert_eq!(far.reader_reads.bytes_received, 51 * 12 + 50 * 3, "{far:?}");
 
     // Across the two shards: the small one is opened (one tail read holds its index).
     let runs = reader

@@ -76,7 +76,8 @@ pub use card::{
 pub use compact::{CompactRequest, Compacted, DEFAULT_TARGET_SHARD_BYTES, PlannedShard};
 pub use reader::{
     Capped, CappedRun, DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset,
-    DatasetOptions, InOrder, ReadAhead, ReadAheadOptions, RecordRun, Records, resolve_root,
+    DatasetOptions, InOrder, PROBE_WINDOW_BEFORE, PROBE_WINDOW_RECORDS, ReadAhead,
+    ReadAheadOptions, RecordRun, Records, resolve_root,
 };
 
 /// Default [`RootOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.

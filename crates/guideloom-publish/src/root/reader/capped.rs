@@ -3,13 +3,15 @@
 //!
 //! A native shard that is open gives every length from its index. One that is not open, and
 //! whose whole open would read more than the default speculative tail (its index: 12 bytes a
-//! record), is not opened: a [`ShardProbe`] for the range reads the footer, the metadata and
-//! the range's index entries in one call, then the records not over the cap in one more
-//! (adjacent records are one range), each CRC32C checked — a page of 50 records of a shard of
-//! a million costs about 5 KiB and the page's bytes instead of the 12 MB index. The shard
-//! stays unopened, so the next range probes again (two calls, again small). ArrayRecord
-//! files have no index of lengths: their records are read, then those over the cap are given
-//! as [`Capped::TooLarge`] all the same.
+//! record), is not opened: a [`ShardProbe`] reads the footer, the metadata and a window of
+//! index entries around the range ([`PROBE_WINDOW_BEFORE`] records before it, at least
+//! [`PROBE_WINDOW_RECORDS`] from its start: about 60 KiB) in one call, then the records not
+//! over the cap in one more (adjacent records are one range), each CRC32C checked — a page
+//! of 50 records of a shard of a million costs about 70 KiB and the page's bytes instead of
+//! the 12 MB index. The probe is kept (per shard, for the reader's life), so a later range
+//! inside its window is one read of its records, as with an opened shard, and one outside it
+//! one read of its entries more. ArrayRecord files have no index of lengths: their records
+//! are read, then those over the cap are given as [`Capped::TooLarge`] all the same.
 
 use std::ops::Range;
 
@@ -19,6 +21,12 @@ use guideloom_format::spec::DEFAULT_SPECULATIVE_TAIL;
 use tracing::{Instrument, info_span};
 
 use super::Dataset;
+
+/// Records before a range whose index entries a range probe holds (paging back).
+pub const PROBE_WINDOW_BEFORE: u64 = 1024;
+/// Records from a range's start whose index entries a range probe holds, at least (paging
+/// on): with [`PROBE_WINDOW_BEFORE`], a window of about 60 KiB of entries.
+pub const PROBE_WINDOW_RECORDS: u64 = 4096;
 use super::probe::whole_open_len;
 use crate::error::{Error, Result};
 use crate::manifest::{ShardFormat, ShardRef};
@@ -90,7 +98,7 @@ impl Dataset {
         let reference: &ShardRef = &self.inner.snapshot.shards()[i];
         if self.inner.shards[i].get().is_none() && self.probes_ranges(i) {
             let probed = self
-                .capped_probe(reference, locals, max_len)
+                .capped_probe(i, reference, locals, max_len)
                 .instrument(info_span!("probe_range", key = %reference.key))
                 .await;
             return match probed {
@@ -163,11 +171,12 @@ impl Dataset {
                 > DEFAULT_SPECULATIVE_TAIL.max(self.inner.options.tail_len())
     }
 
-    /// Records `locals` of `reference`'s shard by a probe for the range, the shard checked
-    /// against its reference as [`probe_read`](Self::probe_read) checks it: the record
-    /// format and the records.
+    /// Records `locals` of `reference`'s shard `i` by its range probe (opened at the first
+    /// call, the shard checked against its reference as [`probe_read`](Self::probe_read)
+    /// checks it, then kept): the record format and the records.
     async fn capped_probe(
         &self,
+        i: usize,
         reference: &ShardRef,
         locals: Range<u64>,
         max_len: u64,
@@ -179,28 +188,33 @@ impl Dataset {
             .store()
             .open_reader(key, reference.size)
             .await?;
-        let probe = match ShardProbe::open_for(
-            &*reader,
-            reference.size,
-            reference.record_count,
-            locals.clone(),
-        )
-        .await
-        {
-            Ok(probe) => probe,
-            Err(e) => {
-                if let Ok(size) = reader.size().await {
-                    check_reference(reference, size, reference.record_count)?;
+        let probe = self.inner.range_probes[i]
+            .get_or_try_init(|| async {
+                let count = reference.record_count;
+                let window = locals.start.saturating_sub(PROBE_WINDOW_BEFORE)
+                    ..locals
+                        .end
+                        .max(locals.start.saturating_add(PROBE_WINDOW_RECORDS))
+                        .min(count);
+                let probe =
+                    match ShardProbe::open_for(&*reader, reference.size, count, window).await {
+                        Ok(probe) => probe,
+                        Err(e) => {
+                            if let Ok(size) = reader.size().await {
+                                check_reference(reference, size, count)?;
+                            }
+                            return Err(Error::shard(key, e));
+                        }
+                    };
+                let size = reader.size().await.map_err(|e| Error::read(key, e))?;
+                check_reference(reference, size, probe.len())?;
+                check_native(reference, probe.footer())?;
+                if let Some(stream) = &reference.stream {
+                    check_stream_shard(key, stream, probe.metadata(), probe.footer().data_len())?;
                 }
-                return Err(Error::shard(key, e));
-            }
-        };
-        let size = reader.size().await.map_err(|e| Error::read(key, e))?;
-        check_reference(reference, size, probe.len())?;
-        check_native(reference, probe.footer())?;
-        if let Some(stream) = &reference.stream {
-            check_stream_shard(key, stream, probe.metadata(), probe.footer().data_len())?;
-        }
+                Ok::<_, Error>(probe)
+            })
+            .await?;
         let spans = probe
             .spans(&*reader, locals)
             .await
