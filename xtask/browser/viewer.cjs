@@ -1,13 +1,17 @@
 // The browser test of `guideloom serve` (run by `cargo xtask browser`, see xtask/src/browser.rs).
 //
-// Builds a real root with the CLI (snapshot `images`: raw PNG records generated here;
-// snapshot `captions`: CBOR records, one of them hostile; annotation sets `label/v1` on
-// images, `score/v1` and `score/v2` on captions), starts `guideloom serve --port 0`, and
-// drives headless Chromium (the system's, through playwright-core: no browser download)
-// through the overview, paging, an image record (the <img> must decode), switching snapshot
-// and annotation set (values checked against the data written), the page filter, a jump to
-// an index and the bench page. Every view must report no CSP violation and no console
-// error; a screenshot of each is saved as $GUIDELOOM_BROWSER_OUT/<view>.png.
+// Builds a real root with the CLI (snapshot `draft`: CBOR records, expired by `gc`;
+// `preview`: CBOR records, tagged `prod` before the collection so the tag keeps it; `images`:
+// raw PNG records generated here; `captions`: CBOR records, one of them hostile, with a
+// dataset card whose README is hostile too; annotation sets `label/v1` on images, `score/v1`
+// and `score/v2` on captions; then `guideloom gc --grace 0s --keep-last 1`), starts
+// `guideloom serve --port 0`, and drives headless Chromium (the system's, through
+// playwright-core: no browser download) through the overview (card, tag and expired
+// snapshot marked), the card page, paging, an image record (the <img> must decode),
+// switching snapshot (a tag too; the expired one not selectable) and annotation set (values
+// checked against the data written), an expired snapshot's records page, the page filter,
+// a jump to an index and the bench page. Every view must report no CSP violation and no
+// console error; a screenshot of each is saved as $GUIDELOOM_BROWSER_OUT/<view>.png.
 //
 // Environment: GUIDELOOM_BIN (the guideloom binary), GUIDELOOM_CHROMIUM (the browser),
 // GUIDELOOM_BROWSER_OUT (screenshot directory).
@@ -85,9 +89,25 @@ const IMAGES = 12;
 const CAPTIONS = 30;
 const COLORS = ["red", "green", "blue"];
 const HOSTILE = 7; // the caption record that tries to run script
+const DRAFT = 4; // records of `draft` (expired) and `preview` (tagged `prod`)
+const CARD = {
+  licence: "CC-BY-4.0",
+  description: "Captions and images for the browser test",
+  citation: "@misc{guideloom-browser, title={Browser test}}",
+  readme: "# Browser test captions\n\nThirty captions. <script>window.__pwned = 3</script>\n",
+};
+
+function cborSnapshot(root, dir, id, n) {
+  const input = path.join(dir, `${id}.jsonl`);
+  fs.writeFileSync(input, Array.from({ length: n }, (_, i) => JSON.stringify({ id: `${id}-${i}` })).join("\n") + "\n");
+  guideloom("write", root, "--work-id", id, input);
+  guideloom("publish", root, "--dataset-id", "browser-test", "--snapshot-id", id);
+}
 
 function buildRoot(dir) {
   const root = path.join(dir, "root");
+  cborSnapshot(root, dir, "draft", DRAFT);
+  cborSnapshot(root, dir, "preview", DRAFT);
   const raw = path.join(dir, "images");
   fs.mkdirSync(raw);
   for (let i = 0; i < IMAGES; i++) {
@@ -126,6 +146,17 @@ function buildRoot(dir) {
     fs.writeFileSync(scores, Array.from({ length: CAPTIONS }, (_, i) => String(i * scale)).join("\n") + "\n");
     guideloom("annotate", root, "--name", "score", "--set-version", version, "--snapshot", "captions", scores);
   }
+  const readme = path.join(dir, "README.md");
+  fs.writeFileSync(readme, CARD.readme);
+  guideloom(
+    "card", root, "--snapshot-id", "captions", "--readme", readme,
+    "--licence", CARD.licence, "--description", CARD.description, "--citation", CARD.citation,
+    "--split", "train=0..20", "--split", "test=20..30", "--split", "pictures=images",
+  );
+  // The tag keeps `preview`; `draft` (not the latest, untagged, unannotated) expires.
+  guideloom("tag", root, "prod", "preview");
+  const gc = guideloom("gc", root, "--grace", "0s", "--keep-last", "1");
+  check(/expired:\s+1 snapshot\(s\): draft/.test(gc), `gc expired draft only:\n${gc}`);
   const bench = path.join(dir, "bench.json");
   fs.writeFileSync(
     bench,
@@ -197,13 +228,42 @@ async function main() {
     const rows = () => page.$$eval("#records tbody tr", (trs) => trs.map((tr) => Number(tr.dataset.index)));
     const annotations = () => page.$$eval("#records tbody td.ann-cell", (tds) => tds.map((td) => td.textContent.trim()));
 
-    // 1. Overview: both snapshots, the annotation sets.
+    // 1. Overview: every snapshot (the tag and the expired one marked), the annotation sets,
+    // the latest card with its README as text.
     await page.goto(server.url);
     check((await page.textContent("#dataset-id")) === "browser-test", "overview: dataset id");
     const snapshots = await page.$$eval("#snapshots tbody tr", (trs) => trs.map((tr) => tr.dataset.snapshot));
-    check(JSON.stringify(snapshots) === JSON.stringify(["captions", "images"]), `overview: snapshots ${snapshots}`);
+    check(JSON.stringify(snapshots) === JSON.stringify(["captions", "images", "preview", "draft"]), `overview: snapshots ${snapshots}`);
     check((await page.$$("#sets tbody tr")).length === 3, "overview: three annotation set versions");
+    const tagged = await page.$$eval('#snapshots tr[data-snapshot="preview"] .tagname', (s) => s.map((e) => e.textContent));
+    check(JSON.stringify(tagged) === '["[prod]"]', `overview: preview tagged ${tagged}`);
+    const draft = await page.$eval('#snapshots tr[data-snapshot="draft"]', (tr) => ({
+      expired: tr.classList.contains("expired"),
+      text: tr.textContent,
+      records: tr.querySelectorAll('a[href^="/records"]').length,
+    }));
+    check(draft.expired && draft.text.includes("expired") && draft.records === 0, `overview: draft expired ${JSON.stringify(draft)}`);
+    check((await page.textContent("#card-licence")) === CARD.licence, "overview: card licence");
+    check((await page.textContent("#card-description")) === CARD.description, "overview: card description");
+    check((await page.textContent("#card-citation")) === CARD.citation, "overview: card citation");
+    check((await page.textContent("#card-readme pre")).trim() === CARD.readme.trim(), "overview: the README, as text");
+    check((await page.$$("#card-splits tbody tr")).length === 3, "overview: three splits");
     await view("overview");
+
+    // 1b. The card page, by its link; a split's link opens its records.
+    await Promise.all([page.waitForNavigation(), page.click("#card h2 a")]);
+    check(new URL(page.url()).search === "?snapshot=captions", `card page ${page.url()}`);
+    check((await page.textContent("#card-licence")) === CARD.licence, "card page: licence");
+    check((await page.textContent("#card-readme pre")).trim() === CARD.readme.trim(), "card page: the README");
+    const splits = await page.$$eval("#card-splits tbody tr", (trs) => trs.map((tr) => [tr.dataset.split, tr.textContent]));
+    check(
+      JSON.stringify(splits) ===
+        JSON.stringify([["pictures", "picturessnapshot images"], ["test", "testrecords 20..30 of captions"], ["train", "trainrecords 0..20 of captions"]]),
+      `card page: splits ${JSON.stringify(splits)}`,
+    );
+    await view("card");
+    await Promise.all([page.waitForNavigation(), page.click('#card-splits tr[data-split="test"] a')]);
+    check((await page.$eval("tr.hit", (tr) => Number(tr.dataset.index))) === 20, "the test split's first record");
 
     // 2. Paging through the images, five per page, with their labels beside them.
     await page.goto(`${server.url}records?snapshot=images&per=5&set=label%2Fv1`);
@@ -239,6 +299,27 @@ async function main() {
     await Promise.all([page.waitForNavigation(), page.selectOption("#set-select", "score/v1")]);
     const v1 = await annotations();
     check(JSON.stringify(v1) === JSON.stringify([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(String)), `score/v1 ${v1}`);
+
+    // 4b. A tag in the snapshot select: its snapshot's records; the expired snapshot is listed,
+    // marked and not selectable; its records page says why there are none.
+    await page.goto(`${server.url}records?snapshot=images&per=10`);
+    const options = await page.$$eval("#snapshot-select option", (os) =>
+      os.map((o) => ({ value: o.value, text: o.textContent, disabled: o.disabled })),
+    );
+    const draftOption = options.find((o) => o.value === "draft");
+    check(draftOption && draftOption.disabled && draftOption.text.includes("expired"), `select: draft ${JSON.stringify(options)}`);
+    check(options.some((o) => o.value === "preview" && o.text === "preview [prod]"), `select: preview ${JSON.stringify(options)}`);
+    await Promise.all([page.waitForNavigation(), page.selectOption("#snapshot-select", "prod")]);
+    check((await page.textContent("#snapshot-id")) === "preview", "tag prod: snapshot preview");
+    check((await page.textContent("#snapshot-tag")) === "prod", "tag prod: named");
+    check(JSON.stringify(await rows()) === JSON.stringify([...Array(DRAFT).keys()]), `tag prod rows ${await rows()}`);
+    check((await page.textContent('#records tr[data-index="1"] td.value')).includes('"preview-1"'), "tag prod: its records");
+    await view("records-tag");
+    await page.goto(`${server.url}records?snapshot=draft`);
+    check((await page.textContent("#expired")).includes("expired"), "expired snapshot: the note");
+    check((await page.$$("#records")).length === 0, "expired snapshot: no records table");
+    await view("records-expired");
+    await page.goto(`${server.url}records?snapshot=captions&per=10&set=score%2Fv1`);
 
     // 5. The page filter (client-side).
     await page.fill("#filter", "cap-4");

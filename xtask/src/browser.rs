@@ -9,9 +9,10 @@
 //!    system Chromium by `executablePath`.
 //! 3. The `guideloom` binary, built with the test step's features (`cargo build --workspace
 //!    --all-features --bin guideloom`: nothing rebuilds after `test`).
-//! 4. `node xtask/browser/viewer.cjs`: builds a root with PNG records, two snapshots and
-//!    annotation sets through the CLI, starts `guideloom serve --port 0` and checks the
-//!    views (docs/viewer.md, "The browser test"); screenshots go to `<target>/browser/`.
+//! 4. `node xtask/browser/viewer.cjs`: builds a root through the CLI — PNG records, four
+//!    snapshots, annotation sets, a dataset card, a tag, and one snapshot expired by
+//!    `guideloom gc --grace 0s --keep-last 1` — starts `guideloom serve --port 0` and checks
+//!    the views (docs/viewer.md, "The browser test"); screenshots go to `<target>/browser/`.
 //!
 //! Each phase is timed; the step prints its total.
 

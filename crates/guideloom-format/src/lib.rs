@@ -119,7 +119,7 @@ pub use layout::{Expected, Layout, ReadOptions};
 #[cfg(any(test, feature = "testing"))]
 pub use mem::MemReader;
 pub use metadata::{KIND_DOCUMENTS, KIND_STREAM, ShardMetadata, Value, WRITER};
-pub use point::{PROBE_METADATA_ALLOWANCE, ShardProbe};
+pub use point::{PROBE_METADATA_ALLOWANCE, RecordSpan, ShardProbe};
 pub use reader::{AsyncShard, SyncShard};
 pub use source::{ReadAheadBatches, RecordSource};
 pub use table::{

@@ -117,15 +117,23 @@ impl ShardProbe {
     /// index window holding entries `i - 1` and `i` for any metadata length up to the
     /// allowance — one range when the two are within 16 KiB of each other. Sorted, disjoint.
     pub fn first_reads(size: u64, records: u64, i: u64) -> Vec<Range<u64>> {
+        Self::first_reads_of(size, records, i..i.saturating_add(1))
+    }
+
+    /// [`first_reads`](Self::first_reads) for the records of `range`: the window holds
+    /// entries `range.start - 1` to `range.end - 1` (12 bytes a record), so that
+    /// [`spans`](Self::spans) of `range` needs no read. An empty range reads the tail alone.
+    pub fn first_reads_of(size: u64, records: u64, range: Range<u64>) -> Vec<Range<u64>> {
         let tail = size.saturating_sub(FOOTER_LEN + PROBE_METADATA_ALLOWANCE)..size;
-        // Entries [i - 1, i + 1) end `12·(records - i - 1)` bytes before the metadata.
+        // Entries [start - 1, end) end `12·(records - end)` bytes before the metadata.
         let window = (|| {
+            let count = range.end.checked_sub(range.start).filter(|&n| n > 0)?;
             let after = records
-                .checked_sub(i.checked_add(1)?)?
+                .checked_sub(range.end)?
                 .checked_mul(INDEX_ENTRY_LEN)?;
             let end = size.checked_sub(FOOTER_LEN)?.checked_sub(after)?;
-            let entries = if i == 0 { 1 } else { 2 } * INDEX_ENTRY_LEN;
-            let start = end.checked_sub(entries + PROBE_METADATA_ALLOWANCE)?;
+            let entries = (count + u64::from(range.start > 0)).checked_mul(INDEX_ENTRY_LEN)?;
+            let start = end.checked_sub(entries.checked_add(PROBE_METADATA_ALLOWANCE)?)?;
             Some(start..end)
         })();
         match window {
@@ -149,6 +157,17 @@ impl ShardProbe {
         i: u64,
     ) -> Result<ShardProbe> {
         Self::open_ranges(reader, size, Self::first_reads(size, records, i)).await
+    }
+
+    /// [`open`](Self::open) for the records of `range`: the same one call, whose index window
+    /// holds the entries of every record of `range` ([`first_reads_of`](Self::first_reads_of)).
+    pub async fn open_for<R: AsyncReader + ?Sized>(
+        reader: &R,
+        size: u64,
+        records: u64,
+        range: Range<u64>,
+    ) -> Result<ShardProbe> {
+        Self::open_ranges(reader, size, Self::first_reads_of(size, records, range)).await
     }
 
     /// The footer and metadata alone: one read of the last [`FOOTER_LEN`] +
@@ -229,35 +248,151 @@ impl ShardProbe {
         if i >= len {
             return Err(Error::IndexOutOfRange { index: i, len });
         }
-        // i < record_count <= 2^24, and the footer placed the index inside the file.
-        let first = if i == 0 { 0 } else { i - 1 };
-        let entries = self.footer.index_offset + first * INDEX_ENTRY_LEN
-            ..self.footer.index_offset + (i + 1) * INDEX_ENTRY_LEN;
+        let span = self
+            .spans(reader, i..i.saturating_add(1))
+            .await?
+            .pop()
+            .ok_or(Error::IndexOutOfRange { index: i, len })?;
+        Ok((span.range, span.crc32c))
+    }
+
+    /// Where each record of `range` lies, from index entries `range.start - 1` to
+    /// `range.end - 1`: those the probe holds, or **one** read of exactly those (12 bytes a
+    /// record, plus one entry). Each span is checked as [`read`](Self::read) checks its
+    /// record's (inside the data region, in order, the last record ending at the index, a
+    /// stream record a whole number of elements), so its length can bound what a caller
+    /// reads before reading it. A range past the end is [`Error::IndexOutOfRange`]; an empty
+    /// range gives no span and reads nothing.
+    pub async fn spans<R: AsyncReader + ?Sized>(
+        &self,
+        reader: &R,
+        range: Range<u64>,
+    ) -> Result<Vec<RecordSpan>> {
+        let len = self.len();
+        if range.end > len {
+            return Err(Error::IndexOutOfRange {
+                index: range.end - 1,
+                len,
+            });
+        }
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        // range.end <= record_count <= 2^24, and the footer placed the index inside the file.
+        let first = range.start.saturating_sub(1);
+        let index_offset = self.footer.index_offset;
+        let entries =
+            index_offset + first * INDEX_ENTRY_LEN..index_offset + range.end * INDEX_ENTRY_LEN;
         let bytes = self.held.get(&self.shard, reader, entries).await?;
-        let at = bytes.len() - INDEX_ENTRY_USIZE;
-        let start = if i == 0 {
+        let width = self.metadata.element.as_deref().and_then(element_width);
+        let bad = |index, end| Error::corrupt(&self.shard, Corruption::IndexOffset { index, end });
+        let mut start = if range.start == 0 {
             HEADER_LEN
         } else {
             le_u64(&bytes, 0)
         };
-        let (end, crc) = (le_u64(&bytes, at), le_u32(&bytes, at + 8));
-        let index_offset = self.footer.index_offset;
-        let bad = |index, end| Error::corrupt(&self.shard, Corruption::IndexOffset { index, end });
         if start < HEADER_LEN || start > index_offset {
-            return Err(bad(i - 1, start));
+            return Err(bad(range.start - 1, start));
         }
-        if end < start || end > index_offset || (i + 1 == len && end != index_offset) {
-            return Err(bad(i, end));
+        let mut at = if range.start == 0 {
+            0
+        } else {
+            INDEX_ENTRY_USIZE
+        };
+        let mut out = Vec::with_capacity(bytes.len() / INDEX_ENTRY_USIZE);
+        for i in range {
+            let (end, crc) = (le_u64(&bytes, at), le_u32(&bytes, at + 8));
+            if end < start || end > index_offset || (i + 1 == len && end != index_offset) {
+                return Err(bad(i, end));
+            }
+            if let Some(width) = width
+                && !(end - start).is_multiple_of(width)
+            {
+                return Err(Error::layout(
+                    &self.shard,
+                    "a stream record's length is not a multiple of the element width",
+                ));
+            }
+            out.push(RecordSpan {
+                index: i,
+                range: start..end,
+                crc32c: crc,
+            });
+            start = end;
+            at += INDEX_ENTRY_USIZE;
         }
-        if let Some(width) = self.metadata.element.as_deref().and_then(element_width)
-            && !(end - start).is_multiple_of(width)
-        {
+        Ok(out)
+    }
+
+    /// The records at `spans` (from [`spans`](Self::spans) of this probe), in order: one
+    /// [`read_ranges`](AsyncReader::read_ranges) call of the runs of adjacent spans (a page
+    /// of consecutive records is one range), each record's CRC32C checked. What it reads is
+    /// the sum of the spans' lengths: bound it by looking at them first.
+    pub async fn read_spans<R: AsyncReader + ?Sized>(
+        &self,
+        reader: &R,
+        spans: &[RecordSpan],
+    ) -> Result<Vec<Bytes>> {
+        // Runs of adjacent spans, and the run of each span.
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        let mut run_of = Vec::with_capacity(spans.len());
+        for span in spans {
+            match runs.last_mut() {
+                Some(run) if run.end == span.range.start => run.end = span.range.end,
+                _ => runs.push(span.range.clone()),
+            }
+            run_of.push(runs.len() - 1);
+        }
+        let pieces = reader.read_ranges(&runs).await?;
+        if pieces.len() != runs.len() {
             return Err(Error::layout(
                 &self.shard,
-                "a stream record's length is not a multiple of the element width",
+                "a ranged read returned another number of pieces than asked for",
             ));
         }
-        Ok((start..end, crc))
+        for (run, piece) in runs.iter().zip(&pieces) {
+            guideloom_io::check_len(&self.shard, run.start, run.end - run.start, piece.len())?;
+        }
+        let mut out = Vec::with_capacity(spans.len());
+        for (span, &r) in spans.iter().zip(&run_of) {
+            // Each span lies in its run, whose piece has the run's length (checked above).
+            let at = |offset: u64| usize::try_from(offset - runs[r].start);
+            let (Ok(from), Ok(to)) = (at(span.range.start), at(span.range.end)) else {
+                return Err(Error::layout(&self.shard, "a record larger than memory"));
+            };
+            let bytes = pieces[r].slice(from..to);
+            if crc32c(&bytes) != span.crc32c {
+                return Err(Error::corrupt(
+                    &self.shard,
+                    Corruption::RecordChecksum { index: span.index },
+                ));
+            }
+            out.push(bytes);
+        }
+        Ok(out)
+    }
+}
+
+/// Where a record lies in its shard, from its index entries ([`ShardProbe::spans`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordSpan {
+    /// The record's index in the shard.
+    pub index: u64,
+    /// Its bytes in the shard.
+    pub range: Range<u64>,
+    /// Its CRC32C, as the index gives it.
+    pub crc32c: u32,
+}
+
+impl RecordSpan {
+    /// The record's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.range.end - self.range.start
+    }
+
+    /// `true` for an empty record.
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
     }
 }
 

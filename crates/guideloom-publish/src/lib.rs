@@ -103,11 +103,11 @@ pub use registry::{
     StoreOptions,
 };
 pub use root::{
-    CARD_FORMAT, Card, CompactRequest, Compacted, DEFAULT_READ_AHEAD_BATCHES,
+    CARD_FORMAT, Capped, CappedRun, Card, CompactRequest, Compacted, DEFAULT_READ_AHEAD_BATCHES,
     DEFAULT_READ_AHEAD_BYTES, DEFAULT_TARGET_SHARD_BYTES, Dataset, DatasetOptions, InOrder,
-    MAX_CARD_JSON_BYTES, MAX_CARD_README_BYTES, MAX_CARD_WALK, PlannedShard, ReadAhead,
-    ReadAheadOptions, RecordRun, Records, Root, RootOptions, Split, card_json_key, card_readme_key,
-    resolve_root,
+    MAX_CARD_JSON_BYTES, MAX_CARD_README_BYTES, MAX_CARD_WALK, PROBE_WINDOW_BEFORE,
+    PROBE_WINDOW_RECORDS, PlannedShard, ReadAhead, ReadAheadOptions, RecordRun, Records, Root,
+    RootOptions, Split, card_json_key, card_readme_key, resolve_root,
 };
 pub use shards::{FooterInspector, Sha256Inspector, ShardFacts, ShardInspector};
 pub use snapshot_log::{LogAudit, Snapshot};

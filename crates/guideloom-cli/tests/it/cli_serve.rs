@@ -341,3 +341,178 @@ fn a_page_of_a_large_root_reads_only_its_records() {
     assert_eq!(api["total"], 20_000);
     assert_eq!(api["records"][0]["index"], 2);
 }
+
+/// A root of three snapshots: `draft` (expired by `gc`), `preview` (tagged `prod`, with a
+/// card whose every field is hostile) and `final` (the latest).
+fn kept_root(dir: &Path) -> std::path::PathBuf {
+    let root = dir.join("root");
+    let r = root.to_str().unwrap();
+    for (id, n) in [("draft", 2), ("preview", 3), ("final", 4)] {
+        let input = dir.join(format!("{id}.jsonl"));
+        let lines: String = (0..n).map(|i| format!("{{\"{id}\":{i}}}\n")).collect();
+        std::fs::write(&input, lines).unwrap();
+        ok(guideloom(&[
+            "write",
+            r,
+            "--work-id",
+            id,
+            input.to_str().unwrap(),
+        ]));
+        ok(guideloom(&[
+            "publish",
+            r,
+            "--dataset-id",
+            "d",
+            "--snapshot-id",
+            id,
+        ]));
+    }
+    let readme = dir.join("README.md");
+    std::fs::write(
+        &readme,
+        "# Preview <script>alert(5)</script>\n\nThree records.\n",
+    )
+    .unwrap();
+    ok(guideloom(&[
+        "card",
+        r,
+        "--snapshot-id",
+        "preview",
+        "--readme",
+        readme.to_str().unwrap(),
+        "--licence",
+        "CC-BY-4.0 <b>",
+        "--description",
+        "a \"preview\"",
+        "--citation",
+        "@misc{x, title={<i>}}",
+        "--split",
+        "train=0..2",
+        "--split",
+        "all=final",
+    ]));
+    ok(guideloom(&["tag", r, "prod", "preview"]));
+    ok(guideloom(&["gc", r, "--grace", "0s", "--keep-last", "1"]));
+    root
+}
+
+#[test]
+fn serve_shows_the_card_tags_and_expired_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = kept_root(dir.path());
+    let served = Served::start(&root, &[]);
+
+    // The overview: the latest card (escaped), the tag and the expired snapshot marked.
+    let overview = served.get("/");
+    assert_no_foreign_script(&overview);
+    assert!(
+        overview.contains("<dd id=\"card-licence\">CC-BY-4.0 &lt;b&gt;</dd>"),
+        "{overview}"
+    );
+    assert!(overview.contains("a &quot;preview&quot;"), "{overview}");
+    assert!(overview.contains("# Preview &lt;script&gt;alert(5)&lt;/script&gt;"));
+    assert!(overview.contains("@misc{x, title={&lt;i&gt;}}"));
+    assert!(overview.contains("<tr data-split=\"train\">"), "{overview}");
+    assert!(
+        overview.contains("<span class=\"tagname\" data-tag=\"prod\">[prod]</span>"),
+        "{overview}"
+    );
+    assert!(
+        overview.contains("data-snapshot=\"draft\" class=\"expired\" data-expired=\"1\""),
+        "{overview}"
+    );
+    assert!(!overview.contains("/records?snapshot=draft"), "{overview}");
+
+    // The card page, by tag and by id, and its JSON.
+    for name in ["prod", "preview"] {
+        let card = served.get(&format!("/card?snapshot={name}"));
+        assert_no_foreign_script(&card);
+        assert!(card.contains("data-snapshot=\"preview\""), "{card}");
+        assert!(card.contains("Three records."), "{card}");
+    }
+    let api: serde_json::Value = serde_json::from_str(&served.get("/api/card")).unwrap();
+    assert_eq!(api["snapshot"], "preview");
+    assert_eq!(api["card"]["licence"], "CC-BY-4.0 <b>");
+    assert_eq!(api["card"]["splits"]["train"]["range"]["end"], 2);
+    let none = served.get("/card?snapshot=final");
+    assert!(none.contains("id=\"no-card\""), "{none}");
+
+    // A tag wherever a snapshot id goes.
+    let page = served.get("/records?snapshot=prod");
+    assert!(
+        page.contains("<span id=\"snapshot-id\">preview</span>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<span id=\"snapshot-tag\">prod</span>"),
+        "{page}"
+    );
+    assert!(page.contains("<option value=\"prod\" selected>"), "{page}");
+    assert!(page.contains("data-index=\"2\"") && !page.contains("data-index=\"3\""));
+    let record = served.get("/record/1?snapshot=prod");
+    assert!(record.contains("&quot;preview&quot;"), "{record}");
+    let shards = served.get("/shards?snapshot=prod");
+    assert!(shards.contains("[prod]"), "{shards}");
+
+    // An expired snapshot: a page that says so (200), not an error page; JSON says 410.
+    let page = served.get("/records?snapshot=draft");
+    assert_no_foreign_script(&page);
+    assert!(page.contains("id=\"expired\""), "{page}");
+    assert!(
+        page.contains("<option value=\"draft\" selected disabled>"),
+        "{page}"
+    );
+    assert!(!page.contains("id=\"records\""), "{page}");
+    let record = served.get("/record/0?snapshot=draft");
+    assert!(record.contains("id=\"expired\""), "{record}");
+    let (status, headers, body) = served.request("GET", "/api/records?snapshot=draft");
+    assert_eq!(status, 410, "{body}");
+    assert_secure(&headers);
+    assert_eq!(
+        served.stats()["records_read"],
+        4,
+        "a page of preview (3), one record"
+    );
+}
+
+#[test]
+fn a_page_of_a_large_shard_reads_its_index_entries_not_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let input = dir.path().join("in.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    // One shard of 50 000 records: its index is 600 000 bytes.
+    for i in 0..50_000 {
+        writeln!(f, "{{\"i\":{i}}}").unwrap();
+    }
+    drop(f);
+    let r = root.to_str().unwrap();
+    ok(guideloom(&[
+        "write",
+        r,
+        "--work-id",
+        "w",
+        input.to_str().unwrap(),
+    ]));
+    ok(guideloom(&[
+        "publish",
+        r,
+        "--dataset-id",
+        "d",
+        "--snapshot-id",
+        "one",
+    ]));
+    let served = Served::start(&root, &[]);
+    served.get("/records?page=0");
+    let before = served.stats()["store"]["reader_reads"].clone();
+    let page = served.get("/records?page=500&per=50");
+    assert!(page.contains("data-index=\"25000\"") && page.contains("data-index=\"25049\""));
+    let after = served.stats()["store"]["reader_reads"].clone();
+    let bytes =
+        after["bytes_received"].as_u64().unwrap() - before["bytes_received"].as_u64().unwrap();
+    let requests = after["requests"].as_u64().unwrap() - before["requests"].as_u64().unwrap();
+    // Page 0 probed shard 0 and kept the probe (footer, metadata, the entries near page 0):
+    // page 500 is one read of its 51 entries and one of its 50 records.
+    assert!(bytes < 2 * (4096 + 64) + 51 * 12 + 50 * 16, "{bytes} bytes");
+    assert!(requests <= 3, "{requests} reads");
+}

@@ -251,6 +251,122 @@ fn a_stream_record_that_is_not_whole_elements_is_refused() {
     });
 }
 
+#[test]
+fn a_page_of_records_costs_one_call_for_its_entries_and_one_for_its_bytes() {
+    block_on(async {
+        let n = 10_000;
+        let bytes = shard(n, 0, None);
+        let size = bytes.len() as u64;
+        let reader = Counted::new(&bytes);
+        let full = AsyncShard::open(MemReader::new("s", bytes.clone()), &ReadOptions::default())
+            .await
+            .unwrap();
+        for page in [0..50, 1..51, 4_321..4_821, n - 50..n, n - 1..n] {
+            let probe = ShardProbe::open_for(&reader, size, n, page.clone())
+                .await
+                .unwrap();
+            assert_eq!(
+                reader.take().len(),
+                1,
+                "footer, metadata and entries: one call"
+            );
+            let spans = probe.spans(&reader, page.clone()).await.unwrap();
+            assert!(reader.take().is_empty(), "the entries were held");
+            assert_eq!(spans.len() as u64, page.end - page.start);
+            for s in &spans {
+                assert_eq!(s.range, full.record_range(s.index).unwrap(), "{s:?}");
+                assert_eq!(s.len(), record(s.index).len() as u64);
+            }
+            let got = probe.read_spans(&reader, &spans).await.unwrap();
+            let calls = reader.take();
+            assert_eq!(calls.len(), 1, "{calls:?}");
+            assert_eq!(calls[0].len(), 1, "consecutive records: one range");
+            for (s, b) in spans.iter().zip(&got) {
+                assert_eq!(b, &record(s.index));
+            }
+        }
+        // Leaving records out (too large for a caller) splits the range; the rest still
+        // come back in one call, each right.
+        let probe = ShardProbe::open_for(&reader, size, n, 100..200)
+            .await
+            .unwrap();
+        let spans = probe.spans(&reader, 100..200).await.unwrap();
+        let kept: Vec<RecordSpan> = spans.into_iter().filter(|s| s.len() < 100).collect();
+        reader.take();
+        let got = probe.read_spans(&reader, &kept).await.unwrap();
+        let calls = reader.take();
+        assert_eq!(calls.len(), 1);
+        assert!(calls[0].len() > 1, "{calls:?}");
+        for (s, b) in kept.iter().zip(&got) {
+            assert_eq!(b, &record(s.index));
+        }
+        // Entries the probe does not hold: exactly one read of them.
+        let probe = ShardProbe::open_tail(&reader, size).await.unwrap();
+        reader.take();
+        let spans = probe.spans(&reader, 7_000..7_500).await.unwrap();
+        let calls = reader.take();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0][0].end - calls[0][0].start, 501 * 12);
+        assert_eq!(spans[0].range, full.record_range(7_000).unwrap());
+        // Empty and out-of-range pages.
+        assert!(probe.spans(&reader, 5..5).await.unwrap().is_empty());
+        let err = probe.spans(&reader, n - 1..n + 1).await.unwrap_err();
+        assert!(matches!(err, Error::IndexOutOfRange { index, len } if index == n && len == n));
+    });
+}
+
+#[test]
+fn damage_under_a_page_is_a_typed_error() {
+    block_on(async {
+        let n = 2_000;
+        let clean = shard(n, 0, None);
+        let size = clean.len() as u64;
+        let footer = Footer::decode("s", &clean[clean.len() - 64..], size).unwrap();
+        let full = AsyncShard::open(MemReader::new("s", clean.clone()), &ReadOptions::default())
+            .await
+            .unwrap();
+        // A record's byte: its CRC fails, naming it.
+        let mut bad = clean.clone();
+        let at = usize::try_from(full.record_range(778).unwrap().start).unwrap();
+        bad[at] ^= 0x40;
+        let reader = MemReader::new("s", bad);
+        let probe = ShardProbe::open_for(&reader, size, n, 750..800)
+            .await
+            .unwrap();
+        let spans = probe.spans(&reader, 750..800).await.unwrap();
+        let err = probe.read_spans(&reader, &spans).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Corrupt {
+                    what: Corruption::RecordChecksum { index: 778 },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // An entry's end out of order: the span is refused before any record is read.
+        let mut bad = clean.clone();
+        let entry = usize::try_from(footer.index_offset + 778 * 12).unwrap();
+        bad[entry + 7] ^= 0x40;
+        let reader = MemReader::new("s", bad);
+        let probe = ShardProbe::open_for(&reader, size, n, 750..800)
+            .await
+            .unwrap();
+        let err = probe.spans(&reader, 750..800).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Corrupt {
+                    what: Corruption::IndexOffset { index: 778, .. },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    });
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -281,9 +397,47 @@ proptest! {
         })?;
     }
 
+    /// A probe opened for a range reads every record of it as a whole open does.
+    #[test]
+    fn pages_read_what_whole_opens_read(
+        n in 1u64..3_000,
+        extra in prop_oneof![Just(0usize), 0usize..6_000],
+        pick in any::<u64>(),
+        per in 1u64..600,
+    ) {
+        let bytes = shard(n, extra, None);
+        let start = pick % n;
+        let page = start..(start + per).min(n);
+        block_on(async {
+            let reader = MemReader::new("s", bytes.clone());
+            let full = AsyncShard::open(MemReader::new("s", bytes.clone()), &ReadOptions::default())
+                .await
+                .unwrap();
+            let probe = ShardProbe::open_for(&reader, bytes.len() as u64, n, page.clone()).await.unwrap();
+            let spans = probe.spans(&reader, page.clone()).await.unwrap();
+            let got = probe.read_spans(&reader, &spans).await.unwrap();
+            prop_assert_eq!(got.len() as u64, page.end - page.start);
+            for (i, b) in page.zip(got) {
+                prop_assert_eq!(b, full.read(i).await.unwrap());
+            }
+            Ok(())
+        })?;
+    }
+
     /// The first read's ranges are sorted, disjoint, inside the file and end at its end.
     #[test]
-    fn first_reads_are_sorted_disjoint_and_inside(size in 0u64..1 << 40, records in any::<u64>(), i in any::<u64>()) {
+    fn first_reads_are_sorted_disjoint_and_inside(
+        size in 0u64..1 << 40,
+        records in any::<u64>(),
+        i in any::<u64>(),
+        count in 0u64..1_000,
+    ) {
+        let of = ShardProbe::first_reads_of(size, records, i..i.saturating_add(count));
+        prop_assert!(!of.is_empty());
+        prop_assert_eq!(of.last().unwrap().end, size);
+        for w in of.windows(2) {
+            prop_assert!(w[0].end < w[1].start);
+        }
         let ranges = ShardProbe::first_reads(size, records, i);
         prop_assert!(!ranges.is_empty());
         prop_assert_eq!(ranges.last().unwrap().end, size);

@@ -44,6 +44,8 @@ use crate::store::{RootStore, Sweep};
 mod adopt_tests;
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod capped_tests;
 mod card;
 #[cfg(test)]
 mod card_tests;
@@ -73,8 +75,9 @@ pub use card::{
 };
 pub use compact::{CompactRequest, Compacted, DEFAULT_TARGET_SHARD_BYTES, PlannedShard};
 pub use reader::{
-    DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset, DatasetOptions, InOrder,
-    ReadAhead, ReadAheadOptions, RecordRun, Records, resolve_root,
+    Capped, CappedRun, DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, Dataset,
+    DatasetOptions, InOrder, PROBE_WINDOW_BEFORE, PROBE_WINDOW_RECORDS, ReadAhead,
+    ReadAheadOptions, RecordRun, Records, resolve_root,
 };
 
 /// Default [`RootOptions::max_encoded_shard_bytes`]: S3's single-PUT cap, 5 GiB.

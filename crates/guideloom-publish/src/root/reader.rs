@@ -59,6 +59,7 @@ use crate::stream::StreamState;
 
 mod ahead;
 mod cached;
+mod capped;
 mod lookahead;
 mod probe;
 mod sync;
@@ -66,6 +67,7 @@ mod sync;
 pub use ahead::{
     DEFAULT_READ_AHEAD_BATCHES, DEFAULT_READ_AHEAD_BYTES, ReadAhead, ReadAheadOptions,
 };
+pub use capped::{Capped, CappedRun, PROBE_WINDOW_BEFORE, PROBE_WINDOW_RECORDS};
 pub use sync::{DatasetOptions, Records, resolve_root};
 pub(crate) use sync::{block_on, decode_cbor};
 
@@ -87,6 +89,9 @@ struct Shared {
     shards: Vec<OnceCell<OpenedShard>>,
     /// Whether each shard's first record was read by a probe (`probe.rs`).
     probed: Vec<AtomicBool>,
+    /// Each shard's probe for ranges (`capped.rs`): footer, metadata and a window of index
+    /// entries, kept so that the next range near the first costs only its records' read.
+    range_probes: Vec<OnceCell<guideloom_format::ShardProbe>>,
     /// For each shard opened from the node cache: its entry's name and file, to remove the
     /// entry when its records fail their checks.
     cached: Vec<OnceLock<(String, std::fs::File)>>,
@@ -113,6 +118,7 @@ impl Dataset {
             .collect();
         let stream = StreamState::new(&snapshot);
         let cached = snapshot.shards().iter().map(|_| OnceLock::new()).collect();
+        let range_probes = snapshot.shards().iter().map(|_| OnceCell::new()).collect();
         Dataset {
             inner: Arc::new(Shared {
                 root,
@@ -120,6 +126,7 @@ impl Dataset {
                 table,
                 shards,
                 probed,
+                range_probes,
                 cached,
                 options,
                 annotations: Mutex::default(),

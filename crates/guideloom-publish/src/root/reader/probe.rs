@@ -122,7 +122,7 @@ impl Dataset {
 }
 
 /// What a whole open of `reference`'s shard reads at least: its index and footer.
-fn whole_open_len(reference: &ShardRef) -> u64 {
+pub(super) fn whole_open_len(reference: &ShardRef) -> u64 {
     reference
         .record_count
         .saturating_mul(INDEX_ENTRY_LEN)
