@@ -44,32 +44,6 @@ fn fail(msg: impl Into<String>) -> Error {
     }
 }
 
-/// `apt-get update`, then `apt-get install -y --no-install-recommends PACKAGES`.
-fn apt_install(packages: &[&str]) -> Result<()> {
-    println!(
-        "[browser] running `apt-get update && apt-get install -y --no-install-recommends {}`",
-        packages.join(" ")
-    );
-    let started = Instant::now();
-    util::run(
-        Command::new("apt-get")
-            .args(["update", "-q"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    util::run(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends"])
-            .args(packages)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    println!(
-        "[browser] {} installed in {:.1}s",
-        packages.join(" "),
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
 /// The browser, installed if missing and possible. `Ok(None)`: missing outside CI (skip).
 fn ensure_chromium() -> Result<Option<PathBuf>> {
     let path = PathBuf::from(CHROMIUM);
@@ -85,7 +59,7 @@ fn ensure_chromium() -> Result<Option<PathBuf>> {
         println!("[browser] skipped: {msg}");
         return Ok(None);
     }
-    apt_install(&["chromium"])?;
+    util::apt_install("browser", &["chromium"])?;
     if path.is_file() {
         Ok(Some(path))
     } else {
@@ -108,7 +82,7 @@ fn ensure_node() -> Result<Option<(PathBuf, PathBuf)>> {
         println!("[browser] skipped: {msg}");
         return Ok(None);
     }
-    apt_install(&["nodejs", "npm"])?;
+    util::apt_install("browser", &["nodejs", "npm"])?;
     match (util::which("node"), util::which("npm")) {
         (Some(node), Some(npm)) => Ok(Some((node, npm))),
         _ => Err(fail(

@@ -213,24 +213,9 @@ fn ensure_spin() -> Result<()> {
             ],
         });
     }
-    println!("[model] spin not found: `apt-get install -y --no-install-recommends spin gcc`");
+    println!("[model] spin not found");
     let started = Instant::now();
-    let apt = |args: &[&str]| {
-        util::run(
-            Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )
-    };
-    apt(&["update", "-q"])?;
-    apt(&[
-        "install",
-        "-y",
-        "-q",
-        "--no-install-recommends",
-        "spin",
-        "gcc",
-    ])?;
+    util::apt_install("model", &["spin", "gcc"])?;
     println!(
         "[model] spin installed in {:.1}s",
         started.elapsed().as_secs_f64()

@@ -190,6 +190,34 @@ pub(crate) fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
     std::fs::write(path, contents).map_err(|e| Error::io("cannot write", path, e))
 }
 
+/// `apt-get update`, then `apt-get install -y -q --no-install-recommends PACKAGES`
+/// (non-interactive), announced and timed under `[tag]`. The caller checks it runs as root
+/// and that what it needed is there afterwards.
+pub(crate) fn apt_install<S: AsRef<std::ffi::OsStr> + std::fmt::Display>(
+    tag: &str,
+    packages: &[S],
+) -> Result<()> {
+    let names: Vec<String> = packages.iter().map(ToString::to_string).collect();
+    println!(
+        "[{tag}] running `apt-get update && apt-get install -y --no-install-recommends {}`",
+        names.join(" ")
+    );
+    let started = std::time::Instant::now();
+    run(Command::new("apt-get")
+        .args(["update", "-q"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-q", "--no-install-recommends"])
+        .args(packages.iter().map(AsRef::as_ref))
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    println!(
+        "[{tag}] {} installed in {:.1}s",
+        names.join(" "),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

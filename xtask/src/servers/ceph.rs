@@ -49,27 +49,8 @@ fn ensure_ceph() -> Result<()> {
             ),
         ));
     }
-    println!(
-        "[servers] ceph: {} not found: running `apt-get update && apt-get install -y --no-install-recommends {}`",
-        absent.join(", "),
-        CEPH_PACKAGES.join(" ")
-    );
-    let started = Instant::now();
-    util::run(
-        Command::new("apt-get")
-            .args(["update", "-q"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    util::run(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends"])
-            .args(CEPH_PACKAGES)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    println!(
-        "[servers] ceph installed in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    println!("[servers] ceph: {} not found", absent.join(", "));
+    util::apt_install("servers", CEPH_PACKAGES)?;
     let absent = missing();
     if absent.is_empty() {
         Ok(())

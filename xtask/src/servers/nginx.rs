@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::process::{
     Proc, failed_start, is_root, logs_mention_port_in_use, spawn_logged, wait_ready,
@@ -31,24 +31,7 @@ fn ensure_nginx() -> Result<PathBuf> {
              `sudo apt-get install -y --no-install-recommends nginx`",
         ));
     }
-    println!(
-        "[servers] nginx not found: running `apt-get update && apt-get install -y --no-install-recommends nginx`"
-    );
-    let started = Instant::now();
-    util::run(
-        Command::new("apt-get")
-            .args(["update", "-q"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    util::run(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends", "nginx"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    println!(
-        "[servers] nginx installed in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    util::apt_install("servers", &["nginx"])?;
     found().ok_or_else(|| Error::server("nginx", "apt-get installed nginx but it is not on PATH"))
 }
 

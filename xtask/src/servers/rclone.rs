@@ -53,22 +53,9 @@ fn ensure_installed() -> Result<()> {
             ),
         ));
     }
-    println!(
-        "[servers] rclone: {} not found: running `apt-get update && {command}`",
-        missing.join(", ")
-    );
+    println!("[servers] rclone: {} not found", missing.join(", "));
     let started = Instant::now();
-    util::run(
-        Command::new("apt-get")
-            .args(["update", "-q"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
-    util::run(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends"])
-            .args(&missing)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
+    util::apt_install("servers", &missing)?;
     let sizes = util::capture(
         Command::new("dpkg-query")
             .args(["-W", "-f", "${Package} ${Installed-Size}\n"])
