@@ -218,7 +218,8 @@ mod tests {
                 "guideloom-cli",
                 "guideloom-format",
                 "guideloom-io",
-                "guideloom-publish"
+                "guideloom-publish",
+                "guideloom-view"
             ]
         );
         let io = crates.iter().find(|c| c.name == "guideloom-io").unwrap();
