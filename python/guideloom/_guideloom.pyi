@@ -38,6 +38,7 @@ from guideloom._roots import Dataset as Dataset
 from guideloom._roots import DatasetIter as DatasetIter
 from guideloom._roots import PublicationOptions as PublicationOptions
 from guideloom._roots import ReadAheadIter as ReadAheadIter
+from guideloom._roots import RecordHtml as RecordHtml
 from guideloom._roots import Root as Root
 from guideloom._roots import ShardRef as ShardRef
 from guideloom._roots import Snapshot as Snapshot
@@ -97,6 +98,7 @@ __all__ = [
     "RawStreamStorage",
     "RawStreamWriter",
     "ReadAheadIter",
+    "RecordHtml",
     "Registry",
     "Root",
     "S3Backend",

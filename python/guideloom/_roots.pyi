@@ -69,7 +69,6 @@ class ReadAheadIter:
     def close(self) -> None: ...
 
 @final
-@final
 class RecordHtml:
     """One record as HTML (``Dataset.show(i)``); Jupyter displays it."""
 
@@ -77,6 +76,7 @@ class RecordHtml:
     def html(self) -> str: ...
     def _repr_html_(self) -> str: ...
 
+@final
 class Dataset:
     """One snapshot of a dataset root (a token stream too, if its shards are stream shards)."""
 
@@ -353,6 +353,7 @@ __all__ = [
     "DatasetIter",
     "PublicationOptions",
     "ReadAheadIter",
+    "RecordHtml",
     "Root",
     "ShardRef",
     "Snapshot",
