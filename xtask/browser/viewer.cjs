@@ -241,8 +241,16 @@ async function main() {
       expired: tr.classList.contains("expired"),
       text: tr.textContent,
       records: tr.querySelectorAll('a[href^="/records"]').length,
+      // Readable: the id cell's text colour differs from the background it is drawn on.
+      color: getComputedStyle(tr.cells[1]).color,
+      background: getComputedStyle(tr).backgroundColor,
+      cellBackground: getComputedStyle(tr.cells[1]).backgroundColor,
     }));
     check(draft.expired && draft.text.includes("expired") && draft.records === 0, `overview: draft expired ${JSON.stringify(draft)}`);
+    check(
+      draft.color !== draft.background && draft.color !== draft.cellBackground && draft.text.includes("draft"),
+      `overview: the expired row is readable ${JSON.stringify(draft)}`,
+    );
     check((await page.textContent("#card-licence")) === CARD.licence, "overview: card licence");
     check((await page.textContent("#card-description")) === CARD.description, "overview: card description");
     check((await page.textContent("#card-citation")) === CARD.citation, "overview: card citation");
