@@ -3,7 +3,8 @@
 //! whole, append it to an output file, a new output file every target size, fsync each).
 //!
 //! `cargo run --release -p guideloom-publish --example compact_timing -- DIR [MIB] [SHARD_KIB] [RECORD_BYTES]`
-//! (defaults: 1024 MiB of 256 KiB shards of 1 KiB records). DIR is emptied first.
+//! (defaults: 1024 MiB of 256 KiB shards of 1 KiB records). DIR is emptied first. Without
+//! arguments it runs on 16 MiB in a temporary directory (a smoke run, not a measurement).
 
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // timing arithmetic
 
@@ -47,8 +48,14 @@ fn copy(files: &[std::path::PathBuf], out: &std::path::Path) -> u64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> guideloom_publish::Result<()> {
-    let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("DIR"));
-    let (mib, shard_kib, record) = (arg(2, 1024), arg(3, 256), arg(4, 1024));
+    // Without DIR (as `cargo xtask ci`'s examples step runs it): a temporary directory and
+    // a small root, so the example is exercised; the measurement takes DIR and 1 GiB.
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, default_mib) = match std::env::args().nth(1) {
+        Some(d) => (std::path::PathBuf::from(d), 1024),
+        None => (scratch.path().join("compact"), 16),
+    };
+    let (mib, shard_kib, record) = (arg(2, default_mib), arg(3, 256), arg(4, 1024));
     let _ = std::fs::remove_dir_all(&dir);
     let root_dir = dir.join("root");
     std::fs::create_dir_all(&root_dir).unwrap();

@@ -6,6 +6,7 @@
 //! `cargo run --release -p guideloom-publish --features s3 --example gc_timing -- ROOT [MIB] [SHARD_MIB]`
 //! (defaults: 1024 MiB in all, 8 MiB shards). ROOT is a local directory (emptied first) or an
 //! `s3://bucket/prefix` URI configured by the environment (`AWS_ENDPOINT_URL`, keys, region).
+//! Without arguments it runs on 22 MiB in a temporary directory (a smoke run).
 
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // timing arithmetic
 
@@ -25,8 +26,14 @@ fn arg(n: usize, default: u64) -> u64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> guideloom_publish::Result<()> {
-    let uri = std::env::args().nth(1).expect("ROOT");
-    let (mib, shard_mib) = (arg(2, 1024), arg(3, 8));
+    // Without ROOT (as `cargo xtask ci`'s examples step runs it): a temporary directory and
+    // a small root, so the example is exercised; the measurement takes ROOT and 1 GiB.
+    let scratch = tempfile::tempdir().unwrap();
+    let (uri, default_mib, default_shard) = match std::env::args().nth(1) {
+        Some(u) => (u, 1024, 8),
+        None => (scratch.path().join("gc").display().to_string(), 22, 1),
+    };
+    let (mib, shard_mib) = (arg(2, default_mib), arg(3, default_shard));
     let local = !uri.contains("://");
     if local {
         let _ = std::fs::remove_dir_all(&uri);
