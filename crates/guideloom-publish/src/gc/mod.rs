@@ -121,12 +121,6 @@ struct View {
     expired_by_records: Vec<ExpiredEntry>,
 }
 
-/// The store's "now": the newest modification time the listings show, or this machine's
-/// clock if that is later (a store clock behind ours only makes objects look younger).
-fn now() -> SystemTime {
-    SystemTime::now()
-}
-
 fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -210,7 +204,9 @@ pub(crate) async fn collect(
                 }
             }
         }
-        let now = now();
+        // Ages compare the store's modification times with this machine's clock: the grace
+        // only spares unpublished work (safety rests on the handshake, not on this clock).
+        let now = SystemTime::now();
         let plan = plan(&view, policy, now);
         report.kept = plan.kept.iter().cloned().collect();
         // 2. expire, by compare-and-swap of the catalog against taggers and annotators.
@@ -329,9 +325,6 @@ struct Spare {
     all_shards: bool,
     /// Claims that now have a log entry.
     committed_claims: BTreeSet<String>,
-    /// Claims present now (a doomed stale claim that is present is deleted; one that
-    /// became committed is not).
-    in_flight_claims: BTreeSet<String>,
 }
 
 impl Spare {
@@ -366,7 +359,6 @@ async fn spare(
         prefixes: BTreeSet::new(),
         all_shards: false,
         committed_claims: BTreeSet::new(),
-        in_flight_claims: BTreeSet::new(),
     };
     let mut committed_ids = BTreeSet::new();
     for s in snapshots {
@@ -383,7 +375,6 @@ async fn spare(
         if committed_ids.contains(id) {
             continue;
         }
-        spare.in_flight_claims.insert(c.key.clone());
         match read_claim(store, &c.key, id).await? {
             Covers::Gone => {}
             Covers::Prefixes(p) => spare.prefixes.extend(p),
