@@ -14,9 +14,8 @@
 //! - Azure: `AZURE_STORAGE_ACCOUNT_KEY`, SAS tokens, client secrets, workload identity
 //!   (federated token file), the Azure CLI or managed identity (`AZURE_*` variables).
 //!
-//! No GCS or Azure service runs in this repository's tests: these roots compile and their
-//! configuration is unit-tested (including the GCS generation bridge against an in-memory
-//! store that behaves like GCS), but they are not tested against a live service.
+//! The cross-crate tests run both against emulators started by `cargo xtask ci`
+//! (fake-gcs-server and Azurite; see docs/publication.md for what each emulator departs from).
 
 use std::path::PathBuf;
 
@@ -32,6 +31,9 @@ pub struct GcsOptions {
     pub endpoint: Option<String>,
     /// Allow a plain `http://` endpoint.
     pub allow_http: bool,
+    /// Send requests unsigned, without fetching a token (an emulator such as fake-gcs-server,
+    /// or a public bucket read anonymously). Also `GOOGLE_SKIP_SIGNATURE=true`.
+    pub anonymous: bool,
 }
 
 impl GcsOptions {
@@ -55,6 +57,13 @@ impl GcsOptions {
         self.allow_http = allow;
         self
     }
+
+    /// Sends requests unsigned ([`GcsOptions::anonymous`]).
+    #[must_use]
+    pub fn with_anonymous(mut self, anonymous: bool) -> Self {
+        self.anonymous = anonymous;
+        self
+    }
 }
 
 /// How `az://` roots are reached when no store is registered for the container: the Azure
@@ -68,7 +77,9 @@ pub struct AzureOptions {
     /// Blob service URL, e.g. an Azurite instance `http://127.0.0.1:10000/devstoreaccount1`
     /// (`None`: `https://<account>.blob.core.windows.net`).
     pub endpoint: Option<String>,
-    /// Use the Azurite emulator: its well-known development account and key at
+    /// Use the Azurite emulator: its well-known development account (`devstoreaccount1`, or
+    /// [`AzureOptions::account`]) and public key, at [`AzureOptions::endpoint`] when set (the
+    /// blob service's base URL, `http://127.0.0.1:PORT`, without the account), else at
     /// `AZURITE_BLOB_STORAGE_URL` (default `http://127.0.0.1:10000`).
     pub use_emulator: bool,
     /// Allow a plain `http://` endpoint.
@@ -149,6 +160,9 @@ mod gcs {
         if let Some(endpoint) = &options.endpoint {
             builder = builder.with_base_url(endpoint);
         }
+        if options.anonymous {
+            builder = builder.with_skip_signature(true);
+        }
         let store = builder
             .build()
             .map_err(|e| Error::storage(format!("gs://{bucket}"), "configure", e))?;
@@ -178,6 +192,11 @@ mod azure {
     use crate::registry::StoreOptions;
     use crate::store::ObjectStoreBucket;
 
+    /// Azurite's development account and its well-known key, published in Azurite's README.
+    const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+    const AZURITE_KEY: &str =
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
     /// An `az://container` store: `from_env()`, then the options win.
     pub(in crate::registry) fn build_azure(
         container: &str,
@@ -191,11 +210,22 @@ mod azure {
         if let Some(account) = &options.account {
             builder = builder.with_account(account);
         }
-        if options.use_emulator {
-            builder = builder.with_use_emulator(true);
-        }
-        if let Some(endpoint) = &options.endpoint {
-            builder = builder.with_endpoint(endpoint.clone());
+        match (&options.endpoint, options.use_emulator) {
+            // object_store's emulator mode reads its URL from the environment only: an
+            // emulator at a given endpoint is the account-at-endpoint form with Azurite's
+            // well-known account and key (public, documented; not a secret).
+            (Some(endpoint), true) => {
+                let account = options.account.as_deref().unwrap_or(AZURITE_ACCOUNT);
+                let base = endpoint.trim_end_matches('/');
+                builder = builder
+                    .with_account(account)
+                    .with_access_key(AZURITE_KEY)
+                    .with_endpoint(format!("{base}/{account}"))
+                    .with_allow_http(true);
+            }
+            (Some(endpoint), false) => builder = builder.with_endpoint(endpoint.clone()),
+            (None, true) => builder = builder.with_use_emulator(true),
+            (None, false) => {}
         }
         let account = builder.get_config_value(&AzureConfigKey::AccountName);
         let emulated = options.use_emulator
