@@ -32,6 +32,7 @@ mod loader_storage;
 mod publish_array_record;
 mod publish_cache;
 mod publish_cache_far;
+mod publish_clouds;
 mod publish_compact;
 mod publish_crash;
 mod publish_fault_schedule;

@@ -137,6 +137,9 @@ pub struct ObjectStoreIo {
     /// How this store takes entity tags in `If-Match` ([`IF_MATCH_UNKNOWN`],
     /// [`IF_MATCH_AS_RETURNED`], [`IF_MATCH_BARE`]), learnt by the backend's readers.
     if_match_style: Arc<AtomicU8>,
+    /// The store's client refuses suffix ranges (object_store's Azure client does, before
+    /// sending anything): tails are read as bounded ranges of the known size instead.
+    no_suffix: Arc<AtomicBool>,
 }
 
 /// No `If-Match` answered yet: a refused quoted tag is retried unquoted once.
@@ -178,6 +181,7 @@ impl ObjectStoreIo {
             stats: Arc::new(RequestStats::new()),
             label,
             if_match_style: Arc::new(AtomicU8::new(IF_MATCH_UNKNOWN)),
+            no_suffix: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -199,7 +203,20 @@ impl ObjectStoreIo {
     /// Opens a reader without a request (the concrete type, with per-reader
     /// [`stats`](ObjectStoreReader::stats)).
     pub fn open_reader(&self, path: &Path) -> ObjectStoreReader {
+        self.reader(path, None)
+    }
+
+    /// [`open_reader`](Self::open_reader) of an object expected to be `size` bytes (from a
+    /// manifest). The hint is never trusted as the size: it only lets a store whose client
+    /// refuses suffix ranges (Azure's) read a tail without a `HEAD`, and the size every
+    /// response announces still wins.
+    pub fn open_reader_with_size(&self, path: &Path, size: u64) -> ObjectStoreReader {
+        self.reader(path, Some(size))
+    }
+
+    fn reader(&self, path: &Path, size_hint: Option<u64>) -> ObjectStoreReader {
         ObjectStoreReader {
+            size_hint,
             store: Arc::clone(&self.store),
             path: path.clone(),
             display: format!("{}/{path}", self.label),
@@ -210,6 +227,7 @@ impl ObjectStoreIo {
             closed: AtomicBool::new(false),
             pin: Pin::default(),
             if_match_style: Arc::clone(&self.if_match_style),
+            no_suffix: Arc::clone(&self.no_suffix),
         }
     }
 }
@@ -259,6 +277,11 @@ pub struct ObjectStoreReader {
     pin: Pin,
     /// The backend's `If-Match` form (see [`ObjectStoreIo`]'s `if_match_style`).
     if_match_style: Arc<AtomicU8>,
+    /// The backend's store refuses suffix ranges (see [`ObjectStoreIo`]'s `no_suffix`).
+    no_suffix: Arc<AtomicBool>,
+    /// The size the caller expects ([`ObjectStoreIo::open_reader_with_size`]): where a tail
+    /// without a suffix range starts, checked against the size the response announces.
+    size_hint: Option<u64>,
 }
 
 /// Why one `get_opts` of a reader failed.
@@ -469,7 +492,10 @@ impl ObjectStoreReader {
         }
         .await;
         let got = result.as_ref().map_or(0, |(_, _, b, _)| b.len() as u64);
-        self.count(got);
+        // A range the client refuses to send (NotSupported) made no request.
+        if !matches!(result, Err(object_store::Error::NotSupported { .. })) {
+            self.count(got);
+        }
         tracing::debug!(
             location = %self.display,
             range = %shown,
@@ -480,6 +506,47 @@ impl ObjectStoreReader {
             "object_store get"
         );
         result
+    }
+
+    /// The last `len` bytes as a bounded range of the size (known, hinted, or one `head`), for
+    /// stores whose client refuses suffix ranges: the same bytes, pinned and checked the same
+    /// way. A hint the response contradicts (the object has another size) costs one more read
+    /// of the real tail.
+    async fn tail_by_size(&self, len: u64) -> Result<Tail> {
+        if let (None, Some(hint)) = (self.known_size(), self.size_hint) {
+            let start = hint.saturating_sub(len);
+            if start < hint {
+                match self.get(GetRange::Bounded(start..hint)).await {
+                    Ok((size, returned, bytes)) if size == hint && returned == (start..hint) => {
+                        let _ = self.size.set(size);
+                        if let Some(e) =
+                            wrong_len(&self.display, start, hint - start, bytes.len() as u64)
+                        {
+                            return Err(e);
+                        }
+                        return Ok(Tail { size, bytes });
+                    }
+                    // Another size: read the real tail below, by the size now known.
+                    Ok((size, _, _)) => {
+                        let _ = self.size.set(size);
+                    }
+                    Err(GetFailure::Changed(e)) => return Err(e),
+                    // Out of range (a smaller object) or anything else: a HEAD tells.
+                    Err(GetFailure::Store(e)) if transport_failure(&e) => {
+                        return Err(map_error(&self.display, "GET", Instant::now(), e));
+                    }
+                    Err(GetFailure::Store(_)) => {}
+                }
+            }
+        }
+        let size = self.size().await?;
+        let start = size.saturating_sub(len);
+        let bytes = if start == size {
+            Bytes::new()
+        } else {
+            self.fetch_range(start, size - start).await?
+        };
+        Ok(Tail { size, bytes })
     }
 
     /// One bounded read of a non-empty range, checked to be exact.
@@ -606,6 +673,9 @@ impl AsyncReader for ObjectStoreReader {
                 bytes: Bytes::new(),
             });
         }
+        if self.no_suffix.load(Ordering::Relaxed) {
+            return self.tail_by_size(len).await;
+        }
         let started = Instant::now();
         let op = format!("GET bytes=-{len}");
         match self.get(GetRange::Suffix(len)).await {
@@ -631,6 +701,10 @@ impl AsyncReader for ObjectStoreReader {
                 Ok(Tail { size, bytes })
             }
             Err(GetFailure::Changed(e)) => Err(e),
+            Err(GetFailure::Store(object_store::Error::NotSupported { .. })) => {
+                self.no_suffix.store(true, Ordering::Relaxed);
+                self.tail_by_size(len).await
+            }
             Err(GetFailure::Store(e @ object_store::Error::NotFound { .. })) => {
                 Err(map_error(&self.display, &op, started, e))
             }

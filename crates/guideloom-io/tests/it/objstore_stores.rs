@@ -451,3 +451,131 @@ async fn a_store_refusing_quoted_etags_gets_them_unquoted() {
     let err = r.read(0, 10).await.unwrap_err();
     assert!(matches!(err, Error::Changed { found: None, .. }), "{err:?}");
 }
+
+/// `InMemory` whose client refuses suffix ranges before sending anything, as object_store's
+/// Azure client does ("Azure does not support suffix range requests").
+#[derive(Debug)]
+struct NoSuffix(InMemory);
+
+impl std::fmt::Display for NoSuffix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NoSuffix")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for NoSuffix {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.0.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        if matches!(options.range, Some(object_store::GetRange::Suffix(_))) {
+            return Err(object_store::Error::NotSupported {
+                source: "suffix range requests are not supported".into(),
+            });
+        }
+        self.0.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+/// A store whose client refuses suffix ranges (Azure's) still reads tails: as a bounded
+/// range of the size (one HEAD when the size is unknown, none when it is), with the same
+/// pinning; the refusal is learnt once per backend and sends nothing.
+#[tokio::test]
+async fn a_store_refusing_suffix_ranges_reads_tails_by_size() {
+    let store: Arc<dyn ObjectStore> = Arc::new(NoSuffix(InMemory::new()));
+    let obj = Path::from("suffix/obj.bin");
+    let data = bytes(10_000, 7);
+    put(&*store, &obj, &data).await;
+    let io = ObjectStoreIo::new(Arc::clone(&store));
+    let r = io.open_reader(&obj);
+    let tail = r.read_tail(100).await.unwrap();
+    assert_eq!((tail.size, &tail.bytes[..]), (10_000, &data[9_900..]));
+    assert_eq!(
+        r.stats().snapshot().requests,
+        2,
+        "HEAD, then the bounded tail"
+    );
+    // Longer than the object: the whole object.
+    let all = io.open_reader(&obj).read_tail(20_000).await.unwrap();
+    assert_eq!(&all.bytes[..], &data[..]);
+    // A reader that knows the size sends one request.
+    let known = io.open_reader_with_size(&obj, 10_000);
+    assert_eq!(
+        &known.read_tail(10).await.unwrap().bytes[..],
+        &data[9_990..]
+    );
+    assert_eq!(known.stats().snapshot().requests, 1);
+    // Pinned like any tail: a replaced object is Changed at the next read.
+    put(&*store, &obj, &bytes(10_000, 8)).await;
+    let err = r.read(0, 10).await.unwrap_err();
+    assert!(matches!(err, Error::Changed { .. }), "{err:?}");
+}
+
+/// A size hint is never trusted: an object of another size read without suffix ranges
+/// gives its real tail and size.
+#[tokio::test]
+async fn a_wrong_size_hint_still_reads_the_real_tail() {
+    let store: Arc<dyn ObjectStore> = Arc::new(NoSuffix(InMemory::new()));
+    let obj = Path::from("suffix/hint.bin");
+    let data = bytes(10_000, 9);
+    put(&*store, &obj, &data).await;
+    let io = ObjectStoreIo::new(Arc::clone(&store));
+    for hint in [9_000, 12_000, 10] {
+        let r = io.open_reader_with_size(&obj, hint);
+        let tail = r.read_tail(100).await.unwrap();
+        assert_eq!(
+            (tail.size, &tail.bytes[..]),
+            (10_000, &data[9_900..]),
+            "{hint}"
+        );
+    }
+}

@@ -464,8 +464,11 @@ impl RootStore for ObjectStoreRoot {
     }
 
     async fn open_reader(&self, key: &str, size: u64) -> Result<Box<dyn AsyncReader>> {
-        let _ = size; // ObjectStoreIo learns the size from its first (tail) read.
-        Ok(Box::new(self.bucket.io.open_reader(&self.path(key)?)))
+        // ObjectStoreIo learns the size from its first (tail) read; the manifest's size only
+        // spares a HEAD where suffix ranges are refused (Azure).
+        Ok(Box::new(
+            self.bucket.io.open_reader_with_size(&self.path(key)?, size),
+        ))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
