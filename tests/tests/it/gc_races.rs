@@ -134,6 +134,8 @@ fn collections_racing_publishers_never_delete_what_a_kept_snapshot_references() 
         ("memory", 12),
         ("moto", 3),
         ("rgw", 3),
+        ("gcs", 3),
+        ("azure", 3),
     ];
     for (kind, rounds) in kinds {
         let (mut ok, mut stopped) = (0, 0);
@@ -143,6 +145,14 @@ fn collections_racing_publishers_never_delete_what_a_kept_snapshot_references() 
                 "mount" => mounted(),
                 "memory" => memory(),
                 "moto" => match moto() {
+                    Some(f) => f,
+                    None => break,
+                },
+                "gcs" => match gcs() {
+                    Some(f) => f,
+                    None => break,
+                },
+                "azure" => match azure() {
                     Some(f) => f,
                     None => break,
                 },
@@ -178,15 +188,18 @@ async fn prepare(clean: &Root) {
 /// effect) at every call of every store operation a collection makes: the collection fails
 /// typed or succeeds, the kept snapshot is whole either way, and a collection run afterwards
 /// without faults finishes the work (it resumes the stopped run's record). On local and
-/// memory roots, and on moto and RGW when they run (`cargo xtask ci` starts them).
+/// memory roots, and on moto, RGW, fake-gcs-server and Azurite when they run (`cargo xtask
+/// ci` starts them).
 #[test]
 fn every_fault_at_every_call_of_a_collection_is_resolved() {
     rt().block_on(async {
-        for kind in ["local", "memory", "moto", "rgw"] {
+        for kind in ["local", "memory", "moto", "rgw", "gcs", "azure"] {
             let fresh = || match kind {
                 "local" => Some(local()),
                 "memory" => Some(memory()),
                 "moto" => moto(),
+                "gcs" => gcs(),
+                "azure" => azure(),
                 _ => rgw(),
             };
             let Some(f) = fresh() else {
