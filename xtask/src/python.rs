@@ -21,13 +21,13 @@
 //!    match the runtime; `python/stubtest-allowlist.txt` lists, with reasons, what a stub
 //!    declares that the runtime cannot show).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::servers;
 use crate::util;
+use crate::venv::{ensure_venv, venv_command};
 
 /// The linter and formatter of `python/`, pinned: a new ruff release may add rules or change
 /// formatting, which should be a change of this line, not a surprise in CI.
@@ -85,30 +85,6 @@ pub(crate) fn pytest_verdict(code: Option<i32>) -> std::result::Result<(), Strin
         Some(code) => Err(format!("pytest failed (exit {code})")),
         None => Err("pytest was killed by a signal".into()),
     }
-}
-
-fn venv_command(venv: &Path, program: &str) -> Command {
-    let bin = venv.join("bin");
-    let mut cmd = Command::new(bin.join(program));
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs = vec![bin.clone()];
-    dirs.extend(std::env::split_paths(&path));
-    cmd.env("PATH", std::env::join_paths(dirs).unwrap_or(path));
-    cmd.env("VIRTUAL_ENV", venv);
-    cmd.env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
-    cmd
-}
-
-fn ensure_venv(root: &Path) -> Result<PathBuf> {
-    let venv = servers::venv_dir(root);
-    if !venv.join("bin").join("python").is_file() {
-        let python = util::which("python3").ok_or_else(|| Error::Check {
-            check: "python".into(),
-            problems: vec!["python3 (3.11 or newer) is not on PATH".into()],
-        })?;
-        util::run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
-    }
-    Ok(venv)
 }
 
 /// Runs the step; `env` gives pytest the servers' environment.
