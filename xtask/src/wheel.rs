@@ -8,10 +8,11 @@
 //!    `<target dir>/wheels/` (older `guideloom-*.whl` files there are removed first, so exactly
 //!    one is left). `--strip` drops the symbols and line tables the release profile keeps: the
 //!    module shrinks from 118 MB to 45 MB and the wheel from 31 MB to about 16 MB, and a Rust
-//!    backtrace from the wheel names no functions (`maturin develop` builds keep them). Zig links against glibc 2.17's symbol versions whatever the
-//!    build host has, so the wheel is `manylinux_2_17_x86_64` (manylinux2014) where a native
-//!    build on Debian 12 is `manylinux_2_34` (its `.so` needs glibc 2.34 symbols): pip installs
-//!    it on any x86_64 Linux with glibc 2.17 or newer.
+//!    backtrace from the wheel names no functions (`maturin develop` builds keep them). Zig
+//!    links against glibc 2.17's symbol versions whatever the build host has, so the wheel is
+//!    `manylinux_2_17_x86_64` (manylinux2014) where a native build on Debian 12 is
+//!    `manylinux_2_34` (its `.so` needs glibc 2.34 symbols): pip installs it on any x86_64
+//!    Linux with glibc 2.17 or newer.
 //! 3. The wheel's file name must carry [`ABI_TAG`] and [`PLATFORM_TAG`], and `auditwheel show`
 //!    must agree: the platform it reports the wheel consistent with may be that one or an older
 //!    one, never a newer one (a newer one would mean the `.so` needs symbols the tag promises
