@@ -173,6 +173,7 @@ fn fresh_venv(root: &Path) -> Result<(PathBuf, OsString)> {
     );
     let inherited = std::env::var_os("PATH").unwrap_or_default();
     let (path, mut dropped) = path_without_rust(&venv.join("bin"), &inherited);
+    dropped.sort();
     dropped.dedup();
     for dir in &dropped {
         println!(
