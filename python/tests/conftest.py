@@ -5,11 +5,19 @@ through the environment, as for the Rust tests: without the variables a server t
 skipped, unless GUIDELOOM_CI=1, where a missing server is a failure. Ceph RGW is the
 exception the Rust tests make too: when CI was told to leave it out
 (GUIDELOOM_XTASK_CEPH=0), its tests are skipped even under GUIDELOOM_CI=1.
+
+`cargo xtask ci` tests the wheel installed into a fresh venv, which it names in
+GUIDELOOM_TEST_WHEEL_VENV: the run then stops at once unless `guideloom` and its extension
+module were imported from that venv's site-packages, never from the source tree's
+python/guideloom (which has no extension module in a fresh clone, and may hold a stale one
+left by `maturin develop`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +25,33 @@ from pathlib import Path
 import pytest
 
 import guideloom as gl
+import guideloom._guideloom as _extension
+
+WHEEL_VENV = "GUIDELOOM_TEST_WHEEL_VENV"
+
+
+def imported_from() -> list[Path]:
+    """Where `guideloom` and its compiled extension module were loaded from."""
+    return [Path(gl.__file__).resolve(), Path(_extension.__file__ or "").resolve()]
+
+
+def pytest_report_header() -> str:
+    return "guideloom: " + ", ".join(str(p) for p in imported_from())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    venv = os.environ.get(WHEEL_VENV)
+    if not venv:
+        return
+    if Path(sys.prefix).resolve() != Path(venv).resolve():
+        raise pytest.UsageError(f"{WHEEL_VENV}={venv} but pytest runs in {sys.prefix}")
+    site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    for path in imported_from():
+        if not any(path.is_relative_to(s) for s in site):
+            raise pytest.UsageError(
+                f"guideloom was imported from {path}, not from the site-packages of the "
+                f"installed wheel ({', '.join(map(str, sorted(site)))})"
+            )
 
 
 def server_var(name: str) -> str:

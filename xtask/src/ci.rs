@@ -388,8 +388,9 @@ fn browser(ctx: &mut Ctx) -> Result<()> {
     crate::browser::run(&ctx.root, |cmd| test_env(ctx, cmd))
 }
 
-/// The Python package: venv, `maturin develop --release`, pytest against the servers, then
-/// ruff, mypy and stubtest (see `python.rs`).
+/// The Python package as a user gets it: the wheel of `cargo xtask wheel` installed into a
+/// fresh venv, then, with no cargo on `PATH`, the examples, pytest against the servers, ruff,
+/// mypy and stubtest (see `python.rs`).
 fn python(ctx: &mut Ctx) -> Result<()> {
     crate::python::run(&ctx.root, |cmd| test_env(ctx, cmd))
 }

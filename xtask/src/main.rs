@@ -17,6 +17,7 @@
 //! cargo xtask fuzz [--seconds N] [T]    cargo +nightly fuzz run for each target in fuzz/
 //! cargo xtask model                     spin checks model/publication.pml in every configuration
 //! cargo xtask browser                   `guideloom serve` in headless Chromium (Playwright)
+//! cargo xtask wheel                     the Python package as an abi3 manylinux wheel
 //! ```
 
 mod bench;
@@ -34,6 +35,8 @@ mod python;
 mod servers;
 mod tidy;
 mod util;
+mod venv;
+mod wheel;
 
 use std::process::ExitCode;
 
@@ -68,6 +71,9 @@ commands:
   browser                        `guideloom serve` in headless Chromium through Playwright
                                  (installs chromium, node and playwright-core when missing;
                                  screenshots in <target>/browser/)
+  wheel                          build the Python package as one abi3 wheel (CPython >= 3.11,
+                                 manylinux_2_17_x86_64, maturin --zig) into <target>/wheels/
+                                 and check its tags with auditwheel; prints its path
   help                           print this text
 ";
 
@@ -104,6 +110,7 @@ fn run(args: &[String]) -> Result<()> {
         Command::Fuzz { seconds, target } => fuzz::run(&root, seconds, target.as_deref()),
         Command::Model => model::run(&root),
         Command::Browser => browser::run(&root, |_| {}),
+        Command::Wheel => wheel::run(&root),
     }
 }
 
@@ -117,6 +124,7 @@ enum Command {
     Tidy,
     Model,
     Browser,
+    Wheel,
     Features,
     Metrics {
         dir: Option<std::path::PathBuf>,
@@ -173,6 +181,10 @@ impl Command {
             "browser" => match rest {
                 [] => Ok(Command::Browser),
                 _ => Err(usage("browser takes no arguments".into())),
+            },
+            "wheel" => match rest {
+                [] => Ok(Command::Wheel),
+                _ => Err(usage("wheel takes no arguments".into())),
             },
             "tidy" => match rest {
                 [] => Ok(Command::Tidy),
@@ -269,6 +281,7 @@ mod tests {
         );
         assert_eq!(parse(&["tidy"]).unwrap(), Command::Tidy);
         assert_eq!(parse(&["browser"]).unwrap(), Command::Browser);
+        assert_eq!(parse(&["wheel"]).unwrap(), Command::Wheel);
         assert_eq!(parse(&["features"]).unwrap(), Command::Features);
         assert_eq!(
             parse(&["metrics"]).unwrap(),
@@ -335,6 +348,7 @@ mod tests {
             &["ci", "extra"],
             &["tidy", "x"],
             &["browser", "x"],
+            &["wheel", "--zig"],
             &["features", "--all"],
             &["metrics", "--root"],
             &["metrics", "/tmp"],

@@ -1,41 +1,59 @@
-//! The `python` step of `cargo xtask ci`: builds the Python package (`pyproject.toml`, the
-//! cdylib `crates/guideloom-python`) into the project venv and tests it.
+//! The `python` step of `cargo xtask ci`: builds the Python package's wheel once and tests
+//! that wheel, installed into a fresh venv with no Rust toolchain in reach — what a user gets,
+//! not a development build.
 //!
-//! 1. The venv `.xtask/venv` (the one moto lives in) is created when missing, then
-//!    `pip install maturin pytest mypy numpy aiohttp dask[distributed]` (timed; a no-op once
-//!    installed; aiohttp is the HTTP client of the custom-backend example, dask the cluster
-//!    of the distributed-writers test), then `pip install torch` (timed on its own: PyPI's
-//!    Linux wheel is the CUDA build, about 5 GB installed with its dependencies). Both
-//!    installs pass `--no-cache-dir`, so the wheels are not also kept in pip's cache.
-//!    `GUIDELOOM_XTASK_TORCH=0` leaves torch out locally and is passed on to pytest, whose torch tests then skip; CI
-//!    never sets it, so there a missing torch fails them.
-//! 2. `maturin develop --release` builds the extension module and installs the package
-//!    editable into that venv.
-//! 3. The facade's example `python_interop` (the Rust half of the interop tests) is built, then
-//!    `python -m pytest python/tests` with the servers' environment (`GUIDELOOM_CI=1`, so a
-//!    missing server fails): exit 5 ("no tests collected") is a failure, not a pass.
-//! 4. The static checks of the package, each timed: `ruff check` and `ruff format --check`
-//!    over `python/` ([`RUFF`], pinned), `python -m mypy --strict` over the package itself
-//!    (`python/guideloom`), the tests and the examples, and `python -m mypy.stubtest` of the
-//!    package against the compiled extension just installed (its stubs, one per concern, must
-//!    match the runtime; `python/stubtest-allowlist.txt` lists, with reasons, what a stub
-//!    declares that the runtime cannot show).
+//! 1. The wheel: maturin, ziglang and auditwheel into the project venv `.xtask/venv` (the one
+//!    moto lives in), then [`crate::wheel::build`], the code of `cargo xtask wheel`: an abi3
+//!    `manylinux_2_17_x86_64` wheel in `<target dir>/wheels/`, its tags checked with
+//!    `auditwheel show`. Its build time and size are printed.
+//! 2. The facade's example `python_interop` (the Rust half of the interop tests) is built,
+//!    as the `examples` step builds it: the last use of cargo in the step.
+//! 3. A fresh venv `.xtask/wheel-venv`, removed and created again on every run, and a `PATH`
+//!    for everything run in it from here on: the venv's `bin`, then the inherited `PATH`
+//!    without any directory holding `cargo`, `rustc` or `rustup` (`~/.cargo/bin`); the step
+//!    fails if `cargo` or `rustc` can still be found on it. `CARGO*`, `RUSTC*`, `RUSTUP*` and
+//!    `PYTHONPATH` are removed from the environment, and `PYTHONSAFEPATH=1` keeps the working
+//!    directory off `sys.path`.
+//! 4. Into it, each timed: `pip install --only-binary :all: <wheel>` (with its dependencies:
+//!    numpy), then the test requirements [`TEST_PACKAGES`] (`pytest mypy numpy aiohttp
+//!    dask[distributed]` ..., a pinned ruff), then `pip install torch` (timed on its own:
+//!    PyPI's Linux wheel is the CUDA build, about 5 GB installed with its dependencies).
+//!    Every install passes `--no-cache-dir`, so the wheels are not also kept in pip's cache.
+//!    `GUIDELOOM_XTASK_TORCH=0` leaves torch out locally and is passed on to pytest, whose
+//!    torch tests then skip; CI never sets it, so there a missing torch fails them.
+//! 5. `import guideloom` in that venv must come from its site-packages (checked here, and
+//!    again by `python/tests/conftest.py`, told the venv by `GUIDELOOM_TEST_WHEEL_VENV`): the
+//!    source tree's `python/guideloom`, which may hold a stale extension module from a
+//!    `maturin develop`, must not be what runs.
+//! 6. The examples `python/examples/*.py` run as scripts, then `python -m pytest python/tests`,
+//!    both with the servers' environment (`GUIDELOOM_CI=1`, so a missing server fails): exit 5
+//!    ("no tests collected") is a failure, not a pass.
+//! 7. The static checks of the package, each timed, in the same venv: `ruff check` and `ruff
+//!    format --check` over `python/` ([`RUFF`], pinned), `python -m mypy --strict` over the
+//!    package itself (`python/guideloom`), the tests and the examples, and `python -m
+//!    mypy.stubtest` of the package's stubs against the installed extension (its stubs, one per
+//!    concern, must match the runtime; `python/stubtest-allowlist.txt` lists, with reasons,
+//!    what a stub declares that the runtime cannot show).
+//!
+//! `cargo xtask bench` still builds the package with `maturin develop --release` into the
+//! project venv ([`bench()`]).
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::servers;
 use crate::util;
+use crate::venv::{ensure_venv, venv_command};
+use crate::wheel;
 
 /// The linter and formatter of `python/`, pinned: a new ruff release may add rules or change
 /// formatting, which should be a change of this line, not a surprise in CI.
 pub(crate) const RUFF: &str = "ruff==0.17.6";
 
-/// What pip installs into the venv for this step (mypy brings `mypy.stubtest`).
-pub(crate) const PIP_PACKAGES: &[&str] = &[
-    "maturin",
+/// What pip installs beside the wheel into the test venv (mypy brings `mypy.stubtest`).
+pub(crate) const TEST_PACKAGES: &[&str] = &[
     "pytest",
     "mypy",
     "numpy",
@@ -60,6 +78,12 @@ pub(crate) const PIP_PACKAGES: &[&str] = &[
     "scikit-image",
     "ray",
     "webdataset",
+    // The ArrayRecord tests write and read files with the array_record package (the version
+    // the servers' venv pins for the Rust interop tests), and the cluster test lists the
+    // bucket with boto3 (both came with the project venv before the tests had a venv of
+    // their own).
+    "array-record==0.8.6",
+    "boto3",
     RUFF,
 ];
 
@@ -68,6 +92,13 @@ pub(crate) const TORCH_PACKAGE: &str = "torch";
 
 /// The environment switch that leaves torch out (`0`), for local runs only.
 pub(crate) const TORCH_SWITCH: &str = "GUIDELOOM_XTASK_TORCH";
+
+/// The variable that tells `python/tests/conftest.py` which venv `guideloom` must be
+/// imported from (step 5).
+pub(crate) const WHEEL_VENV_VAR: &str = "GUIDELOOM_TEST_WHEEL_VENV";
+
+/// The programs whose directories leave the test venv's `PATH` (step 3).
+const RUST_TOOLS: &[&str] = &["cargo", "rustc", "rustup"];
 
 /// `false` when `GUIDELOOM_XTASK_TORCH=0`.
 fn torch_wanted() -> bool {
@@ -87,71 +118,155 @@ pub(crate) fn pytest_verdict(code: Option<i32>) -> std::result::Result<(), Strin
     }
 }
 
-fn venv_command(venv: &Path, program: &str) -> Command {
-    let bin = venv.join("bin");
-    let mut cmd = Command::new(bin.join(program));
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs = vec![bin.clone()];
-    dirs.extend(std::env::split_paths(&path));
-    cmd.env("PATH", std::env::join_paths(dirs).unwrap_or(path));
-    cmd.env("VIRTUAL_ENV", venv);
-    cmd.env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
+/// The venv the wheel is tested in (step 3).
+pub(crate) fn wheel_venv_dir(root: &Path) -> PathBuf {
+    root.join(".xtask").join("wheel-venv")
+}
+
+/// `path` (a `PATH` value) without the directories that hold a Rust tool ([`RUST_TOOLS`]),
+/// after `first`; and the directories left out.
+fn path_without_rust(first: &Path, path: &OsStr) -> (OsString, Vec<PathBuf>) {
+    let (kept, dropped): (Vec<PathBuf>, Vec<PathBuf>) = std::env::split_paths(path)
+        .partition(|dir| !RUST_TOOLS.iter().any(|t| util::is_executable(&dir.join(t))));
+    let dirs = std::iter::once(first.to_path_buf()).chain(kept);
+    (std::env::join_paths(dirs).unwrap_or_default(), dropped)
+}
+
+/// A program of the test venv with the `PATH` and environment of step 3.
+fn rustless_command(venv: &Path, path: &OsStr, program: &str) -> Command {
+    let mut cmd = Command::new(venv.join("bin").join(program));
+    for (key, _) in std::env::vars_os() {
+        let key_str = key.to_string_lossy();
+        if ["CARGO", "RUSTC", "RUSTUP"]
+            .iter()
+            .any(|p| key_str.starts_with(p))
+            || key_str == "RUSTFLAGS"
+            || key_str == "PYTHONPATH"
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("PATH", path)
+        .env("VIRTUAL_ENV", venv)
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .env("PYTHONSAFEPATH", "1")
+        .env(WHEEL_VENV_VAR, venv);
     cmd
 }
 
-fn ensure_venv(root: &Path) -> Result<PathBuf> {
-    let venv = servers::venv_dir(root);
-    if !venv.join("bin").join("python").is_file() {
-        let python = util::which("python3").ok_or_else(|| Error::Check {
-            check: "python".into(),
-            problems: vec!["python3 (3.11 or newer) is not on PATH".into()],
-        })?;
-        util::run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
+/// Step 3: the test venv, new, and its `PATH` (checked to reach no `cargo` or `rustc`).
+fn fresh_venv(root: &Path) -> Result<(PathBuf, OsString)> {
+    let venv = wheel_venv_dir(root);
+    let started = Instant::now();
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv).map_err(|e| Error::io("cannot remove", &venv, e))?;
     }
-    Ok(venv)
+    let python = util::which("python3").ok_or_else(|| Error::Check {
+        check: "python".into(),
+        problems: vec!["python3 (3.11 or newer) is not on PATH".into()],
+    })?;
+    util::run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
+    println!(
+        "[python] fresh venv {} in {:.1}s",
+        venv.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let (path, mut dropped) = path_without_rust(&venv.join("bin"), &inherited);
+    dropped.sort();
+    dropped.dedup();
+    for dir in &dropped {
+        println!(
+            "[python] left off PATH (holds a Rust tool): {}",
+            dir.display()
+        );
+    }
+    let reachable: Vec<String> = ["cargo", "rustc"]
+        .iter()
+        .filter_map(|tool| util::which_in(&path, tool))
+        .map(|found| found.display().to_string())
+        .collect();
+    if !reachable.is_empty() {
+        return Err(Error::Check {
+            check: "python".into(),
+            problems: vec![format!(
+                "the test venv's PATH still reaches {}",
+                reachable.join(", ")
+            )],
+        });
+    }
+    Ok((venv, path))
 }
 
-/// Runs the step; `env` gives pytest the servers' environment.
-pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
-    let venv = ensure_venv(root)?;
+/// Runs `cmd` (printed under `[python]`) and prints how long `what` took.
+fn timed(what: &str, cmd: &mut Command) -> Result<()> {
     let started = Instant::now();
-    let mut pip = venv_command(&venv, "pip");
-    pip.args(["install", "--quiet", "--no-cache-dir"])
-        .args(PIP_PACKAGES);
-    println!("[python] $ {}", util::display(&pip));
-    util::run(&mut pip)?;
-    println!(
-        "[python] pip install {} in {:.1}s",
-        PIP_PACKAGES.join(" "),
-        started.elapsed().as_secs_f64()
-    );
-    let torch = torch_wanted();
-    if torch {
-        let started = Instant::now();
-        let mut pip = venv_command(&venv, "pip");
-        pip.args(["install", "--quiet", "--no-cache-dir", TORCH_PACKAGE]);
-        println!("[python] $ {}", util::display(&pip));
-        util::run(&mut pip)?;
-        println!(
-            "[python] pip install {TORCH_PACKAGE} in {:.1}s",
-            started.elapsed().as_secs_f64()
-        );
-    } else {
-        println!("[python] {TORCH_SWITCH}=0: torch is not installed and its tests skip");
+    println!("[python] $ {}", util::display(cmd));
+    util::run(cmd)?;
+    println!("[python] {what} in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The directory `guideloom` and its extension module are imported from in the test venv,
+/// run from `root` as pytest is; an error unless both are in the venv (step 5).
+fn check_installed(venv: &Path, path: &OsStr, root: &Path) -> Result<()> {
+    let mut probe = rustless_command(venv, path, "python");
+    probe.current_dir(root).args([
+        "-c",
+        "import guideloom, guideloom._guideloom as ext; print(guideloom.__file__); print(ext.__file__)",
+    ]);
+    let out = util::capture(&mut probe)?;
+    let venv = venv
+        .canonicalize()
+        .map_err(|e| Error::io("cannot resolve", venv, e))?;
+    let mut problems = Vec::new();
+    for file in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let resolved = Path::new(file)
+            .canonicalize()
+            .unwrap_or_else(|_| PathBuf::from(file));
+        if resolved.starts_with(&venv)
+            && resolved
+                .components()
+                .any(|c| c.as_os_str() == "site-packages")
+        {
+            println!("[python] imported from the test venv: {file}");
+        } else {
+            problems.push(format!(
+                "`import guideloom` in the test venv loads {file}, not the installed wheel"
+            ));
+        }
     }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Check {
+            check: "python".into(),
+            problems,
+        })
+    }
+}
 
-    let started = Instant::now();
-    let mut maturin = venv_command(&venv, "maturin");
-    maturin.current_dir(root).args(["develop", "--release"]);
-    util::lean_build(&mut maturin);
-    println!("[python] $ {}", util::display(&maturin));
-    util::run(&mut maturin)?;
-    println!(
-        "[python] maturin develop --release in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+/// The example scripts of the package, sorted.
+fn examples(root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join("python").join("examples");
+    let entries = std::fs::read_dir(&dir).map_err(|e| Error::io("cannot list", &dir, e))?;
+    let mut scripts: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    scripts.sort();
+    Ok(scripts)
+}
 
-    // The Rust half of the interop tests, built as the `examples` step builds it.
+/// Runs the step; `env` gives the examples and pytest the servers' environment.
+pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
+    // 1. The wheel, built by the code of `cargo xtask wheel`.
+    let project = ensure_venv(root)?;
+    wheel::install_tools(&project, "python")?;
+    let wheel = wheel::build(root, &project, "python")?;
+
+    // 2. The Rust half of the interop tests, built as the `examples` step builds it.
     util::run(util::cargo(root).args([
         "build",
         "-p",
@@ -165,8 +280,60 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
         .join("examples")
         .join("python_interop");
 
+    // 3. and 4. A fresh venv without cargo, the wheel and the test requirements.
+    let (venv, path) = fresh_venv(root)?;
+    let pip = || {
+        let mut pip = rustless_command(&venv, &path, "pip");
+        pip.args(["install", "--quiet", "--no-cache-dir"]);
+        pip
+    };
     let started = Instant::now();
-    let mut pytest = venv_command(&venv, "python");
+    let mut install = pip();
+    install.args(["--only-binary", ":all:"]).arg(&wheel.path);
+    println!("[python] $ {}", util::display(&install));
+    util::run(&mut install)?;
+    println!(
+        "[python] pip install {} (its dependencies included) into the fresh venv in {:.1}s",
+        wheel
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        started.elapsed().as_secs_f64()
+    );
+    timed(
+        &format!("pip install {}", TEST_PACKAGES.join(" ")),
+        pip().args(TEST_PACKAGES),
+    )?;
+    let torch = torch_wanted();
+    if torch {
+        timed(
+            &format!("pip install {TORCH_PACKAGE}"),
+            pip().arg(TORCH_PACKAGE),
+        )?;
+    } else {
+        println!("[python] {TORCH_SWITCH}=0: torch is not installed and its tests skip");
+    }
+
+    // 5. The package imported is the installed one.
+    check_installed(&venv, &path, root)?;
+
+    // 6. The examples, then pytest.
+    for script in examples(root)? {
+        let name = script
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut example = rustless_command(&venv, &path, "python");
+        example.current_dir(root).arg(&script);
+        env(&mut example);
+        if !torch {
+            example.env(TORCH_SWITCH, "0");
+        }
+        timed(&format!("example {name}"), &mut example)?;
+    }
+    let started = Instant::now();
+    let mut pytest = rustless_command(&venv, &path, "python");
     pytest.env("GUIDELOOM_INTEROP_EXAMPLE", &interop);
     pytest
         .current_dir(root)
@@ -186,10 +353,18 @@ pub(crate) fn run(root: &Path, env: impl Fn(&mut Command)) -> Result<()> {
     })?;
     println!("[python] pytest in {:.1}s", started.elapsed().as_secs_f64());
 
-    static_checks(root, &venv)
+    // 7.
+    static_checks(root, &venv, &path)?;
+    println!(
+        "[python] wheel: built in {:.1}s, {} bytes ({:.1} MB)",
+        wheel.build_secs,
+        wheel.bytes,
+        wheel.bytes as f64 / 1e6
+    );
+    Ok(())
 }
 
-/// The static checks of step 4, in order, each timed: ruff, mypy, stubtest.
+/// The static checks of step 7, in order, each timed: ruff, mypy, stubtest.
 const STATIC_CHECKS: &[(&str, &[&str])] = &[
     ("ruff check", &["-m", "ruff", "check", "python"]),
     (
@@ -221,14 +396,11 @@ const STATIC_CHECKS: &[(&str, &[&str])] = &[
     ),
 ];
 
-fn static_checks(root: &Path, venv: &Path) -> Result<()> {
+fn static_checks(root: &Path, venv: &Path, path: &OsStr) -> Result<()> {
     for (name, args) in STATIC_CHECKS {
-        let started = Instant::now();
-        let mut check = venv_command(venv, "python");
+        let mut check = rustless_command(venv, path, "python");
         check.current_dir(root).args(*args);
-        println!("[python] $ {}", util::display(&check));
-        util::run(&mut check)?;
-        println!("[python] {name} in {:.1}s", started.elapsed().as_secs_f64());
+        timed(name, &mut check)?;
     }
     Ok(())
 }
@@ -267,8 +439,8 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
     }
     let venv = ensure_venv(root)?;
     let mut pip = venv_command(&venv, "pip");
-    pip.args(["install", "--quiet", "--no-cache-dir"])
-        .args(PIP_PACKAGES)
+    pip.args(["install", "--quiet", "--no-cache-dir", "maturin"])
+        .args(TEST_PACKAGES)
         .args(BENCH_PACKAGES);
     println!("[python-bench] $ {}", util::display(&pip));
     util::run(&mut pip)?;
@@ -319,7 +491,7 @@ mod tests {
 
     #[test]
     fn ruff_is_pinned_and_installed_and_every_static_check_runs_over_the_package() {
-        assert!(RUFF.starts_with("ruff==") && PIP_PACKAGES.contains(&RUFF));
+        assert!(RUFF.starts_with("ruff==") && TEST_PACKAGES.contains(&RUFF));
         let names: Vec<_> = STATIC_CHECKS.iter().map(|(name, _)| *name).collect();
         assert_eq!(
             names,
@@ -332,6 +504,41 @@ mod tests {
                 "{name} does not cover the package"
             );
         }
+    }
+
+    #[test]
+    fn the_test_path_leaves_out_every_directory_with_a_rust_tool() {
+        let dir = std::env::temp_dir().join(format!("xtask-rustless-{}", std::process::id()));
+        let (cargo_home, rust_only, plain) =
+            (dir.join("cargo"), dir.join("rustc"), dir.join("bin"));
+        for d in [&cargo_home, &rust_only, &plain] {
+            util::mkdir(d).unwrap();
+        }
+        let executable = |file: PathBuf| {
+            use std::os::unix::fs::PermissionsExt;
+            util::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        executable(cargo_home.join("cargo"));
+        executable(rust_only.join("rustc"));
+        executable(plain.join("python3"));
+        // A file named cargo without an execute bit is not a program.
+        util::write(&plain.join("cargo"), "").unwrap();
+        let inherited = std::env::join_paths([&cargo_home, &plain, &rust_only]).unwrap();
+        let venv_bin = dir.join("venv").join("bin");
+        let (path, dropped) = path_without_rust(&venv_bin, &inherited);
+        assert_eq!(
+            std::env::split_paths(&path).collect::<Vec<_>>(),
+            [venv_bin, plain.clone()]
+        );
+        assert_eq!(dropped, [cargo_home, rust_only]);
+        assert!(util::which_in(&path, "cargo").is_none());
+        assert!(util::which_in(&path, "rustc").is_none());
+        assert_eq!(
+            util::which_in(&path, "python3"),
+            Some(plain.join("python3"))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

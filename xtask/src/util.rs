@@ -157,13 +157,18 @@ pub(crate) fn succeeds(cmd: &mut Command) -> bool {
 
 /// The full path of `program` if it is on `PATH`.
 pub(crate) fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    which_in(&std::env::var_os("PATH")?, program)
+}
+
+/// The full path of `program` if it is in one of the directories of `path` (a `PATH` value).
+pub(crate) fn which_in(path: &std::ffi::OsStr, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Whether `path` is a file with an execute bit.
+pub(crate) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
