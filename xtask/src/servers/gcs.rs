@@ -109,7 +109,7 @@ pub(super) fn start_gcs(root: &Path, session: &Path, detach: bool) -> Result<Run
         cmd.arg(&front_script)
             .args([front.to_string(), upstream.to_string()])
             .env("PYTHONUNBUFFERED", "1");
-        let mut front_child = match spawn_logged("gcs front", &mut cmd, &front_log, detach) {
+        let mut front_child = match spawn_logged("gcs_front", &mut cmd, &front_log, detach) {
             Ok(c) => c,
             Err(e) => {
                 let _ = Proc::new("fake-gcs-server", child).stop();
@@ -120,14 +120,14 @@ pub(super) fn start_gcs(root: &Path, session: &Path, detach: bool) -> Result<Run
             Ok(()) => {
                 let procs = vec![
                     Proc::new("fake-gcs-server", child),
-                    Proc::new("gcs front", front_child),
+                    Proc::new("gcs_front", front_child),
                 ];
                 return record(session, Kind::Gcs, procs, front, gcs_env(front));
             }
             Err(err) => {
                 let taken = util::tail(&front_log, 50).contains("Address already in use");
                 let _ = Proc::new("fake-gcs-server", child).stop();
-                let err = failed_start("gcs front", front_child, err, &logs);
+                let err = failed_start("gcs_front", front_child, err, &logs);
                 if !(taken && attempt < PORT_ATTEMPTS) {
                     return Err(err);
                 }

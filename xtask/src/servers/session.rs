@@ -96,10 +96,14 @@ fn recorded_procs(session: &Path, kind: Kind) -> Vec<Proc> {
         .collect()
 }
 
-/// Every process label, as written in PID files.
-const LABELS: &[&str] = &[
+/// Every process label, as written in PID files (one word, found in the process's command
+/// line: that is how a recorded PID is known to be still ours).
+pub(super) const LABELS: &[&str] = &[
     "nginx",
     "moto_server",
+    "fake-gcs-server",
+    "gcs_front",
+    "azurite",
     "ceph-mon",
     "ceph-osd",
     "radosgw",
@@ -228,6 +232,13 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+
+    #[test]
+    fn labels_are_one_word_as_pid_files_are_split() {
+        for label in LABELS {
+            assert!(!label.contains(char::is_whitespace), "{label:?}");
+        }
+    }
 
     #[test]
     fn sessions_are_per_run_except_for_servers_up() {
