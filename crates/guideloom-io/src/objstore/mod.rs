@@ -5,7 +5,8 @@
 //!   `/` and appends each part.
 //! - [`AsyncReader::size`] is one `head` (cached), [`AsyncReader::read`] one `get_opts` with
 //!   [`GetRange::Bounded`], [`AsyncReader::read_tail`] one `get_opts` with
-//!   [`GetRange::Suffix`] (its result also gives the size), and
+//!   [`GetRange::Suffix`] (its result also gives the size; on a store that does not support
+//!   suffix ranges, such as object_store's Azure client, a `head` and a bounded read), and
 //!   [`AsyncReader::read_ranges`] merges neighbours with OUR [`CoalescePolicy`] (a gap limit
 //!   *and* a span cap, small results copied out) instead of `get_ranges`' uncapped default,
 //!   then issues the merged reads concurrently under a limit.
@@ -469,7 +470,10 @@ impl ObjectStoreReader {
         }
         .await;
         let got = result.as_ref().map_or(0, |(_, _, b, _)| b.len() as u64);
-        self.count(got);
+        // A request the client refused to send (a suffix range on Azure) is not counted.
+        if !matches!(result, Err(object_store::Error::NotSupported { .. })) {
+            self.count(got);
+        }
         tracing::debug!(
             location = %self.display,
             range = %shown,
@@ -633,6 +637,19 @@ impl AsyncReader for ObjectStoreReader {
             Err(GetFailure::Changed(e)) => Err(e),
             Err(GetFailure::Store(e @ object_store::Error::NotFound { .. })) => {
                 Err(map_error(&self.display, &op, started, e))
+            }
+            // object_store's Azure client refuses suffix ranges before sending anything (Blob
+            // Storage has no `bytes=-N`): the size from a head (which pins the version),
+            // then one bounded read of the tail.
+            Err(GetFailure::Store(object_store::Error::NotSupported { .. })) => {
+                let size = self.size().await?;
+                let start = size - len.min(size);
+                let bytes = if start == size {
+                    Bytes::new()
+                } else {
+                    self.fetch_range(start, size - start).await?
+                };
+                Ok(Tail { size, bytes })
             }
             Err(GetFailure::Store(e)) if transport_failure(&e) => {
                 Err(map_error(&self.display, &op, started, e))

@@ -451,3 +451,103 @@ async fn a_store_refusing_quoted_etags_gets_them_unquoted() {
     let err = r.read(0, 10).await.unwrap_err();
     assert!(matches!(err, Error::Changed { found: None, .. }), "{err:?}");
 }
+
+/// `InMemory` refusing suffix ranges as object_store's Azure client does (before any request:
+/// Blob Storage has no `bytes=-N`).
+#[derive(Debug)]
+struct SuffixRefused(InMemory);
+
+impl std::fmt::Display for SuffixRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SuffixRefused")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for SuffixRefused {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.0.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        if matches!(options.range, Some(object_store::GetRange::Suffix(_))) {
+            return Err(object_store::Error::NotSupported {
+                source: "Azure does not support suffix range requests".into(),
+            });
+        }
+        self.0.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+/// A store without suffix ranges (Azure) still reads tails: a head, then one bounded read,
+/// of the version the head saw; a tail longer than the object is the whole object, and an
+/// empty object's tail is empty.
+#[tokio::test]
+async fn a_store_without_suffix_ranges_reads_tails_by_head_and_range() {
+    let store: Arc<dyn ObjectStore> = Arc::new(SuffixRefused(InMemory::new()));
+    let obj = Path::from("suffix/obj.bin");
+    let data = bytes(10_000, 7);
+    put(&*store, &obj, &data).await;
+    let io = ObjectStoreIo::new(Arc::clone(&store));
+    let r = io.open_reader(&obj);
+    let tail = r.read_tail(100).await.unwrap();
+    assert_eq!((tail.size, &tail.bytes[..]), (10_000, &data[9_900..]));
+    assert_eq!(r.stats().snapshot().requests, 2, "head, then the range");
+    assert!(r.etag().is_some(), "the head pinned the version");
+    let whole = io.open_reader(&obj).read_tail(1 << 20).await.unwrap();
+    assert_eq!((whole.size, &whole.bytes[..]), (10_000, &data[..]));
+    let empty = Path::from("suffix/empty.bin");
+    put(&*store, &empty, &[]).await;
+    let tail = io.open_reader(&empty).read_tail(64).await.unwrap();
+    assert_eq!((tail.size, tail.bytes.len()), (0, 0));
+    put(&*store, &obj, &bytes(10_000, 8)).await;
+    let err = r.read(0, 10).await.unwrap_err();
+    assert!(err.is_changed(), "{err:?}");
+}
