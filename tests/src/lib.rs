@@ -1,7 +1,7 @@
 //! Helpers shared by the cross-crate integration tests in `tests/tests/`: unique names,
 //! and the test servers that `cargo xtask ci` starts (found through environment variables).
 //!
-//! A test that needs a server calls [`nginx`], [`moto`] or [`rgw`]: without the server's
+//! A test that needs a server calls [`nginx`], [`moto`], [`rgw`], [`gcs`] or [`azure`]: without the server's
 //! variables it gets `None` after a printed `skipped: ...` line, except under `GUIDELOOM_CI=1`,
 //! where a missing server is a failure (a panic naming the test and the variables; for RGW
 //! only when CI was not told to leave Ceph out with `GUIDELOOM_XTASK_CEPH=0`). The rclone
@@ -130,6 +130,86 @@ pub fn rgw(test: &str) -> Option<Moto> {
         endpoint,
         bucket,
     })
+}
+
+/// A GCS or Azure emulator started by the xtask (fake-gcs-server behind its XML-API front, or
+/// Azurite): where it answers and its test bucket (container).
+#[derive(Debug, Clone)]
+pub struct Cloud {
+    /// `gs` or `az`.
+    pub scheme: &'static str,
+    /// The base URL (`http://127.0.0.1:PORT`).
+    pub endpoint: String,
+    /// The bucket (GCS) or container (Azure), already created by the xtask.
+    pub bucket: String,
+}
+
+impl Cloud {
+    /// `gs://bucket/prefix` or `az://container/prefix`.
+    pub fn uri(&self, prefix: &str) -> String {
+        format!("{}://{}/{prefix}", self.scheme, self.bucket)
+    }
+
+    /// Store options reaching this emulator at `endpoint` (its own, or a proxy in front of it),
+    /// with short retries so failures surface quickly: GCS unsigned (the emulator checks no
+    /// token), Azure with Azurite's development account.
+    pub fn store_options_at(&self, endpoint: &str) -> guideloom_publish::StoreOptions {
+        use guideloom_publish::{AzureOptions, GcsOptions, RetryPolicy, StoreOptions};
+        let options = StoreOptions::default()
+            .with_retry(RetryPolicy::new(
+                3,
+                Duration::from_millis(20),
+                Duration::from_millis(500),
+            ))
+            .with_retry_timeout(Duration::from_secs(10));
+        if self.scheme == "gs" {
+            options.with_gcs(
+                GcsOptions::default()
+                    .with_endpoint(endpoint)
+                    .with_allow_http(true)
+                    .with_anonymous(true),
+            )
+        } else {
+            options.with_azure(
+                AzureOptions::default()
+                    .with_use_emulator(true)
+                    .with_endpoint(endpoint)
+                    .with_allow_http(true),
+            )
+        }
+    }
+
+    /// [`Cloud::store_options_at`] its own endpoint.
+    pub fn store_options(&self) -> guideloom_publish::StoreOptions {
+        self.store_options_at(&self.endpoint)
+    }
+}
+
+/// fake-gcs-server (behind its front) named by `GUIDELOOM_GCS_ENDPOINT`/`GUIDELOOM_GCS_BUCKET`.
+pub fn gcs(test: &str) -> Option<Cloud> {
+    match (var("GUIDELOOM_GCS_ENDPOINT"), var("GUIDELOOM_GCS_BUCKET")) {
+        (Some(endpoint), Some(bucket)) => Some(Cloud {
+            scheme: "gs",
+            endpoint,
+            bucket,
+        }),
+        _ => missing(test, "GUIDELOOM_GCS_ENDPOINT/GUIDELOOM_GCS_BUCKET"),
+    }
+}
+
+/// Azurite named by `GUIDELOOM_AZURE_ENDPOINT`/`GUIDELOOM_AZURE_CONTAINER`.
+pub fn azure(test: &str) -> Option<Cloud> {
+    match (
+        var("GUIDELOOM_AZURE_ENDPOINT"),
+        var("GUIDELOOM_AZURE_CONTAINER"),
+    ) {
+        (Some(endpoint), Some(bucket)) => Some(Cloud {
+            scheme: "az",
+            endpoint,
+            bucket,
+        }),
+        _ => missing(test, "GUIDELOOM_AZURE_ENDPOINT/GUIDELOOM_AZURE_CONTAINER"),
+    }
 }
 
 /// Every regular file under `dir`, by its path relative to `dir` (`/`-separated), with its

@@ -1,6 +1,6 @@
-//! Publication through the fault-injecting proxy (`guideloom-faultproxy`) in front of moto
-//! and Ceph RGW, with `guideloom_publish::Root`s resolved from `s3://` URIs whose endpoint is
-//! the proxy (so the conditional-write probe, every HEAD, GET, LIST and create-only or CAS
+//! Publication through the fault-injecting proxy (`guideloom-faultproxy`) in front of moto,
+//! Ceph RGW, fake-gcs-server and Azurite, with `guideloom_publish::Root`s resolved from
+//! `s3://`, `gs://` and `az://` URIs whose endpoint is the proxy (so the conditional-write probe, every HEAD, GET, LIST and create-only or CAS
 //! PUT of the protocol goes through it).
 //!
 //! The flow — `upload_shard`, `publish`, `latest`; and `publish_annotations` on a published
@@ -182,15 +182,15 @@ async fn whole(clean: &Root, snapshot: &Snapshot) {
 }
 
 /// The requests of a clean run of `flow` through a pass-through proxy (method and target).
-async fn clean_requests<F, Fut>(endpoint: &str, bucket: &str, flow: F) -> Vec<Applied>
+async fn clean_requests<F, Fut>(server: &str, endpoint: &str, bucket: &str, flow: F) -> Vec<Applied>
 where
     F: Fn(Root, Root) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let proxy = FaultProxy::for_url(endpoint, Script::pass()).unwrap();
     let prefix = guideloom_tests::unique("faults-publish");
-    let faulty = s3_root(&proxy.url(), bucket, &prefix);
-    let clean = s3_root(endpoint, bucket, &prefix);
+    let faulty = server_root(server, &proxy.url(), bucket, &prefix);
+    let clean = server_root(server, endpoint, bucket, &prefix);
     guarded("clean run", flow(faulty, clean)).await;
     proxy.log()
 }
@@ -205,7 +205,9 @@ fn describe(log: &[Applied]) -> String {
 /// Whether a request of a clean run belongs to the conditional-write probe (its PUTs, GET
 /// and the bulk DELETE), which the publication sweep already covers.
 fn is_probe(a: &Applied) -> bool {
-    a.exchange.target.contains("/_probe/") || a.exchange.target.ends_with("?delete")
+    let target = &a.exchange.target;
+    // GCS object names arrive percent-encoded, `/` included.
+    target.contains("/_probe/") || target.contains("%2F_probe%2F") || target.ends_with("?delete")
 }
 
 /// Runs `flow` once per fault kind and per request position `k` of a clean run (positions
@@ -214,6 +216,7 @@ fn is_probe(a: &Applied) -> bool {
 async fn sweep<Flow, Fut>(
     server: &str,
     endpoint: &str,
+    bucket: &str,
     log: &[Applied],
     skip: fn(&Applied) -> bool,
     flow: Flow,
@@ -235,9 +238,8 @@ where
             )
             .unwrap();
             let prefix = guideloom_tests::unique("faults-publish");
-            let bucket = bucket_of(clean_request);
-            let faulty = s3_root(&proxy.url(), &bucket, &prefix);
-            let clean = s3_root(endpoint, &bucket, &prefix);
+            let faulty = server_root(server, &proxy.url(), bucket, &prefix);
+            let clean = server_root(server, endpoint, bucket, &prefix);
             let what = format!(
                 "{server}: {} at request {k} ({} {})",
                 n.name,
@@ -260,23 +262,12 @@ where
     notes
 }
 
-/// The bucket of a path-style request target (`/bucket/key` or `/bucket?list...`).
-fn bucket_of(a: &Applied) -> String {
-    a.exchange
-        .target
-        .trim_start_matches('/')
-        .split(['/', '?'])
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 async fn publication_sweep(server: &str) {
     let test = format!("publication_survives_a_fault_at_every_request_{server}");
     let Some((endpoint, bucket)) = s3_server(&test, server) else {
         return;
     };
-    let log = clean_requests(&endpoint, &bucket, |faulty, _| async move {
+    let log = clean_requests(server, &endpoint, &bucket, |faulty, _| async move {
         let run = publication(&faulty).await;
         run.publish.unwrap().unwrap();
     })
@@ -289,6 +280,7 @@ async fn publication_sweep(server: &str) {
     let notes = sweep(
         server,
         &endpoint,
+        &bucket,
         &log,
         |_| false,
         |_, faulty, clean| async move {
@@ -314,6 +306,16 @@ async fn publication_survives_a_fault_at_every_request_moto() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publication_survives_a_fault_at_every_request_rgw() {
     publication_sweep("rgw").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publication_survives_a_fault_at_every_request_gcs() {
+    publication_sweep("gcs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publication_survives_a_fault_at_every_request_azure() {
+    publication_sweep("azure").await;
 }
 
 const VALUES: [u64; 10] = [0, 7, 14, 21, 28, 35, 42, 49, 56, 63];
@@ -391,7 +393,7 @@ async fn annotation_sweep(server: &str) {
     let Some((endpoint, bucket)) = s3_server(&test, server) else {
         return;
     };
-    let log = clean_requests(&endpoint, &bucket, |faulty, clean| async move {
+    let log = clean_requests(server, &endpoint, &bucket, |faulty, clean| async move {
         let snapshot = published(&clean).await;
         annotate(&faulty, &snapshot).await.unwrap();
     })
@@ -402,7 +404,7 @@ async fn annotation_sweep(server: &str) {
         describe(&log)
     );
     // The probe's requests are swept by the publication tests.
-    let notes = sweep(server, &endpoint, &log, is_probe, annotation_run).await;
+    let notes = sweep(server, &endpoint, &bucket, &log, is_probe, annotation_run).await;
     assert!(notes.is_empty(), "{} retries failed", notes.len());
 }
 
@@ -414,4 +416,14 @@ async fn annotations_survive_a_fault_at_every_request_moto() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn annotations_survive_a_fault_at_every_request_rgw() {
     annotation_sweep("rgw").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotations_survive_a_fault_at_every_request_gcs() {
+    annotation_sweep("gcs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotations_survive_a_fault_at_every_request_azure() {
+    annotation_sweep("azure").await;
 }

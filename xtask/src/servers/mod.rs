@@ -1,5 +1,6 @@
 //! Real servers on loopback for the server-backed tests: nginx (HTTP range origin), moto (S3),
-//! Ceph RGW (S3, atomic) and an rclone FUSE mount of an S3 bucket (a real mounted bucket).
+//! fake-gcs-server (GCS, behind an XML-API front), Azurite (Azure Blob Storage), Ceph RGW
+//! (S3, atomic) and an rclone FUSE mount of an S3 bucket (a real mounted bucket).
 //!
 //! Everything lives under `.xtask/servers/<name>/` (gitignored): generated config, logs, the PID
 //! of the process we started, and for nginx the directory it serves. `ci` and `bench` start the
@@ -11,12 +12,14 @@
 //!
 //! Layout: this file holds the server kinds, [`Servers`] and the `servers` command; `session`
 //! the on-disk state (session directories, PID/port files, `env.sh`); `process` spawning,
-//! readiness polling and signal escalation; `nginx`, `moto`, `ceph` and `rclone` one server
-//! kind each. The servers record themselves in the session; what differs by kind (the test
+//! readiness polling and signal escalation; `nginx`, `moto`, `gcs`, `azurite`, `ceph` and
+//! `rclone` one server kind each. The servers record themselves in the session; what differs by kind (the test
 //! environment, the mount) the session asks of [`Kind`] here, so the session module knows no
 //! server module and the two never import each other.
 
+mod azurite;
 mod ceph;
+mod gcs;
 mod moto;
 mod nginx;
 mod process;
@@ -31,7 +34,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
+use azurite::start_azurite;
 use ceph::start_ceph;
+use gcs::start_gcs;
 use moto::start_moto;
 use nginx::start_nginx;
 use process::Proc;
@@ -41,7 +46,7 @@ use session::{
     session_owner, status_line, stop_recorded, write_env_file, xtask_alive,
 };
 
-/// The bucket created on moto for the tests.
+/// The bucket created on moto (and the GCS bucket and Azure container) for the tests.
 pub(crate) const BUCKET: &str = "guideloom-test";
 
 /// Variables removed from the tests' environment: this machine sets `AWS_CA_BUNDLE`, and a
@@ -83,6 +88,10 @@ impl Action {
 pub(crate) enum Kind {
     Nginx,
     Moto,
+    /// fake-gcs-server behind its XML-API front (`gcs.rs`).
+    Gcs,
+    /// Azurite's blob service (`azurite.rs`).
+    Azure,
     /// A one-node Ceph RADOS Gateway (mon + memstore OSD + radosgw). Started by `ci` unless
     /// `GUIDELOOM_XTASK_CEPH=0`; opt-in elsewhere: `servers up ceph`, or
     /// `GUIDELOOM_XTASK_CEPH=1` for `bench` and a bare `servers up`.
@@ -96,12 +105,21 @@ pub(crate) enum Kind {
 impl Kind {
     /// Every server, in start order.
     /// The mount comes after the S3 servers it mounts, and is stopped before them.
-    pub(crate) const ALL: [Kind; 4] = [Kind::Nginx, Kind::Moto, Kind::Ceph, Kind::Rclone];
+    pub(crate) const ALL: [Kind; 6] = [
+        Kind::Nginx,
+        Kind::Moto,
+        Kind::Gcs,
+        Kind::Azure,
+        Kind::Ceph,
+        Kind::Rclone,
+    ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Nginx => "nginx",
             Kind::Moto => "moto",
+            Kind::Gcs => "gcs",
+            Kind::Azure => "azure",
             Kind::Ceph => "ceph",
             Kind::Rclone => "rclone",
         }
@@ -121,6 +139,8 @@ impl Kind {
         Some(match self {
             Kind::Nginx => nginx::nginx_env(port, &self.state_dir(session).join("root")),
             Kind::Moto => moto::moto_env(port),
+            Kind::Gcs => gcs::gcs_env(port),
+            Kind::Azure => azurite::azure_env(port),
             Kind::Ceph => ceph::ceph_env(port),
             // The recorded port is the mounted S3 server's.
             Kind::Rclone => {
@@ -174,7 +194,8 @@ fn removable(session: &Path) -> bool {
     }
 }
 
-/// The servers `bench` and a bare `servers up` start: nginx and moto, plus Ceph RGW when
+/// The servers `bench` and a bare `servers up` start: nginx, moto, fake-gcs-server and
+/// Azurite, plus Ceph RGW when
 /// `GUIDELOOM_XTASK_CEPH=1` and the rclone mount when `GUIDELOOM_XTASK_MOUNT=1`.
 pub(crate) fn default_kinds() -> Vec<Kind> {
     let (ceph, mount) = (
@@ -184,7 +205,7 @@ pub(crate) fn default_kinds() -> Vec<Kind> {
     kinds_with(ceph.as_deref(), mount.as_deref(), false)
 }
 
-/// The servers `ci` starts: nginx, moto and Ceph RGW, unless `GUIDELOOM_XTASK_CEPH=0`, and
+/// The servers `ci` starts: nginx, moto, fake-gcs-server, Azurite and Ceph RGW, unless `GUIDELOOM_XTASK_CEPH=0`, and
 /// the rclone mount, unless `GUIDELOOM_XTASK_MOUNT=0`.
 /// (Measured here: about 18 s from start to a ready RGW user, about 140 MB resident; the
 /// first run also installs 123 Debian packages, 54 s. See the testing section of the README.)
@@ -200,15 +221,15 @@ fn setting(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// nginx and moto, plus Ceph (`ceph`) and the mount (`mount`) each when its setting is `1`,
-/// or when it is not `0` and `by_default`.
+/// nginx, moto and the GCS and Azure emulators, plus Ceph (`ceph`) and the mount (`mount`)
+/// each when its setting is `1`, or when it is not `0` and `by_default`.
 fn kinds_with(ceph: Option<&str>, mount: Option<&str>, by_default: bool) -> Vec<Kind> {
     let on = |setting: Option<&str>| match setting {
         Some("1") => true,
         Some("0") => false,
         _ => by_default,
     };
-    let mut kinds = vec![Kind::Nginx, Kind::Moto];
+    let mut kinds = vec![Kind::Nginx, Kind::Moto, Kind::Gcs, Kind::Azure];
     if on(ceph) {
         kinds.push(Kind::Ceph);
     }
@@ -262,6 +283,8 @@ impl Servers {
             let running = match kind {
                 Kind::Nginx => start_nginx(&session, detach)?,
                 Kind::Moto => start_moto(root, &session, detach)?,
+                Kind::Gcs => start_gcs(root, &session, detach)?,
+                Kind::Azure => start_azurite(root, &session, detach)?,
                 Kind::Ceph => start_ceph(root, &session, detach)?,
                 Kind::Rclone => {
                     start_rclone(&session, detach, &session_env(&session, &servers.running))?
@@ -433,7 +456,7 @@ mod tests {
         assert!(!ceph(kinds_with(Some("yes"), None, false)));
         assert_eq!(
             kinds_with(Some("0"), Some("0"), true),
-            [Kind::Nginx, Kind::Moto]
+            [Kind::Nginx, Kind::Moto, Kind::Gcs, Kind::Azure]
         );
     }
 
@@ -447,11 +470,24 @@ mod tests {
         // Without Ceph the mount still starts (it falls back to moto's bucket).
         assert_eq!(
             kinds_with(Some("0"), None, true),
-            [Kind::Nginx, Kind::Moto, Kind::Rclone]
+            [
+                Kind::Nginx,
+                Kind::Moto,
+                Kind::Gcs,
+                Kind::Azure,
+                Kind::Rclone
+            ]
         );
         assert_eq!(
             kinds_with(None, None, true),
-            [Kind::Nginx, Kind::Moto, Kind::Ceph, Kind::Rclone]
+            [
+                Kind::Nginx,
+                Kind::Moto,
+                Kind::Gcs,
+                Kind::Azure,
+                Kind::Ceph,
+                Kind::Rclone
+            ]
         );
         assert_eq!(Kind::ALL.last(), Some(&Kind::Rclone));
         assert_eq!(Kind::parse("rclone"), Some(Kind::Rclone));
@@ -473,5 +509,11 @@ mod tests {
         assert_eq!(moto["AWS_ACCESS_KEY_ID"], "test");
         assert_eq!(moto["AWS_SECRET_ACCESS_KEY"], "test");
         assert_eq!(moto["AWS_REGION"], "us-east-1");
+        let gcs: std::collections::HashMap<_, _> = gcs::gcs_env(4443).into_iter().collect();
+        assert_eq!(gcs["GUIDELOOM_GCS_ENDPOINT"], "http://127.0.0.1:4443");
+        assert_eq!(gcs["GUIDELOOM_GCS_BUCKET"], BUCKET);
+        let az: std::collections::HashMap<_, _> = azurite::azure_env(10000).into_iter().collect();
+        assert_eq!(az["GUIDELOOM_AZURE_ENDPOINT"], "http://127.0.0.1:10000");
+        assert_eq!(az["GUIDELOOM_AZURE_CONTAINER"], BUCKET);
     }
 }

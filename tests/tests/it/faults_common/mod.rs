@@ -159,14 +159,45 @@ pub fn s3_root(endpoint: &str, bucket: &str, prefix: &str) -> Root {
         .unwrap_or_else(|e| panic!("s3://{bucket}/{prefix} at {endpoint}: {e}"))
 }
 
-/// One S3 server of this run, `"moto"` or `"rgw"`: `(endpoint, bucket)`, or `None` after a
-/// printed `skipped: ...` (a failure under `GUIDELOOM_CI=1`; see `guideloom_tests::moto`).
+/// One object-store server of this run, `"moto"`, `"rgw"`, `"gcs"` or `"azure"`:
+/// `(endpoint, bucket)`, or `None` after a printed `skipped: ...` (a failure under
+/// `GUIDELOOM_CI=1`; see `guideloom_tests::moto`).
 pub fn s3_server(test: &str, which: &str) -> Option<(String, String)> {
-    let server = match which {
-        "moto" => guideloom_tests::moto(test),
-        _ => guideloom_tests::rgw(test),
-    }?;
-    Some((server.endpoint, server.bucket))
+    match which {
+        "gcs" | "azure" => {
+            let cloud = cloud(test, which)?;
+            Some((cloud.endpoint, cloud.bucket))
+        }
+        "moto" => guideloom_tests::moto(test).map(|m| (m.endpoint, m.bucket)),
+        _ => guideloom_tests::rgw(test).map(|m| (m.endpoint, m.bucket)),
+    }
+}
+
+fn cloud(test: &str, which: &str) -> Option<guideloom_tests::Cloud> {
+    if which == "gcs" {
+        guideloom_tests::gcs(test)
+    } else {
+        guideloom_tests::azure(test)
+    }
+}
+
+/// A root on `server` (as [`s3_server`] names it) whose requests go to `endpoint` (the
+/// server's own, or a proxy in front of it), resolved as a user does with [`s3_bounds`]'s
+/// bounds: [`s3_root`] for the S3 servers, `gs://` or `az://` for the emulators.
+pub fn server_root(server: &str, endpoint: &str, bucket: &str, prefix: &str) -> Root {
+    if !matches!(server, "gcs" | "azure") {
+        return s3_root(endpoint, bucket, prefix);
+    }
+    let cloud = guideloom_tests::Cloud {
+        scheme: if server == "gcs" { "gs" } else { "az" },
+        endpoint: endpoint.to_owned(),
+        bucket: bucket.to_owned(),
+    };
+    let uri = cloud.uri(prefix);
+    Registry::new()
+        .resolve(&uri, &s3_bounds(cloud.store_options_at(endpoint)))
+        .map(|store| Root::new(store, RootOptions::default()))
+        .unwrap_or_else(|e| panic!("{uri} at {endpoint}: {e}"))
 }
 
 /// The S3 servers of this run: `(name, endpoint, bucket)` for moto and Ceph RGW (each only

@@ -118,17 +118,56 @@ fn s3_fixture(name: &'static str, server: guideloom_tests::Moto) -> (Fixture, Re
     (fixture, registry)
 }
 
-/// Whether races on this fixture run as tasks on one multi-thread runtime (the S3 servers:
-/// one HTTP client must not outlive the runtime that owns its connections).
-pub fn is_s3(fixture: &Fixture) -> bool {
-    matches!(fixture.name, "moto" | "rgw")
+/// A root on fake-gcs-server (`GUIDELOOM_GCS_ENDPOINT`/`GUIDELOOM_GCS_BUCKET`) under a unique
+/// prefix, built as users build one (`gs://` through the registry). `None` (after printing
+/// why) when it is absent; a panic under `GUIDELOOM_CI=1`.
+pub fn gcs() -> Option<Fixture> {
+    gcs_with_registry().map(|(fixture, _)| fixture)
 }
 
-/// Every root kind available here (moto and RGW only when configured).
+/// A root on Azurite (`GUIDELOOM_AZURE_ENDPOINT`/`GUIDELOOM_AZURE_CONTAINER`), as [`gcs`].
+pub fn azure() -> Option<Fixture> {
+    azure_with_registry().map(|(fixture, _)| fixture)
+}
+
+/// [`gcs`] plus the registry holding its bucket (for request counts).
+pub fn gcs_with_registry() -> Option<(Fixture, Registry)> {
+    let cloud = guideloom_tests::gcs("publish tests on fake-gcs-server")?;
+    Some(cloud_fixture("gcs", &cloud))
+}
+
+/// [`azure`] plus the registry holding its container (for request counts).
+pub fn azure_with_registry() -> Option<(Fixture, Registry)> {
+    let cloud = guideloom_tests::azure("publish tests on Azurite")?;
+    Some(cloud_fixture("azure", &cloud))
+}
+
+fn cloud_fixture(name: &'static str, cloud: &guideloom_tests::Cloud) -> (Fixture, Registry) {
+    let registry = Registry::new();
+    let store = registry
+        .resolve(&cloud.uri(&unique("publish-test")), &cloud.store_options())
+        .unwrap();
+    let fixture = Fixture {
+        name,
+        root: Root::new(store, RootOptions::default()),
+        _dir: None,
+    };
+    (fixture, registry)
+}
+
+/// Whether races on this fixture run as tasks on one multi-thread runtime (the object-store
+/// servers: one HTTP client must not outlive the runtime that owns its connections).
+pub fn is_s3(fixture: &Fixture) -> bool {
+    matches!(fixture.name, "moto" | "rgw" | "gcs" | "azure")
+}
+
+/// Every root kind available here (the servers only when configured).
 pub fn all_kinds() -> Vec<Fixture> {
     let mut v = vec![local(), mounted(), memory()];
     v.extend(moto());
     v.extend(rgw());
+    v.extend(gcs());
+    v.extend(azure());
     v
 }
 
