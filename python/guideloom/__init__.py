@@ -1,7 +1,8 @@
 """guideloom: sharded datasets of records for training and evaluating ML models.
 
 The Rust core (``guideloom._guideloom``) does the IO; this package adds the exceptions
-(:mod:`guideloom.exceptions`), the S3 options (:mod:`guideloom.storage`) and type stubs.
+(:mod:`guideloom.exceptions`), the S3, GCS and Azure options (:mod:`guideloom.storage`) and
+type stubs.
 See ``docs/python.md``.
 
 >>> import guideloom as gl
@@ -16,7 +17,7 @@ The module-level functions take the root and its store arguments on every call:
 
 from __future__ import annotations
 
-from guideloom import _pickle  # noqa: F401  (registers pickling of ShardRef)
+from guideloom import _pickle  # noqa: F401  (registers pickling of ShardRef and the options)
 from guideloom._documents import (
     AsyncDocumentReader,
     DocumentReader,
@@ -94,12 +95,13 @@ from guideloom.exceptions import (
     UnsupportedError,
     VerificationError,
 )
-from guideloom.storage import S3Options, StorageOptions
+from guideloom.storage import AzureOptions, GcsOptions, S3Options, StorageOptions
 
 __all__ = [
     "AsyncDocumentReader",
     "AsyncStreamReader",
     "AsyncStreamWithMetaReader",
+    "AzureOptions",
     "Bytes",
     "CborFormat",
     "ConcurrentUpdateError",
@@ -119,6 +121,7 @@ __all__ = [
     "FileSystemDocument",
     "FileSystemStream",
     "FormatMismatchError",
+    "GcsOptions",
     "GuideloomError",
     "ImportSummary",
     "IndexOutOfRangeError",

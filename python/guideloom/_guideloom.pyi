@@ -9,7 +9,8 @@
 #   _plan.pyi              EpochPlan, Mixture, Packing
 #   _raw.pyi               the Rust halves of the numpy-typed storages (private)
 #   io.pyi                 IO backends (guideloom.io)
-#   storage/__init__.pyi   S3 options, stores, registry, shard stores (guideloom.storage)
+#   storage/__init__.pyi   S3, GCS and Azure options, stores, registry, shard stores
+#                          (guideloom.storage)
 from guideloom._documents import AsyncDocumentReader as AsyncDocumentReader
 from guideloom._documents import AsyncDocumentReaderContext as AsyncDocumentReaderContext
 from guideloom._documents import DocumentIter as DocumentIter
@@ -53,13 +54,19 @@ from guideloom.io import MmapIO as MmapIO
 from guideloom.io import PosixPreadIO as PosixPreadIO
 from guideloom.io import SeekIO as SeekIO
 from guideloom.storage import ArrayRecordShardStore as ArrayRecordShardStore
+from guideloom.storage import AzureBackend as AzureBackend
+from guideloom.storage import AzureOptions as AzureOptions
 from guideloom.storage import EphemeralFileStaging as EphemeralFileStaging
+from guideloom.storage import GcsBackend as GcsBackend
+from guideloom.storage import GcsOptions as GcsOptions
 from guideloom.storage import Registry as Registry
 from guideloom.storage import S3Backend as S3Backend
 from guideloom.storage import S3ObjectStore as S3ObjectStore
 from guideloom.storage import S3Options as S3Options
 from guideloom.storage import StorageOptions as StorageOptions
+from guideloom.storage import azure_backend as azure_backend
 from guideloom.storage import default_registry as default_registry
+from guideloom.storage import gcs_backend as gcs_backend
 from guideloom.storage import s3_backend as s3_backend
 
 __version__: str
@@ -68,6 +75,8 @@ __all__ = [
     "ArrayRecordShardStore",
     "AsyncDocumentReader",
     "AsyncDocumentReaderContext",
+    "AzureBackend",
+    "AzureOptions",
     "Bytes",
     "CborFormat",
     "Dataset",
@@ -79,6 +88,8 @@ __all__ = [
     "DocumentWriter",
     "EphemeralFileStaging",
     "EpochPlan",
+    "GcsBackend",
+    "GcsOptions",
     "HttpIO",
     "Mixture",
     "MmapIO",
@@ -110,8 +121,10 @@ __all__ = [
     "StorageOptions",
     "__version__",
     "adopt_array_record",
+    "azure_backend",
     "convert_stream_storage",
     "default_registry",
+    "gcs_backend",
     "open",
     "publish",
     "publish_annotations",

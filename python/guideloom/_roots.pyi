@@ -11,13 +11,16 @@ from guideloom._plan import EpochPlan
 from guideloom._records import Bytes, _FormatArg
 from guideloom.storage import (
     ArrayRecordShardStore,
+    AzureOptions,
     EphemeralFileStaging,
+    GcsOptions,
     S3ObjectStore,
     S3Options,
     StorageOptions,
 )
 
-#: A root argument: a path, ``file://``, ``memory://``, ``s3://bucket/prefix`` or ``http(s)://``.
+#: A root argument: a path, ``file://``, ``memory://``, ``s3://bucket/prefix``,
+#: ``gs://bucket/prefix``, ``az://container/prefix`` or ``http(s)://``.
 _Root: TypeAlias = str | PathLike[str]
 _ShardStore: TypeAlias = EphemeralFileStaging | ArrayRecordShardStore
 _Array: TypeAlias = np.ndarray[tuple[int], np.dtype[Any]]
@@ -151,6 +154,8 @@ class Root:
         uri: _Root,
         *,
         s3: S3Options | None = None,
+        gcs: GcsOptions | None = None,
+        azure: AzureOptions | None = None,
         mount: bool = False,
         object_store: S3ObjectStore | None = None,
         shard_store: _ShardStore | None = None,
@@ -280,6 +285,8 @@ def open(
     snapshot: str | None = None,
     format: _FormatArg | None = None,
     s3: S3Options | None = None,
+    gcs: GcsOptions | None = None,
+    azure: AzureOptions | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     shard_store: _ShardStore | None = None,
@@ -296,6 +303,8 @@ def write_shard(
     shard: int = 0,
     format: _FormatArg | None = None,
     s3: S3Options | None = None,
+    gcs: GcsOptions | None = None,
+    azure: AzureOptions | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     shard_store: ArrayRecordShardStore | None = None,
@@ -306,6 +315,8 @@ def adopt_array_record(
     key: str,
     *,
     s3: S3Options | None = None,
+    gcs: GcsOptions | None = None,
+    azure: AzureOptions | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     storage_options: StorageOptions | None = None,
@@ -319,6 +330,8 @@ def publish(
     mode: Literal["full", "append"] = "full",
     options: PublicationOptions | None = None,
     s3: S3Options | None = None,
+    gcs: GcsOptions | None = None,
+    azure: AzureOptions | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     storage_options: StorageOptions | None = None,
@@ -331,6 +344,8 @@ def publish_annotations(
     *,
     snapshot: str | None = None,
     s3: S3Options | None = None,
+    gcs: GcsOptions | None = None,
+    azure: AzureOptions | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     storage_options: StorageOptions | None = None,
@@ -343,6 +358,8 @@ def convert_stream_storage(
     snapshot_id: str,
     work_id: str = "convert",
     s3: S3Options | None = None,
+    gcs: GcsOptions | None = None,
+    azure: AzureOptions | None = None,
     mount: bool = False,
     object_store: S3ObjectStore | None = None,
     storage_options: StorageOptions | None = None,

@@ -1,4 +1,5 @@
-"""Shared fixtures: roots on the local disk, on S3 (moto and Ceph RGW) and behind nginx.
+"""Shared fixtures: roots on the local disk, on S3 (moto and Ceph RGW), on the GCS and Azure
+emulators (fake-gcs-server behind its front, Azurite) and behind nginx.
 
 The servers come from `cargo xtask ci` (or `cargo xtask servers up` + `source .../env.sh`)
 through the environment, as for the Rust tests: without the variables a server test is
@@ -18,9 +19,12 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import threading
 import uuid
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
@@ -54,6 +58,35 @@ def pytest_configure(config: pytest.Config) -> None:
             )
 
 
+class _Metadata(BaseHTTPRequestHandler):
+    """A stand-in for the GCE metadata server, which object_store's GCS client asks for a
+    token when no credential is configured: nothing here may reach the real address
+    (169.254.169.254). Every request is recorded and answered 404."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+_metadata = ThreadingHTTPServer(("127.0.0.1", 0), _Metadata)
+threading.Thread(target=_metadata.serve_forever, daemon=True).start()
+# Read by object_store when it fetches a token, in this process and in its children.
+for _var in ("GCE_METADATA_HOST", "GCE_METADATA_IP"):
+    os.environ[_var] = f"127.0.0.1:{_metadata.server_address[1]}"
+
+
+def metadata_requests() -> list[str]:
+    """The paths asked of the stand-in metadata server so far (by this process)."""
+    return list(_Metadata.seen)
+
+
 def server_var(name: str) -> str:
     value = os.environ.get(name)
     if value:
@@ -77,6 +110,52 @@ S3_SERVERS = {
     "moto": ("GUIDELOOM_S3_ENDPOINT", "GUIDELOOM_S3_BUCKET"),
     "ceph": ("GUIDELOOM_RGW_ENDPOINT", "GUIDELOOM_RGW_BUCKET"),
 }
+
+
+@dataclass
+class CloudRoot:
+    """A fresh prefix in the bucket (GCS) or container (Azure) of an emulator."""
+
+    uri: str
+    server: str
+    """`gcs` or `azure`: also the keyword of its options (`gcs=`, `azure=`)."""
+    bucket: str
+    options: gl.GcsOptions | gl.AzureOptions
+
+    @property
+    def call(self) -> dict[str, Any]:
+        """The per-call keyword argument of its options: `{"gcs": ...}` or `{"azure": ...}`."""
+        return {self.server: self.options}
+
+
+# The emulators of gs:// and az:// roots: (endpoint variable, bucket or container variable).
+CLOUD_SERVERS = {
+    "gcs": ("GUIDELOOM_GCS_ENDPOINT", "GUIDELOOM_GCS_BUCKET"),
+    "azure": ("GUIDELOOM_AZURE_ENDPOINT", "GUIDELOOM_AZURE_CONTAINER"),
+}
+
+
+def cloud_options(server: str, endpoint: str, retries: int | None = None) -> Any:
+    """The options of `server`'s emulator at `endpoint`: fake-gcs-server takes unsigned plain
+    HTTP requests; Azurite, its development account and key (`use_emulator`)."""
+    if server == "gcs":
+        return gl.GcsOptions(
+            endpoint_url=endpoint, anonymous=True, allow_http=True, retries=retries
+        )
+    return gl.AzureOptions(
+        use_emulator=True, endpoint_url=endpoint, allow_http=True, retries=retries
+    )
+
+
+@pytest.fixture(params=sorted(CLOUD_SERVERS))
+def cloud_root(request: pytest.FixtureRequest) -> CloudRoot:
+    """A fresh prefix on the GCS emulator (`gs://`), then on Azurite (`az://`)."""
+    server: str = request.param
+    endpoint_var, bucket_var = CLOUD_SERVERS[server]
+    endpoint, bucket = server_var(endpoint_var), server_var(bucket_var)
+    scheme = "gs" if server == "gcs" else "az"
+    uri = f"{scheme}://{bucket}/python-{uuid.uuid4().hex}"
+    return CloudRoot(uri, server, bucket, cloud_options(server, endpoint))
 
 
 @dataclass

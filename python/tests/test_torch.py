@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import guideloom as gl
-from conftest import S3Root
+from conftest import CloudRoot, S3Root
 
 try:
     import torch
@@ -292,6 +292,21 @@ def test_an_s3_root_in_spawned_workers(s3_root: S3Root) -> None:
             gl.open(s3_root.uri, s3=s3_root.options), batch_size=BATCH, s3=s3_root.options, seed=1
         ),
         "spawn",
+    )
+
+
+def test_a_gs_or_az_root_in_spawned_workers(cloud_root: CloudRoot) -> None:
+    # GcsOptions and AzureOptions travel to the spawned workers by pickle.
+    shard = gl.write_shard(
+        ({"i": i} for i in range(30)), cloud_root.uri, work_id="w", **cloud_root.call
+    )
+    gl.publish(cloud_root.uri, [shard], dataset_id="d", snapshot_id="s", **cloud_root.call)
+    ds = IterableDataset(cloud_root.uri, batch_size=BATCH, seed=1, **cloud_root.call)
+    got = load(ds, "spawn")
+    assert sorted(i for b in got for i in b) == list(range(30))
+    opened = gl.open(cloud_root.uri, **cloud_root.call)
+    assert got == load(
+        IterableDataset(opened, batch_size=BATCH, seed=1, **cloud_root.call), "spawn"
     )
 
 

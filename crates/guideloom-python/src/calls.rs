@@ -13,21 +13,22 @@ use guideloom::PublishRequest;
 use guideloom::storage::convert::ConvertRequest;
 use pyo3::prelude::*;
 
+use crate::cloud_options::{AzureOptions, GcsOptions};
 use crate::options::{S3Options, StorageOptions};
 use crate::publish::{PublicationOptions, ShardRef, Snapshot, publish_mode};
 use crate::root::{Root, annotation_values, staging_refused_for_writes};
-use crate::root_args::StoreArgs;
+use crate::root_args::{SchemeArgs, StoreArgs};
 use crate::shard_stores::ShardStoreArg;
 use crate::stores::S3ObjectStore;
 
 fn store_args<'a, 'py>(
-    s3: Option<&'a Bound<'py, S3Options>>,
+    schemes: SchemeArgs<'a, 'py>,
     mount: bool,
     object_store: Option<&'a Bound<'py, S3ObjectStore>>,
     storage: Option<&'a Bound<'py, StorageOptions>>,
 ) -> StoreArgs<'a, 'py> {
     StoreArgs {
-        s3,
+        schemes,
         mount,
         object_store,
         shard_store: None,
@@ -41,7 +42,7 @@ fn store_args<'a, 'py>(
 /// `shards/<work_id>/<shard>.array_record`, records `"raw"` unless `format` says), and
 /// returns its reference: `Root(root, ...).write_shard(...)`.
 #[pyfunction]
-#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, mount = false, object_store = None, shard_store = None, storage_options = None))]
+#[pyo3(signature = (records, root, *, work_id, shard = 0, format = None, s3 = None, gcs = None, azure = None, mount = false, object_store = None, shard_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_shard(
     py: Python<'_>,
@@ -51,6 +52,8 @@ pub(crate) fn write_shard(
     shard: u64,
     format: Option<&Bound<'_, PyAny>>,
     s3: Option<&Bound<'_, S3Options>>,
+    gcs: Option<&Bound<'_, GcsOptions>>,
+    azure: Option<&Bound<'_, AzureOptions>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     shard_store: Option<&Bound<'_, PyAny>>,
@@ -61,7 +64,12 @@ pub(crate) fn write_shard(
         return Err(staging_refused_for_writes());
     }
     let format = Root::record_format(shard_store.is_some(), format)?;
-    let mut args = store_args(s3, mount, object_store, storage_options);
+    let mut args = store_args(
+        SchemeArgs { s3, gcs, azure },
+        mount,
+        object_store,
+        storage_options,
+    );
     args.shard_store = shard_store;
     Root::resolve(root, args, false)?.write_records(py, records, work_id, shard, format)
 }
@@ -70,24 +78,32 @@ pub(crate) fn write_shard(
 /// and record count from the object and its footer (one HEAD, one tail read); the file is
 /// neither rewritten nor copied. Its records read as bytes.
 #[pyfunction]
-#[pyo3(signature = (root, key, *, s3 = None, mount = false, object_store = None, storage_options = None))]
+#[pyo3(signature = (root, key, *, s3 = None, gcs = None, azure = None, mount = false, object_store = None, storage_options = None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn adopt_array_record(
     py: Python<'_>,
     root: &Bound<'_, PyAny>,
     key: String,
     s3: Option<&Bound<'_, S3Options>>,
+    gcs: Option<&Bound<'_, GcsOptions>>,
+    azure: Option<&Bound<'_, AzureOptions>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<ShardRef> {
-    let args = store_args(s3, mount, object_store, storage_options);
+    let args = store_args(
+        SchemeArgs { s3, gcs, azure },
+        mount,
+        object_store,
+        storage_options,
+    );
     Root::resolve(root, args, false)?.adopt(py, key)
 }
 
 /// Publishes `shards` as snapshot `snapshot_id` of dataset `dataset_id`: `mode="full"` makes
 /// them the whole snapshot, `mode="append"` extends the latest snapshot with them.
 #[pyfunction]
-#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, mount = false, object_store = None, storage_options = None))]
+#[pyo3(signature = (root, shards, *, dataset_id, snapshot_id, mode = "full", options = None, s3 = None, gcs = None, azure = None, mount = false, object_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn publish(
     py: Python<'_>,
@@ -98,6 +114,8 @@ pub(crate) fn publish(
     mode: &str,
     options: Option<&Bound<'_, PublicationOptions>>,
     s3: Option<&Bound<'_, S3Options>>,
+    gcs: Option<&Bound<'_, GcsOptions>>,
+    azure: Option<&Bound<'_, AzureOptions>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     storage_options: Option<&Bound<'_, StorageOptions>>,
@@ -111,14 +129,19 @@ pub(crate) fn publish(
         mode,
         schema: None,
     };
-    let args = store_args(s3, mount, object_store, storage_options);
+    let args = store_args(
+        SchemeArgs { s3, gcs, azure },
+        mount,
+        object_store,
+        storage_options,
+    );
     Root::resolve(root, args, false)?.publish_request(py, request, options)
 }
 
 /// Publishes annotation set `name` at `version` for a snapshot (the latest, or
 /// `snapshot`): one JSON-compatible value per record, in record order.
 #[pyfunction]
-#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, mount = false, object_store = None, storage_options = None))]
+#[pyo3(signature = (root, name, version, values, *, snapshot = None, s3 = None, gcs = None, azure = None, mount = false, object_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn publish_annotations(
     py: Python<'_>,
@@ -128,12 +151,19 @@ pub(crate) fn publish_annotations(
     values: &Bound<'_, PyAny>,
     snapshot: Option<String>,
     s3: Option<&Bound<'_, S3Options>>,
+    gcs: Option<&Bound<'_, GcsOptions>>,
+    azure: Option<&Bound<'_, AzureOptions>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<()> {
     let values = annotation_values(values)?;
-    let args = store_args(s3, mount, object_store, storage_options);
+    let args = store_args(
+        SchemeArgs { s3, gcs, azure },
+        mount,
+        object_store,
+        storage_options,
+    );
     Root::resolve(root, args, false)?.annotate(py, name, version, values, snapshot)
 }
 
@@ -144,7 +174,7 @@ pub(crate) fn publish_annotations(
 /// written when the directory is missing or empty, holds document shards, or has shards with
 /// user metadata. Rust: `guideloom::storage::convert::stream_to_root`.
 #[pyfunction]
-#[pyo3(signature = (directory, root, *, dataset_id, snapshot_id, work_id = "convert", s3 = None, mount = false, object_store = None, storage_options = None))]
+#[pyo3(signature = (directory, root, *, dataset_id, snapshot_id, work_id = "convert", s3 = None, gcs = None, azure = None, mount = false, object_store = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn convert_stream_storage(
     py: Python<'_>,
@@ -154,11 +184,18 @@ pub(crate) fn convert_stream_storage(
     snapshot_id: String,
     work_id: &str,
     s3: Option<&Bound<'_, S3Options>>,
+    gcs: Option<&Bound<'_, GcsOptions>>,
+    azure: Option<&Bound<'_, AzureOptions>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     storage_options: Option<&Bound<'_, StorageOptions>>,
 ) -> PyResult<Snapshot> {
     let request = ConvertRequest::new(dataset_id, snapshot_id).work_id(work_id);
-    let args = store_args(s3, mount, object_store, storage_options);
+    let args = store_args(
+        SchemeArgs { s3, gcs, azure },
+        mount,
+        object_store,
+        storage_options,
+    );
     Root::resolve(root, args, false)?.convert_stream_storage(py, directory, request)
 }

@@ -18,11 +18,12 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PySlice};
 
+use crate::cloud_options::{AzureOptions, GcsOptions};
 use crate::errors::raise;
 use crate::format::{RecordFormat, from_value};
 use crate::options::StorageOptions;
 use crate::options::{S3Options, root_uri};
-use crate::root_args::{StoreArgs, call_options};
+use crate::root_args::{SchemeArgs, StoreArgs, call_options};
 use crate::runtime::{self, block_on};
 use crate::shard_stores::ShardStoreArg;
 use crate::slices::{PyIndex, index_error, resolve_each, slice_indices};
@@ -78,7 +79,7 @@ impl std::fmt::Debug for Dataset {
 /// process given it, under `cache_bytes` (default 16 GiB; docs/cache.md); without it, the
 /// environment's `GUIDELOOM_CACHE_DIR` / `GUIDELOOM_CACHE_BYTES` apply.
 #[pyfunction]
-#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, mount = false, object_store = None, shard_store = None, http_listing = false, storage_options = None, cache_dir = None, cache_bytes = None))]
+#[pyo3(signature = (root, *, snapshot = None, format = None, s3 = None, gcs = None, azure = None, mount = false, object_store = None, shard_store = None, http_listing = false, storage_options = None, cache_dir = None, cache_bytes = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
     py: Python<'_>,
@@ -86,6 +87,8 @@ pub(crate) fn open(
     snapshot: Option<String>,
     format: Option<&Bound<'_, PyAny>>,
     s3: Option<&Bound<'_, S3Options>>,
+    gcs: Option<&Bound<'_, GcsOptions>>,
+    azure: Option<&Bound<'_, AzureOptions>>,
     mount: bool,
     object_store: Option<&Bound<'_, S3ObjectStore>>,
     shard_store: Option<&Bound<'_, PyAny>>,
@@ -101,7 +104,7 @@ pub(crate) fn open(
         .as_ref()
         .is_some_and(|s| s.array_record().is_some());
     let args = StoreArgs {
-        s3,
+        schemes: SchemeArgs { s3, gcs, azure },
         mount,
         object_store,
         shard_store,

@@ -26,6 +26,7 @@ use pyo3::prelude::*;
 mod ahead;
 mod aio;
 mod calls;
+mod cloud_options;
 mod columns;
 mod dataset;
 mod errors;
@@ -66,6 +67,8 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<format::DocumentPickleFormat>()?;
     m.add_class::<format::RawFormat>()?;
     m.add_class::<options::S3Options>()?;
+    m.add_class::<cloud_options::GcsOptions>()?;
+    m.add_class::<cloud_options::AzureOptions>()?;
     m.add_class::<order::EpochPlan>()?;
     m.add_class::<mixture::Mixture>()?;
     m.add_class::<packing::Packing>()?;
@@ -103,11 +106,15 @@ fn guideloom_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::convert_stream_storage, m)?)?;
     m.add_class::<stores::S3ObjectStore>()?;
     m.add_class::<stores::S3Backend>()?;
+    m.add_class::<stores::GcsBackend>()?;
+    m.add_class::<stores::AzureBackend>()?;
     m.add_class::<stores::DefaultRegistry>()?;
     m.add_class::<shard_stores::EphemeralFileStaging>()?;
     m.add_class::<shard_stores::ArrayRecordShardStore>()?;
     m.add_class::<options::StorageOptions>()?;
     m.add_function(wrap_pyfunction!(stores::s3_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(stores::gcs_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(stores::azure_backend, m)?)?;
     m.add_function(wrap_pyfunction!(stores::default_registry, m)?)?;
     Ok(())
 }

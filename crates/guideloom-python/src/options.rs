@@ -101,7 +101,7 @@ pub(crate) fn count_arg(value: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
 
 /// `retries=`: the number of attempts of each request (1 = no retry), with the S3 store's
 /// default backoff bounds.
-fn retry_policy(retries: &Bound<'_, PyAny>) -> PyResult<RetryPolicy> {
+pub(crate) fn retry_policy(retries: &Bound<'_, PyAny>) -> PyResult<RetryPolicy> {
     let attempts = count_arg(retries, "retries")?;
     match u32::try_from(attempts) {
         Ok(n @ 1..=MAX_ATTEMPTS) => Ok(DEFAULT_OBJECT_STORE_RETRY.with_max_attempts(n)),
@@ -220,7 +220,7 @@ impl S3Options {
 }
 
 /// An optional string as Python writes it: `'text'` or `None`.
-fn py_str(value: Option<&str>) -> String {
+pub(crate) fn py_str(value: Option<&str>) -> String {
     match value {
         Some(v) => format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'")),
         None => "None".to_owned(),
@@ -228,7 +228,7 @@ fn py_str(value: Option<&str>) -> String {
 }
 
 /// `url` with any `user:password@` of its authority replaced by `<redacted>@`.
-fn without_userinfo(url: &str) -> String {
+pub(crate) fn without_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

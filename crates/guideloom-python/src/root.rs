@@ -2,7 +2,7 @@
 //! as methods (`write_shard`, `write_stream_shard`, `adopt_array_record`, `publish`,
 //! `publish_annotations`, `open`, `latest`, `snapshot`, `snapshots`).
 //!
-//! The store arguments (`s3=`, `mount=`, `object_store=`, `shard_store=`,
+//! The store arguments (`s3=`, `gcs=`, `azure=`, `mount=`, `object_store=`, `shard_store=`,
 //! `storage_options=`, `http_listing=`) are given once, to the constructor, and become the
 //! facade's `DatasetOptions` (`crate::root_args::call_options`) and a resolved
 //! `guideloom::publish::Root`, which every method reuses: one S3 client (and one credential
@@ -29,12 +29,13 @@ use guideloom::{PublishRequest, RetryPolicy};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList};
 
+use crate::cloud_options::{AzureOptions, GcsOptions};
 use crate::dataset::{Dataset, cache_options, open_in};
 use crate::errors::{Error, raise};
 use crate::format::{RecordFormat, raw_bytes};
 use crate::options::{S3Options, StorageOptions, root_uri};
 use crate::publish::{PublicationOptions, ShardRef, Snapshot, publish_mode};
-use crate::root_args::{StoreArgs, call_options};
+use crate::root_args::{SchemeArgs, StoreArgs, call_options};
 use crate::runtime::{self, block_on};
 use crate::shard_stores::ShardStoreArg;
 use crate::stores::S3ObjectStore;
@@ -46,8 +47,8 @@ struct Current {
     root: Resolved,
 }
 
-/// A dataset root, resolved once: `Root(uri, *, s3=None, mount=False, object_store=None,
-/// shard_store=None, storage_options=None, http_listing=False)`.
+/// A dataset root, resolved once: `Root(uri, *, s3=None, gcs=None, azure=None, mount=False,
+/// object_store=None, shard_store=None, storage_options=None, http_listing=False)`.
 #[pyclass(frozen, module = "guideloom._guideloom")]
 pub(crate) struct Root {
     uri: String,
@@ -290,10 +291,13 @@ fn ascontiguousarray(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pymethods]
 impl Root {
     #[new]
-    #[pyo3(signature = (uri, *, s3 = None, mount = false, object_store = None, shard_store = None, storage_options = None, http_listing = false))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (uri, *, s3 = None, gcs = None, azure = None, mount = false, object_store = None, shard_store = None, storage_options = None, http_listing = false))]
     fn new(
         uri: &Bound<'_, PyAny>,
         s3: Option<&Bound<'_, S3Options>>,
+        gcs: Option<&Bound<'_, GcsOptions>>,
+        azure: Option<&Bound<'_, AzureOptions>>,
         mount: bool,
         object_store: Option<&Bound<'_, S3ObjectStore>>,
         shard_store: Option<&Bound<'_, PyAny>>,
@@ -301,7 +305,7 @@ impl Root {
         http_listing: bool,
     ) -> PyResult<Self> {
         let args = StoreArgs {
-            s3,
+            schemes: SchemeArgs { s3, gcs, azure },
             mount,
             object_store,
             shard_store: ShardStoreArg::extract(shard_store)?,

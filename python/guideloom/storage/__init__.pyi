@@ -1,8 +1,8 @@
-# Stubs of guideloom.storage: S3 options, stores, the registry, shard stores and root options
-# (Rust: crates/guideloom-python/src/{options,stores,shard_stores}.rs).
+# Stubs of guideloom.storage: S3, GCS and Azure options, stores, the registry, shard stores and
+# root options (Rust: crates/guideloom-python/src/{options,cloud_options,stores,shard_stores}.rs).
 
 from os import PathLike
-from typing import Literal, Self, final
+from typing import Literal, Self, TypeAlias, final
 
 @final
 class S3Options:
@@ -32,6 +32,58 @@ class S3Options:
     def __hash__(self) -> int: ...
 
 @final
+class GcsOptions:
+    """Options of ``gs://`` roots; credentials come from the Google environment, never here."""
+
+    def __new__(
+        cls,
+        *,
+        endpoint_url: str | None = None,
+        service_account_path: str | PathLike[str] | None = None,
+        anonymous: bool = False,
+        allow_http: bool = False,
+        retries: int | None = None,
+    ) -> Self: ...
+    @property
+    def endpoint_url(self) -> str | None: ...
+    @property
+    def service_account_path(self) -> str | None: ...
+    @property
+    def anonymous(self) -> bool: ...
+    @property
+    def allow_http(self) -> bool: ...
+    @property
+    def retries(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class AzureOptions:
+    """Options of ``az://`` roots; credentials come from the Azure environment, never here."""
+
+    def __new__(
+        cls,
+        *,
+        account_name: str | None = None,
+        endpoint_url: str | None = None,
+        use_emulator: bool = False,
+        allow_http: bool = False,
+        retries: int | None = None,
+    ) -> Self: ...
+    @property
+    def account_name(self) -> str | None: ...
+    @property
+    def endpoint_url(self) -> str | None: ...
+    @property
+    def use_emulator(self) -> bool: ...
+    @property
+    def allow_http(self) -> bool: ...
+    @property
+    def retries(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class S3ObjectStore:
     def __new__(cls, options: S3Options | None = None) -> Self: ...
     @property
@@ -48,10 +100,32 @@ class S3Backend:
 def s3_backend(options: S3Options | None = None) -> S3Backend: ...
 
 @final
+class GcsBackend:
+    def __new__(cls, options: GcsOptions | None = None) -> Self: ...
+    @property
+    def scheme(self) -> Literal["gs"]: ...
+    @property
+    def options(self) -> GcsOptions: ...
+
+def gcs_backend(options: GcsOptions | None = None) -> GcsBackend: ...
+
+@final
+class AzureBackend:
+    def __new__(cls, options: AzureOptions | None = None) -> Self: ...
+    @property
+    def scheme(self) -> Literal["az"]: ...
+    @property
+    def options(self) -> AzureOptions: ...
+
+def azure_backend(options: AzureOptions | None = None) -> AzureBackend: ...
+
+_Backend: TypeAlias = S3Backend | GcsBackend | AzureBackend
+
+@final
 class Registry:
-    def register(self, backend: S3Backend, *, replace: bool = False) -> None: ...
+    def register(self, backend: _Backend, *, replace: bool = False) -> None: ...
     def unregister(self, scheme: str) -> bool: ...
-    def backend(self, scheme: str) -> S3Backend | None: ...
+    def backend(self, scheme: str) -> _Backend | None: ...
 
 def default_registry() -> Registry: ...
 
@@ -99,12 +173,18 @@ class StorageOptions:
 
 __all__ = [
     "ArrayRecordShardStore",
+    "AzureBackend",
+    "AzureOptions",
     "EphemeralFileStaging",
+    "GcsBackend",
+    "GcsOptions",
     "Registry",
     "S3Backend",
     "S3ObjectStore",
     "S3Options",
     "StorageOptions",
+    "azure_backend",
     "default_registry",
+    "gcs_backend",
     "s3_backend",
 ]

@@ -30,8 +30,8 @@ class Dataset(_MapStyle):
     ``seed``, ``shuffle``, ``window``, ``drop_last``, ``equalize``, ``rank`` and
     ``world_size`` configure :meth:`batch_sampler` (the Rust loader's options of the same
     names; ``rank``/``world_size`` default to torch.distributed's when it is initialised).
-    ``snapshot``, ``format`` and ``s3`` are :func:`guideloom.open`'s, for a root URI (``s3``
-    also re-opens an opened S3 dataset in a spawned worker).
+    ``snapshot``, ``format``, ``s3``, ``gcs`` and ``azure`` are :func:`guideloom.open`'s, for
+    a root URI (the options also re-open an opened remote dataset in a spawned worker).
 
     ``columns=True`` (a dataset with a schema) makes ``__getitems__`` return the batch as one
     ``pyarrow.RecordBatch``, decoded in Rust (read-ahead included), with the annotation sets
@@ -60,6 +60,8 @@ class Dataset(_MapStyle):
         snapshot: str | None = None,
         format: Literal["cbor", "pickle", "raw"] | None = None,
         s3: gl.S3Options | None = None,
+        gcs: gl.GcsOptions | None = None,
+        azure: gl.AzureOptions | None = None,
         read_ahead: int = 16,
         read_ahead_bytes: int = 64 << 20,
         columns: bool = False,
@@ -77,7 +79,9 @@ class Dataset(_MapStyle):
         self._ahead: _Ahead | None = None
         # The announced plan this process's read-ahead was tried for (tried once each).
         self._ahead_tried: tuple[int, int, int] | None = None
-        self._records = _Records(source, snapshot=snapshot, format=format, s3=s3)
+        self._records = _Records(
+            source, snapshot=snapshot, format=format, s3=s3, gcs=gcs, azure=azure
+        )
         self._order = _Order(
             self._records,
             seed=seed,
@@ -306,13 +310,15 @@ class IterableDataset(_Progress, _IterStyle):
         snapshot: str | None = None,
         format: Literal["cbor", "pickle", "raw"] | None = None,
         s3: gl.S3Options | None = None,
+        gcs: gl.GcsOptions | None = None,
+        azure: gl.AzureOptions | None = None,
         read_ahead: int = 16,
         read_ahead_bytes: int = 64 << 20,
     ) -> None:
         _require_torch()
         if read_ahead < 0 or read_ahead_bytes < 0:
             raise ValueError("read_ahead and read_ahead_bytes must not be negative")
-        records = _Records(source, snapshot=snapshot, format=format, s3=s3)
+        records = _Records(source, snapshot=snapshot, format=format, s3=s3, gcs=gcs, azure=azure)
         order = _Order(
             records,
             seed=seed,

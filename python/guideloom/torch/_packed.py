@@ -152,6 +152,8 @@ class PackedTokens(_Progress, _IterStyle):
         world_size: int | None = None,
         snapshot: str | None = None,
         s3: gl.S3Options | None = None,
+        gcs: gl.GcsOptions | None = None,
+        azure: gl.AzureOptions | None = None,
     ) -> None:
         _require_torch()
         shares: list[float] | None = None
@@ -161,11 +163,14 @@ class PackedTokens(_Progress, _IterStyle):
                 raise ValueError(
                     "several corpora are a non-empty list of (corpus, token share) pairs"
                 )
-            corpora = [_Records(c, snapshot=snapshot, format=None, s3=s3) for c, _ in pairs]
+            corpora = [
+                _Records(c, snapshot=snapshot, format=None, s3=s3, gcs=gcs, azure=azure)
+                for c, _ in pairs
+            ]
             shares = [float(share) for _, share in pairs]
         else:
             one = cast(PackedSource, source)  # not a list or tuple of pairs
-            corpora = [_Records(one, snapshot=snapshot, format=None, s3=s3)]
+            corpora = [_Records(one, snapshot=snapshot, format=None, s3=s3, gcs=gcs, azure=azure)]
         order = _PackedOrder(
             corpora,
             shares,

@@ -27,12 +27,17 @@ class _Records:
         snapshot: str | None,
         format: Literal["cbor", "pickle", "raw"] | None,
         s3: gl.S3Options | None,
+        gcs: gl.GcsOptions | None = None,
+        azure: gl.AzureOptions | None = None,
     ) -> None:
         self._factory: Callable[[], Any] | None = None
         self._root: str | None = None
         self._snapshot = snapshot
         self._format = format
         self._s3 = _s3_state(s3)
+        # GcsOptions and AzureOptions pickle themselves (guideloom._pickle).
+        self._gcs = gcs
+        self._azure = azure
         self._opened: Any = None
         if isinstance(source, (str, os.PathLike)):
             self._root = os.fspath(source)
@@ -73,7 +78,14 @@ class _Records:
                 assert self._root is not None
                 s3 = gl.S3Options(**self._s3) if self._s3 is not None else None
                 self._adopt(
-                    gl.open(self._root, snapshot=self._snapshot, format=self._format, s3=s3)
+                    gl.open(
+                        self._root,
+                        snapshot=self._snapshot,
+                        format=self._format,
+                        s3=s3,
+                        gcs=self._gcs,
+                        azure=self._azure,
+                    )
                 )
         return self._opened
 
