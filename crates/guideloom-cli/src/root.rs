@@ -10,8 +10,8 @@ use guideloom::Dataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::RootStore;
 use guideloom_publish::{
-    RetryPolicy, Root, RootOptions, RootUri, S3Addressing, S3Environment, S3Options, Snapshot,
-    StoreOptions,
+    AzureOptions, GcsOptions, RetryPolicy, Root, RootOptions, RootUri, S3Addressing, S3Environment,
+    S3Options, Snapshot, StoreOptions,
 };
 
 use crate::cli::Global;
@@ -79,7 +79,93 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
     })
 }
 
-/// The retry and time bounds of every remote root (`s3://` and `http(s)://` alike, set once
+/// The value of environment variable `name`, if set and not empty.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Whether environment variable `name` is true by object_store's reading of booleans (`true`,
+/// `1`, `yes`, `on`, `y`, any case), as its `from_env` builders read it.
+fn env_true(name: &str) -> bool {
+    env_var(name).is_some_and(|v| {
+        matches!(
+            v.to_ascii_lowercase().as_str(),
+            "1" | "true" | "on" | "yes" | "y"
+        )
+    })
+}
+
+/// A plain-HTTP `endpoint` (from `source`, a flag or a variable) is refused unless allowed,
+/// naming what allows it: the same rule and words as an S3 endpoint's.
+fn check_plain_http(source: &str, endpoint: &str, allowed: bool, allow: &str) -> Result<()> {
+    if endpoint.starts_with("http://") && !allowed {
+        return Err(CliError::argument(
+            source,
+            format!("{endpoint} is plain HTTP; pass {allow} to use it"),
+        ));
+    }
+    Ok(())
+}
+
+/// GCS options from the flags, completed from the environment: `--gcs-endpoint` else
+/// GOOGLE_BASE_URL, `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (object_store
+/// reads GOOGLE_SKIP_SIGNATURE and the credential variables itself). GOOGLE_ALLOW_HTTP is
+/// read here because the store's client options, set after object_store's `from_env`,
+/// replace the one it read.
+pub(crate) fn gcs_options(global: &Global) -> Result<GcsOptions> {
+    let endpoint = match &global.gcs_endpoint {
+        Some(url) => Some(("--gcs-endpoint", url.clone())),
+        None => env_var("GOOGLE_BASE_URL").map(|url| ("GOOGLE_BASE_URL", url)),
+    };
+    let allow_http = global.gcs_allow_http || env_true("GOOGLE_ALLOW_HTTP");
+    if let Some((source, url)) = &endpoint {
+        check_plain_http(
+            source,
+            url,
+            allow_http,
+            "--gcs-allow-http (or set GOOGLE_ALLOW_HTTP=true)",
+        )?;
+    }
+    Ok(GcsOptions {
+        endpoint: endpoint.map(|(_, url)| url),
+        allow_http,
+        anonymous: global.gcs_anonymous,
+        ..GcsOptions::default()
+    })
+}
+
+/// Azure options from the flags, completed from the environment: `--azure-emulator` or
+/// AZURE_STORAGE_USE_EMULATOR (folded in here so that an `--azure-endpoint` is the
+/// emulator's), `--azure-endpoint` else AZURE_STORAGE_ENDPOINT (not for the emulator, whose
+/// URL object_store reads from AZURITE_BLOB_STORAGE_URL), `--azure-allow-http` or
+/// AZURE_ALLOW_HTTP. object_store reads the account and credential variables itself.
+pub(crate) fn azure_options(global: &Global) -> Result<AzureOptions> {
+    let emulator = global.azure_emulator || env_true("AZURE_STORAGE_USE_EMULATOR");
+    let allow_http = global.azure_allow_http || env_true("AZURE_ALLOW_HTTP");
+    let endpoint = match &global.azure_endpoint {
+        Some(url) => Some(("--azure-endpoint", url.clone())),
+        None if emulator => None,
+        None => env_var("AZURE_STORAGE_ENDPOINT").map(|url| ("AZURE_STORAGE_ENDPOINT", url)),
+    };
+    if let Some((source, url)) = &endpoint
+        && !emulator
+    {
+        check_plain_http(
+            source,
+            url,
+            allow_http,
+            "--azure-allow-http (or set AZURE_ALLOW_HTTP=true)",
+        )?;
+    }
+    Ok(AzureOptions {
+        endpoint: endpoint.map(|(_, url)| url),
+        use_emulator: emulator,
+        allow_http,
+        ..AzureOptions::default()
+    })
+}
+
+/// The retry and time bounds of every remote root (`s3://`, `gs://`, `az://` and `http(s)://` alike, set once
 /// on the store options): each client's defaults, with `--timeout`, `--connect-timeout`,
 /// `--retries` (attempts = retries + 1, with the default backoff bounds), `--deadline`
 /// (object_store's `retry_timeout`; for an HTTP root the deadline of one read) and
@@ -123,17 +209,18 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
             ),
         ));
     }
-    // The S3 environment matters only to s3:// roots: a plain-HTTP AWS_ENDPOINT_URL must not
-    // stop a local or mounted root.
-    let s3 = if matches!(&uri, RootUri::Bucket { scheme, .. } if scheme == "s3") {
-        s3_options(global)?
-    } else {
-        S3Options::default()
-    };
-    let options = remote_options(
-        global,
-        StoreOptions::default().with_s3(s3).with_mount(global.mount),
-    );
+    // Each cloud's environment and flags matter only to its own roots: a plain-HTTP
+    // AWS_ENDPOINT_URL must not stop a local, mounted or gs:// root.
+    let mut options = StoreOptions::default().with_mount(global.mount);
+    if let RootUri::Bucket { scheme, .. } = &uri {
+        match scheme.as_str() {
+            "s3" => options = options.with_s3(s3_options(global)?),
+            "gs" => options = options.with_gcs(gcs_options(global)?),
+            "az" => options = options.with_azure(azure_options(global)?),
+            _ => {}
+        }
+    }
+    let options = remote_options(global, options);
     let root =
         Root::open(arg, &options, RootOptions::default()).map_err(|e| CliError::root(arg, e))?;
     Ok(OpenRoot {
@@ -339,6 +426,60 @@ mod tests {
             remote_options(&none.global, StoreOptions::default()),
             StoreOptions::default()
         );
+    }
+
+    /// The GCS and Azure flags reach the store options; a plain-HTTP endpoint needs its
+    /// allow flag (the emulator allows it). The environment's half is tested through the
+    /// binary (`tests/it/cli_clouds.rs`), which sets it per process.
+    #[test]
+    fn gcs_and_azure_flags_reach_the_store_options() {
+        let cli = parse(&[
+            "--gcs-endpoint",
+            "http://127.0.0.1:4443",
+            "--gcs-allow-http",
+            "--gcs-anonymous",
+        ])
+        .unwrap();
+        let gcs = gcs_options(&cli.global).unwrap();
+        assert_eq!(gcs.endpoint.as_deref(), Some("http://127.0.0.1:4443"));
+        assert!(gcs.allow_http && gcs.anonymous);
+
+        let cli = parse(&["--gcs-endpoint", "http://127.0.0.1:4443"]).unwrap();
+        if std::env::var_os("GOOGLE_ALLOW_HTTP").is_none() {
+            let e = gcs_options(&cli.global).unwrap_err().to_string();
+            assert!(
+                e.contains("--gcs-endpoint") && e.contains("--gcs-allow-http"),
+                "{e}"
+            );
+        }
+
+        let cli = parse(&[
+            "--azure-emulator",
+            "--azure-endpoint",
+            "http://127.0.0.1:10000",
+        ])
+        .unwrap();
+        let azure = azure_options(&cli.global).unwrap();
+        assert!(azure.use_emulator);
+        assert_eq!(azure.endpoint.as_deref(), Some("http://127.0.0.1:10000"));
+
+        let cli = parse(&["--azure-endpoint", "http://127.0.0.1:10000/acct"]).unwrap();
+        if std::env::var_os("AZURE_ALLOW_HTTP").is_none()
+            && std::env::var_os("AZURE_STORAGE_USE_EMULATOR").is_none()
+        {
+            let e = azure_options(&cli.global).unwrap_err().to_string();
+            assert!(
+                e.contains("--azure-endpoint") && e.contains("--azure-allow-http"),
+                "{e}"
+            );
+        }
+        let cli = parse(&[
+            "--azure-endpoint",
+            "http://127.0.0.1:10000/acct",
+            "--azure-allow-http",
+        ])
+        .unwrap();
+        assert!(azure_options(&cli.global).unwrap().allow_http);
     }
 
     #[test]
