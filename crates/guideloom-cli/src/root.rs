@@ -79,15 +79,24 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
     })
 }
 
-/// The value of environment variable `name`, if set and not empty.
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+/// A process environment: a variable's value by name (`std::env::var` in the binary, a
+/// table in the tests).
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process's environment.
+pub(crate) fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
-/// Whether environment variable `name` is true by object_store's reading of booleans (`true`,
-/// `1`, `yes`, `on`, `y`, any case), as its `from_env` builders read it.
-fn env_true(name: &str) -> bool {
-    env_var(name).is_some_and(|v| {
+/// The value of variable `name` in `env`, if set and not empty.
+fn env_var(env: Env<'_>, name: &str) -> Option<String> {
+    env(name).filter(|v| !v.is_empty())
+}
+
+/// Whether variable `name` is true by object_store's reading of booleans (`true`, `1`, `yes`,
+/// `on`, `y`, any case), as its `from_env` builders read it.
+fn env_true(env: Env<'_>, name: &str) -> bool {
+    env_var(env, name).is_some_and(|v| {
         matches!(
             v.to_ascii_lowercase().as_str(),
             "1" | "true" | "on" | "yes" | "y"
@@ -107,17 +116,17 @@ fn check_plain_http(source: &str, endpoint: &str, allowed: bool, allow: &str) ->
     Ok(())
 }
 
-/// GCS options from the flags, completed from the environment: `--gcs-endpoint` else
-/// GOOGLE_BASE_URL, `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (object_store
-/// reads GOOGLE_SKIP_SIGNATURE and the credential variables itself). GOOGLE_ALLOW_HTTP is
-/// read here because the store's client options, set after object_store's `from_env`,
-/// replace the one it read.
-pub(crate) fn gcs_options(global: &Global) -> Result<GcsOptions> {
+/// GCS options from the flags, completed from `env`: `--gcs-endpoint` else GOOGLE_BASE_URL,
+/// `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (object_store reads
+/// GOOGLE_SKIP_SIGNATURE and the credential variables itself). GOOGLE_ALLOW_HTTP is read here
+/// because the store's client options, set after object_store's `from_env`, replace the one
+/// it read.
+pub(crate) fn gcs_options(global: &Global, env: Env<'_>) -> Result<GcsOptions> {
     let endpoint = match &global.gcs_endpoint {
         Some(url) => Some(("--gcs-endpoint", url.clone())),
-        None => env_var("GOOGLE_BASE_URL").map(|url| ("GOOGLE_BASE_URL", url)),
+        None => env_var(env, "GOOGLE_BASE_URL").map(|url| ("GOOGLE_BASE_URL", url)),
     };
-    let allow_http = global.gcs_allow_http || env_true("GOOGLE_ALLOW_HTTP");
+    let allow_http = global.gcs_allow_http || env_true(env, "GOOGLE_ALLOW_HTTP");
     if let Some((source, url)) = &endpoint {
         check_plain_http(
             source,
@@ -134,18 +143,20 @@ pub(crate) fn gcs_options(global: &Global) -> Result<GcsOptions> {
     })
 }
 
-/// Azure options from the flags, completed from the environment: `--azure-emulator` or
+/// Azure options for `root` from the flags, completed from `env`: `--azure-emulator` or
 /// AZURE_STORAGE_USE_EMULATOR (folded in here so that an `--azure-endpoint` is the
 /// emulator's), `--azure-endpoint` else AZURE_STORAGE_ENDPOINT (not for the emulator, whose
 /// URL object_store reads from AZURITE_BLOB_STORAGE_URL), `--azure-allow-http` or
-/// AZURE_ALLOW_HTTP. object_store reads the account and credential variables itself.
-pub(crate) fn azure_options(global: &Global) -> Result<AzureOptions> {
-    let emulator = global.azure_emulator || env_true("AZURE_STORAGE_USE_EMULATOR");
-    let allow_http = global.azure_allow_http || env_true("AZURE_ALLOW_HTTP");
+/// AZURE_ALLOW_HTTP. object_store reads the account and credential variables itself; without
+/// an account (AZURE_STORAGE_ACCOUNT_NAME) or the emulator, `root` is refused naming both (the
+/// library refuses it too, in its API's terms).
+pub(crate) fn azure_options(global: &Global, root: &str, env: Env<'_>) -> Result<AzureOptions> {
+    let emulator = global.azure_emulator || env_true(env, "AZURE_STORAGE_USE_EMULATOR");
+    let allow_http = global.azure_allow_http || env_true(env, "AZURE_ALLOW_HTTP");
     let endpoint = match &global.azure_endpoint {
         Some(url) => Some(("--azure-endpoint", url.clone())),
         None if emulator => None,
-        None => env_var("AZURE_STORAGE_ENDPOINT").map(|url| ("AZURE_STORAGE_ENDPOINT", url)),
+        None => env_var(env, "AZURE_STORAGE_ENDPOINT").map(|url| ("AZURE_STORAGE_ENDPOINT", url)),
     };
     if let Some((source, url)) = &endpoint
         && !emulator
@@ -156,6 +167,13 @@ pub(crate) fn azure_options(global: &Global) -> Result<AzureOptions> {
             allow_http,
             "--azure-allow-http (or set AZURE_ALLOW_HTTP=true)",
         )?;
+    }
+    if !emulator && env_var(env, "AZURE_STORAGE_ACCOUNT_NAME").is_none() {
+        return Err(CliError::argument(
+            root,
+            "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME (or pass \
+             --azure-emulator for Azurite)",
+        ));
     }
     Ok(AzureOptions {
         endpoint: endpoint.map(|(_, url)| url),
@@ -209,14 +227,19 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
             ),
         ));
     }
-    // Each cloud's environment and flags matter only to its own roots: a plain-HTTP
-    // AWS_ENDPOINT_URL must not stop a local, mounted or gs:// root.
+    // Each cloud's environment and flags matter only to its own roots (a plain-HTTP
+    // AWS_ENDPOINT_URL must not stop a local, mounted or gs:// root), and only in a build
+    // that opens them: without the feature, the refusal that names it comes first.
     let mut options = StoreOptions::default().with_mount(global.mount);
     if let RootUri::Bucket { scheme, .. } = &uri {
         match scheme.as_str() {
-            "s3" => options = options.with_s3(s3_options(global)?),
-            "gs" => options = options.with_gcs(gcs_options(global)?),
-            "az" => options = options.with_azure(azure_options(global)?),
+            "s3" if cfg!(feature = "s3") => options = options.with_s3(s3_options(global)?),
+            "gs" if cfg!(feature = "gcs") => {
+                options = options.with_gcs(gcs_options(global, &process_env)?);
+            }
+            "az" if cfg!(feature = "azure") => {
+                options = options.with_azure(azure_options(global, arg, &process_env)?);
+            }
             _ => {}
         }
     }
@@ -428,11 +451,21 @@ mod tests {
         );
     }
 
-    /// The GCS and Azure flags reach the store options; a plain-HTTP endpoint needs its
-    /// allow flag (the emulator allows it). The environment's half is tested through the
-    /// binary (`tests/it/cli_clouds.rs`), which sets it per process.
+    /// An environment of `vars` only.
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    /// The GCS and Azure flags, and the variables beside them, reach the store options (a
+    /// flag wins); a plain-HTTP endpoint needs allowing (the emulator allows it); an Azure
+    /// root needs an account or the emulator.
     #[test]
-    fn gcs_and_azure_flags_reach_the_store_options() {
+    fn gcs_and_azure_flags_and_variables_reach_the_store_options() {
+        let none = env_of(&[]);
         let cli = parse(&[
             "--gcs-endpoint",
             "http://127.0.0.1:4443",
@@ -440,18 +473,39 @@ mod tests {
             "--gcs-anonymous",
         ])
         .unwrap();
-        let gcs = gcs_options(&cli.global).unwrap();
+        let gcs = gcs_options(&cli.global, &none).unwrap();
         assert_eq!(gcs.endpoint.as_deref(), Some("http://127.0.0.1:4443"));
         assert!(gcs.allow_http && gcs.anonymous);
 
+        let bare = parse(&[]).unwrap();
+        let env = env_of(&[
+            ("GOOGLE_BASE_URL", "http://127.0.0.1:1"),
+            ("GOOGLE_ALLOW_HTTP", "TRUE"),
+        ]);
+        let gcs = gcs_options(&bare.global, &env).unwrap();
+        assert_eq!(gcs.endpoint.as_deref(), Some("http://127.0.0.1:1"));
+        assert!(gcs.allow_http && !gcs.anonymous);
+        let flag = parse(&["--gcs-endpoint", "https://gcs.example"]).unwrap();
+        let gcs = gcs_options(&flag.global, &env).unwrap();
+        assert_eq!(gcs.endpoint.as_deref(), Some("https://gcs.example"));
+        assert_eq!(
+            gcs_options(&bare.global, &none).unwrap(),
+            GcsOptions::default()
+        );
+
         let cli = parse(&["--gcs-endpoint", "http://127.0.0.1:4443"]).unwrap();
-        if std::env::var_os("GOOGLE_ALLOW_HTTP").is_none() {
-            let e = gcs_options(&cli.global).unwrap_err().to_string();
-            assert!(
-                e.contains("--gcs-endpoint") && e.contains("--gcs-allow-http"),
-                "{e}"
-            );
-        }
+        let e = gcs_options(&cli.global, &none).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--gcs-endpoint:") && e.contains("--gcs-allow-http"),
+            "{e}"
+        );
+        let e = gcs_options(&bare.global, &env_of(&[("GOOGLE_BASE_URL", "http://h")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("GOOGLE_BASE_URL:") && e.contains("GOOGLE_ALLOW_HTTP=true"),
+            "{e}"
+        );
 
         let cli = parse(&[
             "--azure-emulator",
@@ -459,27 +513,47 @@ mod tests {
             "http://127.0.0.1:10000",
         ])
         .unwrap();
-        let azure = azure_options(&cli.global).unwrap();
+        let azure = azure_options(&cli.global, "az://c", &none).unwrap();
+        assert!(azure.use_emulator);
+        assert_eq!(azure.endpoint.as_deref(), Some("http://127.0.0.1:10000"));
+        // The emulator from the environment makes a flag's endpoint the emulator's.
+        let cli = parse(&["--azure-endpoint", "http://127.0.0.1:10000"]).unwrap();
+        let emulated = env_of(&[("AZURE_STORAGE_USE_EMULATOR", "1")]);
+        let azure = azure_options(&cli.global, "az://c", &emulated).unwrap();
         assert!(azure.use_emulator);
         assert_eq!(azure.endpoint.as_deref(), Some("http://127.0.0.1:10000"));
 
+        let account = env_of(&[("AZURE_STORAGE_ACCOUNT_NAME", "acct")]);
         let cli = parse(&["--azure-endpoint", "http://127.0.0.1:10000/acct"]).unwrap();
-        if std::env::var_os("AZURE_ALLOW_HTTP").is_none()
-            && std::env::var_os("AZURE_STORAGE_USE_EMULATOR").is_none()
-        {
-            let e = azure_options(&cli.global).unwrap_err().to_string();
-            assert!(
-                e.contains("--azure-endpoint") && e.contains("--azure-allow-http"),
-                "{e}"
-            );
-        }
+        let e = azure_options(&cli.global, "az://c", &account)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--azure-endpoint:") && e.contains("--azure-allow-http"),
+            "{e}"
+        );
         let cli = parse(&[
             "--azure-endpoint",
             "http://127.0.0.1:10000/acct",
             "--azure-allow-http",
         ])
         .unwrap();
-        assert!(azure_options(&cli.global).unwrap().allow_http);
+        let azure = azure_options(&cli.global, "az://c", &account).unwrap();
+        assert!(azure.allow_http && !azure.use_emulator);
+
+        let e = azure_options(&bare.global, "az://c/p", &none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("az://c/p: no Azure storage account")
+                && e.contains("AZURE_STORAGE_ACCOUNT_NAME")
+                && e.contains("--azure-emulator"),
+            "{e}"
+        );
+        assert_eq!(
+            azure_options(&bare.global, "az://c", &account).unwrap(),
+            AzureOptions::default()
+        );
     }
 
     #[test]

@@ -86,9 +86,8 @@ fn the_default_build_opens_s3_gs_az_and_http_roots() {
     }
 }
 
-/// Without an account or the emulator, an `az://` root is refused before any request by the
-/// Azure backend, naming the variable to set (proof the backend is compiled in, with no
-/// network at all).
+/// Without an account or the emulator, an `az://` root is refused before any request, naming
+/// the variable to set and the flag for the emulator, not the feature (no network at all).
 #[cfg(feature = "azure")]
 #[test]
 fn an_az_root_without_an_account_names_the_variable() {
@@ -99,7 +98,14 @@ fn an_az_root_without_an_account_names_the_variable() {
         .output()
         .unwrap();
     let err = fails(out);
-    assert!(err.contains("AZURE_STORAGE_ACCOUNT_NAME"), "{err}");
+    assert!(
+        err.starts_with("error: az://some-container/data: no Azure storage account"),
+        "{err}"
+    );
+    assert!(
+        err.contains("AZURE_STORAGE_ACCOUNT_NAME") && err.contains("--azure-emulator"),
+        "{err}"
+    );
     assert!(!err.contains("cargo install"), "{err}");
 }
 
