@@ -116,6 +116,30 @@ fn check_plain_http(source: &str, endpoint: &str, allowed: bool, allow: &str) ->
     Ok(())
 }
 
+/// A build without `aws-profile` reads no AWS config files: with AWS_PROFILE set (and no
+/// `--s3-profile`), `root` is refused like `--s3-profile` is, naming the feature (so the
+/// error line ends with the install command that adds it), rather than signed by whatever
+/// else the environment holds or failing at the instance-metadata fallback. Keys in the
+/// environment win over a profile in the AWS chain too, so with AWS_ACCESS_KEY_ID set the
+/// profile is moot and nothing is refused.
+fn check_aws_profile(global: &Global, root: &str, env: Env<'_>) -> Result<()> {
+    if cfg!(feature = "aws-profile") || global.s3_profile.is_some() {
+        return Ok(());
+    }
+    match env_var(env, "AWS_PROFILE") {
+        Some(profile) if env_var(env, "AWS_ACCESS_KEY_ID").is_none() => Err(CliError::root(
+            root,
+            guideloom_publish::Error::Unsupported {
+                what: format!(
+                    "AWS_PROFILE={profile:?}: AWS profiles are read only with feature \
+                     `aws-profile` (or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+                ),
+            },
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// GCS options from the flags, completed from `env`: `--gcs-endpoint` else GOOGLE_BASE_URL,
 /// `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (object_store reads
 /// GOOGLE_SKIP_SIGNATURE and the credential variables itself). GOOGLE_ALLOW_HTTP is read here
@@ -233,7 +257,10 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
     let mut options = StoreOptions::default().with_mount(global.mount);
     if let RootUri::Bucket { scheme, .. } = &uri {
         match scheme.as_str() {
-            "s3" if cfg!(feature = "s3") => options = options.with_s3(s3_options(global)?),
+            "s3" if cfg!(feature = "s3") => {
+                check_aws_profile(global, arg, &process_env)?;
+                options = options.with_s3(s3_options(global)?);
+            }
             "gs" if cfg!(feature = "gcs") => {
                 options = options.with_gcs(gcs_options(global, &process_env)?);
             }
@@ -554,6 +581,32 @@ mod tests {
             azure_options(&bare.global, "az://c", &account).unwrap(),
             AzureOptions::default()
         );
+    }
+
+    /// Without `aws-profile`, AWS_PROFILE alone is refused naming the feature; keys in the
+    /// environment, or `--s3-profile` (refused by the library), leave it to them.
+    #[cfg(not(feature = "aws-profile"))]
+    #[test]
+    fn aws_profile_without_the_feature_is_refused_unless_keys_are_set() {
+        use guideloom_io::ErrorKind;
+        let bare = parse(&[]).unwrap();
+        let e = check_aws_profile(&bare.global, "s3://b/p", &env_of(&[("AWS_PROFILE", "dev")]))
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        let line = e.one_line();
+        assert!(
+            line.starts_with("s3://b/p: unsupported: AWS_PROFILE=\"dev\"")
+                && line.contains("feature `aws-profile`"),
+            "{line}"
+        );
+        assert!(
+            e.feature_hint()
+                .unwrap()
+                .ends_with("--features aws-profile")
+        );
+        let keys = env_of(&[("AWS_PROFILE", "dev"), ("AWS_ACCESS_KEY_ID", "k")]);
+        assert!(check_aws_profile(&bare.global, "s3://b/p", &keys).is_ok());
+        assert!(check_aws_profile(&bare.global, "s3://b/p", &env_of(&[])).is_ok());
     }
 
     #[test]

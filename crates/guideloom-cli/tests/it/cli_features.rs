@@ -71,6 +71,26 @@ fn an_s3_profile_without_aws_profile_names_the_feature_and_the_install_line() {
     );
 }
 
+/// AWS_PROFILE alone (no keys in the environment) is refused the same way: a build without
+/// `aws-profile` would otherwise ignore it.
+#[cfg(all(feature = "s3", not(feature = "aws-profile")))]
+#[test]
+fn aws_profile_in_the_environment_without_aws_profile_names_the_feature() {
+    let out = std::process::Command::new(common::BIN)
+        .args(["info", "s3://bucket/prefix"])
+        .env("AWS_PROFILE", "dev")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .output()
+        .unwrap();
+    let err = fails(out);
+    assert!(err.contains("AWS_PROFILE=\"dev\""), "{err}");
+    assert!(
+        err.trim_end()
+            .ends_with("cargo install --path crates/guideloom-cli --features aws-profile"),
+        "{err}"
+    );
+}
+
 /// Whatever the features, a local root works, and an error that is not about a feature
 /// (here: no such root) gets no install hint.
 #[test]
