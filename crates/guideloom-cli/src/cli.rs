@@ -70,7 +70,7 @@ pub(crate) struct Global {
     pub(crate) s3_allow_http: bool,
     /// S3: sign with this profile of the shared AWS config and credentials files (its keys
     /// and region win over AWS_ACCESS_KEY_ID / AWS_REGION). Default: AWS_PROFILE, then the
-    /// standard chain.
+    /// standard chain. Needs a build with feature aws-profile (not a default).
     #[arg(long, global = true, value_name = "NAME")]
     pub(crate) s3_profile: Option<String>,
     /// gs://: base URL of a GCS-compatible server such as fake-gcs-server. Default:
