@@ -7,7 +7,9 @@
 //!    feature alone, compiled and lint-clean (`--keep-going`: one run names every failing set;
 //!    clippy costs what `check` costs, since it replaces only the workspace crates' compiler). `--lib` keeps dev-dependencies out,
 //!    so their features cannot unify into the library's (resolver 2): a library that needs a
-//!    tokio feature it does not ask for fails here.
+//!    tokio feature it does not ask for fails here. A crate with binaries adds `--bins`:
+//!    guideloom-cli's features decide what its binary opens (its library half has no feature
+//!    code), so its local-only build and each remote feature alone are linted there.
 //! 2. `cargo clippy --all-targets -- -D warnings` with `--no-default-features` and with the
 //!    defaults: the tests, benches and examples too, lint-clean. With `--all-features` (the
 //!    `clippy` step of `cargo xtask ci`) that makes three clippy sets per crate.
@@ -34,6 +36,21 @@ use crate::util;
 pub(crate) struct Featured {
     pub(crate) name: String,
     pub(crate) features: Vec<String>,
+    /// The features its `default` enables (its `default` feature's list, as written).
+    pub(crate) default: Vec<String>,
+    /// It also has binaries, linted with each feature set too (step 1's `--bins`).
+    pub(crate) bins: bool,
+}
+
+/// Whether package `p` of `cargo metadata` has a target of kind `kind`.
+fn has_target(p: &serde_json::Value, kind: &str) -> bool {
+    p["targets"].as_array().is_some_and(|ts| {
+        ts.iter().any(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == kind))
+        })
+    })
 }
 
 /// The crates under `crates/` with a library and at least one feature besides `default`.
@@ -50,25 +67,24 @@ pub(crate) fn featured_crates(metadata: &serde_json::Value, root: &Path) -> Vec<
                 .and_then(Path::parent)
                 == Some(crates.as_path())
         })
-        .filter(|p| {
-            p["targets"].as_array().is_some_and(|ts| {
-                ts.iter().any(|t| {
-                    t["kind"]
-                        .as_array()
-                        .is_some_and(|k| k.iter().any(|k| k == "lib"))
-                })
-            })
-        })
+        .filter(|p| has_target(p, "lib"))
         .filter_map(|p| {
-            let features: Vec<String> = p["features"]
-                .as_object()?
-                .keys()
-                .filter(|f| *f != "default")
-                .cloned()
-                .collect();
+            let table = p["features"].as_object()?;
+            let features: Vec<String> = table.keys().filter(|f| *f != "default").cloned().collect();
+            let default = table
+                .get("default")
+                .and_then(serde_json::Value::as_array)
+                .map(|fs| {
+                    fs.iter()
+                        .filter_map(|f| f.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
             (!features.is_empty()).then(|| Featured {
                 name: p["name"].as_str().unwrap_or_default().to_owned(),
                 features,
+                default,
+                bins: has_target(p, "bin"),
             })
         })
         .collect();
@@ -76,9 +92,10 @@ pub(crate) fn featured_crates(metadata: &serde_json::Value, root: &Path) -> Vec<
     out
 }
 
-/// The cargo-hack arguments that lint `krate`'s library with every feature set (step 1).
-pub(crate) fn hack_args(krate: &str) -> Vec<String> {
-    [
+/// The cargo-hack arguments that lint `krate`'s library (and its binaries, with `bins`) with
+/// every feature set (step 1).
+pub(crate) fn hack_args(krate: &str, bins: bool) -> Vec<String> {
+    let mut args: Vec<String> = [
         "hack",
         "clippy",
         "-p",
@@ -87,12 +104,14 @@ pub(crate) fn hack_args(krate: &str) -> Vec<String> {
         "--exclude-all-features",
         "--keep-going",
         "--lib",
-        "--",
-        "-D",
-        "warnings",
     ]
     .map(str::to_owned)
-    .to_vec()
+    .to_vec();
+    if bins {
+        args.push("--bins".into());
+    }
+    args.extend(["--", "-D", "warnings"].map(str::to_owned));
+    args
 }
 
 /// The two clippy runs of step 2 for `krate`: no default features, then the defaults.
@@ -149,13 +168,19 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     for krate in &crates {
         let sets = krate.features.len() + 2;
         println!(
-            "[features] {}: {sets} feature sets (no-default, default, each of [{}])",
+            "[features] {}: {sets} feature sets (no-default, default = [{}], each of [{}]){}",
             krate.name,
-            krate.features.join(", ")
+            krate.default.join(", "),
+            krate.features.join(", "),
+            if krate.bins {
+                ", library and binaries"
+            } else {
+                ""
+            }
         );
         let t = Instant::now();
         let mut cmd = util::cargo(root);
-        cmd.args(hack_args(&krate.name));
+        cmd.args(hack_args(&krate.name, krate.bins));
         println!("[features] $ {}", util::display(&cmd));
         util::run(&mut cmd)?;
         timings.push(format!(
@@ -225,6 +250,16 @@ mod tests {
         let io = crates.iter().find(|c| c.name == "guideloom-io").unwrap();
         assert!(io.features.iter().any(|f| f == "http"));
         assert!(!io.features.iter().any(|f| f == "default"));
+        assert!(!io.bins);
+        // The CLI's features decide what its binary opens: the binary is linted with each
+        // set, local-only (`--no-default-features`) and each remote feature alone among them.
+        let cli = crates.iter().find(|c| c.name == "guideloom-cli").unwrap();
+        assert!(cli.bins);
+        for remote in ["s3", "gcs", "azure", "http"] {
+            assert!(cli.features.iter().any(|f| f == remote), "{remote}");
+            assert!(cli.default.iter().any(|f| f == remote), "{remote}");
+        }
+        assert!(hack_args(&cli.name, cli.bins).iter().any(|a| a == "--bins"));
     }
 
     #[test]
@@ -238,26 +273,41 @@ mod tests {
                 "features": features,
             })
         };
+        let mut both = pkg("c", "crates/c", "lib", serde_json::json!({"r": []}));
+        both["targets"] = serde_json::json!([{"kind": ["lib"]}, {"kind": ["bin"]}]);
         let metadata = serde_json::json!({"packages": [
             pkg("b", "crates/b", "lib", serde_json::json!({"default": ["x"], "x": [], "y": []})),
             pkg("a", "crates/a", "lib", serde_json::json!({"default": []})),
             pkg("tool", "crates/tool", "bin", serde_json::json!({"z": []})),
             pkg("tests", "tests", "lib", serde_json::json!({"z": []})),
+            both,
         ]});
         assert_eq!(
             featured_crates(&metadata, root),
-            [Featured {
-                name: "b".into(),
-                features: vec!["x".into(), "y".into()]
-            }]
+            [
+                Featured {
+                    name: "b".into(),
+                    features: vec!["x".into(), "y".into()],
+                    default: vec!["x".into()],
+                    bins: false,
+                },
+                Featured {
+                    name: "c".into(),
+                    features: vec!["r".into()],
+                    default: vec![],
+                    bins: true,
+                }
+            ]
         );
     }
 
     #[test]
     fn each_feature_set_is_linted_two_with_all_targets_and_feature_off_tests_run() {
-        let hack = hack_args("guideloom-io").join(" ");
+        let hack = hack_args("guideloom-io", false).join(" ");
         assert!(hack.starts_with("hack clippy -p guideloom-io --each-feature"));
         assert!(hack.ends_with("--lib -- -D warnings"));
+        let hack = hack_args("guideloom-cli", true).join(" ");
+        assert!(hack.ends_with("--lib --bins -- -D warnings"), "{hack}");
         let [off, on] = clippy_args("guideloom-io").map(|a| a.join(" "));
         assert_eq!(
             off,

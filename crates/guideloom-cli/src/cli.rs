@@ -38,11 +38,13 @@ pub(crate) const MAX_QUICKSTART_RECORDS: u64 = 1_000_000;
 /// Sharded datasets of records: write, publish, inspect, read, verify, annotate, benchmark.
 ///
 /// ROOT (given positionally or as `--root ROOT`, to every command) is a local directory,
-/// `file:///abs/path`, `s3://bucket/prefix`, or (read-only: info, get, cat, verify,
-/// annotations) an `http(s)://` base URL where a root is served. S3-compatible
-/// endpoints come from the standard AWS environment variables (AWS_ENDPOINT_URL, AWS_REGION,
-/// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). `--mount` declares that a
-/// local ROOT is a mounted bucket (e.g. Mountpoint for S3).
+/// `file:///abs/path`, `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`,
+/// or (read-only: info, get, cat, verify, annotations) an `http(s)://` base URL where a root
+/// is served. Credentials and endpoints come from each cloud's standard environment: AWS_*
+/// (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+/// AWS_SESSION_TOKEN), GOOGLE_* (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT) and
+/// AZURE_* (AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, ...). `--mount` declares
+/// that a local ROOT is a mounted bucket (e.g. Mountpoint for S3).
 #[derive(Debug, Parser)]
 #[command(name = "guideloom", version, propagate_version = true)]
 pub(crate) struct Cli {
@@ -68,23 +70,47 @@ pub(crate) struct Global {
     pub(crate) s3_allow_http: bool,
     /// S3: sign with this profile of the shared AWS config and credentials files (its keys
     /// and region win over AWS_ACCESS_KEY_ID / AWS_REGION). Default: AWS_PROFILE, then the
-    /// standard chain.
+    /// standard chain. Needs a build with feature aws-profile (not a default).
     #[arg(long, global = true, value_name = "NAME")]
     pub(crate) s3_profile: Option<String>,
+    /// gs://: base URL of a GCS-compatible server such as fake-gcs-server. Default:
+    /// GOOGLE_BASE_URL, else Google Cloud Storage.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) gcs_endpoint: Option<String>,
+    /// gs://: allow a plain `http://` endpoint (GOOGLE_ALLOW_HTTP=true does the same).
+    #[arg(long, global = true)]
+    pub(crate) gcs_allow_http: bool,
+    /// gs://: send requests unsigned, fetching no token (an emulator, or a public bucket read
+    /// anonymously; GOOGLE_SKIP_SIGNATURE=true does the same).
+    #[arg(long, global = true)]
+    pub(crate) gcs_anonymous: bool,
+    /// az://: the blob service's URL. With --azure-emulator, the emulator's base URL without
+    /// the account (default: AZURITE_BLOB_STORAGE_URL, else http://127.0.0.1:10000);
+    /// otherwise the account's URL (default: AZURE_STORAGE_ENDPOINT, else
+    /// https://ACCOUNT.blob.core.windows.net).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) azure_endpoint: Option<String>,
+    /// az://: the Azurite emulator, with its well-known development account and key
+    /// (AZURE_STORAGE_USE_EMULATOR=true does the same); plain HTTP is allowed.
+    #[arg(long, global = true)]
+    pub(crate) azure_emulator: bool,
+    /// az://: allow a plain `http://` endpoint (AZURE_ALLOW_HTTP=true does the same).
+    #[arg(long, global = true)]
+    pub(crate) azure_allow_http: bool,
     /// The local ROOT is a mounted bucket (Mountpoint for S3 or similar): shards and
     /// snapshots are written create-only with sequential writes; annotations are refused
     /// (publish them through the bucket's s3:// root).
     #[arg(long, global = true)]
     pub(crate) mount: bool,
-    /// Remote roots (http(s)://, s3://): seconds allowed for one request attempt, from
+    /// Remote roots (http(s)://, s3://, gs://, az://): seconds allowed for one request attempt, from
     /// connecting to the end of the body. Default: 30.
     #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
     pub(crate) timeout: Option<Duration>,
-    /// Remote roots: seconds allowed to connect. Default: 10 (HTTP), 5 (S3).
+    /// Remote roots: seconds allowed to connect. Default: 10 (HTTP), 5 (S3, GCS, Azure).
     #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
     pub(crate) connect_timeout: Option<Duration>,
     /// Remote roots: retries of a failed attempt (timeouts, resets, HTTP 5xx and 429), at
-    /// most 100. Default: 3 (HTTP), 4 (S3).
+    /// most 100. Default: 3 (HTTP), 4 (S3, GCS, Azure).
     #[arg(long, global = true, value_name = "N",
           value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_RETRIES)))]
     pub(crate) retries: Option<u32>,
@@ -384,8 +410,8 @@ pub(crate) fn command() -> clap::Command {
     for name in names {
         cmd = cmd.mut_subcommand(name, |sub| {
             sub.after_help(
-                "Global options (JSON output, mounted buckets, S3 settings, timeouts and \
-                 retries of remote roots) are listed once, in `guideloom --help`; they may be \
+                "Global options (JSON output, mounted buckets, S3, GCS and Azure settings, \
+                 timeouts and retries of remote roots) are listed once, in `guideloom --help`; they may be \
                  given before or after the command's name.",
             )
         });

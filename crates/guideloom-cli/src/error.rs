@@ -12,6 +12,11 @@ pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
 /// The CLI's cargo features that decide which roots it can open (see its Cargo.toml).
 const CLI_FEATURES: [&str; 5] = ["aws-profile", "s3", "http", "gcs", "azure"];
 
+/// Those of [`CLI_FEATURES`] in the package's `default` feature (its Cargo.toml, which a test
+/// holds to this list): a binary without one of them was built with `--no-default-features`,
+/// and the plain install command builds one with it.
+const DEFAULT_FEATURES: [&str; 4] = ["s3", "gcs", "azure", "http"];
+
 /// The exit status of a failure of kind `kind`: with `--json`'s `kind` (the kind's own name),
 /// the command line's one error table (docs/cli.md, "Error kinds", which a test holds to it).
 /// Every kind exits 1, as documented: scripts tell the kinds apart by `--json`'s `kind`, and
@@ -197,6 +202,8 @@ impl CliError {
 
     /// For a root this binary cannot open because a cargo feature was left out of its build
     /// (`s3`, `http`, `aws-profile`, `gcs`, `azure`): the command that builds one that can.
+    /// A default feature is missing only from a `--no-default-features` build: the plain
+    /// install (the default features) has it; `aws-profile` takes `--features`.
     pub(crate) fn feature_hint(&self) -> Option<String> {
         if self.kind() != ErrorKind::Unsupported {
             return None;
@@ -205,10 +212,7 @@ impl CliError {
         let feature = CLI_FEATURES
             .iter()
             .find(|f| line.contains(&format!("feature `{f}`")))?;
-        Some(format!(
-            "this guideloom binary lacks it too; build one with it (in a guideloom checkout): \
-             cargo install --path crates/guideloom-cli --features {feature}"
-        ))
+        Some(install_hint(feature))
     }
 
     /// A broken pipe on standard output (e.g. `guideloom cat ROOT | head`) is not a failure.
@@ -350,9 +354,63 @@ fn find<'a, T: std::error::Error + 'static>(
         .or_else(|| e.downcast_ref::<Box<T>>().map(|b| &**b))
 }
 
+/// The end of the error line of a root that needs `feature`: how to build a binary with it.
+fn install_hint(feature: &str) -> String {
+    if DEFAULT_FEATURES.contains(&feature) {
+        "this guideloom binary was built without it (--no-default-features); the default \
+         build has it (in a guideloom checkout): cargo install --path crates/guideloom-cli"
+            .to_owned()
+    } else {
+        format!(
+            "this guideloom binary lacks it too; build one with it (in a guideloom checkout): \
+             cargo install --path crates/guideloom-cli --features {feature}"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`DEFAULT_FEATURES`] is the package's `default` feature, in any order: the hint of a
+    /// missing default feature says the plain install has it, so the two must not drift.
+    #[test]
+    fn the_default_features_are_the_manifests() {
+        let manifest = include_str!("../Cargo.toml");
+        let line = manifest
+            .lines()
+            .find(|l| l.starts_with("default = ["))
+            .expect("Cargo.toml has a default feature");
+        let mut listed: Vec<&str> = line
+            .trim_start_matches("default = [")
+            .trim_end_matches(']')
+            .split(',')
+            .map(|f| f.trim().trim_matches('"'))
+            .filter(|f| !f.is_empty())
+            .collect();
+        listed.sort_unstable();
+        let mut ours = DEFAULT_FEATURES.to_vec();
+        ours.sort_unstable();
+        assert_eq!(listed, ours, "{line}");
+        assert!(DEFAULT_FEATURES.iter().all(|f| CLI_FEATURES.contains(f)));
+    }
+
+    #[test]
+    fn a_missing_default_feature_points_at_the_plain_install() {
+        for f in DEFAULT_FEATURES {
+            let hint = install_hint(f);
+            assert!(
+                hint.ends_with("cargo install --path crates/guideloom-cli"),
+                "{f}: {hint}"
+            );
+            assert!(hint.contains("--no-default-features"), "{f}: {hint}");
+        }
+        let hint = install_hint("aws-profile");
+        assert!(
+            hint.ends_with("cargo install --path crates/guideloom-cli --features aws-profile"),
+            "{hint}"
+        );
+    }
 
     /// docs/cli.md's kind table (the rows after `<!-- kind table -->`): one row per kind, in
     /// `ErrorKind::ALL`'s order, with the exit status [`exit_status`] gives it.

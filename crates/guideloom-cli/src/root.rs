@@ -10,8 +10,8 @@ use guideloom::Dataset;
 use guideloom_format::ReadOptions;
 use guideloom_publish::RootStore;
 use guideloom_publish::{
-    RetryPolicy, Root, RootOptions, RootUri, S3Addressing, S3Environment, S3Options, Snapshot,
-    StoreOptions,
+    AzureOptions, GcsOptions, RetryPolicy, Root, RootOptions, RootUri, S3Addressing, S3Environment,
+    S3Options, Snapshot, StoreOptions,
 };
 
 use crate::cli::Global;
@@ -79,7 +79,135 @@ pub(crate) fn s3_options(global: &Global) -> Result<S3Options> {
     })
 }
 
-/// The retry and time bounds of every remote root (`s3://` and `http(s)://` alike, set once
+/// A process environment: a variable's value by name (`std::env::var` in the binary, a
+/// table in the tests).
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process's environment.
+pub(crate) fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The value of variable `name` in `env`, if set and not empty.
+fn env_var(env: Env<'_>, name: &str) -> Option<String> {
+    env(name).filter(|v| !v.is_empty())
+}
+
+/// Whether variable `name` is true by object_store's reading of booleans (`true`, `1`, `yes`,
+/// `on`, `y`, any case), as its `from_env` builders read it.
+fn env_true(env: Env<'_>, name: &str) -> bool {
+    env_var(env, name).is_some_and(|v| {
+        matches!(
+            v.to_ascii_lowercase().as_str(),
+            "1" | "true" | "on" | "yes" | "y"
+        )
+    })
+}
+
+/// A plain-HTTP `endpoint` (from `source`, a flag or a variable) is refused unless allowed,
+/// naming what allows it: the same rule and words as an S3 endpoint's.
+fn check_plain_http(source: &str, endpoint: &str, allowed: bool, allow: &str) -> Result<()> {
+    if endpoint.starts_with("http://") && !allowed {
+        return Err(CliError::argument(
+            source,
+            format!("{endpoint} is plain HTTP; pass {allow} to use it"),
+        ));
+    }
+    Ok(())
+}
+
+/// A build without `aws-profile` reads no AWS config files: with AWS_PROFILE set (and no
+/// `--s3-profile`), `root` is refused like `--s3-profile` is, naming the feature (so the
+/// error line ends with the install command that adds it), rather than signed by whatever
+/// else the environment holds or failing at the instance-metadata fallback. Keys in the
+/// environment win over a profile in the AWS chain too, so with AWS_ACCESS_KEY_ID set the
+/// profile is moot and nothing is refused.
+fn check_aws_profile(global: &Global, root: &str, env: Env<'_>) -> Result<()> {
+    if cfg!(feature = "aws-profile") || global.s3_profile.is_some() {
+        return Ok(());
+    }
+    match env_var(env, "AWS_PROFILE") {
+        Some(profile) if env_var(env, "AWS_ACCESS_KEY_ID").is_none() => Err(CliError::root(
+            root,
+            guideloom_publish::Error::Unsupported {
+                what: format!(
+                    "AWS_PROFILE={profile:?}: AWS profiles are read only with feature \
+                     `aws-profile` (or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+                ),
+            },
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// GCS options from the flags, completed from `env`: `--gcs-endpoint` else GOOGLE_BASE_URL,
+/// `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (object_store reads
+/// GOOGLE_SKIP_SIGNATURE and the credential variables itself). GOOGLE_ALLOW_HTTP is read here
+/// because the store's client options, set after object_store's `from_env`, replace the one
+/// it read.
+pub(crate) fn gcs_options(global: &Global, env: Env<'_>) -> Result<GcsOptions> {
+    let endpoint = match &global.gcs_endpoint {
+        Some(url) => Some(("--gcs-endpoint", url.clone())),
+        None => env_var(env, "GOOGLE_BASE_URL").map(|url| ("GOOGLE_BASE_URL", url)),
+    };
+    let allow_http = global.gcs_allow_http || env_true(env, "GOOGLE_ALLOW_HTTP");
+    if let Some((source, url)) = &endpoint {
+        check_plain_http(
+            source,
+            url,
+            allow_http,
+            "--gcs-allow-http (or set GOOGLE_ALLOW_HTTP=true)",
+        )?;
+    }
+    Ok(GcsOptions {
+        endpoint: endpoint.map(|(_, url)| url),
+        allow_http,
+        anonymous: global.gcs_anonymous,
+        ..GcsOptions::default()
+    })
+}
+
+/// Azure options for `root` from the flags, completed from `env`: `--azure-emulator` or
+/// AZURE_STORAGE_USE_EMULATOR (folded in here so that an `--azure-endpoint` is the
+/// emulator's), `--azure-endpoint` else AZURE_STORAGE_ENDPOINT (not for the emulator, whose
+/// URL object_store reads from AZURITE_BLOB_STORAGE_URL), `--azure-allow-http` or
+/// AZURE_ALLOW_HTTP. object_store reads the account and credential variables itself; without
+/// an account (AZURE_STORAGE_ACCOUNT_NAME) or the emulator, `root` is refused naming both (the
+/// library refuses it too, in its API's terms).
+pub(crate) fn azure_options(global: &Global, root: &str, env: Env<'_>) -> Result<AzureOptions> {
+    let emulator = global.azure_emulator || env_true(env, "AZURE_STORAGE_USE_EMULATOR");
+    let allow_http = global.azure_allow_http || env_true(env, "AZURE_ALLOW_HTTP");
+    let endpoint = match &global.azure_endpoint {
+        Some(url) => Some(("--azure-endpoint", url.clone())),
+        None if emulator => None,
+        None => env_var(env, "AZURE_STORAGE_ENDPOINT").map(|url| ("AZURE_STORAGE_ENDPOINT", url)),
+    };
+    if let Some((source, url)) = &endpoint
+        && !emulator
+    {
+        check_plain_http(
+            source,
+            url,
+            allow_http,
+            "--azure-allow-http (or set AZURE_ALLOW_HTTP=true)",
+        )?;
+    }
+    if !emulator && env_var(env, "AZURE_STORAGE_ACCOUNT_NAME").is_none() {
+        return Err(CliError::argument(
+            root,
+            "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME (or pass \
+             --azure-emulator for Azurite)",
+        ));
+    }
+    Ok(AzureOptions {
+        endpoint: endpoint.map(|(_, url)| url),
+        use_emulator: emulator,
+        allow_http,
+        ..AzureOptions::default()
+    })
+}
+
+/// The retry and time bounds of every remote root (`s3://`, `gs://`, `az://` and `http(s)://` alike, set once
 /// on the store options): each client's defaults, with `--timeout`, `--connect-timeout`,
 /// `--retries` (attempts = retries + 1, with the default backoff bounds), `--deadline`
 /// (object_store's `retry_timeout`; for an HTTP root the deadline of one read) and
@@ -123,17 +251,26 @@ pub(crate) fn open(arg: &str, global: &Global, must_exist: bool) -> Result<OpenR
             ),
         ));
     }
-    // The S3 environment matters only to s3:// roots: a plain-HTTP AWS_ENDPOINT_URL must not
-    // stop a local or mounted root.
-    let s3 = if matches!(&uri, RootUri::Bucket { scheme, .. } if scheme == "s3") {
-        s3_options(global)?
-    } else {
-        S3Options::default()
-    };
-    let options = remote_options(
-        global,
-        StoreOptions::default().with_s3(s3).with_mount(global.mount),
-    );
+    // Each cloud's environment and flags matter only to its own roots (a plain-HTTP
+    // AWS_ENDPOINT_URL must not stop a local, mounted or gs:// root), and only in a build
+    // that opens them: without the feature, the refusal that names it comes first.
+    let mut options = StoreOptions::default().with_mount(global.mount);
+    if let RootUri::Bucket { scheme, .. } = &uri {
+        match scheme.as_str() {
+            "s3" if cfg!(feature = "s3") => {
+                check_aws_profile(global, arg, &process_env)?;
+                options = options.with_s3(s3_options(global)?);
+            }
+            "gs" if cfg!(feature = "gcs") => {
+                options = options.with_gcs(gcs_options(global, &process_env)?);
+            }
+            "az" if cfg!(feature = "azure") => {
+                options = options.with_azure(azure_options(global, arg, &process_env)?);
+            }
+            _ => {}
+        }
+    }
+    let options = remote_options(global, options);
     let root =
         Root::open(arg, &options, RootOptions::default()).map_err(|e| CliError::root(arg, e))?;
     Ok(OpenRoot {
@@ -339,6 +476,137 @@ mod tests {
             remote_options(&none.global, StoreOptions::default()),
             StoreOptions::default()
         );
+    }
+
+    /// An environment of `vars` only.
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    /// The GCS and Azure flags, and the variables beside them, reach the store options (a
+    /// flag wins); a plain-HTTP endpoint needs allowing (the emulator allows it); an Azure
+    /// root needs an account or the emulator.
+    #[test]
+    fn gcs_and_azure_flags_and_variables_reach_the_store_options() {
+        let none = env_of(&[]);
+        let cli = parse(&[
+            "--gcs-endpoint",
+            "http://127.0.0.1:4443",
+            "--gcs-allow-http",
+            "--gcs-anonymous",
+        ])
+        .unwrap();
+        let gcs = gcs_options(&cli.global, &none).unwrap();
+        assert_eq!(gcs.endpoint.as_deref(), Some("http://127.0.0.1:4443"));
+        assert!(gcs.allow_http && gcs.anonymous);
+
+        let bare = parse(&[]).unwrap();
+        let env = env_of(&[
+            ("GOOGLE_BASE_URL", "http://127.0.0.1:1"),
+            ("GOOGLE_ALLOW_HTTP", "TRUE"),
+        ]);
+        let gcs = gcs_options(&bare.global, &env).unwrap();
+        assert_eq!(gcs.endpoint.as_deref(), Some("http://127.0.0.1:1"));
+        assert!(gcs.allow_http && !gcs.anonymous);
+        let flag = parse(&["--gcs-endpoint", "https://gcs.example"]).unwrap();
+        let gcs = gcs_options(&flag.global, &env).unwrap();
+        assert_eq!(gcs.endpoint.as_deref(), Some("https://gcs.example"));
+        assert_eq!(
+            gcs_options(&bare.global, &none).unwrap(),
+            GcsOptions::default()
+        );
+
+        let cli = parse(&["--gcs-endpoint", "http://127.0.0.1:4443"]).unwrap();
+        let e = gcs_options(&cli.global, &none).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--gcs-endpoint:") && e.contains("--gcs-allow-http"),
+            "{e}"
+        );
+        let e = gcs_options(&bare.global, &env_of(&[("GOOGLE_BASE_URL", "http://h")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("GOOGLE_BASE_URL:") && e.contains("GOOGLE_ALLOW_HTTP=true"),
+            "{e}"
+        );
+
+        let cli = parse(&[
+            "--azure-emulator",
+            "--azure-endpoint",
+            "http://127.0.0.1:10000",
+        ])
+        .unwrap();
+        let azure = azure_options(&cli.global, "az://c", &none).unwrap();
+        assert!(azure.use_emulator);
+        assert_eq!(azure.endpoint.as_deref(), Some("http://127.0.0.1:10000"));
+        // The emulator from the environment makes a flag's endpoint the emulator's.
+        let cli = parse(&["--azure-endpoint", "http://127.0.0.1:10000"]).unwrap();
+        let emulated = env_of(&[("AZURE_STORAGE_USE_EMULATOR", "1")]);
+        let azure = azure_options(&cli.global, "az://c", &emulated).unwrap();
+        assert!(azure.use_emulator);
+        assert_eq!(azure.endpoint.as_deref(), Some("http://127.0.0.1:10000"));
+
+        let account = env_of(&[("AZURE_STORAGE_ACCOUNT_NAME", "acct")]);
+        let cli = parse(&["--azure-endpoint", "http://127.0.0.1:10000/acct"]).unwrap();
+        let e = azure_options(&cli.global, "az://c", &account)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--azure-endpoint:") && e.contains("--azure-allow-http"),
+            "{e}"
+        );
+        let cli = parse(&[
+            "--azure-endpoint",
+            "http://127.0.0.1:10000/acct",
+            "--azure-allow-http",
+        ])
+        .unwrap();
+        let azure = azure_options(&cli.global, "az://c", &account).unwrap();
+        assert!(azure.allow_http && !azure.use_emulator);
+
+        let e = azure_options(&bare.global, "az://c/p", &none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("az://c/p: no Azure storage account")
+                && e.contains("AZURE_STORAGE_ACCOUNT_NAME")
+                && e.contains("--azure-emulator"),
+            "{e}"
+        );
+        assert_eq!(
+            azure_options(&bare.global, "az://c", &account).unwrap(),
+            AzureOptions::default()
+        );
+    }
+
+    /// Without `aws-profile`, AWS_PROFILE alone is refused naming the feature; keys in the
+    /// environment, or `--s3-profile` (refused by the library), leave it to them.
+    #[cfg(not(feature = "aws-profile"))]
+    #[test]
+    fn aws_profile_without_the_feature_is_refused_unless_keys_are_set() {
+        use guideloom_io::ErrorKind;
+        let bare = parse(&[]).unwrap();
+        let e = check_aws_profile(&bare.global, "s3://b/p", &env_of(&[("AWS_PROFILE", "dev")]))
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        let line = e.one_line();
+        assert!(
+            line.starts_with("s3://b/p: unsupported: AWS_PROFILE=\"dev\"")
+                && line.contains("feature `aws-profile`"),
+            "{line}"
+        );
+        assert!(
+            e.feature_hint()
+                .unwrap()
+                .ends_with("--features aws-profile")
+        );
+        let keys = env_of(&[("AWS_PROFILE", "dev"), ("AWS_ACCESS_KEY_ID", "k")]);
+        assert!(check_aws_profile(&bare.global, "s3://b/p", &keys).is_ok());
+        assert!(check_aws_profile(&bare.global, "s3://b/p", &env_of(&[])).is_ok());
     }
 
     #[test]

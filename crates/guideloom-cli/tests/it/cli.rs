@@ -292,14 +292,29 @@ fn s3_round_trip() {
             .output()
             .expect("run guideloom")
     };
-    let v = json(&ok(profile_info("gl-cli")));
-    assert!(
-        v["snapshots"].as_array().is_some_and(|s| !s.is_empty()),
-        "{v}"
-    );
-    let err = fails(profile_info("no-such-profile"));
-    assert!(err.contains("no-such-profile"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    #[cfg(feature = "aws-profile")]
+    {
+        let v = json(&ok(profile_info("gl-cli")));
+        assert!(
+            v["snapshots"].as_array().is_some_and(|s| !s.is_empty()),
+            "{v}"
+        );
+        let err = fails(profile_info("no-such-profile"));
+        assert!(err.contains("no-such-profile"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // The default build (s3 without aws-profile) refuses the profile before any request,
+    // naming the feature (cli_features.rs has the whole line).
+    #[cfg(not(feature = "aws-profile"))]
+    {
+        let out = profile_info("gl-cli");
+        assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+        assert!(
+            common::stderr(&out).contains("feature `aws-profile`"),
+            "{}",
+            common::stderr(&out)
+        );
+    }
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod cli_array_record;
 mod cli_array_record_bounds;
 mod cli_bounds;
 mod cli_checks;
+mod cli_clouds;
 mod cli_convert;
 mod cli_error_lines;
 mod cli_faults;
