@@ -109,6 +109,11 @@ osd_pool_default_pg_num = 8
 osd_pool_default_pgp_num = 8
 mon_max_pg_per_osd = 1000
 osd_pool_default_pg_autoscale_mode = off
+# ceph-mon exits with ENOSPC (28) at start, and shuts down later, once its data filesystem has
+# less than this percentage free (default 5): on a 252 GB CI disk that is 12.6 GB, which a CI
+# machine with a full target directory does not have. The mon's data here is a few megabytes.
+mon_data_avail_crit = 0
+mon_data_avail_warn = 0
 "
     )
 }
@@ -137,7 +142,15 @@ fn ceph_wait(
             return Err(log_tail_error(
                 Error::server(
                     "ceph",
-                    format!("{} exited while {what}: {status}", proc.label),
+                    format!(
+                        "{} exited while {what}: {status}{}",
+                        proc.label,
+                        if status.code() == Some(28) {
+                            " (28 is ENOSPC: the filesystem under the state directory is full)"
+                        } else {
+                            ""
+                        }
+                    ),
                 ),
                 logs,
             ));
