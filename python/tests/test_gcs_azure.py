@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import guideloom as gl
-from conftest import CloudRoot, cloud_options, metadata_requests
+from conftest import CLOUD_SERVERS, CloudRoot, cloud_options, metadata_requests, server_var
 from guideloom.storage import (
     AzureBackend,
     AzureOptions,
@@ -455,3 +455,42 @@ def test_the_other_schemes_keyword_is_refused_for_an_emulator_root(cloud_root: C
         gl.write_shard(records(1), cloud_root.uri, work_id="w", **wrong)
     with pytest.raises(gl.InvalidArgumentError, match="configures"):
         gl.open(cloud_root.uri, s3=S3Options(), **cloud_root.call)
+
+
+def test_a_root_configured_by_the_environment_alone(
+    cloud_root: CloudRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The services' standard variables, with no endpoint, no `allow_http` and no
+    `anonymous` in the options: object_store reads the endpoint and the credentials, the
+    library the plain-HTTP and unsigned switches (GOOGLE_ALLOW_HTTP used to be replaced by
+    the store's client options, and GOOGLE_SKIP_SIGNATURE alone still fetched a token)."""
+    endpoint = server_var(CLOUD_SERVERS[cloud_root.server][0])
+    if cloud_root.server == "gcs":
+        env = {
+            "GOOGLE_BASE_URL": endpoint,
+            "GOOGLE_ALLOW_HTTP": "true",
+            "GOOGLE_SKIP_SIGNATURE": "true",
+        }
+        options: dict[str, Any] = {"gcs": GcsOptions()}
+    else:
+        env = {
+            "AZURE_STORAGE_ACCOUNT_NAME": "devstoreaccount1",
+            "AZURE_STORAGE_ACCOUNT_KEY": AZURITE_KEY,
+            "AZURE_STORAGE_ENDPOINT": f"{endpoint.rstrip('/')}/devstoreaccount1",
+            "AZURE_ALLOW_HTTP": "1",
+        }
+        options = {"azure": AzureOptions()}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    values = records(7)
+    shard = gl.write_shard(values, cloud_root.uri, work_id="w", **options)
+    gl.publish(cloud_root.uri, [shard], dataset_id="d", snapshot_id="s", **options)
+    assert list(gl.open(cloud_root.uri, **options)) == values
+    assert metadata_requests() == []
+    # Without the plain-HTTP switch the same environment is refused, naming the scheme.
+    monkeypatch.delenv("GOOGLE_ALLOW_HTTP" if cloud_root.server == "gcs" else "AZURE_ALLOW_HTTP")
+    with pytest.raises(gl.StorageError) as caught:
+        gl.open(cloud_root.uri, **options)
+    # The error names the endpoint the variables gave, not the service's default.
+    assert endpoint.removeprefix("http://").rstrip("/") in str(caught.value), caught.value
+    assert "scheme is not allowed" in str(caught.value), caught.value

@@ -141,10 +141,10 @@ fn check_aws_profile(global: &Global, root: &str, env: Env<'_>) -> Result<()> {
 }
 
 /// GCS options from the flags, completed from `env`: `--gcs-endpoint` else GOOGLE_BASE_URL,
-/// `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (object_store reads
-/// GOOGLE_SKIP_SIGNATURE and the credential variables itself). GOOGLE_ALLOW_HTTP is read here
-/// because the store's client options, set after object_store's `from_env`, replace the one
-/// it read.
+/// `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (or GOOGLE_SKIP_SIGNATURE, which
+/// the library reads, as object_store reads the credential variables). GOOGLE_ALLOW_HTTP, which the
+/// library also honours, is read here so that a plain-HTTP endpoint is refused before any
+/// request, naming the flag.
 pub(crate) fn gcs_options(global: &Global, env: Env<'_>) -> Result<GcsOptions> {
     let endpoint = match &global.gcs_endpoint {
         Some(url) => Some(("--gcs-endpoint", url.clone())),

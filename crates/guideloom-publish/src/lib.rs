@@ -97,10 +97,11 @@ pub use publication::{PublicationOptions, PublishOutcome, PublishRequest, Publis
 #[cfg_attr(docsrs, doc(cfg(feature = "aws-profile")))]
 pub use registry::s3::credentials;
 pub use registry::{
-    ALLOW_HTTP_VARIABLE, AzureOptions, DEFAULT_OBJECT_STORE_CONNECT_TIMEOUT,
-    DEFAULT_OBJECT_STORE_RETRY, DEFAULT_REQUEST_TIMEOUT, DEFAULT_RETRY_TIMEOUT, ENDPOINT_VARIABLES,
-    GcsOptions, REGION_VARIABLES, Registry, S3Addressing, S3Environment, S3Options, SchemeBackend,
-    StoreOptions,
+    ALLOW_HTTP_VARIABLE, AZURE_ALLOW_HTTP_VARIABLE, AzureOptions,
+    DEFAULT_OBJECT_STORE_CONNECT_TIMEOUT, DEFAULT_OBJECT_STORE_RETRY, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RETRY_TIMEOUT, ENDPOINT_VARIABLES, GCS_ALLOW_HTTP_VARIABLE,
+    GCS_SKIP_SIGNATURE_VARIABLE, GcsOptions, REGION_VARIABLES, Registry, S3Addressing,
+    S3Environment, S3Options, SchemeBackend, StoreOptions,
 };
 pub use root::{
     CARD_FORMAT, Capped, CappedRun, Card, CompactRequest, Compacted, DEFAULT_READ_AHEAD_BATCHES,

@@ -32,7 +32,8 @@ pub struct GcsOptions {
     /// Allow a plain `http://` endpoint.
     pub allow_http: bool,
     /// Send requests unsigned, without fetching a token (an emulator such as fake-gcs-server,
-    /// or a public bucket read anonymously). Also `GOOGLE_SKIP_SIGNATURE=true`.
+    /// or a public bucket read anonymously). Also `GOOGLE_SKIP_SIGNATURE=true`
+    /// ([`GcsOptions::with_environment`]).
     pub anonymous: bool,
 }
 
@@ -116,6 +117,61 @@ impl AzureOptions {
     }
 }
 
+/// The variable that allows plain-HTTP GCS endpoints, as object_store names it.
+pub const GCS_ALLOW_HTTP_VARIABLE: &str = "GOOGLE_ALLOW_HTTP";
+/// The variable that makes GCS requests unsigned ([`GcsOptions::anonymous`]).
+pub const GCS_SKIP_SIGNATURE_VARIABLE: &str = "GOOGLE_SKIP_SIGNATURE";
+/// The variable that allows plain-HTTP Azure endpoints, as object_store names it.
+pub const AZURE_ALLOW_HTTP_VARIABLE: &str = "AZURE_ALLOW_HTTP";
+
+impl GcsOptions {
+    /// These options completed from the environment `lookup` reads (a variable's value by
+    /// name), where they leave the choice to it: plain HTTP allowed when
+    /// [`GCS_ALLOW_HTTP_VARIABLE`] is true, unsigned requests when
+    /// [`GCS_SKIP_SIGNATURE_VARIABLE`] is. An option's `false` cannot be told from unset, so a
+    /// true variable wins, as for object_store's own builders and
+    /// [`S3Options::with_environment`](super::S3Options::with_environment). `gs://` stores
+    /// built by the registry apply the process environment this way; without it the store's
+    /// client options would replace the `allow_http` object_store's `from_env` read, and an
+    /// unsigned client would still fetch a token before each upload.
+    ///
+    /// ```
+    /// use guideloom_publish::GcsOptions;
+    /// let env = |name: &str| (name == "GOOGLE_ALLOW_HTTP").then(|| "TRUE".to_owned());
+    /// let options = GcsOptions::default().with_environment(env);
+    /// assert!(options.allow_http && !options.anonymous);
+    /// ```
+    #[must_use]
+    pub fn with_environment(&self, lookup: impl Fn(&str) -> Option<String>) -> GcsOptions {
+        let set = |name: &str| lookup(name).is_some_and(|v| super::is_true(&v));
+        GcsOptions {
+            allow_http: self.allow_http || set(GCS_ALLOW_HTTP_VARIABLE),
+            anonymous: self.anonymous || set(GCS_SKIP_SIGNATURE_VARIABLE),
+            ..self.clone()
+        }
+    }
+}
+
+impl AzureOptions {
+    /// These options completed from the environment `lookup` reads: plain HTTP allowed when
+    /// [`AZURE_ALLOW_HTTP_VARIABLE`] is true (see [`GcsOptions::with_environment`] for why).
+    /// The account, the emulator switch and the credentials object_store reads itself.
+    ///
+    /// ```
+    /// use guideloom_publish::AzureOptions;
+    /// let options = AzureOptions::default().with_environment(|_| Some("1".to_owned()));
+    /// assert!(options.allow_http);
+    /// ```
+    #[must_use]
+    pub fn with_environment(&self, lookup: impl Fn(&str) -> Option<String>) -> AzureOptions {
+        AzureOptions {
+            allow_http: self.allow_http
+                || lookup(AZURE_ALLOW_HTTP_VARIABLE).is_some_and(|v| super::is_true(&v)),
+            ..self.clone()
+        }
+    }
+}
+
 /// `scheme://user:secret@host/path?sas` → `scheme://host/path`: endpoints go into errors and
 /// logs, userinfo and query strings (SAS tokens) never do.
 #[cfg(any(feature = "gcs", feature = "azure", test))]
@@ -131,7 +187,7 @@ mod gcs {
     use std::sync::Arc;
 
     use object_store::StaticCredentialProvider;
-    use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
+    use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder, GoogleConfigKey};
 
     use super::describe_endpoint;
     use crate::error::{Error, Result};
@@ -144,7 +200,7 @@ mod gcs {
         bucket: &str,
         store: &StoreOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
-        let options = &store.gcs;
+        let options = &store.gcs.with_environment(|name| std::env::var(name).ok());
         let mut builder = GoogleCloudStorageBuilder::from_env()
             .with_bucket_name(bucket)
             .with_retry(store.object_store_retry_config())
@@ -171,13 +227,14 @@ mod gcs {
                 }),
             ));
         }
+        // The URL requests go to: the options', else GOOGLE_BASE_URL as object_store read it.
+        let base_url = builder.get_config_value(&GoogleConfigKey::BaseUrl);
         let store = builder
             .build()
             .map_err(|e| Error::storage(format!("gs://{bucket}"), "configure", e))?;
         let endpoint = format!(
             "gs://{bucket} at {}",
-            options
-                .endpoint
+            base_url
                 .as_deref()
                 .map_or_else(|| "Google Cloud Storage".to_owned(), describe_endpoint)
         );
@@ -210,7 +267,9 @@ mod azure {
         container: &str,
         store: &StoreOptions,
     ) -> Result<Arc<ObjectStoreBucket>> {
-        let options = &store.azure;
+        let options = &store
+            .azure
+            .with_environment(|name| std::env::var(name).ok());
         let mut builder = MicrosoftAzureBuilder::from_env()
             .with_container_name(container)
             .with_retry(store.object_store_retry_config())
@@ -246,13 +305,15 @@ mod azure {
                  AZURE_STORAGE_ACCOUNT_NAME (or AzureOptions::use_emulator for Azurite)"
             )));
         }
+        // The options' endpoint, else AZURE_STORAGE_ENDPOINT as object_store read it.
+        let configured = builder.get_config_value(&AzureConfigKey::Endpoint);
         let store = builder
             .build()
             .map_err(|e| Error::storage(format!("az://{container}"), "configure", e))?;
-        let at = match (&options.endpoint, emulated) {
-            (Some(endpoint), _) => describe_endpoint(endpoint),
-            (None, true) => "the Azurite emulator".to_owned(),
-            (None, false) => format!(
+        let at = match (&options.endpoint, emulated, &configured) {
+            (Some(endpoint), _, _) | (None, false, Some(endpoint)) => describe_endpoint(endpoint),
+            (None, true, _) => "the Azurite emulator".to_owned(),
+            (None, false, None) => format!(
                 "https://{}.blob.core.windows.net",
                 account.as_deref().unwrap_or_default()
             ),
@@ -275,6 +336,58 @@ mod tests {
         assert_eq!(
             describe_endpoint("http://127.0.0.1:4443"),
             "http://127.0.0.1:4443"
+        );
+    }
+
+    fn lookup<'a>(vars: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn a_true_environment_variable_completes_the_options_and_a_false_one_changes_nothing() {
+        let gcs = GcsOptions::default();
+        assert_eq!(gcs.with_environment(lookup(&[])), gcs);
+        let on = lookup(&[
+            ("GOOGLE_ALLOW_HTTP", " Yes"),
+            ("GOOGLE_SKIP_SIGNATURE", "1"),
+        ]);
+        let completed = gcs.with_environment(on);
+        assert!(completed.allow_http && completed.anonymous, "{completed:?}");
+        let off = lookup(&[
+            ("GOOGLE_ALLOW_HTTP", "false"),
+            ("GOOGLE_SKIP_SIGNATURE", ""),
+        ]);
+        assert_eq!(gcs.with_environment(off), gcs);
+        // An option already set stays set whatever the environment says.
+        let set = GcsOptions::default()
+            .with_allow_http(true)
+            .with_anonymous(true)
+            .with_endpoint("http://127.0.0.1:1");
+        assert_eq!(
+            set.with_environment(lookup(&[("GOOGLE_ALLOW_HTTP", "0")])),
+            set
+        );
+
+        let azure = AzureOptions::default().with_account("a");
+        assert_eq!(azure.with_environment(lookup(&[])), azure);
+        assert!(
+            azure
+                .with_environment(lookup(&[("AZURE_ALLOW_HTTP", "ON")]))
+                .allow_http
+        );
+        // Only the Azure variable counts for Azure, only Google's for GCS.
+        assert!(
+            !azure
+                .with_environment(lookup(&[("GOOGLE_ALLOW_HTTP", "1")]))
+                .allow_http
+        );
+        assert!(
+            !gcs.with_environment(lookup(&[("AZURE_ALLOW_HTTP", "1")]))
+                .allow_http
         );
     }
 

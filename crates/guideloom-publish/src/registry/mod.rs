@@ -26,7 +26,12 @@ mod http;
 mod remote;
 pub(crate) mod s3;
 
-pub use cloud::{AzureOptions, GcsOptions};
+pub use cloud::{
+    AZURE_ALLOW_HTTP_VARIABLE, AzureOptions, GCS_ALLOW_HTTP_VARIABLE, GCS_SKIP_SIGNATURE_VARIABLE,
+    GcsOptions,
+};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", test))]
+pub(crate) use remote::is_true;
 pub use remote::{
     DEFAULT_OBJECT_STORE_CONNECT_TIMEOUT, DEFAULT_OBJECT_STORE_RETRY, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_RETRY_TIMEOUT,

@@ -44,12 +44,7 @@ impl S3Environment {
                 .iter()
                 .find_map(|&name| set(name).map(|v| (name, v))),
             region: REGION_VARIABLES.iter().find_map(|name| set(name)),
-            allow_http: set(ALLOW_HTTP_VARIABLE).is_some_and(|v| {
-                matches!(
-                    v.to_ascii_lowercase().as_str(),
-                    "1" | "true" | "on" | "yes" | "y"
-                )
-            }),
+            allow_http: set(ALLOW_HTTP_VARIABLE).is_some_and(|v| crate::registry::is_true(&v)),
         }
     }
 }
