@@ -489,6 +489,40 @@ pub(crate) fn bench(root: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// The quoted strings of the multi-line array `name = [` in `text` (a TOML file's).
+    fn toml_array(text: &str, name: &str) -> Vec<String> {
+        let start = text
+            .find(&format!("\n{name} = ["))
+            .unwrap_or_else(|| panic!("no `{name} = [` in pyproject.toml"));
+        let body = &text[start..];
+        let body = &body[..body.find("\n]").expect("the array ends")];
+        body.lines()
+            .skip(1)
+            .filter_map(|line| {
+                let line = line.trim();
+                line.strip_prefix('"')?.split('"').next().map(str::to_owned)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_test_extra_of_pyproject_is_what_ci_installs() {
+        let pyproject = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .join("pyproject.toml");
+        let text = std::fs::read_to_string(&pyproject).unwrap();
+        let mut declared = toml_array(&text, "test");
+        let mut installed: Vec<String> = TEST_PACKAGES
+            .iter()
+            .chain([&TORCH_PACKAGE])
+            .map(|p| (*p).to_owned())
+            .collect();
+        declared.sort();
+        installed.sort();
+        assert_eq!(declared, installed, "pyproject.toml's `test` extra");
+    }
+
     #[test]
     fn ruff_is_pinned_and_installed_and_every_static_check_runs_over_the_package() {
         assert!(RUFF.starts_with("ruff==") && TEST_PACKAGES.contains(&RUFF));
