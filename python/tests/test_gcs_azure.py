@@ -301,8 +301,10 @@ def test_an_azure_root_without_an_account_is_refused_naming_what_to_set(
 ) -> None:
     monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
     monkeypatch.delenv("AZURE_STORAGE_USE_EMULATOR", raising=False)
-    with pytest.raises(gl.InvalidArgumentError, match="AZURE_STORAGE_ACCOUNT_NAME"):
+    with pytest.raises(gl.InvalidArgumentError, match="AZURE_STORAGE_ACCOUNT_NAME") as caught:
         gl.open("az://container/p", azure=AzureOptions())
+    # The Python spelling of each remedy is named.
+    assert "account_name=" in str(caught.value) and "use_emulator=True" in str(caught.value)
 
 
 # --- against the emulators ---------------------------------------------------------------

@@ -301,8 +301,10 @@ mod azure {
                 .is_some_and(|v| v == "true");
         if account.is_none() && !emulated {
             return Err(Error::invalid(format!(
-                "az://{container}: no Azure storage account: set AzureOptions::account or \
-                 AZURE_STORAGE_ACCOUNT_NAME (or AzureOptions::use_emulator for Azurite)"
+                "az://{container}: no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME, \
+                 or the account in the options (AzureOptions(account_name=...) in Python, \
+                 AzureOptions::account in Rust), or use the emulator for Azurite \
+                 (use_emulator=True in Python, AzureOptions::use_emulator in Rust)"
             )));
         }
         // The options' endpoint, else AZURE_STORAGE_ENDPOINT as object_store read it.
