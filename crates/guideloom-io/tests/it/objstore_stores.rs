@@ -343,27 +343,45 @@ async fn moto_replaced_object_is_changed() {
     replaced_object_is_changed_at_the_next_read(moto_store(endpoint, bucket), &prefix).await;
 }
 
-/// `InMemory` (whose entity tags are quoted) with Ceph RGW 16's conditional-write quirk
-/// applied to reads: an `If-Match` with the quoted form is refused (412) while the unquoted
-/// form is honoured.
+/// `InMemory` behind a client quirk: `quirk` sees each GET's options first and refuses the
+/// request (nothing reaches the store) or passes them on, rewritten. Every other call goes
+/// straight to the store.
 #[derive(Debug)]
-struct QuotesRefused(InMemory);
+struct Quirky {
+    name: &'static str,
+    quirk: Quirk,
+    store: InMemory,
+}
 
-impl std::fmt::Display for QuotesRefused {
+/// A client quirk: a GET's options refused, or passed on (rewritten).
+type Quirk = fn(&Path, object_store::GetOptions) -> object_store::Result<object_store::GetOptions>;
+
+impl Quirky {
+    /// An empty `InMemory` behind `quirk`.
+    fn store(name: &'static str, quirk: Quirk) -> Arc<dyn ObjectStore> {
+        Arc::new(Quirky {
+            name,
+            quirk,
+            store: InMemory::new(),
+        })
+    }
+}
+
+impl std::fmt::Display for Quirky {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("QuotesRefused")
+        f.write_str(self.name)
     }
 }
 
 #[async_trait::async_trait]
-impl ObjectStore for QuotesRefused {
+impl ObjectStore for Quirky {
     async fn put_opts(
         &self,
         location: &Path,
         payload: object_store::PutPayload,
         opts: object_store::PutOptions,
     ) -> object_store::Result<object_store::PutResult> {
-        self.0.put_opts(location, payload, opts).await
+        self.store.put_opts(location, payload, opts).await
     }
 
     async fn put_multipart_opts(
@@ -371,7 +389,7 @@ impl ObjectStore for QuotesRefused {
         location: &Path,
         opts: object_store::PutMultipartOptions,
     ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.0.put_multipart_opts(location, opts).await
+        self.store.put_multipart_opts(location, opts).await
     }
 
     async fn get_opts(
@@ -379,38 +397,29 @@ impl ObjectStore for QuotesRefused {
         location: &Path,
         options: object_store::GetOptions,
     ) -> object_store::Result<object_store::GetResult> {
-        let mut options = options;
-        if let Some(tag) = options.if_match.take() {
-            if tag.starts_with('"') {
-                return Err(object_store::Error::Precondition {
-                    path: location.to_string(),
-                    source: "quoted entity tag refused".into(),
-                });
-            }
-            options.if_match = Some(format!("\"{tag}\""));
-        }
-        self.0.get_opts(location, options).await
+        let options = (self.quirk)(location, options)?;
+        self.store.get_opts(location, options).await
     }
 
     fn delete_stream(
         &self,
         locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
     ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
-        self.0.delete_stream(locations)
+        self.store.delete_stream(locations)
     }
 
     fn list(
         &self,
         prefix: Option<&Path>,
     ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.0.list(prefix)
+        self.store.list(prefix)
     }
 
     async fn list_with_delimiter(
         &self,
         prefix: Option<&Path>,
     ) -> object_store::Result<object_store::ListResult> {
-        self.0.list_with_delimiter(prefix).await
+        self.store.list_with_delimiter(prefix).await
     }
 
     async fn copy_opts(
@@ -419,8 +428,27 @@ impl ObjectStore for QuotesRefused {
         to: &Path,
         options: object_store::CopyOptions,
     ) -> object_store::Result<()> {
-        self.0.copy_opts(from, to, options).await
+        self.store.copy_opts(from, to, options).await
     }
+}
+
+/// Ceph RGW 16's conditional-write quirk applied to reads of `InMemory` (whose entity tags
+/// are quoted): an `If-Match` with the quoted form is refused (412) while the unquoted form
+/// is honoured.
+fn quotes_refused(
+    location: &Path,
+    mut options: object_store::GetOptions,
+) -> object_store::Result<object_store::GetOptions> {
+    if let Some(tag) = options.if_match.take() {
+        if tag.starts_with('"') {
+            return Err(object_store::Error::Precondition {
+                path: location.to_string(),
+                source: "quoted entity tag refused".into(),
+            });
+        }
+        options.if_match = Some(format!("\"{tag}\""));
+    }
+    Ok(options)
 }
 
 /// A store that refuses quoted entity tags in `If-Match` costs one extra request, once per
@@ -428,7 +456,7 @@ impl ObjectStore for QuotesRefused {
 /// a replaced object is still `Error::Changed`.
 #[tokio::test]
 async fn a_store_refusing_quoted_etags_gets_them_unquoted() {
-    let store: Arc<dyn ObjectStore> = Arc::new(QuotesRefused(InMemory::new()));
+    let store: Arc<dyn ObjectStore> = Quirky::store("QuotesRefused", quotes_refused);
     let obj = Path::from("quotes/obj.bin");
     let data = bytes(10_000, 5);
     put(&*store, &obj, &data).await;
@@ -452,78 +480,18 @@ async fn a_store_refusing_quoted_etags_gets_them_unquoted() {
     assert!(matches!(err, Error::Changed { found: None, .. }), "{err:?}");
 }
 
-/// `InMemory` whose client refuses suffix ranges before sending anything, as object_store's
-/// Azure client does ("Azure does not support suffix range requests").
-#[derive(Debug)]
-struct NoSuffix(InMemory);
-
-impl std::fmt::Display for NoSuffix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NoSuffix")
+/// A client that refuses suffix ranges before sending anything, as object_store's Azure
+/// client does ("Azure does not support suffix range requests").
+fn no_suffix(
+    _: &Path,
+    options: object_store::GetOptions,
+) -> object_store::Result<object_store::GetOptions> {
+    if matches!(options.range, Some(object_store::GetRange::Suffix(_))) {
+        return Err(object_store::Error::NotSupported {
+            source: "suffix range requests are not supported".into(),
+        });
     }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for NoSuffix {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: object_store::PutPayload,
-        opts: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        self.0.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.0.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        if matches!(options.range, Some(object_store::GetRange::Suffix(_))) {
-            return Err(object_store::Error::NotSupported {
-                source: "suffix range requests are not supported".into(),
-            });
-        }
-        self.0.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
-        self.0.delete_stream(locations)
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&Path>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.0.list(prefix)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&Path>,
-    ) -> object_store::Result<object_store::ListResult> {
-        self.0.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        self.0.copy_opts(from, to, options).await
-    }
+    Ok(options)
 }
 
 /// A store whose client refuses suffix ranges (Azure's) still reads tails: as a bounded
@@ -531,7 +499,7 @@ impl ObjectStore for NoSuffix {
 /// pinning; the refusal is learnt once per backend and sends nothing.
 #[tokio::test]
 async fn a_store_refusing_suffix_ranges_reads_tails_by_size() {
-    let store: Arc<dyn ObjectStore> = Arc::new(NoSuffix(InMemory::new()));
+    let store: Arc<dyn ObjectStore> = Quirky::store("NoSuffix", no_suffix);
     let obj = Path::from("suffix/obj.bin");
     let data = bytes(10_000, 7);
     put(&*store, &obj, &data).await;
@@ -564,7 +532,7 @@ async fn a_store_refusing_suffix_ranges_reads_tails_by_size() {
 /// gives its real tail and size.
 #[tokio::test]
 async fn a_wrong_size_hint_still_reads_the_real_tail() {
-    let store: Arc<dyn ObjectStore> = Arc::new(NoSuffix(InMemory::new()));
+    let store: Arc<dyn ObjectStore> = Quirky::store("NoSuffix", no_suffix);
     let obj = Path::from("suffix/hint.bin");
     let data = bytes(10_000, 9);
     put(&*store, &obj, &data).await;
