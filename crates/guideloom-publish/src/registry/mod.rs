@@ -30,7 +30,6 @@ pub use cloud::{
     AZURE_ALLOW_HTTP_VARIABLE, AzureOptions, GCS_ALLOW_HTTP_VARIABLE, GCS_SKIP_SIGNATURE_VARIABLE,
     GcsOptions,
 };
-#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", test))]
 pub(crate) use remote::is_true;
 pub use remote::{
     DEFAULT_OBJECT_STORE_CONNECT_TIMEOUT, DEFAULT_OBJECT_STORE_RETRY, DEFAULT_REQUEST_TIMEOUT,

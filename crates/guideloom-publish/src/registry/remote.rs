@@ -26,7 +26,6 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// object_store's reading of a boolean variable (`true`, `1`, `yes`, `on`, `y`, any case).
-#[cfg(any(feature = "s3", feature = "gcs", feature = "azure", test))]
 pub(crate) fn is_true(value: &str) -> bool {
     matches!(
         value.trim().to_ascii_lowercase().as_str(),
