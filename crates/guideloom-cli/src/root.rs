@@ -140,30 +140,31 @@ fn check_aws_profile(global: &Global, root: &str, env: Env<'_>) -> Result<()> {
     }
 }
 
-/// GCS options from the flags, completed from `env`: `--gcs-endpoint` else GOOGLE_BASE_URL,
-/// `--gcs-allow-http` or GOOGLE_ALLOW_HTTP, `--gcs-anonymous` (or GOOGLE_SKIP_SIGNATURE, which
-/// the library reads, as object_store reads the credential variables). GOOGLE_ALLOW_HTTP, which the
-/// library also honours, is read here so that a plain-HTTP endpoint is refused before any
-/// request, naming the flag.
+/// GCS options from the flags, completed from `env`: `--gcs-endpoint` else GOOGLE_BASE_URL;
+/// `--gcs-allow-http` and `--gcs-anonymous`, else GOOGLE_ALLOW_HTTP and GOOGLE_SKIP_SIGNATURE
+/// as the library reads them ([`GcsOptions::with_environment`], applied here too so that a
+/// plain-HTTP endpoint is refused before any request, naming the flag). object_store reads the
+/// credential variables itself.
 pub(crate) fn gcs_options(global: &Global, env: Env<'_>) -> Result<GcsOptions> {
     let endpoint = match &global.gcs_endpoint {
         Some(url) => Some(("--gcs-endpoint", url.clone())),
         None => env_var(env, "GOOGLE_BASE_URL").map(|url| ("GOOGLE_BASE_URL", url)),
     };
-    let allow_http = global.gcs_allow_http || env_true(env, "GOOGLE_ALLOW_HTTP");
+    let options = GcsOptions::default()
+        .with_allow_http(global.gcs_allow_http)
+        .with_anonymous(global.gcs_anonymous)
+        .with_environment(env);
     if let Some((source, url)) = &endpoint {
         check_plain_http(
             source,
             url,
-            allow_http,
+            options.allow_http,
             "--gcs-allow-http (or set GOOGLE_ALLOW_HTTP=true)",
         )?;
     }
     Ok(GcsOptions {
         endpoint: endpoint.map(|(_, url)| url),
-        allow_http,
-        anonymous: global.gcs_anonymous,
-        ..GcsOptions::default()
+        ..options
     })
 }
 
@@ -171,12 +172,15 @@ pub(crate) fn gcs_options(global: &Global, env: Env<'_>) -> Result<GcsOptions> {
 /// AZURE_STORAGE_USE_EMULATOR (folded in here so that an `--azure-endpoint` is the
 /// emulator's), `--azure-endpoint` else AZURE_STORAGE_ENDPOINT (not for the emulator, whose
 /// URL object_store reads from AZURITE_BLOB_STORAGE_URL), `--azure-allow-http` or
-/// AZURE_ALLOW_HTTP. object_store reads the account and credential variables itself; without
+/// AZURE_ALLOW_HTTP ([`AzureOptions::with_environment`]). object_store reads the account and credential variables itself; without
 /// an account (AZURE_STORAGE_ACCOUNT_NAME) or the emulator, `root` is refused naming both (the
 /// library refuses it too, in its API's terms).
 pub(crate) fn azure_options(global: &Global, root: &str, env: Env<'_>) -> Result<AzureOptions> {
     let emulator = global.azure_emulator || env_true(env, "AZURE_STORAGE_USE_EMULATOR");
-    let allow_http = global.azure_allow_http || env_true(env, "AZURE_ALLOW_HTTP");
+    let allow_http = AzureOptions::default()
+        .with_allow_http(global.azure_allow_http)
+        .with_environment(env)
+        .allow_http;
     let endpoint = match &global.azure_endpoint {
         Some(url) => Some(("--azure-endpoint", url.clone())),
         None if emulator => None,
